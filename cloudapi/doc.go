@@ -1,0 +1,43 @@
+// Package cloudapi is the thin cloud API that ccmkit builds cloudprovider.Interface on.
+//
+// A cloud team implements Client for its cloud (an adapter) and registers it with the
+// provider package; ccmkit does everything Kubernetes-specific above it: provider IDs,
+// node addresses, Service-to-load-balancer translation, ownership, caching, retries, rate
+// limiting and metrics. Nothing in this package mentions Kubernetes, so an adapter author
+// needs to know only their own cloud.
+//
+// # Writing an adapter
+//
+// Map each method to one or two calls of the cloud's API:
+//
+//   - InstanceAPI: GetInstance is "describe one VM", ListInstances is "list VMs, one page".
+//     Fill Instance.Addresses with every address the VM has (internal and external,
+//     IPv4 and IPv6, host names); ccmkit orders them for the Node.
+//   - LoadBalancerAPI: ListLoadBalancers must filter by tags (server-side if the cloud
+//     can, else on the page), because ccmkit finds the load balancer of a Service by its
+//     owner tags (TagCluster, TagService). A cloud that replaces a whole load balancer in
+//     one call implements UpdateLoadBalancer with LoadBalancerUpdate.Spec; a cloud with
+//     separate listener, target and setting calls uses LoadBalancerUpdate.Changes and
+//     makes only the calls it needs. ccmkit calls UpdateLoadBalancer only when Changes is
+//     not empty.
+//   - RouteAPI: routes of the pod network, tagged with TagCluster and TagNode.
+//   - Capabilities: return (nil, false) from Client.LoadBalancers or Client.Routes when
+//     the cloud lacks them.
+//
+// Map every error onto one of the sentinels (ErrNotFound, ErrConflict, ErrThrottled,
+// ErrInvalidRequest, ErrTransient), for example with NewError or Throttled, keeping the
+// cloud's own error as the cause. The one rule that matters most: return ErrNotFound only
+// when the cloud says, with certainty, that the resource does not exist. A timeout or a
+// 5xx is ErrTransient; reading it as "not found" makes Kubernetes delete a healthy Node.
+//
+// Do not retry, rate-limit or cache in the adapter: ccmkit wraps every client in one
+// decorator that does that, and counts on seeing every call. Do honour the context's
+// deadline and cancellation.
+//
+// Prove the adapter with the contract suite in package cloudapitest, which runs the whole
+// behavioural contract of this package against a backend you construct; package fake is
+// the reference backend that passes it. Package cloudapimock has gomock mocks of every
+// interface, for tests that need exact call sequences.
+package cloudapi
+
+//go:generate mockgen -typed -destination=cloudapimock/mocks.go -package=cloudapimock . Client,InstanceAPI,LoadBalancerAPI,RouteAPI

@@ -1,0 +1,335 @@
+package cloudapi
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// Protocol is the transport protocol of a listener.
+type Protocol string
+
+// The listener protocols. They match the Kubernetes Service port protocols.
+const (
+	// ProtocolTCP is TCP.
+	ProtocolTCP Protocol = "TCP"
+	// ProtocolUDP is UDP.
+	ProtocolUDP Protocol = "UDP"
+	// ProtocolSCTP is SCTP.
+	ProtocolSCTP Protocol = "SCTP"
+)
+
+// Valid reports whether p is one of the defined protocols.
+func (p Protocol) Valid() bool {
+	return p == ProtocolTCP || p == ProtocolUDP || p == ProtocolSCTP
+}
+
+// IPFamily is an IP address family.
+type IPFamily string
+
+// The IP families. They match the Kubernetes IPFamily values.
+const (
+	// IPv4 is the IPv4 family.
+	IPv4 IPFamily = "IPv4"
+	// IPv6 is the IPv6 family.
+	IPv6 IPFamily = "IPv6"
+)
+
+// Valid reports whether f is one of the defined families.
+func (f IPFamily) Valid() bool { return f == IPv4 || f == IPv6 }
+
+// Listener forwards one frontend port of a load balancer to a port on the targets.
+// A load balancer has at most one listener per (Protocol, Port).
+type Listener struct {
+	// Name is an optional human-readable name, usually the Service port's name.
+	Name string
+	// Protocol is the transport protocol.
+	Protocol Protocol
+	// Port is the frontend port on the load balancer's addresses.
+	Port int32
+	// TargetPort is the port on every target instance (the Service's node port).
+	TargetPort int32
+}
+
+// Key returns what identifies the listener inside its load balancer: its protocol and port.
+func (l Listener) Key() ListenerKey { return ListenerKey{Protocol: l.Protocol, Port: l.Port} }
+
+// ListenerKey identifies a listener inside its load balancer.
+type ListenerKey struct {
+	// Protocol is the listener's transport protocol.
+	Protocol Protocol
+	// Port is the listener's frontend port.
+	Port int32
+}
+
+// HealthCheckProtocol is how a health check probes a target.
+type HealthCheckProtocol string
+
+// The health check protocols.
+const (
+	// HealthCheckTCP opens a TCP connection.
+	HealthCheckTCP HealthCheckProtocol = "TCP"
+	// HealthCheckHTTP sends an HTTP GET to Path and expects a 2xx answer.
+	HealthCheckHTTP HealthCheckProtocol = "HTTP"
+	// HealthCheckHTTPS sends an HTTPS GET to Path and expects a 2xx answer.
+	HealthCheckHTTPS HealthCheckProtocol = "HTTPS"
+)
+
+// Valid reports whether p is one of the defined health check protocols.
+func (p HealthCheckProtocol) Valid() bool {
+	return p == HealthCheckTCP || p == HealthCheckHTTP || p == HealthCheckHTTPS
+}
+
+// HealthCheck says how the load balancer decides that a target can take traffic.
+type HealthCheck struct {
+	// Protocol is how the target is probed.
+	Protocol HealthCheckProtocol
+	// Port is the port probed on every target.
+	Port int32
+	// Path is the HTTP path for HTTP and HTTPS checks; empty for TCP.
+	Path string
+	// Interval is the time between two probes.
+	Interval time.Duration
+	// Timeout is how long one probe may take.
+	Timeout time.Duration
+	// HealthyThreshold is how many probes in a row must pass before a target takes traffic.
+	HealthyThreshold int32
+	// UnhealthyThreshold is how many probes in a row must fail before a target is taken
+	// out of service.
+	UnhealthyThreshold int32
+}
+
+// LoadBalancerSpec is everything a caller decides about a load balancer. CreateLoadBalancer
+// takes it; UpdateLoadBalancer makes a load balancer match it.
+type LoadBalancerSpec struct {
+	// Name is the load balancer's name in the cloud. It is for humans and the cloud's
+	// uniqueness rules; ccmkit finds its load balancers by Tags, never by name.
+	Name string
+	// Internal is true for a load balancer reachable only from inside the cloud network.
+	Internal bool
+	// Listeners are the frontend ports, at most one per (Protocol, Port).
+	Listeners []Listener
+	// Targets are the IDs of the instances that receive traffic. The order carries no
+	// meaning; an empty list is valid and leaves the load balancer without backends.
+	Targets []string
+	// HealthCheck probes the targets; nil means the cloud's default.
+	HealthCheck *HealthCheck
+	// SourceRanges are the CIDRs allowed to connect; empty means everyone.
+	SourceRanges []string
+	// ProxyProtocol is true when the load balancer prepends a PROXY protocol header to
+	// every connection it forwards.
+	ProxyProtocol bool
+	// IPFamilies are the address families the load balancer serves, primary first. Empty
+	// means IPv4 only.
+	IPFamilies []IPFamily
+	// RequestedIPs are the addresses the caller wants, at most one per family. Empty means
+	// the cloud picks.
+	RequestedIPs []string
+	// Tags are key/value labels stored with the load balancer; ccmkit records its
+	// ownership (cluster, Service) in them.
+	Tags map[string]string
+}
+
+// Clone returns a deep copy of the spec.
+func (s LoadBalancerSpec) Clone() LoadBalancerSpec {
+	s.Listeners = slices.Clone(s.Listeners)
+	s.Targets = slices.Clone(s.Targets)
+	if s.HealthCheck != nil {
+		hc := *s.HealthCheck
+		s.HealthCheck = &hc
+	}
+	s.SourceRanges = slices.Clone(s.SourceRanges)
+	s.IPFamilies = slices.Clone(s.IPFamilies)
+	s.RequestedIPs = slices.Clone(s.RequestedIPs)
+	s.Tags = maps.Clone(s.Tags)
+	return s
+}
+
+// LoadBalancerStatus is the provisioning state of a load balancer.
+type LoadBalancerStatus string
+
+// The load balancer states.
+const (
+	// LoadBalancerProvisioning is a load balancer that the cloud is still building; its
+	// addresses may not be known yet.
+	LoadBalancerProvisioning LoadBalancerStatus = "provisioning"
+	// LoadBalancerActive is a load balancer that serves traffic on its addresses.
+	LoadBalancerActive LoadBalancerStatus = "active"
+	// LoadBalancerError is a load balancer that the cloud failed to build or update.
+	LoadBalancerError LoadBalancerStatus = "error"
+	// LoadBalancerDeleting is a load balancer that is being deleted.
+	LoadBalancerDeleting LoadBalancerStatus = "deleting"
+)
+
+// LoadBalancer is a load balancer as the cloud stored it.
+type LoadBalancer struct {
+	// ID is the cloud's unique, immutable identifier of the load balancer.
+	ID string
+	// Spec is what the load balancer is configured to do.
+	Spec LoadBalancerSpec
+	// Addresses are the IP addresses assigned to the load balancer, primary family first.
+	// Empty while it is provisioning.
+	Addresses []string
+	// Status is the provisioning state.
+	Status LoadBalancerStatus
+}
+
+// Clone returns a deep copy of the load balancer.
+func (lb LoadBalancer) Clone() LoadBalancer {
+	lb.Spec = lb.Spec.Clone()
+	lb.Addresses = slices.Clone(lb.Addresses)
+	return lb
+}
+
+// LoadBalancerUpdate is the argument of UpdateLoadBalancer: the whole desired spec, for
+// clouds that replace a load balancer in one call, and the changes against what the
+// caller read, for clouds with one call per part.
+type LoadBalancerUpdate struct {
+	// Spec is the complete desired configuration after the update.
+	Spec LoadBalancerSpec
+	// Changes are the differences between the load balancer the caller read and Spec, as
+	// computed by DiffLoadBalancer.
+	Changes LoadBalancerChanges
+}
+
+// LoadBalancerChanges lists what differs between two load balancer specs. The zero value
+// means nothing differs.
+type LoadBalancerChanges struct {
+	// Name is true when the name differs.
+	Name bool
+	// Internal is true when the internal/public choice differs. Many clouds cannot change
+	// it in place and answer ErrInvalidRequest.
+	Internal bool
+	// AddListeners are listeners whose (Protocol, Port) is new.
+	AddListeners []Listener
+	// UpdateListeners are listeners whose (Protocol, Port) exists but whose name or target
+	// port differs; they hold the new values.
+	UpdateListeners []Listener
+	// RemoveListeners are the keys of listeners to remove.
+	RemoveListeners []ListenerKey
+	// AddTargets are instance IDs to add as targets.
+	AddTargets []string
+	// RemoveTargets are instance IDs to remove from the targets.
+	RemoveTargets []string
+	// HealthCheck is true when the health check differs.
+	HealthCheck bool
+	// SourceRanges is true when the set of source ranges differs.
+	SourceRanges bool
+	// ProxyProtocol is true when the PROXY protocol setting differs.
+	ProxyProtocol bool
+	// IPFamilies is true when the address families differ.
+	IPFamilies bool
+	// RequestedIPs is true when the requested addresses differ.
+	RequestedIPs bool
+	// Tags is true when the tags differ.
+	Tags bool
+}
+
+// Empty reports whether there is nothing to change.
+func (c LoadBalancerChanges) Empty() bool {
+	return !c.Name && !c.Internal && len(c.AddListeners) == 0 && len(c.UpdateListeners) == 0 &&
+		len(c.RemoveListeners) == 0 && len(c.AddTargets) == 0 && len(c.RemoveTargets) == 0 &&
+		!c.HealthCheck && !c.SourceRanges && !c.ProxyProtocol && !c.IPFamilies &&
+		!c.RequestedIPs && !c.Tags
+}
+
+// DiffLoadBalancer returns what must change for a load balancer configured as current to
+// be configured as desired. Listeners are matched by (Protocol, Port); targets, source
+// ranges and requested IPs are compared as sets; IP families in order (the first is the
+// primary). Results are sorted, so equal inputs give equal outputs.
+func DiffLoadBalancer(current, desired LoadBalancerSpec) LoadBalancerChanges {
+	var c LoadBalancerChanges
+	c.Name = current.Name != desired.Name
+	c.Internal = current.Internal != desired.Internal
+
+	cur := make(map[ListenerKey]Listener, len(current.Listeners))
+	for _, l := range current.Listeners {
+		cur[l.Key()] = l
+	}
+	want := make(map[ListenerKey]bool, len(desired.Listeners))
+	for _, l := range desired.Listeners {
+		want[l.Key()] = true
+		old, ok := cur[l.Key()]
+		switch {
+		case !ok:
+			c.AddListeners = append(c.AddListeners, l)
+		case old != l:
+			c.UpdateListeners = append(c.UpdateListeners, l)
+		}
+	}
+	for _, l := range current.Listeners {
+		if !want[l.Key()] {
+			c.RemoveListeners = append(c.RemoveListeners, l.Key())
+		}
+	}
+	sortListeners(c.AddListeners)
+	sortListeners(c.UpdateListeners)
+	slices.SortFunc(c.RemoveListeners, compareListenerKeys)
+
+	c.AddTargets, c.RemoveTargets = setDiff(current.Targets, desired.Targets)
+	c.HealthCheck = !equalHealthChecks(current.HealthCheck, desired.HealthCheck)
+	c.SourceRanges = !equalSets(current.SourceRanges, desired.SourceRanges)
+	c.ProxyProtocol = current.ProxyProtocol != desired.ProxyProtocol
+	c.IPFamilies = !slices.Equal(normalFamilies(current.IPFamilies), normalFamilies(desired.IPFamilies))
+	c.RequestedIPs = !equalSets(current.RequestedIPs, desired.RequestedIPs)
+	c.Tags = !maps.Equal(current.Tags, desired.Tags)
+	return c
+}
+
+// normalFamilies returns families with the documented default applied: empty means IPv4.
+func normalFamilies(f []IPFamily) []IPFamily {
+	if len(f) == 0 {
+		return []IPFamily{IPv4}
+	}
+	return f
+}
+
+func equalHealthChecks(a, b *HealthCheck) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func compareListenerKeys(a, b ListenerKey) int {
+	if a.Protocol != b.Protocol {
+		if a.Protocol < b.Protocol {
+			return -1
+		}
+		return 1
+	}
+	return int(a.Port) - int(b.Port)
+}
+
+func sortListeners(ls []Listener) {
+	slices.SortFunc(ls, func(a, b Listener) int { return compareListenerKeys(a.Key(), b.Key()) })
+}
+
+// setDiff returns the elements of want missing from have and those of have missing from
+// want, each sorted and without duplicates.
+func setDiff(have, want []string) (add, remove []string) {
+	h := make(map[string]struct{}, len(have))
+	for _, s := range have {
+		h[s] = struct{}{}
+	}
+	w := make(map[string]struct{}, len(want))
+	for _, s := range want {
+		w[s] = struct{}{}
+		if _, ok := h[s]; !ok {
+			add = append(add, s)
+		}
+	}
+	for _, s := range have {
+		if _, ok := w[s]; !ok {
+			remove = append(remove, s)
+		}
+	}
+	slices.Sort(add)
+	slices.Sort(remove)
+	return slices.Compact(add), slices.Compact(remove)
+}
+
+func equalSets(a, b []string) bool {
+	add, remove := setDiff(a, b)
+	return len(add) == 0 && len(remove) == 0
+}

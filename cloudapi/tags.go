@@ -1,0 +1,26 @@
+package cloudapi
+
+// The tag keys ccmkit writes to record ownership. Adapters store them as given, or map
+// them onto the cloud's tag syntax in both directions; ccmkit relies on finding a resource
+// by them with ListOptions.Tags.
+const (
+	// TagCluster holds the cluster ID of the cluster that owns a load balancer or route.
+	TagCluster = "ccmkit.io/cluster"
+	// TagService holds the UID of the Service that owns a load balancer.
+	TagService = "ccmkit.io/service-uid"
+	// TagServiceName holds the namespace/name of the Service that owns a load balancer,
+	// for humans; ownership is decided by TagService.
+	TagServiceName = "ccmkit.io/service"
+	// TagNode holds the name of the Node whose pod CIDR a route serves.
+	TagNode = "ccmkit.io/node"
+)
+
+// MatchTags reports whether tags carries every key of filter with the same value.
+func MatchTags(tags, filter map[string]string) bool {
+	for k, v := range filter {
+		if got, ok := tags[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
