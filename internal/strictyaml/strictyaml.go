@@ -1,0 +1,191 @@
+package strictyaml
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ErrUnknownKey is matched (errors.Is) by every error about a key the target type does
+// not have.
+var ErrUnknownKey = errors.New("unknown key")
+
+// Decode decodes node into out (a non-nil pointer) after checking that every mapping key
+// in node names a field of the type it decodes into. Unknown keys are reported together,
+// each as "line N: unknown key "k" in <path> (known keys: ...)". path names node in
+// messages, for example "fake" for a section; empty means the document's top level.
+func Decode(node *yaml.Node, path string, out any) error {
+	rv := reflect.ValueOf(out)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("strictyaml: Decode needs a non-nil pointer, got %T", out)
+	}
+	if errs := check(node, rv.Type().Elem(), path); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := node.Decode(out); err != nil {
+		return typeError(err, path)
+	}
+	return nil
+}
+
+// Parse parses data into a document node. An empty document yields a nil node.
+func Parse(data []byte) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("not valid YAML: %w", err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, nil
+	}
+	return doc.Content[0], nil
+}
+
+// typeError prefixes the path to yaml's own type errors, which already carry line numbers.
+func typeError(err error, path string) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && path != "" {
+		return fmt.Errorf("in %s: %w", path, err)
+	}
+	return err
+}
+
+// Keys returns the sorted YAML keys of struct type T, as Decode accepts them.
+func Keys[T any]() []string {
+	fields, _ := fieldsOf(reflect.TypeFor[T]())
+	return sortedKeys(fields)
+}
+
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+func check(n *yaml.Node, t reflect.Type, path string) []error {
+	if n == nil {
+		return nil
+	}
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil
+		}
+		return check(n.Content[0], t, path)
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil // the type decodes itself
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return nil // yaml reports the type mismatch with its line
+		}
+		fields, inlineMap := fieldsOf(t)
+		var errs []error
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, val := n.Content[i], n.Content[i+1]
+			if key.Value == "<<" {
+				continue // merge key
+			}
+			ft, ok := fields[key.Value]
+			switch {
+			case ok:
+				errs = append(errs, check(val, ft, join(path, key.Value))...)
+			case inlineMap != nil:
+				errs = append(errs, check(val, inlineMap.Elem(), join(path, key.Value))...)
+			default:
+				errs = append(errs, fmt.Errorf("line %d: %w %q in %s (known keys: %s)",
+					key.Line, ErrUnknownKey, key.Value, where(path), strings.Join(sortedKeys(fields), ", ")))
+			}
+		}
+		return errs
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var errs []error
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			errs = append(errs, check(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value))...)
+		}
+		return errs
+	case reflect.Slice, reflect.Array:
+		if n.Kind != yaml.SequenceNode {
+			return nil
+		}
+		var errs []error
+		for i, item := range n.Content {
+			errs = append(errs, check(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))...)
+		}
+		return errs
+	}
+	return nil
+}
+
+// fieldsOf returns the YAML keys of struct t with their types, following yaml.v3's naming
+// (the tag's name, else the lower-cased field name) and ",inline" embedding.
+func fieldsOf(t reflect.Type) (map[string]reflect.Type, reflect.Type) {
+	fields := map[string]reflect.Type{}
+	var inlineMap reflect.Type
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if slices.Contains(strings.Split(opts, ","), "inline") {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Map {
+				inlineMap = ft
+				continue
+			}
+			inner, innerMap := fieldsOf(ft)
+			for k, v := range inner {
+				fields[k] = v
+			}
+			if innerMap != nil {
+				inlineMap = innerMap
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		fields[name] = f.Type
+	}
+	return fields, inlineMap
+}
+
+func sortedKeys(m map[string]reflect.Type) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func where(path string) string {
+	if path == "" {
+		return "the top level"
+	}
+	return path
+}

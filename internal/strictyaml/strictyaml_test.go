@@ -1,0 +1,89 @@
+package strictyaml_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/internal/strictyaml"
+)
+
+type inner struct {
+	Port    int           `yaml:"port"`
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+type embedded struct {
+	Shared string `yaml:"shared"`
+}
+
+type doc struct {
+	embedded `yaml:",inline"`
+	Name     string            `yaml:"name"`
+	Items    []inner           `yaml:"items"`
+	ByName   map[string]inner  `yaml:"byName"`
+	Ptr      *inner            `yaml:"ptr"`
+	Labels   map[string]string `yaml:"labels"`
+	Default  bool
+	Skipped  string `yaml:"-"`
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name    string
+		yaml    string
+		wantErr []string
+	}{
+		{name: "all known", yaml: "name: a\nshared: s\nitems:\n- port: 1\n  timeout: 2s\nbyName:\n  x: {port: 2}\nptr: {port: 3}\nlabels: {anything: goes}\ndefault: true\n"},
+		{name: "unknown top", yaml: "name: a\nnmae: b\n", wantErr: []string{`line 2: unknown key "nmae" in the top level (known keys: byName, default, items, labels, name, ptr, shared)`}},
+		{name: "unknown in list item", yaml: "items:\n- port: 1\n- prot: 2\n", wantErr: []string{`line 3: unknown key "prot" in items[1]`}},
+		{name: "unknown in map value", yaml: "byName:\n  x:\n    timeout: 1s\n    tiemout: 2s\n", wantErr: []string{`line 4: unknown key "tiemout" in byName.x`}},
+		{name: "unknown in pointer", yaml: "ptr:\n  porrt: 1\n", wantErr: []string{`line 2: unknown key "porrt" in ptr`}},
+		{name: "skipped field is unknown", yaml: "skipped: x\n", wantErr: []string{`unknown key "skipped"`}},
+		{name: "every problem at once", yaml: "a: 1\nb: 2\n", wantErr: []string{`line 1: unknown key "a"`, `line 2: unknown key "b"`}},
+		{name: "type error has a line", yaml: "items:\n- port: many\n", wantErr: []string{"line 2", "many"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node, err := strictyaml.Parse([]byte(tt.yaml))
+			require.NoError(t, err)
+			var got doc
+			err = strictyaml.Decode(node, "", &got)
+			if len(tt.wantErr) == 0 {
+				require.NoError(t, err)
+				assert.Equal(t, "a", got.Name)
+				assert.Equal(t, "s", got.Shared)
+				assert.Equal(t, 2*time.Second, got.Items[0].Timeout)
+				assert.Equal(t, 3, got.Ptr.Port)
+				assert.True(t, got.Default)
+				return
+			}
+			require.Error(t, err)
+			for _, want := range tt.wantErr {
+				assert.Contains(t, err.Error(), want)
+			}
+		})
+	}
+}
+
+func TestDecodeSectionPath(t *testing.T) {
+	node, err := strictyaml.Parse([]byte("top: 1\nsection:\n  port: 1\n  extra: 2\n"))
+	require.NoError(t, err)
+	section := node.Content[3]
+	var got inner
+	err = strictyaml.Decode(section, "section", &got)
+	require.ErrorIs(t, err, strictyaml.ErrUnknownKey)
+	assert.Contains(t, err.Error(), `line 4: unknown key "extra" in section`, "lines point into the whole file")
+}
+
+func TestParse(t *testing.T) {
+	node, err := strictyaml.Parse(nil)
+	require.NoError(t, err)
+	assert.Nil(t, node)
+	_, err = strictyaml.Parse([]byte("a: [\n"))
+	assert.ErrorContains(t, err, "not valid YAML")
+	var x inner
+	assert.Error(t, strictyaml.Decode(nil, "", x), "a non-pointer target is refused")
+}

@@ -1,0 +1,198 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/providerid"
+)
+
+// Options customise a provider beyond its cloud config: what an adapter decides once for
+// all its users.
+type Options struct {
+	// ProviderName is the name of the provider (--cloud-provider), the scheme of default
+	// provider IDs and part of the cloud API metric names. Default "ccmkit".
+	ProviderName string
+	// ProviderIDTemplate is the format of Node provider IDs; see package providerid.
+	// Default "<ProviderName>://{id}". A cloud migrating from an existing
+	// cloud-controller-manager sets the format that one used.
+	ProviderIDTemplate string
+	// AnnotationPrefix is the adapter's default prefix of load balancer annotations, used
+	// when the config's loadBalancer.annotationPrefix is empty. Default
+	// "loadbalancer.ccmkit.io/".
+	AnnotationPrefix string
+	// Metrics is where the cloud API metrics are registered. Nil means the
+	// cloud-controller-manager's global registry (served on /metrics); tests pass their
+	// own.
+	Metrics MetricsRegistry
+}
+
+func (o Options) withDefaults() Options {
+	if o.ProviderName == "" {
+		o.ProviderName = DefaultProviderName
+	}
+	if o.ProviderIDTemplate == "" {
+		o.ProviderIDTemplate = o.ProviderName + "://{" + providerid.FieldID + "}"
+	}
+	if o.AnnotationPrefix == "" {
+		o.AnnotationPrefix = DefaultAnnotationPrefix
+	}
+	return o
+}
+
+// Cloud is ccmkit's cloudprovider.Interface: it holds the config and the instrumented
+// cloud client and hands out the sub-interface implementations.
+type Cloud struct {
+	cfg        Config
+	opts       Options
+	client     cloudapi.Client
+	providerID providerid.Format
+
+	mu       sync.Mutex
+	recorder record.EventRecorder
+}
+
+var _ cloudprovider.Interface = (*Cloud)(nil)
+
+// New assembles a provider from a config and a cloud client, without the global registry.
+// It applies the config's defaults, validates it, wraps client in the instrumented client
+// (rate limit, retries, timeouts, metrics) and checks that every part the config enables
+// explicitly is offered by the backend. It does no I/O and starts no goroutines.
+func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
+	opts = opts.withDefaults()
+	if client == nil {
+		return nil, errors.New("provider: New needs a cloud client")
+	}
+	if cfg.LoadBalancer.AnnotationPrefix == "" {
+		cfg.LoadBalancer.AnnotationPrefix = opts.AnnotationPrefix
+	}
+	cfg.SetDefaults()
+	if cfg.Backend == "" {
+		cfg.Backend = opts.ProviderName
+	}
+	var errs []error
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	format, err := providerid.Compile(opts.ProviderIDTemplate)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if _, ok := client.LoadBalancers(); !ok && cfg.Enable.LoadBalancers != nil && *cfg.Enable.LoadBalancers {
+		errs = append(errs, fmt.Errorf("enable.loadBalancers: the %q backend has no load balancers", cfg.Backend))
+	}
+	if _, ok := client.Routes(); !ok && cfg.RoutesEnabled() {
+		errs = append(errs, fmt.Errorf("enable.routes: the %q backend has no routes", cfg.Backend))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	instrumented, err := instrument(client, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Cloud{cfg: cfg, opts: opts, client: instrumented, providerID: format}, nil
+}
+
+// Config returns the effective config, defaults applied.
+func (c *Cloud) Config() Config { return c.cfg }
+
+// Initialize sets up the event recorder through which ccmkit reports problems on Services
+// and Nodes. The cloud-controller-manager calls it after leader election, before any
+// controller runs; nothing cloud-facing happens before. Events stop when stop closes.
+func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	logger := klog.FromContext(ctx).WithValues("provider", c.opts.ProviderName)
+	kube, err := clientBuilder.Client(c.opts.ProviderName + "-cloud-provider")
+	if err != nil {
+		cancel()
+		logger.Error(err, "No Kubernetes client for events; problems will only be logged")
+		return
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: c.opts.ProviderName + "-cloud-provider"})
+	c.mu.Lock()
+	c.recorder = recorder
+	c.mu.Unlock()
+	go func() {
+		<-stop
+		broadcaster.Shutdown()
+		cancel()
+	}()
+}
+
+// EventRecorder returns the recorder set up by Initialize, or a recorder that drops
+// events before then.
+func (c *Cloud) EventRecorder() record.EventRecorder {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.recorder == nil {
+		return &record.FakeRecorder{}
+	}
+	return c.recorder
+}
+
+// ProviderName returns the provider's registered name.
+func (c *Cloud) ProviderName() string { return c.opts.ProviderName }
+
+// HasClusterID reports whether the config names a cluster ID.
+func (c *Cloud) HasClusterID() bool { return c.cfg.Cluster.ID != "" }
+
+// Clusters returns the cluster described by the config's cluster section.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) {
+	return clusters{c.cfg.Cluster}, true
+}
+
+// Instances returns the legacy Instances interface. It is offered once package instances
+// is wired in; until then (nil, false).
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 returns the InstancesV2 interface. It is offered once package instances is
+// wired in; until then (nil, false).
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return nil, false }
+
+// Zones returns the Zones interface. It is offered once package zones is wired in; until
+// then (nil, false).
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// LoadBalancer returns the LoadBalancer interface. It is offered once package
+// loadbalancer is wired in; until then (nil, false).
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return nil, false }
+
+// Routes returns the Routes interface. It is offered once package routes is wired in;
+// until then (nil, false).
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+
+// clusters answers cloudprovider.Clusters from the config.
+type clusters struct{ cfg ClusterConfig }
+
+// ListClusters returns the configured cluster's name, or nothing when none is configured.
+func (c clusters) ListClusters(context.Context) ([]string, error) {
+	if c.cfg.Name == "" {
+		return nil, nil
+	}
+	return []string{c.cfg.Name}, nil
+}
+
+// Master returns the configured API server address of the named cluster.
+func (c clusters) Master(_ context.Context, clusterName string) (string, error) {
+	if clusterName != c.cfg.Name {
+		return "", fmt.Errorf("cluster %q is unknown; the cloud config describes %q", clusterName, c.cfg.Name)
+	}
+	if c.cfg.Master == "" {
+		return "", fmt.Errorf("cluster %q: cluster.master is not set in the cloud config", clusterName)
+	}
+	return c.cfg.Master, nil
+}

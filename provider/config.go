@@ -1,0 +1,393 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ccmkit/ccmkit/internal/strictyaml"
+)
+
+// Defaults of the cloud config. A zero value in a Config means "use the default".
+const (
+	// DefaultProviderName is the name the built-in provider registers under.
+	DefaultProviderName = "ccmkit"
+	// DefaultAnnotationPrefix is the prefix of the load balancer annotations.
+	DefaultAnnotationPrefix = "loadbalancer.ccmkit.io/"
+	// DefaultQPS is the sustained rate of cloud API calls.
+	DefaultQPS = 10
+	// DefaultBurst is how many cloud API calls may go out at once after a quiet period.
+	DefaultBurst = 20
+	// DefaultTimeout bounds one attempt of one cloud API call.
+	DefaultTimeout = 30 * time.Second
+	// DefaultMaxAttempts is how often a retryable call is tried in all.
+	DefaultMaxAttempts = 4
+	// DefaultInitialBackoff is the wait before the first retry.
+	DefaultInitialBackoff = 200 * time.Millisecond
+	// DefaultMaxBackoff caps the wait between retries.
+	DefaultMaxBackoff = 10 * time.Second
+	// DefaultCacheMaxAge is how old the shared instance snapshot may get before a lookup
+	// refreshes it.
+	DefaultCacheMaxAge = time.Minute
+)
+
+// Config is a provider's cloud config, the YAML file given to the cloud-controller-manager
+// with --cloud-config. Read it with ReadConfig and check it with Validate. Every field is
+// documented with its YAML key in the README's configuration reference.
+type Config struct {
+	// Backend names the cloud backend (YAML "backend"). Empty means the one backend the
+	// provider was registered with. The backend's own settings live under a top-level key
+	// of the same name.
+	Backend string `yaml:"backend"`
+	// Cluster identifies the cluster (YAML "cluster").
+	Cluster ClusterConfig `yaml:"cluster"`
+	// Region is the cloud region of the cluster (YAML "region"), used where an instance
+	// reports none.
+	Region string `yaml:"region"`
+	// Zone is the zone that Zones.GetZone reports (YAML "zone"). Empty makes GetZone
+	// answer NotImplemented: the cloud-controller-manager does not run on the node it
+	// would describe.
+	Zone string `yaml:"zone"`
+	// Credentials for the cloud API (YAML "credentials").
+	Credentials CredentialsConfig `yaml:"credentials"`
+	// CloudAPI tunes how ccmkit calls the cloud API (YAML "cloudAPI").
+	CloudAPI CloudAPIConfig `yaml:"cloudAPI"`
+	// Cache tunes the shared instance snapshot (YAML "cache").
+	Cache CacheConfig `yaml:"cache"`
+	// Enable switches the parts of cloudprovider.Interface on or off (YAML "enable").
+	Enable EnableConfig `yaml:"enable"`
+	// LoadBalancer configures Service load balancers (YAML "loadBalancer").
+	LoadBalancer LoadBalancerConfig `yaml:"loadBalancer"`
+
+	// sections holds the top-level keys that are not fields above, by key: the backend's
+	// own section, and anything misspelt (which Validate reports).
+	sections map[string]*yaml.Node
+}
+
+// ClusterConfig identifies the cluster.
+type ClusterConfig struct {
+	// ID is the cluster's unique ID in the cloud account (YAML "id"). ccmkit tags every
+	// load balancer and route it creates with it, and touches nothing without it. Required
+	// when load balancers or routes are enabled; letters, digits, '.', '_' and '-', at most
+	// 63 characters.
+	ID string `yaml:"id"`
+	// Name is the cluster's name (YAML "name"), reported by Clusters.ListClusters.
+	// Defaults to ID.
+	Name string `yaml:"name"`
+	// Master is the address of the cluster's API server (YAML "master"), reported by
+	// Clusters.Master. Optional.
+	Master string `yaml:"master"`
+}
+
+// CredentialsConfig holds the cloud API credential. At most one source may be set: the
+// token inline, a file holding it, the environment variable <PROVIDER>_CLOUD_TOKEN, or
+// the environment variable <PROVIDER>_CLOUD_TOKEN_FILE naming a file (PROVIDER is the
+// provider name in upper case, '-' and '.' as '_'). ReadConfig resolves them into Token.
+type CredentialsConfig struct {
+	// Token is the credential (YAML "token"). Prefer TokenFile or the environment.
+	Token Secret `yaml:"token"`
+	// TokenFile is the path of a file holding the credential (YAML "tokenFile"), for
+	// example a mounted Kubernetes Secret. Surrounding white space is trimmed.
+	TokenFile string `yaml:"tokenFile"`
+}
+
+// CloudAPIConfig tunes how ccmkit calls the cloud API. All calls of all controllers share
+// one rate limit.
+type CloudAPIConfig struct {
+	// QPS is the sustained rate of calls per second (YAML "qps"); default 10. ccmkit also
+	// slows down on its own when the cloud answers "throttled".
+	QPS float64 `yaml:"qps"`
+	// Burst is how many calls may go out at once (YAML "burst"); default 20.
+	Burst int `yaml:"burst"`
+	// Timeout bounds one attempt of one call (YAML "timeout"); default 30s.
+	Timeout time.Duration `yaml:"timeout"`
+	// Retry is the retry policy for calls that are safe to repeat (YAML "retry").
+	Retry RetryConfig `yaml:"retry"`
+}
+
+// RetryConfig is the retry policy: exponential backoff with jitter, for reads and for
+// writes that are safe to repeat. Creates are never retried after an ambiguous failure.
+type RetryConfig struct {
+	// MaxAttempts is how often a call is tried in all, the first try included (YAML
+	// "maxAttempts"); default 4; 1 disables retries.
+	MaxAttempts int `yaml:"maxAttempts"`
+	// InitialBackoff is the wait before the first retry (YAML "initialBackoff"); default
+	// 200ms. It doubles with every retry.
+	InitialBackoff time.Duration `yaml:"initialBackoff"`
+	// MaxBackoff caps the wait between two tries (YAML "maxBackoff"); default 10s.
+	MaxBackoff time.Duration `yaml:"maxBackoff"`
+}
+
+// CacheConfig tunes the instance snapshot that node initialization, node lifecycle, zones
+// and routes share.
+type CacheConfig struct {
+	// MaxAge is how old the snapshot may get before a lookup refreshes it (YAML "maxAge");
+	// default 1m. An instance missing from the snapshot is always confirmed with the cloud
+	// before anyone is told it is gone, so a longer MaxAge never deletes a Node.
+	MaxAge time.Duration `yaml:"maxAge"`
+}
+
+// EnableConfig switches the parts of cloudprovider.Interface on or off. A part is also
+// off when the backend lacks the capability; enabling it then is a configuration error.
+type EnableConfig struct {
+	// Instances enables InstancesV2, Instances and Zones (YAML "instances"); default true.
+	Instances *bool `yaml:"instances"`
+	// LoadBalancers enables LoadBalancer (YAML "loadBalancers"); default true.
+	LoadBalancers *bool `yaml:"loadBalancers"`
+	// Routes enables Routes (YAML "routes"); default false, because the route controller
+	// of the cloud-controller-manager exits when routes are offered but --cluster-cidr is
+	// not set.
+	Routes *bool `yaml:"routes"`
+}
+
+// LoadBalancerConfig configures Service load balancers.
+type LoadBalancerConfig struct {
+	// AnnotationPrefix is the prefix of the Service annotations ccmkit reads (YAML
+	// "annotationPrefix"); default "loadbalancer.ccmkit.io/", or the adapter's own.
+	// It must be a DNS subdomain followed by "/".
+	AnnotationPrefix string `yaml:"annotationPrefix"`
+}
+
+// Enabled reports the effective value of a switch: the value if set, else def.
+func enabled(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
+}
+
+// InstancesEnabled reports whether InstancesV2, Instances and Zones are enabled.
+func (c *Config) InstancesEnabled() bool { return enabled(c.Enable.Instances, true) }
+
+// LoadBalancersEnabled reports whether LoadBalancer is enabled.
+func (c *Config) LoadBalancersEnabled() bool { return enabled(c.Enable.LoadBalancers, true) }
+
+// RoutesEnabled reports whether Routes is enabled.
+func (c *Config) RoutesEnabled() bool { return enabled(c.Enable.Routes, false) }
+
+// SetDefaults fills every zero field that has a default. It is idempotent; ReadConfig and
+// New call it.
+func (c *Config) SetDefaults() {
+	if c.Cluster.Name == "" {
+		c.Cluster.Name = c.Cluster.ID
+	}
+	if c.CloudAPI.QPS == 0 {
+		c.CloudAPI.QPS = DefaultQPS
+	}
+	if c.CloudAPI.Burst == 0 {
+		c.CloudAPI.Burst = DefaultBurst
+	}
+	if c.CloudAPI.Timeout == 0 {
+		c.CloudAPI.Timeout = DefaultTimeout
+	}
+	if c.CloudAPI.Retry.MaxAttempts == 0 {
+		c.CloudAPI.Retry.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.CloudAPI.Retry.InitialBackoff == 0 {
+		c.CloudAPI.Retry.InitialBackoff = DefaultInitialBackoff
+	}
+	if c.CloudAPI.Retry.MaxBackoff == 0 {
+		c.CloudAPI.Retry.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.Cache.MaxAge == 0 {
+		c.Cache.MaxAge = DefaultCacheMaxAge
+	}
+}
+
+var clusterIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// Validate reports every problem of the config at once (errors.Join), each naming its
+// YAML key. It does not check the backend's own section; the backend does.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if c.Cluster.ID == "" {
+		if c.LoadBalancersEnabled() || c.RoutesEnabled() {
+			bad("cluster.id: required when load balancers or routes are enabled: ccmkit tags what it creates with it and touches nothing else")
+		}
+	} else if !clusterIDPattern.MatchString(c.Cluster.ID) {
+		bad("cluster.id: %q must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Cluster.ID)
+	}
+	if c.CloudAPI.QPS < 0 {
+		bad("cloudAPI.qps: %v must be positive", c.CloudAPI.QPS)
+	}
+	if c.CloudAPI.Burst < 0 {
+		bad("cloudAPI.burst: %d must be positive", c.CloudAPI.Burst)
+	}
+	if c.CloudAPI.Timeout < 0 {
+		bad("cloudAPI.timeout: %s must be positive", c.CloudAPI.Timeout)
+	}
+	r := c.CloudAPI.Retry
+	if r.MaxAttempts < 0 {
+		bad("cloudAPI.retry.maxAttempts: %d must be at least 1", r.MaxAttempts)
+	}
+	if r.InitialBackoff < 0 {
+		bad("cloudAPI.retry.initialBackoff: %s must be positive", r.InitialBackoff)
+	}
+	if r.MaxBackoff < 0 {
+		bad("cloudAPI.retry.maxBackoff: %s must be positive", r.MaxBackoff)
+	}
+	if r.InitialBackoff > 0 && r.MaxBackoff > 0 && r.InitialBackoff > r.MaxBackoff {
+		bad("cloudAPI.retry.initialBackoff: %s is longer than cloudAPI.retry.maxBackoff %s", r.InitialBackoff, r.MaxBackoff)
+	}
+	if c.Cache.MaxAge < 0 {
+		bad("cache.maxAge: %s must be positive", c.Cache.MaxAge)
+	}
+	if p := c.LoadBalancer.AnnotationPrefix; p != "" {
+		if err := validateAnnotationPrefix(p); err != nil {
+			bad("loadBalancer.annotationPrefix: %w", err)
+		}
+	}
+	if c.Credentials.Token != "" && c.Credentials.TokenFile != "" {
+		bad("credentials: set token or tokenFile, not both")
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.sections)) {
+		if key != c.Backend {
+			bad("line %d: unknown key %q at the top level (the backend section is %q; known keys: %s)",
+				c.sections[key].Line, key, c.Backend, strings.Join(strictyaml.Keys[Config](), ", "))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validateAnnotationPrefix(p string) error {
+	domain, ok := strings.CutSuffix(p, "/")
+	if !ok || strings.Contains(domain, "/") {
+		return fmt.Errorf("%q must be a DNS subdomain followed by one \"/\", like %q", p, DefaultAnnotationPrefix)
+	}
+	if msgs := validation.IsDNS1123Subdomain(domain); len(msgs) > 0 {
+		return fmt.Errorf("%q: %s", p, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// ReadConfig reads a cloud config for providerName from r: decodes it strictly (an
+// unknown key is an error naming the key and its line), applies defaults and resolves
+// the credential from the file, the environment or a token file. It does not validate;
+// call Validate. A nil r yields the defaults, for backends that need no config.
+func ReadConfig(r io.Reader, providerName string) (*Config, error) {
+	cfg := &Config{}
+	if r != nil {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return nil, fmt.Errorf("reading cloud config: %w", err)
+		}
+		node, err := strictyaml.Parse(data)
+		if err != nil {
+			return nil, fmt.Errorf("cloud config: %w", err)
+		}
+		if node != nil {
+			if err := decodeTop(node, cfg); err != nil {
+				return nil, fmt.Errorf("cloud config: %w", err)
+			}
+		}
+	}
+	if err := cfg.resolveCredentials(providerName, os.Getenv, os.ReadFile); err != nil {
+		return nil, fmt.Errorf("cloud config: %w", err)
+	}
+	cfg.SetDefaults()
+	return cfg, nil
+}
+
+// decodeTop decodes the known keys of the top-level mapping strictly into cfg and keeps
+// the others as sections.
+func decodeTop(node *yaml.Node, cfg *Config) error {
+	if node.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: the cloud config must be a YAML mapping of keys to values", node.Line)
+	}
+	known := map[string]bool{}
+	for _, k := range strictyaml.Keys[Config]() {
+		known[k] = true
+	}
+	common := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: node.Line, Column: node.Column}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		key, val := node.Content[i], node.Content[i+1]
+		if known[key.Value] {
+			common.Content = append(common.Content, key, val)
+			continue
+		}
+		if cfg.sections == nil {
+			cfg.sections = map[string]*yaml.Node{}
+		}
+		if _, dup := cfg.sections[key.Value]; dup {
+			return fmt.Errorf("line %d: key %q appears twice", key.Line, key.Value)
+		}
+		// Keep the key node's line for messages about the section itself.
+		val.Line, val.Column = key.Line, key.Column
+		cfg.sections[key.Value] = val
+	}
+	return strictyaml.Decode(common, "", cfg)
+}
+
+// credentialEnv returns the names of the environment variables for providerName's token.
+func credentialEnv(providerName string) (token, file string) {
+	p := strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(providerName))
+	return p + "_CLOUD_TOKEN", p + "_CLOUD_TOKEN_FILE"
+}
+
+func (c *Config) resolveCredentials(providerName string, getenv func(string) string, readFile func(string) ([]byte, error)) error {
+	tokenEnv, fileEnv := credentialEnv(providerName)
+	var sources []string
+	if c.Credentials.Token != "" {
+		sources = append(sources, "credentials.token")
+	}
+	if c.Credentials.TokenFile != "" {
+		sources = append(sources, "credentials.tokenFile")
+	}
+	envToken, envFile := getenv(tokenEnv), getenv(fileEnv)
+	if envToken != "" {
+		sources = append(sources, "$"+tokenEnv)
+	}
+	if envFile != "" {
+		sources = append(sources, "$"+fileEnv)
+	}
+	if len(sources) > 1 {
+		return fmt.Errorf("credentials: set by %s: set exactly one", strings.Join(sources, " and "))
+	}
+	path := c.Credentials.TokenFile
+	switch {
+	case envToken != "":
+		c.Credentials.Token = Secret(envToken)
+		return nil
+	case envFile != "":
+		path = envFile
+	}
+	if path == "" {
+		return nil
+	}
+	data, err := readFile(path)
+	if err != nil {
+		// The path is not secret; the file's content never reaches the error.
+		return fmt.Errorf("credentials: reading token file: %w", err)
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return fmt.Errorf("credentials: token file %q is empty", path)
+	}
+	c.Credentials.Token = Secret(token)
+	return nil
+}
+
+// Section decodes the top-level section key of cfg strictly into a value of type C. It
+// returns the zero C and false when the config has no such section.
+func Section[C any](cfg *Config, key string) (C, bool, error) {
+	var section C
+	node, ok := cfg.sections[key]
+	if !ok {
+		return section, false, nil
+	}
+	if err := strictyaml.Decode(node, key, &section); err != nil {
+		return section, true, fmt.Errorf("cloud config: %w", err)
+	}
+	return section, true, nil
+}

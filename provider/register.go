@@ -1,0 +1,96 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// Backend is a cloud adapter as it registers itself: how to build its cloudapi client
+// from the cloud config. C is the type of the backend's own config section, decoded
+// strictly from the top-level key Name; use struct{} for a backend without one. If *C has
+// a method Validate() error, it is called after decoding and its errors are reported with
+// the rest of the config's.
+type Backend[C any] struct {
+	// Name is the backend's name: the value of the config's "backend" key and the
+	// top-level key of its section. Required.
+	Name string
+	// New builds the backend's client from the validated config and the backend's section
+	// (the zero C when the file has none). It must not call the cloud: the cloud is
+	// first contacted after leader election. The credential is cfg.Credentials.Token.
+	New func(cfg *Config, section C) (cloudapi.Client, error)
+	// ConfigOptional allows starting without --cloud-config, with every setting at its
+	// default. Leave it false for a backend that needs a cluster ID or credentials.
+	ConfigOptional bool
+}
+
+// Register registers providerName with cloudprovider.RegisterCloudProvider, served by
+// backend and customised by opts (opts.ProviderName is set to providerName). Call it once
+// from an adapter package's init; a CCM's main.go then selects the adapter with a blank
+// import and --cloud-provider=providerName. Like cloudprovider.RegisterCloudProvider, it
+// stops the process when providerName is registered twice.
+func Register[C any](providerName string, backend Backend[C], opts Options) {
+	opts.ProviderName = providerName
+	cloudprovider.RegisterCloudProvider(providerName, Factory(backend, opts))
+}
+
+// Factory returns the cloudprovider.Factory that Register registers: it reads the cloud
+// config, validates it with the backend's section, builds the backend's client and
+// assembles the provider with New. Tests use it to build a provider from a config file
+// without the global registry.
+func Factory[C any](backend Backend[C], opts Options) cloudprovider.Factory {
+	return func(r io.Reader) (cloudprovider.Interface, error) {
+		cloud, err := build(r, backend, opts)
+		if err != nil {
+			// Return a nil interface, not a typed nil pointer.
+			return nil, err
+		}
+		return cloud, nil
+	}
+}
+
+func build[C any](r io.Reader, backend Backend[C], opts Options) (*Cloud, error) {
+	opts = opts.withDefaults()
+	if backend.Name == "" || backend.New == nil {
+		return nil, fmt.Errorf("provider %q: the backend registration needs a Name and a New function", opts.ProviderName)
+	}
+	if r == nil && !backend.ConfigOptional {
+		return nil, fmt.Errorf("provider %q needs a cloud config: start the cloud-controller-manager with --cloud-config=<file> (a YAML file with at least cluster.id and a %q section; see the configuration reference in the README)", opts.ProviderName, backend.Name)
+	}
+	cfg, err := ReadConfig(r, opts.ProviderName)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	switch cfg.Backend {
+	case "":
+		cfg.Backend = backend.Name
+	case backend.Name:
+	default:
+		errs = append(errs, fmt.Errorf("backend: %q is not a backend of provider %q; it has %q", cfg.Backend, opts.ProviderName, backend.Name))
+		cfg.Backend = backend.Name
+	}
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	section, _, err := Section[C](cfg, backend.Name)
+	if err != nil {
+		errs = append(errs, err)
+	} else if v, ok := any(&section).(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", backend.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("invalid cloud config for provider %q:\n%w", opts.ProviderName, errors.Join(errs...))
+	}
+	client, err := backend.New(cfg, section)
+	if err != nil {
+		return nil, fmt.Errorf("provider %q: building the %q backend: %w", opts.ProviderName, backend.Name, err)
+	}
+	return New(*cfg, client, opts)
+}

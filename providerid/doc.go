@@ -1,0 +1,13 @@
+// Package providerid formats and parses Kubernetes provider IDs, the spec.providerID of a
+// Node that names its cloud instance.
+//
+// The default format is "<provider-name>://<instance-id>". A cloud migrating from an
+// existing cloud-controller-manager keeps its format with a template such as
+// "aws:///{zone}/{id}" or "gce://my-project/{zone}/{name}": Nodes registered by the old
+// controller keep working, and new ones get the same shape.
+//
+// Parsing is strict: a provider ID that does not match the template (another cloud's
+// prefix, a missing instance ID, extra path segments) is an error that says what was
+// expected. It is never read as "instance not found", because that would make the node
+// lifecycle controller delete the Node.
+package providerid
