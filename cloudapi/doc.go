@@ -36,7 +36,9 @@
 //
 // Prove the adapter with the contract suite in package cloudapitest, which runs the whole
 // behavioural contract of this package against a backend you construct; package fake is
-// the reference backend that passes it. Package cloudapimock has gomock mocks of every
+// the reference backend that passes it. Package faultinject wraps any client (yours too)
+// with injected errors, latency, throttling and ambiguous writes, to prove what sits above
+// it survives a misbehaving cloud. Package cloudapimock has gomock mocks of every
 // interface, for tests that need exact call sequences.
 package cloudapi
 

@@ -88,11 +88,16 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if _, ok := client.LoadBalancers(); !ok && cfg.Enable.LoadBalancers != nil && *cfg.Enable.LoadBalancers {
+	_, hasLBs := client.LoadBalancers()
+	if !hasLBs && cfg.Enable.LoadBalancers != nil && *cfg.Enable.LoadBalancers {
 		errs = append(errs, fmt.Errorf("enable.loadBalancers: the %q backend has no load balancers", cfg.Backend))
 	}
-	if _, ok := client.Routes(); !ok && cfg.RoutesEnabled() {
+	_, hasRoutes := client.Routes()
+	if !hasRoutes && cfg.RoutesEnabled() {
 		errs = append(errs, fmt.Errorf("enable.routes: the %q backend has no routes", cfg.Backend))
+	}
+	if cfg.Cluster.ID == "" && ((hasLBs && cfg.LoadBalancersEnabled()) || (hasRoutes && cfg.RoutesEnabled())) {
+		errs = append(errs, errors.New("cluster.id: required because load balancers or routes are enabled: ccmkit tags what it creates with it and touches nothing else"))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

@@ -206,16 +206,14 @@ func (c *Config) SetDefaults() {
 var clusterIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // Validate reports every problem of the config at once (errors.Join), each naming its
-// YAML key. It does not check the backend's own section; the backend does.
+// YAML key. It does not check the backend's own section (the backend does), nor what
+// depends on the backend's capabilities, such as the cluster ID that load balancers and
+// routes need (New does).
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	if c.Cluster.ID == "" {
-		if c.LoadBalancersEnabled() || c.RoutesEnabled() {
-			bad("cluster.id: required when load balancers or routes are enabled: ccmkit tags what it creates with it and touches nothing else")
-		}
-	} else if !clusterIDPattern.MatchString(c.Cluster.ID) {
+	if c.Cluster.ID != "" && !clusterIDPattern.MatchString(c.Cluster.ID) {
 		bad("cluster.id: %q must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Cluster.ID)
 	}
 	if c.CloudAPI.QPS < 0 {

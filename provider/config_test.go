@@ -120,11 +120,6 @@ func TestConfigErrors(t *testing.T) {
 			},
 		},
 		{
-			name: "no cluster id with load balancers",
-			file: "region: eu\n",
-			want: []string{"cluster.id: required when load balancers or routes are enabled: ccmkit tags what it creates with it and touches nothing else"},
-		},
-		{
 			name: "annotation prefix not a subdomain",
 			file: "cluster: {id: a}\nloadBalancer: {annotationPrefix: -bad.example.com/}\n",
 			want: []string{`loadBalancer.annotationPrefix: "-bad.example.com/": a lowercase RFC 1123 subdomain`},

@@ -1,0 +1,321 @@
+package faultinject
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// Client is a cloudapi.Client that injects faults into the calls it passes to an inner
+// client. It is safe for concurrent use; its switches (SetEnabled, SetRules, Script,
+// Reset) may be used while calls are in flight and take effect for the calls that reach
+// their decision afterwards.
+type Client struct {
+	inner cloudapi.Client
+
+	// Immutable after Wrap.
+	seed               int64
+	latency            Latency
+	opLatency          map[cloudapi.Operation]Latency
+	timeout            time.Duration
+	throttleRetryAfter time.Duration
+	qps                float64
+	now                func() time.Time
+	sleep              func(context.Context, time.Duration) error
+
+	mu      sync.Mutex
+	enabled bool
+	rules   []Rule
+	bucket  *bucket
+	seq     map[cloudapi.Operation]uint64
+	scripts map[cloudapi.Operation][]Fault
+	counts  map[cloudapi.Operation]*OpCounts
+}
+
+var _ cloudapi.Client = (*Client)(nil)
+
+// Wrap returns a Client, enabled, that injects the faults cfg describes into the calls it
+// passes to inner, which must not be nil. It makes a copy of cfg, does no I/O and starts
+// no goroutines.
+func Wrap(inner cloudapi.Client, cfg Config) *Client {
+	c := &Client{
+		inner:              inner,
+		seed:               cfg.Seed,
+		latency:            cfg.Latency,
+		opLatency:          maps.Clone(cfg.OpLatency),
+		timeout:            cfg.Timeout,
+		throttleRetryAfter: cfg.ThrottleRetryAfter,
+		now:                cfg.Now,
+		sleep:              cfg.Sleep,
+		enabled:            true,
+		rules:              cloneRules(cfg.Rules),
+		bucket:             newBucket(cfg.RateLimit),
+		seq:                make(map[cloudapi.Operation]uint64),
+		scripts:            make(map[cloudapi.Operation][]Fault),
+		counts:             make(map[cloudapi.Operation]*OpCounts),
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.throttleRetryAfter <= 0 {
+		c.throttleRetryAfter = DefaultThrottleRetryAfter
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.sleep == nil {
+		c.sleep = SleepContext
+	}
+	if c.bucket != nil {
+		c.qps = cfg.RateLimit.QPS
+	}
+	return c
+}
+
+// Instances returns the inner client's instance API with faults injected, or nil if the
+// inner client (against its contract) returned nil.
+func (c *Client) Instances() cloudapi.InstanceAPI {
+	in := c.inner.Instances()
+	if in == nil {
+		return nil
+	}
+	return &instanceAPI{c: c, inner: in}
+}
+
+// LoadBalancers returns the inner client's load balancer API with faults injected and
+// true, or (nil, false) when the inner client has no load balancers.
+func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) {
+	lb, ok := c.inner.LoadBalancers()
+	if !ok || lb == nil {
+		return nil, ok
+	}
+	return &loadBalancerAPI{c: c, inner: lb}, true
+}
+
+// Routes returns the inner client's route API with faults injected and true, or
+// (nil, false) when the inner client has no routes.
+func (c *Client) Routes() (cloudapi.RouteAPI, bool) {
+	r, ok := c.inner.Routes()
+	if !ok || r == nil {
+		return nil, ok
+	}
+	return &routeAPI{c: c, inner: r}, true
+}
+
+// Script queues faults for the next calls of op: the n-th call of op from now on gets
+// faults[n-1] (after any faults queued before), ahead of the rate limiter and the rules,
+// which that call does not consult. Fault{} lets one call through untouched. Faults
+// queued for an operation that is never called stay queued. Queued faults survive
+// SetEnabled(false) and Reset and apply once the Client is enabled again.
+func (c *Client) Script(op cloudapi.Operation, faults ...Fault) {
+	if len(faults) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.scripts[op] = append(c.scripts[op], faults...)
+}
+
+// SetEnabled switches fault injection on or off. A disabled Client passes every call
+// straight to the inner client: no latency, no rate limit, no scripted or random faults.
+// It still counts the calls (Calls and Passed) and numbers them, so the random decisions
+// of later calls are the same whether or not the Client was disabled in between. Use it to
+// stop the faults in a chaos test and then check that the system converges.
+func (c *Client) SetEnabled(enabled bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.enabled = enabled
+}
+
+// SetRules replaces the rules with a copy of rules. Nil removes them all.
+func (c *Client) SetRules(rules []Rule) {
+	rules = cloneRules(rules)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rules = rules
+}
+
+// Injected returns a snapshot of the counters since Wrap or the last Reset.
+func (c *Client) Injected() Counts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := Counts{Ops: make(map[cloudapi.Operation]OpCounts, len(c.counts))}
+	for op, oc := range c.counts {
+		out.Ops[op] = oc.clone()
+	}
+	return out
+}
+
+// Reset sets the counters to zero. It keeps the rules, the scripted faults, the state of
+// the rate limiter and the numbering of calls (so the random decisions go on where they
+// were).
+func (c *Client) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.counts)
+}
+
+// outcome is what a call gets.
+type outcome struct {
+	// kind is the fault to inject; None passes the call on unless err or wait is set.
+	kind Kind
+	// err is a scripted error to return as it is.
+	err error
+	// wait is set when the rate limiter refused the call: the time until the next token.
+	wait time.Duration
+}
+
+// begin numbers a call of op (k = 1, 2, ...) and counts it. It reports whether the Client
+// is enabled; if not, it counts the call as passed too.
+func (c *Client) begin(op cloudapi.Operation) (k uint64, enabled bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq[op]++
+	oc := c.opCounts(op)
+	oc.Calls++
+	if !c.enabled {
+		oc.Passed++
+	}
+	return c.seq[op], c.enabled
+}
+
+// decide returns the outcome of the k-th call of op and counts it. c.mu must not be held.
+func (c *Client) decide(op cloudapi.Operation, k uint64) outcome {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	oc := c.opCounts(op)
+	o := c.outcomeLocked(op, k)
+	switch {
+	case o.err != nil:
+		oc.ScriptedErrors++
+	case o.wait > 0:
+		oc.RateLimited++
+	case o.kind == None:
+		oc.Passed++
+	default:
+		if oc.Faults == nil {
+			oc.Faults = make(map[Kind]int)
+		}
+		oc.Faults[o.kind]++
+		if o.kind == Ambiguous {
+			oc.Passed++
+		}
+	}
+	return o
+}
+
+// outcomeLocked picks the outcome of the k-th call of op: script, then rate limit, then
+// rules. c.mu must be held.
+func (c *Client) outcomeLocked(op cloudapi.Operation, k uint64) outcome {
+	if !c.enabled {
+		// Disabled while the call was waiting out its latency.
+		return outcome{}
+	}
+	if q := c.scripts[op]; len(q) > 0 {
+		f := q[0]
+		if len(q) == 1 {
+			delete(c.scripts, op)
+		} else {
+			q[0] = Fault{} // drop the reference to f.Err
+			c.scripts[op] = q[1:]
+		}
+		if f.Err != nil {
+			return outcome{err: f.Err}
+		}
+		if !f.Kind.Valid() {
+			return outcome{}
+		}
+		return outcome{kind: f.Kind}
+	}
+	if c.bucket != nil {
+		if wait := c.bucket.take(c.now()); wait > 0 {
+			return outcome{wait: wait}
+		}
+	}
+	for i, r := range c.rules {
+		if !r.Kind.Valid() || !r.applies(op) {
+			continue
+		}
+		if uniform(c.seed, op, k, streamRule0+uint64(i)) < r.Probability {
+			return outcome{kind: r.Kind}
+		}
+	}
+	return outcome{}
+}
+
+// opCounts returns the counters of op, creating them. c.mu must be held.
+func (c *Client) opCounts(op cloudapi.Operation) *OpCounts {
+	oc := c.counts[op]
+	if oc == nil {
+		oc = &OpCounts{}
+		c.counts[op] = oc
+	}
+	return oc
+}
+
+// latencyFor returns the latency of op, or nil.
+func (c *Client) latencyFor(op cloudapi.Operation) Latency {
+	if l, ok := c.opLatency[op]; ok {
+		return l
+	}
+	return c.latency
+}
+
+// do runs one call of op (about the resource id, if any) through the fault injection;
+// call makes the inner call.
+func do[T any](ctx context.Context, c *Client, op cloudapi.Operation, id string, call func(context.Context) (T, error)) (T, error) {
+	var zero T
+	k, enabled := c.begin(op)
+	if !enabled {
+		return call(ctx)
+	}
+	if lat := c.latencyFor(op); lat != nil {
+		if d := lat.Sample(uniform(c.seed, op, k, streamLatency)); d > 0 {
+			if err := c.sleep(ctx, d); err != nil {
+				c.mu.Lock()
+				c.opCounts(op).Canceled++
+				c.mu.Unlock()
+				return zero, &cloudapi.Error{Class: cloudapi.ErrTransient, Op: op, ID: id,
+					Err: fmt.Errorf("%w: context ended during %s of latency: %w", ErrInjected, d, err)}
+			}
+		}
+	}
+
+	o := c.decide(op, k)
+	if o.err == nil && o.wait == 0 && o.kind == None {
+		return call(ctx)
+	}
+	klog.FromContext(ctx).V(4).Info("Injecting cloud API fault", "op", op, "id", id, "call", k,
+		"kind", o.kind, "scripted", o.err != nil, "retryAfter", o.wait)
+	switch {
+	case o.err != nil:
+		return zero, o.err
+	case o.wait > 0:
+		return zero, &cloudapi.Error{Class: cloudapi.ErrThrottled, Op: op, ID: id, RetryAfter: o.wait,
+			Err: fmt.Errorf("%w: rate limit of %g requests per second exceeded", ErrInjected, c.qps)}
+	}
+	switch o.kind {
+	case Throttle:
+		return zero, &cloudapi.Error{Class: cloudapi.ErrThrottled, Op: op, ID: id, RetryAfter: c.throttleRetryAfter,
+			Err: fmt.Errorf("%w: too many requests", ErrInjected)}
+	case Timeout:
+		cause := fmt.Errorf("%w: no answer within %s: %w", ErrInjected, c.timeout, context.DeadlineExceeded)
+		if err := c.sleep(ctx, c.timeout); err != nil {
+			cause = fmt.Errorf("%w: context ended while waiting for an answer: %w", ErrInjected, err)
+		}
+		return zero, &cloudapi.Error{Class: cloudapi.ErrTransient, Op: op, ID: id, Err: cause}
+	case Ambiguous:
+		_, _ = call(ctx) // applied, but the answer is lost
+		return zero, &cloudapi.Error{Class: cloudapi.ErrTransient, Op: op, ID: id,
+			Err: fmt.Errorf("%w: answer lost after the request was sent: %w", ErrInjected, context.DeadlineExceeded)}
+	default: // Transient
+		return zero, &cloudapi.Error{Class: cloudapi.ErrTransient, Op: op, ID: id,
+			Err: fmt.Errorf("%w: service unavailable", ErrInjected)}
+	}
+}

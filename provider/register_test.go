@@ -1,0 +1,175 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/component-base/metrics"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// stubClient is a backend with instances only; its APIs are never called here.
+type stubClient struct {
+	cloudapi.InstanceAPI
+	endpoint string
+}
+
+func (s *stubClient) Instances() cloudapi.InstanceAPI                { return s.InstanceAPI }
+func (s *stubClient) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return nil, false }
+func (s *stubClient) Routes() (cloudapi.RouteAPI, bool)               { return nil, false }
+
+// lbClient is a backend that also has load balancers.
+type lbClient struct {
+	stubClient
+	cloudapi.LoadBalancerAPI
+}
+
+func (l *lbClient) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return l.LoadBalancerAPI, true }
+
+type stubSection struct {
+	Endpoint string `yaml:"endpoint"`
+}
+
+func (s stubSection) Validate() error {
+	if !strings.HasPrefix(s.Endpoint, "https://") {
+		return errors.New(`endpoint: must start with "https://"`)
+	}
+	return nil
+}
+
+func stubBackend(name string, built *[]stubSection) Backend[stubSection] {
+	return Backend[stubSection]{
+		Name: name,
+		New: func(cfg *Config, section stubSection) (cloudapi.Client, error) {
+			*built = append(*built, section)
+			return &stubClient{endpoint: section.Endpoint}, nil
+		},
+	}
+}
+
+func testOptions() Options { return Options{Metrics: metrics.NewKubeRegistry()} }
+
+func TestRegisterTwoProvidersSideBySide(t *testing.T) {
+	var builtA, builtB []stubSection
+	// Names unique to this test: the global registry stops the process on duplicates.
+	Register("ccmkit-test-alpha", stubBackend("alpha", &builtA), testOptions())
+	Register("ccmkit-test-beta", stubBackend("beta", &builtB), Options{ProviderIDTemplate: "beta:///{zone}/{id}", Metrics: metrics.NewKubeRegistry()})
+
+	a, err := cloudprovider.GetCloudProvider("ccmkit-test-alpha", strings.NewReader("cluster: {id: c1}\nalpha: {endpoint: https://a.example}\n"))
+	require.NoError(t, err)
+	b, err := cloudprovider.GetCloudProvider("ccmkit-test-beta", strings.NewReader("cluster: {id: c2}\nbackend: beta\nbeta: {endpoint: https://b.example}\n"))
+	require.NoError(t, err)
+
+	assert.Equal(t, "ccmkit-test-alpha", a.ProviderName())
+	assert.Equal(t, "ccmkit-test-beta", b.ProviderName())
+	assert.Equal(t, []stubSection{{Endpoint: "https://a.example"}}, builtA)
+	assert.Equal(t, []stubSection{{Endpoint: "https://b.example"}}, builtB)
+	assert.Equal(t, "beta:///{zone}/{id}", b.(*Cloud).providerID.String())
+	assert.Equal(t, "ccmkit-test-alpha://{id}", a.(*Cloud).providerID.String())
+
+	_, err = cloudprovider.GetCloudProvider("ccmkit-test-alpha", strings.NewReader("cluster: {id: c1}\nbeta: {endpoint: https://b.example}\n"))
+	require.Error(t, err, "a section of another backend is not silently ignored")
+	assert.Contains(t, err.Error(), `line 2: unknown key "beta" at the top level (the backend section is "alpha"`)
+}
+
+func TestFactoryErrors(t *testing.T) {
+	var built []stubSection
+	factory := Factory(stubBackend("alpha", &built), Options{ProviderName: "mycloud", Metrics: metrics.NewKubeRegistry()})
+	tests := []struct {
+		name   string
+		config *strings.Reader
+		want   []string
+	}{
+		{
+			name: "no cloud config",
+			want: []string{`provider "mycloud" needs a cloud config: start the cloud-controller-manager with --cloud-config=<file> (a YAML file with at least cluster.id and a "alpha" section; see the configuration reference in the README)`},
+		},
+		{
+			name:   "other backend named",
+			config: strings.NewReader("backend: gamma\ncluster: {id: c1}\n"),
+			want:   []string{`backend: "gamma" is not a backend of provider "mycloud"; it has "alpha"`},
+		},
+		{
+			name:   "section invalid with the rest",
+			config: strings.NewReader("cluster: {id: 'no spaces'}\nalpha: {endpoint: http://plain}\n"),
+			want: []string{
+				`invalid cloud config for provider "mycloud":`,
+				`cluster.id: "no spaces" must be`,
+				`alpha: endpoint: must start with "https://"`,
+			},
+		},
+		{
+			name:   "section key misspelt",
+			config: strings.NewReader("cluster: {id: c1}\nalpha:\n  endpiont: https://x\n"),
+			want:   []string{`line 3: unknown key "endpiont" in alpha (known keys: endpoint)`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			if tt.config == nil {
+				_, err = factory(nil)
+			} else {
+				_, err = factory(tt.config)
+			}
+			require.Error(t, err)
+			for _, want := range tt.want {
+				assert.Contains(t, err.Error(), want)
+			}
+		})
+	}
+	assert.Empty(t, built, "no backend is built from a bad config")
+}
+
+func TestConfigOptionalBackend(t *testing.T) {
+	backend := Backend[struct{}]{
+		Name:           "metadata",
+		ConfigOptional: true,
+		New:            func(*Config, struct{}) (cloudapi.Client, error) { return &stubClient{}, nil },
+	}
+	cloud, err := Factory(backend, testOptions())(nil)
+	require.NoError(t, err)
+	assert.False(t, cloud.HasClusterID())
+	_, ok := cloud.LoadBalancer()
+	assert.False(t, ok)
+}
+
+func TestNewCapabilities(t *testing.T) {
+	yes := true
+	cfg := Config{Cluster: ClusterConfig{ID: "c1"}, Enable: EnableConfig{Routes: &yes, LoadBalancers: &yes}}
+	_, err := New(cfg, &stubClient{}, testOptions())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `enable.routes: the "ccmkit" backend has no routes`)
+	assert.Contains(t, err.Error(), `enable.loadBalancers: the "ccmkit" backend has no load balancers`)
+
+	_, err = New(Config{}, &stubClient{}, testOptions())
+	require.NoError(t, err, "load balancers on by default quietly stay off for a backend without them, and need no cluster ID")
+
+	_, err = New(Config{}, &lbClient{}, testOptions())
+	assert.ErrorContains(t, err, "cluster.id: required because load balancers or routes are enabled")
+
+	_, err = New(Config{Cluster: ClusterConfig{ID: "c1"}}, &stubClient{}, Options{ProviderIDTemplate: "x://{zone}", Metrics: metrics.NewKubeRegistry()})
+	assert.ErrorContains(t, err, "must contain {id}")
+}
+
+func TestClusters(t *testing.T) {
+	cloud, err := New(Config{Cluster: ClusterConfig{ID: "c1", Name: "prod", Master: "10.0.0.1"}}, &stubClient{}, testOptions())
+	require.NoError(t, err)
+	assert.True(t, cloud.HasClusterID())
+	clusters, ok := cloud.Clusters()
+	require.True(t, ok)
+	names, err := clusters.ListClusters(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"prod"}, names)
+	master, err := clusters.Master(context.Background(), "prod")
+	require.NoError(t, err)
+	assert.Equal(t, "10.0.0.1", master)
+	_, err = clusters.Master(context.Background(), "staging")
+	assert.ErrorContains(t, err, `cluster "staging" is unknown; the cloud config describes "prod"`)
+}
