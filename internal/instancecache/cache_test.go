@@ -1,0 +1,305 @@
+package instancecache
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// cloud is a small paginated instance API that counts calls. gate, when set, holds every
+// call until it is closed, so tests can pile up concurrent lookups.
+type cloud struct {
+	mu        sync.Mutex
+	instances map[string]cloudapi.Instance
+	pageSize  int
+	lists     atomic.Int64
+	gets      atomic.Int64
+	failNext  error
+	gate      chan struct{}
+}
+
+func newCloud(n int) *cloud {
+	c := &cloud{instances: map[string]cloudapi.Instance{}, pageSize: 500}
+	for i := range n {
+		c.add(fmt.Sprintf("i-%05d", i), fmt.Sprintf("node-%05d", i), cloudapi.InstanceRunning)
+	}
+	return c
+}
+
+func (c *cloud) add(id, name string, state cloudapi.InstanceState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.instances[id] = cloudapi.Instance{ID: id, Name: name, State: state}
+}
+
+func (c *cloud) remove(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.instances, id)
+}
+
+func (c *cloud) wait() error {
+	c.mu.Lock()
+	gate, err := c.gate, c.failNext
+	c.failNext = nil
+	c.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return err
+}
+
+func (c *cloud) GetInstance(_ context.Context, id string) (*cloudapi.Instance, error) {
+	c.gets.Add(1)
+	if err := c.wait(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	inst, ok := c.instances[id]
+	if !ok {
+		return nil, cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpGetInstance, id, nil)
+	}
+	return &inst, nil
+}
+
+func (c *cloud) ListInstances(_ context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
+	c.lists.Add(1)
+	if err := c.wait(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.instances))
+	for id := range c.instances {
+		if id > opts.PageToken {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	page := &cloudapi.InstancePage{}
+	size := c.pageSize
+	if opts.PageSize > 0 && opts.PageSize < size {
+		size = opts.PageSize
+	}
+	for _, id := range ids {
+		if len(page.Items) == size {
+			page.NextPageToken = page.Items[len(page.Items)-1].ID
+			break
+		}
+		page.Items = append(page.Items, c.instances[id])
+	}
+	return page, nil
+}
+
+func (c *cloud) calls() int64 { return c.lists.Load() + c.gets.Load() }
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newCache(c *cloud, maxAge time.Duration) (*Cache, *clock) {
+	clk := &clock{now: time.Unix(1_800_000_000, 0)}
+	return New(c, Options{MaxAge: maxAge, PageSize: 500, Now: clk.Now}), clk
+}
+
+func TestFreshSnapshotCostsNothing(t *testing.T) {
+	ctx := context.Background()
+	c := newCloud(1200)
+	cache, clk := newCache(c, time.Minute)
+	for i := range 1200 {
+		inst, err := cache.ByID(ctx, fmt.Sprintf("i-%05d", i))
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("node-%05d", i), inst.Name)
+	}
+	assert.EqualValues(t, 3, c.lists.Load(), "one paginated list of 3 pages")
+	assert.EqualValues(t, 0, c.gets.Load())
+
+	clk.Advance(time.Minute)
+	_, err := cache.ByName(ctx, "node-00042")
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, c.calls(), "still fresh at MaxAge")
+
+	clk.Advance(time.Nanosecond)
+	_, err = cache.ByID(ctx, "i-00001")
+	require.NoError(t, err)
+	assert.EqualValues(t, 6, c.calls(), "stale after MaxAge: one more list")
+}
+
+func TestConcurrentMissesShareOneList(t *testing.T) {
+	c := newCloud(1000)
+	c.gate = make(chan struct{})
+	cache, _ := newCache(c, time.Minute)
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := cache.ByID(context.Background(), fmt.Sprintf("i-%05d", i*5))
+			errs <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return c.lists.Load() == 1 }, 5*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // let the others pile up behind the list
+	c.mu.Lock()
+	close(c.gate)
+	c.gate = nil
+	c.mu.Unlock()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.EqualValues(t, 2, c.lists.Load(), "200 concurrent lookups, one list of 2 pages")
+	assert.EqualValues(t, 0, c.gets.Load())
+}
+
+func TestMissInFreshSnapshotIsOneGet(t *testing.T) {
+	ctx := context.Background()
+	c := newCloud(1000)
+	cache, _ := newCache(c, time.Minute)
+	_, err := cache.ByID(ctx, "i-00000")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, c.calls())
+
+	c.add("i-new", "node-new", cloudapi.InstanceRunning)
+	inst, err := cache.ByID(ctx, "i-new")
+	require.NoError(t, err)
+	assert.Equal(t, "node-new", inst.Name)
+	assert.EqualValues(t, 1, c.gets.Load(), "a single miss is one get, not a relist")
+	assert.EqualValues(t, 2, c.lists.Load())
+
+	_, err = cache.ByID(ctx, "i-new")
+	require.NoError(t, err)
+	_, err = cache.ByName(ctx, "node-new")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, c.gets.Load(), "the fetched instance joins the snapshot")
+}
+
+func TestManyMissesRelistInstead(t *testing.T) {
+	ctx := context.Background()
+	c := newCloud(1000) // 2 pages
+	cache, _ := newCache(c, time.Minute)
+	_, err := cache.ByID(ctx, "i-00000")
+	require.NoError(t, err)
+	for i := range 10 {
+		c.add(fmt.Sprintf("j-%d", i), fmt.Sprintf("new-%d", i), cloudapi.InstanceRunning)
+	}
+	for i := range 10 {
+		_, err := cache.ByID(ctx, fmt.Sprintf("j-%d", i))
+		require.NoError(t, err)
+	}
+	assert.EqualValues(t, 2, c.gets.Load(), "two gets cost as much as a 2-page relist")
+	assert.EqualValues(t, 2+3, c.lists.Load(), "the third miss relists (1,010 instances: 3 pages); the rest hit")
+}
+
+func TestNotFoundOnlyFromTheCloud(t *testing.T) {
+	ctx := context.Background()
+	c := newCloud(10)
+	cache, _ := newCache(c, time.Minute)
+	_, err := cache.ByID(ctx, "i-00001")
+	require.NoError(t, err)
+
+	c.failNext = cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpGetInstance, "i-gone", nil)
+	_, err = cache.ByID(ctx, "i-gone")
+	require.ErrorIs(t, err, cloudapi.ErrTransient)
+	assert.NotErrorIs(t, err, cloudapi.ErrNotFound, "a failed confirmation is an error, never gone")
+
+	_, err = cache.ByID(ctx, "i-gone")
+	require.ErrorIs(t, err, cloudapi.ErrNotFound, "the cloud's own answer")
+	assert.EqualValues(t, 2, c.gets.Load(), "errors are not cached")
+
+	c.remove("i-00002")
+	inst, err := cache.ByID(ctx, "i-00002")
+	require.NoError(t, err, "within MaxAge the snapshot may still say it exists: stale in the safe direction")
+	assert.Equal(t, "i-00002", inst.ID)
+}
+
+func TestListErrorsAreErrors(t *testing.T) {
+	ctx := context.Background()
+	c := newCloud(10)
+	cache, _ := newCache(c, time.Minute)
+	c.failNext = cloudapi.Throttled(cloudapi.OpListInstances, time.Second, nil)
+	_, err := cache.ByID(ctx, "i-00001")
+	require.ErrorIs(t, err, cloudapi.ErrThrottled)
+	_, err = cache.ByName(ctx, "node-00001")
+	require.NoError(t, err, "the next lookup lists again")
+}
+
+func TestByName(t *testing.T) {
+	ctx := context.Background()
+	c := newCloud(10)
+	c.add("i-old", "reused", cloudapi.InstanceTerminated)
+	c.add("i-cur", "reused", cloudapi.InstanceRunning)
+	c.add("i-t", "only-terminated", cloudapi.InstanceTerminated)
+	c.add("i-a", "twin", cloudapi.InstanceRunning)
+	c.add("i-b", "twin", cloudapi.InstanceStopped)
+	cache, clk := newCache(c, time.Minute)
+
+	inst, err := cache.ByName(ctx, "reused")
+	require.NoError(t, err)
+	assert.Equal(t, "i-cur", inst.ID, "a live instance wins over a terminated one of the same name")
+
+	inst, err = cache.ByName(ctx, "only-terminated")
+	require.NoError(t, err)
+	assert.Equal(t, cloudapi.InstanceTerminated, inst.State)
+
+	_, err = cache.ByName(ctx, "twin")
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+	assert.Contains(t, err.Error(), `2 running instances are named "twin" (i-a and i-b)`)
+
+	before := c.calls()
+	_, err = cache.ByName(ctx, "nobody")
+	require.ErrorIs(t, err, cloudapi.ErrNotFound, "the list that answered began with this lookup")
+	assert.Equal(t, before, c.calls(), "the clock has not moved: the snapshot is from this instant")
+
+	clk.Advance(time.Second)
+	c.add("i-late", "late", cloudapi.InstanceRunning)
+	inst, err = cache.ByName(ctx, "late")
+	require.NoError(t, err, "a name missing from an older snapshot relists before answering")
+	assert.Equal(t, "i-late", inst.ID)
+}
+
+func TestCanceledWaiterDoesNotFailOthers(t *testing.T) {
+	c := newCloud(10)
+	c.gate = make(chan struct{})
+	cache, _ := newCache(c, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() { _, err := cache.ByID(ctx, "i-00001"); first <- err }()
+	require.Eventually(t, func() bool { return c.lists.Load() == 1 }, 5*time.Second, time.Millisecond)
+	second := make(chan error, 1)
+	go func() { _, err := cache.ByID(context.Background(), "i-00002"); second <- err }()
+	cancel()
+	c.mu.Lock()
+	close(c.gate)
+	c.gate = nil
+	c.mu.Unlock()
+	require.NoError(t, <-second)
+	err := <-first
+	if err != nil {
+		assert.True(t, strings.Contains(err.Error(), "canceled"), err.Error())
+		assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+	}
+	assert.EqualValues(t, 1, c.lists.Load())
+}
