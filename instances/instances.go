@@ -1,0 +1,438 @@
+package instances
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/instancecache"
+	"github.com/ccmkit/ccmkit/providerid"
+)
+
+// Lookup finds instances; the shared instance snapshot implements it. ByID and ByName
+// return an error matching cloudapi.ErrNotFound only when the cloud said so.
+type Lookup interface {
+	// ByID returns the instance with the given cloud ID.
+	ByID(ctx context.Context, id string) (*cloudapi.Instance, error)
+	// ByName returns the instance with the given name.
+	ByName(ctx context.Context, name string) (*cloudapi.Instance, error)
+}
+
+// Options configure Instances.
+type Options struct {
+	// ProviderID is the provider ID format. Required.
+	ProviderID providerid.Format
+	// Region is reported for instances whose cloud record has no region.
+	Region string
+	// AdditionalLabels are put on every Node at initialization. Keys under kubernetes.io
+	// and k8s.io are refused: those belong to Kubernetes.
+	AdditionalLabels map[string]string
+	// IPFamilies is the order of address families in NodeAddresses, primary first, as the
+	// cluster expects (its primary service/pod family). Default IPv4 then IPv6.
+	IPFamilies []cloudapi.IPFamily
+	// Lookup is the shared instance snapshot. Nil builds a private one over the API with
+	// the default maximum age.
+	Lookup Lookup
+}
+
+// Instances implements cloudprovider.InstancesV2 and cloudprovider.Instances.
+type Instances struct {
+	lookup Lookup
+	opts   Options
+}
+
+var (
+	_ cloudprovider.InstancesV2 = (*Instances)(nil)
+	_ cloudprovider.Instances   = (*Instances)(nil)
+)
+
+// DefaultMaxAge is the snapshot age used when New builds its own snapshot.
+const DefaultMaxAge = time.Minute
+
+// New returns Instances over api. It validates opts and makes no cloud call.
+func New(api cloudapi.InstanceAPI, opts Options) (*Instances, error) {
+	var errs []error
+	if opts.ProviderID.String() == "" {
+		errs = append(errs, errors.New("instances: a provider ID format is required"))
+	}
+	for key := range opts.AdditionalLabels {
+		if err := validateLabelKey(key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, f := range opts.IPFamilies {
+		if !f.Valid() {
+			errs = append(errs, fmt.Errorf("instances: IP family %q is neither IPv4 nor IPv6", f))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if len(opts.IPFamilies) == 0 {
+		opts.IPFamilies = []cloudapi.IPFamily{cloudapi.IPv4, cloudapi.IPv6}
+	}
+	if opts.Lookup == nil {
+		opts.Lookup = instancecache.New(api, instancecache.Options{MaxAge: DefaultMaxAge})
+	}
+	return &Instances{lookup: opts.Lookup, opts: opts}, nil
+}
+
+// validateLabelKey refuses label keys that Kubernetes reserves for itself.
+func validateLabelKey(key string) error {
+	prefix, _, hasPrefix := strings.Cut(key, "/")
+	if !hasPrefix {
+		return nil
+	}
+	for _, reserved := range []string{"kubernetes.io", "k8s.io"} {
+		if prefix == reserved || strings.HasSuffix(prefix, "."+reserved) {
+			return fmt.Errorf("instances: additional label %q is under %s, which Kubernetes reserves; use a prefix of your own", key, reserved)
+		}
+	}
+	return nil
+}
+
+// find returns the Node's instance: by spec.providerID when set, else by name.
+func (i *Instances) find(ctx context.Context, node *corev1.Node) (*cloudapi.Instance, error) {
+	if node == nil {
+		return nil, errors.New("instances: nil Node")
+	}
+	if node.Spec.ProviderID != "" {
+		return i.byProviderID(ctx, node.Spec.ProviderID)
+	}
+	inst, err := i.lookup.ByName(ctx, node.Name)
+	if err != nil {
+		return nil, fmt.Errorf("finding the instance of Node %q by name: %w", node.Name, err)
+	}
+	return inst, nil
+}
+
+func (i *Instances) byProviderID(ctx context.Context, providerID string) (*cloudapi.Instance, error) {
+	id, err := i.opts.ProviderID.InstanceID(providerID)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := i.lookup.ByID(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("finding instance %q: %w", id, err)
+	}
+	return inst, nil
+}
+
+// gone reports whether inst or err says, with certainty, that the instance does not exist.
+func gone(inst *cloudapi.Instance, err error) bool {
+	if err != nil {
+		return cloudapi.IsNotFound(err)
+	}
+	return inst.State == cloudapi.InstanceTerminated
+}
+
+func shutdown(inst *cloudapi.Instance) bool {
+	return inst.State == cloudapi.InstanceStopped || inst.State == cloudapi.InstanceTerminating
+}
+
+// InstanceExists reports whether the Node's instance exists. It answers false only when
+// the cloud says the instance is not found or terminated; any other failure is an error.
+func (i *Instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool, error) {
+	inst, err := i.find(ctx, node)
+	if gone(inst, err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// InstanceShutdown reports whether the Node's instance is stopped or being deleted. For an
+// instance that does not exist it returns cloudprovider.InstanceNotFound.
+func (i *Instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bool, error) {
+	inst, err := i.find(ctx, node)
+	if gone(inst, err) {
+		return false, cloudprovider.InstanceNotFound
+	}
+	if err != nil {
+		return false, err
+	}
+	return shutdown(inst), nil
+}
+
+// InstanceMetadata returns the Node's provider ID, instance type, zone, region, addresses
+// and additional labels. For an instance that does not exist it returns
+// cloudprovider.InstanceNotFound; it never returns nil metadata without an error.
+func (i *Instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
+	inst, err := i.find(ctx, node)
+	if gone(inst, err) {
+		return nil, cloudprovider.InstanceNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return i.metadata(inst, node)
+}
+
+func (i *Instances) metadata(inst *cloudapi.Instance, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
+	providerID, err := i.formatProviderID(inst)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := i.nodeAddresses(inst)
+	if err != nil {
+		return nil, err
+	}
+	if ip, ok := node.Annotations[cloudproviderapi.AnnotationAlphaProvidedIPAddr]; ok {
+		if addrs, err = providedIPFirst(ip, addrs, inst.ID); err != nil {
+			return nil, err
+		}
+	}
+	region := inst.Region
+	if region == "" {
+		region = i.opts.Region
+	}
+	md := &cloudprovider.InstanceMetadata{
+		ProviderID:    providerID,
+		InstanceType:  inst.Type,
+		NodeAddresses: addrs,
+		Zone:          inst.Zone,
+		Region:        region,
+	}
+	if len(i.opts.AdditionalLabels) > 0 {
+		md.AdditionalLabels = maps.Clone(i.opts.AdditionalLabels)
+	}
+	return md, nil
+}
+
+func (i *Instances) formatProviderID(inst *cloudapi.Instance) (string, error) {
+	region := inst.Region
+	if region == "" {
+		region = i.opts.Region
+	}
+	id, err := i.opts.ProviderID.Format(providerid.Fields{ID: inst.ID, Zone: inst.Zone, Region: region, Name: inst.Name})
+	if err != nil {
+		return "", fmt.Errorf("instance %q: %w", inst.ID, err)
+	}
+	return id, nil
+}
+
+// nodeAddresses orders the instance's addresses as the Node needs them: InternalIP, then
+// ExternalIP, each by family in the configured order; then InternalDNS, ExternalDNS and
+// Hostname. Within one group the cloud's order is kept. An IP address that does not parse
+// is an error naming the instance, never silently dropped.
+func (i *Instances) nodeAddresses(inst *cloudapi.Instance) ([]corev1.NodeAddress, error) {
+	type ranked struct {
+		addr corev1.NodeAddress
+		rank int
+	}
+	familyRank := func(ip netip.Addr) int {
+		f := cloudapi.IPv4
+		if ip.Is6() && !ip.Is4In6() {
+			f = cloudapi.IPv6
+		}
+		for r, want := range i.opts.IPFamilies {
+			if want == f {
+				return r
+			}
+		}
+		return len(i.opts.IPFamilies)
+	}
+	fams := len(i.opts.IPFamilies) + 1
+	var out []ranked
+	for _, a := range inst.Addresses {
+		var rank int
+		switch a.Type {
+		case cloudapi.AddressInternalIP, cloudapi.AddressExternalIP:
+			ip, err := netip.ParseAddr(a.Address)
+			if err != nil {
+				return nil, fmt.Errorf("instance %q: %s address %q is not an IP address", inst.ID, a.Type, a.Address)
+			}
+			rank = familyRank(ip)
+			if a.Type == cloudapi.AddressExternalIP {
+				rank += fams
+			}
+			a.Address = ip.String()
+		case cloudapi.AddressInternalDNS:
+			rank = 2 * fams
+		case cloudapi.AddressExternalDNS:
+			rank = 2*fams + 1
+		case cloudapi.AddressHostname:
+			rank = 2*fams + 2
+		default:
+			return nil, fmt.Errorf("instance %q: address %q has unknown type %q", inst.ID, a.Address, a.Type)
+		}
+		out = append(out, ranked{corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address}, rank})
+	}
+	// A stable insertion sort keeps the cloud's order inside a rank; address lists are short.
+	for j := 1; j < len(out); j++ {
+		for k := j; k > 0 && out[k].rank < out[k-1].rank; k-- {
+			out[k], out[k-1] = out[k-1], out[k]
+		}
+	}
+	addrs := make([]corev1.NodeAddress, 0, len(out))
+	seen := make(map[corev1.NodeAddress]bool, len(out))
+	for _, r := range out {
+		if !seen[r.addr] {
+			seen[r.addr] = true
+			addrs = append(addrs, r.addr)
+		}
+	}
+	return addrs, nil
+}
+
+// providedIPFirst moves the addresses equal to the kubelet's provided node IP (one IP, or
+// two of different families for dual-stack) to the front, in the annotation's order. An
+// IP the instance does not have is an error that lists what it has.
+func providedIPFirst(annotation string, addrs []corev1.NodeAddress, instanceID string) ([]corev1.NodeAddress, error) {
+	var wanted []netip.Addr
+	for _, s := range strings.Split(annotation, ",") {
+		ip, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("annotation %s=%q: %q is not an IP address", cloudproviderapi.AnnotationAlphaProvidedIPAddr, annotation, s)
+		}
+		wanted = append(wanted, ip.Unmap())
+	}
+	var first, rest []corev1.NodeAddress
+	for _, ip := range wanted {
+		found := false
+		for _, a := range addrs {
+			if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
+				continue
+			}
+			if got, err := netip.ParseAddr(a.Address); err == nil && got.Unmap() == ip {
+				first = append(first, a)
+				found = true
+			}
+		}
+		if !found {
+			var have []string
+			for _, a := range addrs {
+				if a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP {
+					have = append(have, a.Address)
+				}
+			}
+			return nil, fmt.Errorf("the Node's %s annotation asks for %s, but instance %q has only [%s]: fix the kubelet's --node-ip or the instance's addresses",
+				cloudproviderapi.AnnotationAlphaProvidedIPAddr, ip, instanceID, strings.Join(have, ", "))
+		}
+	}
+	for _, a := range addrs {
+		keep := true
+		for _, f := range first {
+			if f == a {
+				keep = false
+			}
+		}
+		if keep {
+			rest = append(rest, a)
+		}
+	}
+	return append(first, rest...), nil
+}
+
+// The legacy Instances interface, from the same lookups.
+
+// NodeAddresses returns the addresses of the instance named name.
+func (i *Instances) NodeAddresses(ctx context.Context, name types.NodeName) ([]corev1.NodeAddress, error) {
+	inst, err := i.legacyByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return i.nodeAddresses(inst)
+}
+
+// NodeAddressesByProviderID returns the addresses of the instance with the provider ID.
+func (i *Instances) NodeAddressesByProviderID(ctx context.Context, providerID string) ([]corev1.NodeAddress, error) {
+	inst, err := i.legacyByProviderID(ctx, providerID)
+	if err != nil {
+		return nil, err
+	}
+	return i.nodeAddresses(inst)
+}
+
+// InstanceID returns the cloud ID of the instance named name.
+func (i *Instances) InstanceID(ctx context.Context, name types.NodeName) (string, error) {
+	inst, err := i.legacyByName(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	return inst.ID, nil
+}
+
+// InstanceType returns the type of the instance named name.
+func (i *Instances) InstanceType(ctx context.Context, name types.NodeName) (string, error) {
+	inst, err := i.legacyByName(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	return inst.Type, nil
+}
+
+// InstanceTypeByProviderID returns the type of the instance with the provider ID.
+func (i *Instances) InstanceTypeByProviderID(ctx context.Context, providerID string) (string, error) {
+	inst, err := i.legacyByProviderID(ctx, providerID)
+	if err != nil {
+		return "", err
+	}
+	return inst.Type, nil
+}
+
+// AddSSHKeyToAllInstances is not supported: ccmkit never changes instances.
+func (i *Instances) AddSSHKeyToAllInstances(context.Context, string, []byte) error {
+	return cloudprovider.NotImplemented
+}
+
+// CurrentNodeName returns hostname: ccmkit expects Nodes to be named after their instance.
+func (i *Instances) CurrentNodeName(_ context.Context, hostname string) (types.NodeName, error) {
+	return types.NodeName(hostname), nil
+}
+
+// InstanceExistsByProviderID reports whether the instance exists; see InstanceExists.
+func (i *Instances) InstanceExistsByProviderID(ctx context.Context, providerID string) (bool, error) {
+	inst, err := i.byProviderID(ctx, providerID)
+	if gone(inst, err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// InstanceShutdownByProviderID reports whether the instance is shut down; see
+// InstanceShutdown.
+func (i *Instances) InstanceShutdownByProviderID(ctx context.Context, providerID string) (bool, error) {
+	inst, err := i.legacyByProviderID(ctx, providerID)
+	if err != nil {
+		return false, err
+	}
+	return shutdown(inst), nil
+}
+
+func (i *Instances) legacyByName(ctx context.Context, name types.NodeName) (*cloudapi.Instance, error) {
+	inst, err := i.lookup.ByName(ctx, string(name))
+	if gone(inst, err) {
+		return nil, cloudprovider.InstanceNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finding the instance of Node %q by name: %w", name, err)
+	}
+	return inst, nil
+}
+
+func (i *Instances) legacyByProviderID(ctx context.Context, providerID string) (*cloudapi.Instance, error) {
+	inst, err := i.byProviderID(ctx, providerID)
+	if gone(inst, err) {
+		return nil, cloudprovider.InstanceNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return inst, nil
+}

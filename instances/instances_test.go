@@ -1,0 +1,335 @@
+package instances
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/providerid"
+)
+
+// lookup is a Lookup over a fixed set of instances; err, when set, is what every lookup
+// answers.
+type lookup struct {
+	byID map[string]*cloudapi.Instance
+	err  error
+}
+
+func (l *lookup) ByID(_ context.Context, id string) (*cloudapi.Instance, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	if inst, ok := l.byID[id]; ok {
+		return inst, nil
+	}
+	return nil, cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpGetInstance, id, nil)
+}
+
+func (l *lookup) ByName(_ context.Context, name string) (*cloudapi.Instance, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	for _, inst := range l.byID {
+		if inst.Name == name {
+			return inst, nil
+		}
+	}
+	return nil, cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpListInstances, "", nil)
+}
+
+func newLookup(insts ...cloudapi.Instance) *lookup {
+	l := &lookup{byID: map[string]*cloudapi.Instance{}}
+	for i := range insts {
+		l.byID[insts[i].ID] = &insts[i]
+	}
+	return l
+}
+
+func instance(id string, state cloudapi.InstanceState, addrs ...cloudapi.Address) cloudapi.Instance {
+	return cloudapi.Instance{ID: id, Name: "node-" + id, Type: "m5.large", Zone: "eu-1a", Region: "eu-1", State: state, Addresses: addrs}
+}
+
+type nodeTweak func(*corev1.Node)
+
+func newNode(name string, tweaks ...nodeTweak) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, t := range tweaks {
+		t(n)
+	}
+	return n
+}
+
+func withProviderID(id string) nodeTweak { return func(n *corev1.Node) { n.Spec.ProviderID = id } }
+
+func withProvidedIP(ip string) nodeTweak {
+	return func(n *corev1.Node) {
+		n.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: ip}
+	}
+}
+
+func newInstances(t *testing.T, l Lookup, tweak func(*Options)) *Instances {
+	t.Helper()
+	format, err := providerid.Default("ccmkit")
+	require.NoError(t, err)
+	opts := Options{ProviderID: format, Lookup: l}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	i, err := New(nil, opts)
+	require.NoError(t, err)
+	return i
+}
+
+func TestExistsAndShutdownTable(t *testing.T) {
+	transient := cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpGetInstance, "i-1", errors.New("503"))
+	tests := []struct {
+		name         string
+		state        cloudapi.InstanceState
+		lookupErr    error
+		providerID   string
+		wantExists   bool
+		wantShutdown bool
+		wantErr      error // matched with errors.Is, for both calls
+		shutdownErr  error // exact (==) for the sentinel
+	}{
+		{name: "running", state: cloudapi.InstanceRunning, wantExists: true},
+		{name: "pending", state: cloudapi.InstancePending, wantExists: true},
+		{name: "stopping", state: cloudapi.InstanceStopping, wantExists: true},
+		{name: "unknown", state: cloudapi.InstanceUnknown, wantExists: true},
+		{name: "stopped", state: cloudapi.InstanceStopped, wantExists: true, wantShutdown: true},
+		{name: "terminating", state: cloudapi.InstanceTerminating, wantExists: true, wantShutdown: true},
+		{name: "terminated", state: cloudapi.InstanceTerminated, wantExists: false, shutdownErr: cloudprovider.InstanceNotFound},
+		{name: "not found", providerID: "ccmkit://i-other", wantExists: false, shutdownErr: cloudprovider.InstanceNotFound},
+		{name: "transient error is not gone", lookupErr: transient, wantErr: cloudapi.ErrTransient},
+		{name: "throttled is not gone", lookupErr: cloudapi.Throttled(cloudapi.OpListInstances, 0, nil), wantErr: cloudapi.ErrThrottled},
+		{name: "deadline is not gone", lookupErr: context.DeadlineExceeded, wantErr: context.DeadlineExceeded},
+		{name: "foreign provider ID is not gone", providerID: "aws:///eu-1a/i-1", wantErr: providerid.ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLookup(instance("i-1", tt.state))
+			l.err = tt.lookupErr
+			inst := newInstances(t, l, nil)
+			pid := tt.providerID
+			if pid == "" {
+				pid = "ccmkit://i-1"
+			}
+			node := newNode("node-i-1", withProviderID(pid))
+
+			exists, err := inst.InstanceExists(context.Background(), node)
+			shutdown, shutdownErr := inst.InstanceShutdown(context.Background(), node)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				require.ErrorIs(t, shutdownErr, tt.wantErr)
+				assert.False(t, exists)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantExists, exists)
+			if tt.shutdownErr != nil {
+				assert.Equal(t, tt.shutdownErr, shutdownErr, "returned unwrapped: upstream compares with ==")
+				return
+			}
+			require.NoError(t, shutdownErr)
+			assert.Equal(t, tt.wantShutdown, shutdown)
+		})
+	}
+}
+
+func TestLookupByNameWithoutProviderID(t *testing.T) {
+	inst := newInstances(t, newLookup(instance("i-7", cloudapi.InstanceRunning)), nil)
+	md, err := inst.InstanceMetadata(context.Background(), newNode("node-i-7"))
+	require.NoError(t, err)
+	assert.Equal(t, "ccmkit://i-7", md.ProviderID)
+	exists, err := inst.InstanceExists(context.Background(), newNode("node-nobody"))
+	require.NoError(t, err)
+	assert.False(t, exists)
+}
+
+func TestInstanceMetadata(t *testing.T) {
+	a := func(t cloudapi.AddressType, s string) cloudapi.Address { return cloudapi.Address{Type: t, Address: s} }
+	dual := instance("i-1", cloudapi.InstanceRunning,
+		a(cloudapi.AddressHostname, "node-i-1"),
+		a(cloudapi.AddressExternalIP, "2001:db8::1"),
+		a(cloudapi.AddressInternalIP, "fd00::1"),
+		a(cloudapi.AddressExternalIP, "203.0.113.1"),
+		a(cloudapi.AddressInternalIP, "10.0.0.1"),
+		a(cloudapi.AddressInternalDNS, "node-i-1.internal"),
+		a(cloudapi.AddressInternalIP, "10.0.0.2"),
+	)
+	na := func(t corev1.NodeAddressType, s string) corev1.NodeAddress { return corev1.NodeAddress{Type: t, Address: s} }
+	tests := []struct {
+		name     string
+		families []cloudapi.IPFamily
+		node     *corev1.Node
+		want     []corev1.NodeAddress
+		wantErr  string
+	}{
+		{
+			name: "IPv4 primary",
+			node: newNode("node-i-1", withProviderID("ccmkit://i-1")),
+			want: []corev1.NodeAddress{
+				na(corev1.NodeInternalIP, "10.0.0.1"), na(corev1.NodeInternalIP, "10.0.0.2"), na(corev1.NodeInternalIP, "fd00::1"),
+				na(corev1.NodeExternalIP, "203.0.113.1"), na(corev1.NodeExternalIP, "2001:db8::1"),
+				na(corev1.NodeInternalDNS, "node-i-1.internal"), na(corev1.NodeHostName, "node-i-1"),
+			},
+		},
+		{
+			name:     "IPv6 primary",
+			families: []cloudapi.IPFamily{cloudapi.IPv6, cloudapi.IPv4},
+			node:     newNode("node-i-1", withProviderID("ccmkit://i-1")),
+			want: []corev1.NodeAddress{
+				na(corev1.NodeInternalIP, "fd00::1"), na(corev1.NodeInternalIP, "10.0.0.1"), na(corev1.NodeInternalIP, "10.0.0.2"),
+				na(corev1.NodeExternalIP, "2001:db8::1"), na(corev1.NodeExternalIP, "203.0.113.1"),
+				na(corev1.NodeInternalDNS, "node-i-1.internal"), na(corev1.NodeHostName, "node-i-1"),
+			},
+		},
+		{
+			name: "provided node IP first",
+			node: newNode("node-i-1", withProviderID("ccmkit://i-1"), withProvidedIP("10.0.0.2")),
+			want: []corev1.NodeAddress{
+				na(corev1.NodeInternalIP, "10.0.0.2"), na(corev1.NodeInternalIP, "10.0.0.1"), na(corev1.NodeInternalIP, "fd00::1"),
+				na(corev1.NodeExternalIP, "203.0.113.1"), na(corev1.NodeExternalIP, "2001:db8::1"),
+				na(corev1.NodeInternalDNS, "node-i-1.internal"), na(corev1.NodeHostName, "node-i-1"),
+			},
+		},
+		{
+			name: "dual-stack provided node IPs",
+			node: newNode("node-i-1", withProviderID("ccmkit://i-1"), withProvidedIP("fd00::1,10.0.0.2")),
+			want: []corev1.NodeAddress{
+				na(corev1.NodeInternalIP, "fd00::1"), na(corev1.NodeInternalIP, "10.0.0.2"), na(corev1.NodeInternalIP, "10.0.0.1"),
+				na(corev1.NodeExternalIP, "203.0.113.1"), na(corev1.NodeExternalIP, "2001:db8::1"),
+				na(corev1.NodeInternalDNS, "node-i-1.internal"), na(corev1.NodeHostName, "node-i-1"),
+			},
+		},
+		{
+			name:    "provided node IP the cloud does not have",
+			node:    newNode("node-i-1", withProviderID("ccmkit://i-1"), withProvidedIP("10.9.9.9")),
+			wantErr: `the Node's alpha.kubernetes.io/provided-node-ip annotation asks for 10.9.9.9, but instance "i-1" has only [10.0.0.1, 10.0.0.2, fd00::1, 203.0.113.1, 2001:db8::1]`,
+		},
+		{
+			name:    "provided node IP malformed",
+			node:    newNode("node-i-1", withProviderID("ccmkit://i-1"), withProvidedIP("ten")),
+			wantErr: `annotation alpha.kubernetes.io/provided-node-ip="ten": "ten" is not an IP address`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inst := newInstances(t, newLookup(dual), func(o *Options) {
+				o.IPFamilies = tt.families
+				o.AdditionalLabels = map[string]string{"example.com/pool": "general"}
+			})
+			md, err := inst.InstanceMetadata(context.Background(), tt.node)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Nil(t, md)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.NotNil(t, md)
+			assert.Equal(t, "ccmkit://i-1", md.ProviderID)
+			assert.Equal(t, "m5.large", md.InstanceType)
+			assert.Equal(t, "eu-1a", md.Zone)
+			assert.Equal(t, "eu-1", md.Region)
+			assert.Equal(t, map[string]string{"example.com/pool": "general"}, md.AdditionalLabels)
+			assert.Equal(t, tt.want, md.NodeAddresses)
+		})
+	}
+}
+
+func TestInstanceMetadataErrors(t *testing.T) {
+	broken := instance("i-1", cloudapi.InstanceRunning, cloudapi.Address{Type: cloudapi.AddressInternalIP, Address: "10.0.0.300"})
+	inst := newInstances(t, newLookup(broken), nil)
+	md, err := inst.InstanceMetadata(context.Background(), newNode("x", withProviderID("ccmkit://i-1")))
+	require.Error(t, err)
+	assert.Nil(t, md)
+	assert.Contains(t, err.Error(), `instance "i-1": InternalIP address "10.0.0.300" is not an IP address`)
+
+	md, err = inst.InstanceMetadata(context.Background(), newNode("x", withProviderID("ccmkit://i-2")))
+	assert.Nil(t, md)
+	assert.Equal(t, cloudprovider.InstanceNotFound, err, "unwrapped")
+
+	l := newLookup()
+	l.err = fmt.Errorf("listing: %w", cloudapi.ErrTransient)
+	md, err = newInstances(t, l, nil).InstanceMetadata(context.Background(), newNode("x"))
+	assert.Nil(t, md)
+	require.ErrorIs(t, err, cloudapi.ErrTransient)
+	assert.NotEqual(t, cloudprovider.InstanceNotFound, err)
+
+	_, err = inst.InstanceExists(context.Background(), nil)
+	assert.Error(t, err, "a nil Node is an error, not a panic")
+}
+
+func TestRegionFallbackAndTemplate(t *testing.T) {
+	in := instance("i-1", cloudapi.InstanceRunning)
+	in.Region = ""
+	format, err := providerid.Compile("aws:///{zone}/{id}")
+	require.NoError(t, err)
+	inst := newInstances(t, newLookup(in), func(o *Options) { o.ProviderID = format; o.Region = "eu-default" })
+	md, err := inst.InstanceMetadata(context.Background(), newNode("x", withProviderID("aws:///eu-1a/i-1")))
+	require.NoError(t, err)
+	assert.Equal(t, "eu-default", md.Region)
+	assert.Equal(t, "aws:///eu-1a/i-1", md.ProviderID)
+}
+
+func TestNewValidates(t *testing.T) {
+	format, err := providerid.Default("ccmkit")
+	require.NoError(t, err)
+	_, err = New(nil, Options{})
+	assert.ErrorContains(t, err, "a provider ID format is required")
+	_, err = New(nil, Options{ProviderID: format, AdditionalLabels: map[string]string{
+		"node.kubernetes.io/x": "a", "k8s.io/y": "b", "example.com/ok": "c", "plain": "d",
+	}, IPFamilies: []cloudapi.IPFamily{"IPv5"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `additional label "node.kubernetes.io/x" is under kubernetes.io`)
+	assert.Contains(t, err.Error(), `additional label "k8s.io/y" is under k8s.io`)
+	assert.NotContains(t, err.Error(), "example.com/ok")
+	assert.Contains(t, err.Error(), `IP family "IPv5"`)
+}
+
+func TestLegacyInstances(t *testing.T) {
+	ctx := context.Background()
+	inst := newInstances(t, newLookup(
+		instance("i-1", cloudapi.InstanceStopped, cloudapi.Address{Type: cloudapi.AddressInternalIP, Address: "10.0.0.1"}),
+		instance("i-2", cloudapi.InstanceTerminated),
+	), nil)
+	id, err := inst.InstanceID(ctx, "node-i-1")
+	require.NoError(t, err)
+	assert.Equal(t, "i-1", id)
+	typ, err := inst.InstanceTypeByProviderID(ctx, "ccmkit://i-1")
+	require.NoError(t, err)
+	assert.Equal(t, "m5.large", typ)
+	typ, err = inst.InstanceType(ctx, "node-i-1")
+	require.NoError(t, err)
+	assert.Equal(t, "m5.large", typ)
+	addrs, err := inst.NodeAddresses(ctx, "node-i-1")
+	require.NoError(t, err)
+	assert.Equal(t, []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}, addrs)
+	addrs, err = inst.NodeAddressesByProviderID(ctx, "ccmkit://i-1")
+	require.NoError(t, err)
+	assert.Len(t, addrs, 1)
+	shut, err := inst.InstanceShutdownByProviderID(ctx, "ccmkit://i-1")
+	require.NoError(t, err)
+	assert.True(t, shut)
+	exists, err := inst.InstanceExistsByProviderID(ctx, "ccmkit://i-2")
+	require.NoError(t, err)
+	assert.False(t, exists, "terminated")
+	_, err = inst.InstanceID(ctx, "node-i-2")
+	assert.Equal(t, cloudprovider.InstanceNotFound, err)
+	_, err = inst.InstanceID(ctx, "nobody")
+	assert.Equal(t, cloudprovider.InstanceNotFound, err)
+	assert.Equal(t, cloudprovider.NotImplemented, inst.AddSSHKeyToAllInstances(ctx, "u", nil))
+	name, err := inst.CurrentNodeName(ctx, "host-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, "host-1", name)
+}
