@@ -14,7 +14,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/instancecache"
 	"github.com/ccmkit/ccmkit/providerid"
+	"github.com/ccmkit/ccmkit/zones"
 )
 
 // Options customise a provider beyond its cloud config: what an adapter decides once for
@@ -57,6 +60,9 @@ type Cloud struct {
 	opts       Options
 	client     cloudapi.Client
 	providerID providerid.Format
+	snapshot   *instancecache.Cache
+	instances  *instances.Instances // nil when disabled
+	zones      *zones.Zones         // nil when disabled
 
 	mu       sync.Mutex
 	recorder record.EventRecorder
@@ -106,7 +112,28 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cloud{cfg: cfg, opts: opts, client: instrumented, providerID: format}, nil
+	c := &Cloud{cfg: cfg, opts: opts, client: instrumented, providerID: format}
+	c.snapshot = instancecache.New(instrumented.Instances(), instancecache.Options{MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize})
+	if cfg.InstancesEnabled() {
+		c.instances, err = instances.New(instrumented.Instances(), instances.Options{
+			ProviderID:       format,
+			Region:           cfg.Region,
+			AdditionalLabels: cfg.Nodes.AdditionalLabels,
+			IPFamilies:       cfg.Nodes.IPFamilies,
+			Lookup:           c.snapshot,
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.zones, err = zones.New(instrumented.Instances(), zones.Options{ProviderID: format, Zone: cfg.Zone, Region: cfg.Region, Lookup: c.snapshot})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
 }
 
 // Config returns the effective config, defaults applied.
@@ -160,17 +187,30 @@ func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) {
 	return clusters{c.cfg.Cluster}, true
 }
 
-// Instances returns the legacy Instances interface. It is offered once package instances
-// is wired in; until then (nil, false).
-func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+// Instances returns the legacy Instances interface, when instances are enabled.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) {
+	if c.instances == nil {
+		return nil, false
+	}
+	return c.instances, true
+}
 
-// InstancesV2 returns the InstancesV2 interface. It is offered once package instances is
-// wired in; until then (nil, false).
-func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return nil, false }
+// InstancesV2 returns the InstancesV2 interface, when instances are enabled.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	if c.instances == nil {
+		return nil, false
+	}
+	return c.instances, true
+}
 
-// Zones returns the Zones interface. It is offered once package zones is wired in; until
-// then (nil, false).
-func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+// Zones returns the Zones interface, when instances are enabled. The cloud node controller
+// does not call it while InstancesV2 is offered.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) {
+	if c.zones == nil {
+		return nil, false
+	}
+	return c.zones, true
+}
 
 // LoadBalancer returns the LoadBalancer interface. It is offered once package
 // loadbalancer is wired in; until then (nil, false).

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/strictyaml"
 )
 
@@ -67,6 +68,8 @@ type Config struct {
 	Enable EnableConfig `yaml:"enable"`
 	// LoadBalancer configures Service load balancers (YAML "loadBalancer").
 	LoadBalancer LoadBalancerConfig `yaml:"loadBalancer"`
+	// Nodes configures what Node initialization reports (YAML "nodes").
+	Nodes NodesConfig `yaml:"nodes"`
 
 	// sections holds the top-level keys that are not fields above, by key: the backend's
 	// own section, and anything misspelt (which Validate reports).
@@ -112,6 +115,9 @@ type CloudAPIConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// Retry is the retry policy for calls that are safe to repeat (YAML "retry").
 	Retry RetryConfig `yaml:"retry"`
+	// PageSize is the page size ccmkit asks for when it lists (YAML "pageSize"); default
+	// 0, the backend's own default.
+	PageSize int `yaml:"pageSize"`
 }
 
 // RetryConfig is the retry policy: exponential backoff with jitter, for reads and for
@@ -147,6 +153,17 @@ type EnableConfig struct {
 	// of the cloud-controller-manager exits when routes are offered but --cluster-cidr is
 	// not set.
 	Routes *bool `yaml:"routes"`
+}
+
+// NodesConfig configures what Node initialization reports.
+type NodesConfig struct {
+	// AdditionalLabels are put on every Node at initialization (YAML "additionalLabels").
+	// Keys under kubernetes.io and k8s.io are refused: those belong to Kubernetes.
+	AdditionalLabels map[string]string `yaml:"additionalLabels"`
+	// IPFamilies orders the Node's addresses by family, primary first (YAML
+	// "ipFamilies"); default [IPv4, IPv6]. Put IPv6 first in an IPv6-primary cluster, so
+	// that the node IP the kubelet and the cluster pick is of the primary family.
+	IPFamilies []cloudapi.IPFamily `yaml:"ipFamilies"`
 }
 
 // LoadBalancerConfig configures Service load balancers.
@@ -237,6 +254,25 @@ func (c *Config) Validate() error {
 	}
 	if r.InitialBackoff > 0 && r.MaxBackoff > 0 && r.InitialBackoff > r.MaxBackoff {
 		bad("cloudAPI.retry.initialBackoff: %s is longer than cloudAPI.retry.maxBackoff %s", r.InitialBackoff, r.MaxBackoff)
+	}
+	if c.CloudAPI.PageSize < 0 {
+		bad("cloudAPI.pageSize: %d must be positive", c.CloudAPI.PageSize)
+	}
+	for i, f := range c.Nodes.IPFamilies {
+		if !f.Valid() {
+			bad("nodes.ipFamilies[%d]: %q must be IPv4 or IPv6", i, f)
+		}
+	}
+	if len(c.Nodes.IPFamilies) > 2 || (len(c.Nodes.IPFamilies) == 2 && c.Nodes.IPFamilies[0] == c.Nodes.IPFamilies[1]) {
+		bad("nodes.ipFamilies: %v must name each of IPv4 and IPv6 at most once", c.Nodes.IPFamilies)
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.Nodes.AdditionalLabels)) {
+		for _, msg := range validation.IsQualifiedName(key) {
+			bad("nodes.additionalLabels: key %q: %s", key, msg)
+		}
+		for _, msg := range validation.IsValidLabelValue(c.Nodes.AdditionalLabels[key]) {
+			bad("nodes.additionalLabels: value of %q: %s", key, msg)
+		}
 	}
 	if c.Cache.MaxAge < 0 {
 		bad("cache.maxAge: %s must be positive", c.Cache.MaxAge)

@@ -91,7 +91,7 @@ func TestConfigErrors(t *testing.T) {
 		{
 			name: "misspelt nested key",
 			file: "cluster:\n  id: a\ncloudAPI:\n  qsp: 5\n",
-			want: []string{`cloud config: line 4: unknown key "qsp" in cloudAPI (known keys: burst, qps, retry, timeout)`},
+			want: []string{`cloud config: line 4: unknown key "qsp" in cloudAPI (known keys: burst, pageSize, qps, retry, timeout)`},
 		},
 		{
 			name: "wrong type",
@@ -106,7 +106,7 @@ func TestConfigErrors(t *testing.T) {
 		{
 			name: "misspelt top-level key",
 			file: "backend: fake\ncluster:\n  id: a\nregoin: eu\n",
-			want: []string{`line 4: unknown key "regoin" at the top level (the backend section is "fake"; known keys: backend, cache, cloudAPI, cluster, credentials, enable, loadBalancer, region, zone)`},
+			want: []string{`line 4: unknown key "regoin" at the top level (the backend section is "fake"; known keys: backend, cache, cloudAPI, cluster, credentials, enable, loadBalancer, nodes, region, zone)`},
 		},
 		{
 			name: "every problem at once",
@@ -117,6 +117,15 @@ func TestConfigErrors(t *testing.T) {
 				"cloudAPI.retry.initialBackoff: 1m0s is longer than cloudAPI.retry.maxBackoff 1s",
 				"cache.maxAge: -1s must be positive",
 				`loadBalancer.annotationPrefix: "Not_A_Domain" must be a DNS subdomain followed by one "/", like "loadbalancer.ccmkit.io/"`,
+			},
+		},
+		{
+			name: "nodes",
+			file: "cluster: {id: a}\nnodes:\n  ipFamilies: [IPv4, IPv4]\n  additionalLabels: {'bad key!': x, example.com/ok: 'bad value!'}\n",
+			want: []string{
+				"nodes.ipFamilies: [IPv4 IPv4] must name each of IPv4 and IPv6 at most once",
+				`nodes.additionalLabels: key "bad key!": name part must consist of alphanumeric characters`,
+				`nodes.additionalLabels: value of "example.com/ok": a valid label must be an empty string or consist of alphanumeric characters`,
 			},
 		},
 		{
