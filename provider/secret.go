@@ -29,7 +29,7 @@ func (s Secret) GoString() string { return fmt.Sprintf("provider.Secret(%q)", s.
 func (s Secret) Format(f fmt.State, verb rune) {
 	switch verb {
 	case 'q':
-		fmt.Fprintf(f, "%q", s.String())
+		_, _ = fmt.Fprintf(f, "%q", s.String())
 	case 'v':
 		if f.Flag('#') {
 			_, _ = f.Write([]byte(s.GoString()))

@@ -131,7 +131,7 @@ func TestKinds(t *testing.T) {
 						require.ErrorIs(t, err, context.DeadlineExceeded)
 					}
 					assert.Equal(t, wantClass, cloudapi.ClassOf(err))
-					if wantClass != cloudapi.ErrThrottled {
+					if !errors.Is(wantClass, cloudapi.ErrThrottled) {
 						_, ok := cloudapi.RetryAfter(err)
 						assert.False(t, ok)
 					}
