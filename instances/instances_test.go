@@ -166,7 +166,9 @@ func TestInstanceMetadata(t *testing.T) {
 		a(cloudapi.AddressInternalDNS, "node-i-1.internal"),
 		a(cloudapi.AddressInternalIP, "10.0.0.2"),
 	)
-	na := func(t corev1.NodeAddressType, s string) corev1.NodeAddress { return corev1.NodeAddress{Type: t, Address: s} }
+	na := func(t corev1.NodeAddressType, s string) corev1.NodeAddress {
+		return corev1.NodeAddress{Type: t, Address: s}
+	}
 	tests := []struct {
 		name     string
 		families []cloudapi.IPFamily

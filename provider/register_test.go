@@ -20,7 +20,7 @@ type stubClient struct {
 	endpoint string
 }
 
-func (s *stubClient) Instances() cloudapi.InstanceAPI                { return s.InstanceAPI }
+func (s *stubClient) Instances() cloudapi.InstanceAPI                 { return s.InstanceAPI }
 func (s *stubClient) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return nil, false }
 func (s *stubClient) Routes() (cloudapi.RouteAPI, bool)               { return nil, false }
 
