@@ -1,0 +1,95 @@
+package cloudapitest
+
+import (
+	"testing"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// Defaults of the options.
+const (
+	// DefaultProvisioningReads is how many GetLoadBalancer reads a new load balancer may
+	// stay provisioning when WithProvisioningReads is not given.
+	DefaultProvisioningReads = 50
+	// DefaultAddresses is how many load balancer addresses per family the suite assumes
+	// the backend can hand out when WithAddresses is not given.
+	DefaultAddresses = 32
+)
+
+// maxUniquenessLBs caps how many load balancers the address uniqueness check creates.
+const maxUniquenessLBs = 32
+
+// Fixture is what the backend under test must contain when NewBackend returns.
+type Fixture struct {
+	// Instances are the instances the backend must hold, and report field by field as
+	// given: IDs, names, types, zones, regions, addresses in order, states and tags. The
+	// suite owns the slice; a NewBackend must copy what it keeps.
+	Instances []cloudapi.Instance
+}
+
+// NewBackend builds a fresh, isolated backend holding exactly f's instances and no load
+// balancers or routes. It fails t when it cannot, and registers any cleanup with
+// t.Cleanup. Run calls it once per subtest, from the subtest's goroutine.
+type NewBackend func(t testing.TB, f Fixture) cloudapi.Client
+
+// Option changes how Run checks a backend.
+type Option func(*options)
+
+type options struct {
+	provisioningReads int
+	addresses         int
+}
+
+// WithProvisioningReads sets how many GetLoadBalancer reads at most a new load balancer
+// may stay provisioning before the suite fails (default DefaultProvisioningReads). Zero
+// means CreateLoadBalancer must already answer with an active load balancer; a negative n
+// counts as zero.
+func WithProvisioningReads(n int) Option {
+	return func(o *options) { o.provisioningReads = max(n, 0) }
+}
+
+// WithAddresses sets how many load balancer addresses per family the backend's pools can
+// hand out at least (default DefaultAddresses). The address uniqueness check holds
+// min(n, 32) dual-stack load balancers at once; n below 1 counts as 1.
+func WithAddresses(n int) Option {
+	return func(o *options) { o.addresses = max(n, 1) }
+}
+
+// suite carries what every check needs.
+type suite struct {
+	newBackend NewBackend
+	opts       options
+}
+
+// backend builds a fresh backend holding clones of instances.
+func (s *suite) backend(t testing.TB, instances []cloudapi.Instance) cloudapi.Client {
+	t.Helper()
+	f := Fixture{Instances: make([]cloudapi.Instance, len(instances))}
+	for i, inst := range instances {
+		f.Instances[i] = inst.Clone()
+	}
+	c := s.newBackend(t, f)
+	if c == nil {
+		t.Fatal("NewBackend returned a nil client")
+	}
+	return c
+}
+
+// Run runs the contract suite against the backends that newBackend builds, each check in
+// its own subtest with its own backend: instances, loadbalancers, routes, concurrency and
+// errors. Load balancer and route checks are skipped when the client reports that it
+// lacks the capability.
+func Run(t *testing.T, newBackend NewBackend, opts ...Option) {
+	s := &suite{
+		newBackend: newBackend,
+		opts:       options{provisioningReads: DefaultProvisioningReads, addresses: DefaultAddresses},
+	}
+	for _, o := range opts {
+		o(&s.opts)
+	}
+	t.Run("instances", s.testInstances)
+	t.Run("loadbalancers", s.testLoadBalancers)
+	t.Run("routes", s.testRoutes)
+	t.Run("concurrency", s.testConcurrency)
+	t.Run("errors", s.testErrors)
+}

@@ -1,0 +1,164 @@
+package cloudapitest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/cloudapi/cloudapitest"
+)
+
+// Environment variables of the child process that runs the suite against a broken backend.
+const (
+	envChild = "CCMKIT_CONTRACT_CHILD"
+	envBug   = "CCMKIT_CONTRACT_BUG"
+)
+
+// bug is a way tinyCloud breaks the contract.
+type bug string
+
+const (
+	bugNone            bug = ""
+	bugRepeatLast      bug = "repeat-last"       // each page starts with the last item of the page before
+	bugPlainNotFound   bug = "plain-not-found"   // not found is errors.New, no sentinel
+	bugIgnoreCanceled  bug = "ignore-canceled"   // a canceled context reads as not found
+	bugSharedInstances bug = "shared-instances"  // GetInstance returns the stored instance itself
+	bugIgnoreTagFilter bug = "ignore-tag-filter" // ListInstances returns everything
+)
+
+// tinyCloud is an in-memory instances-only backend, correct unless told to break.
+type tinyCloud struct {
+	bug bug
+
+	mu        sync.Mutex
+	instances map[string]*cloudapi.Instance
+}
+
+func newTiny(b bug) cloudapitest.NewBackend {
+	return func(_ testing.TB, f cloudapitest.Fixture) cloudapi.Client {
+		c := &tinyCloud{bug: b, instances: map[string]*cloudapi.Instance{}}
+		for _, inst := range f.Instances {
+			inst = inst.Clone()
+			c.instances[inst.ID] = &inst
+		}
+		return c
+	}
+}
+
+func (c *tinyCloud) Instances() cloudapi.InstanceAPI                 { return c }
+func (c *tinyCloud) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return nil, false }
+func (c *tinyCloud) Routes() (cloudapi.RouteAPI, bool)               { return nil, false }
+
+func (c *tinyCloud) GetInstance(ctx context.Context, id string) (*cloudapi.Instance, error) {
+	if err := ctx.Err(); err != nil && c.bug != bugIgnoreCanceled {
+		return nil, cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpGetInstance, id, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	inst, ok := c.instances[id]
+	switch {
+	case !ok && c.bug == bugPlainNotFound:
+		return nil, errors.New("no such instance")
+	case !ok:
+		return nil, cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpGetInstance, id, nil)
+	case c.bug == bugSharedInstances:
+		return inst, nil
+	}
+	out := inst.Clone()
+	return &out, nil
+}
+
+func (c *tinyCloud) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpListInstances, "", err)
+	}
+	size := opts.PageSize
+	if size <= 0 {
+		size = 10
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var matching []cloudapi.Instance
+	for _, inst := range c.instances {
+		if c.bug == bugIgnoreTagFilter || cloudapi.MatchTags(inst.Tags, opts.Tags) {
+			matching = append(matching, inst.Clone())
+		}
+	}
+	slices.SortFunc(matching, func(a, b cloudapi.Instance) int { return strings.Compare(a.ID, b.ID) })
+	start, _ := slices.BinarySearchFunc(matching, opts.PageToken, func(inst cloudapi.Instance, id string) int {
+		return strings.Compare(inst.ID, id)
+	})
+	if opts.PageToken != "" && start < len(matching) && matching[start].ID == opts.PageToken {
+		start++
+	}
+	if c.bug == bugRepeatLast && start > 0 {
+		start--
+	}
+	end := min(start+size, len(matching))
+	page := &cloudapi.InstancePage{Items: matching[start:end]}
+	if end < len(matching) {
+		page.NextPageToken = matching[end-1].ID
+	}
+	return page, nil
+}
+
+// TestRunPassesCorrectBackend proves that the suite passes a correct backend, and skips
+// the load balancer and route checks of a backend without them.
+func TestRunPassesCorrectBackend(t *testing.T) {
+	cloudapitest.Run(t, newTiny(bugNone), cloudapitest.WithProvisioningReads(0), cloudapitest.WithAddresses(4))
+}
+
+// TestBrokenBackendChild runs the suite against the backend broken as CCMKIT_CONTRACT_BUG
+// says. It runs only as the child process of TestSuiteFailsBrokenBackend, and fails there.
+func TestBrokenBackendChild(t *testing.T) {
+	if os.Getenv(envChild) != "1" {
+		t.Skip("runs only as the child process of TestSuiteFailsBrokenBackend")
+	}
+	cloudapitest.Run(t, newTiny(bug(os.Getenv(envBug))))
+}
+
+// TestSuiteFailsBrokenBackend proves that the suite can fail: it runs the suite against
+// broken backends in a child process, which must fail in the subtest that checks the
+// broken promise, with a message that quotes it.
+func TestSuiteFailsBrokenBackend(t *testing.T) {
+	for _, tc := range []struct {
+		bug         bug
+		wantSubtest string
+		wantMessage string
+	}{
+		{bugRepeatLast, "TestBrokenBackendChild/instances/list_pagination/page_size_1",
+			"never returns an item twice"},
+		{bugPlainNotFound, "TestBrokenBackendChild/instances/get_unknown_is_not_found",
+			"want an error matching not found with errors.Is"},
+		{bugPlainNotFound, "TestBrokenBackendChild/errors/not_found_is_classified_as_not_found", ""},
+		{bugIgnoreCanceled, "TestBrokenBackendChild/instances/get_with_canceled_context_is_not_not-found",
+			"must never be returned for a failure to find out"},
+		{bugSharedInstances, "TestBrokenBackendChild/instances/get_and_list_return_copies",
+			"answers must be copies"},
+		{bugIgnoreTagFilter, "TestBrokenBackendChild/instances/list_tag_filter",
+			"carry every tag in opts.Tags"},
+	} {
+		t.Run(string(tc.bug)+"/"+tc.wantSubtest[strings.LastIndex(tc.wantSubtest, "/")+1:], func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenBackendChild$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), envChild+"=1", envBug+"="+string(tc.bug))
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.ErrorAsf(t, err, &exit, "the suite passed a backend with bug %q; output:\n%s", tc.bug, out)
+			assert.NotZero(t, exit.ExitCode())
+			assert.Contains(t, string(out), fmt.Sprintf("--- FAIL: %s ", tc.wantSubtest), "the failing subtest is not named")
+			assert.Contains(t, string(out), tc.wantMessage, "the failure does not quote the broken promise")
+			// Only the broken promise fails: the other instance checks pass.
+			assert.Contains(t, string(out), "--- PASS: TestBrokenBackendChild/instances/get_returns_the_stored_instance ")
+		})
+	}
+}

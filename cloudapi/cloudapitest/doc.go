@@ -1,0 +1,42 @@
+// Package cloudapitest is the behavioural contract suite of package cloudapi: the tests
+// that every cloudapi.Client must pass, whatever cloud it speaks to.
+//
+// An adapter proves itself with one test that hands Run a constructor of fresh, isolated
+// backends:
+//
+//	func TestContract(t *testing.T) {
+//		cloudapitest.Run(t, func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
+//			return newTestAccount(t, f.Instances) // a backend holding exactly f.Instances
+//		})
+//	}
+//
+// Run builds a new backend for every subtest, so subtests never see each other's load
+// balancers or routes. The subtests are grouped by API:
+//
+//   - instances: GetInstance returns the stored instance field by field and as a copy;
+//     an unknown ID is ErrNotFound; ListInstances pages completely, in ID order, without
+//     duplicates, for every page size, and filters by tags.
+//   - loadbalancers (skipped when Client.LoadBalancers reports false): create, get,
+//     update with DiffLoadBalancer changes and delete round-trip the spec; a new load
+//     balancer becomes active within WithProvisioningReads reads with an address of every
+//     requested family; names and addresses are unique, also under concurrent creates;
+//     unknown IDs are ErrNotFound, duplicate names ErrConflict, impossible specs
+//     ErrInvalidRequest; owner tags find exactly the owned load balancers; paging holds
+//     over a set that changes between pages.
+//   - routes (skipped when Client.Routes reports false): create, list and delete
+//     round-trip, IPv4 and IPv6; duplicate destinations are ErrConflict, malformed CIDRs
+//     and unknown targets ErrInvalidRequest, unknown IDs ErrNotFound; tag filters and
+//     paging; concurrent creates.
+//   - concurrency: many goroutines reading and writing the same backend, also the same
+//     load balancer, leave it consistent. Run the suite with -race.
+//   - errors: every not-found answer matches ErrNotFound with errors.Is and no other
+//     class, and a canceled context never reads as not found.
+//
+// Every failure message quotes the promise of the cloudapi documentation that the backend
+// broke, so an adapter author knows which doc comment to read.
+//
+// The suite expects load balancers to support both IP families and TCP and UDP
+// listeners, and public (not internal) load balancers; it reads states by counting calls,
+// never by waiting, so a backend whose load balancers become active after a time must be
+// built to finish provisioning within WithProvisioningReads reads.
+package cloudapitest

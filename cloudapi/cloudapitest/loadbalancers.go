@@ -1,0 +1,609 @@
+package cloudapitest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// Tag values of the load balancers the suite creates.
+const contractCluster = "contract"
+
+// lbBackend builds a backend with a few instances to target and returns its load
+// balancer API, or skips t when the backend has none.
+func (s *suite) lbBackend(t *testing.T) cloudapi.LoadBalancerAPI {
+	t.Helper()
+	api, ok := s.backend(t, makeInstances(4)).LoadBalancers()
+	if !ok {
+		t.Skip("Client.LoadBalancers reports that the cloud has no load balancers")
+	}
+	require.NotNil(t, api, "Client.LoadBalancers returned true and a nil API")
+	return api
+}
+
+// lbSpec returns a valid public IPv4 spec named name that uses most fields, changed by
+// tweaks.
+func lbSpec(name string, tweaks ...func(*cloudapi.LoadBalancerSpec)) cloudapi.LoadBalancerSpec {
+	spec := cloudapi.LoadBalancerSpec{
+		Name: name,
+		Listeners: []cloudapi.Listener{
+			{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080},
+			{Name: "dns", Protocol: cloudapi.ProtocolUDP, Port: 53, TargetPort: 30053},
+		},
+		Targets: []string{instanceID(0), instanceID(1)},
+		HealthCheck: &cloudapi.HealthCheck{
+			Protocol: cloudapi.HealthCheckHTTP, Port: 30081, Path: "/healthz",
+			Interval: 5 * time.Second, Timeout: 2 * time.Second, HealthyThreshold: 2, UnhealthyThreshold: 3,
+		},
+		SourceRanges:  []string{"10.0.0.0/8", "192.168.0.0/16"},
+		ProxyProtocol: true,
+		IPFamilies:    []cloudapi.IPFamily{cloudapi.IPv4},
+		Tags: map[string]string{
+			cloudapi.TagCluster:     contractCluster,
+			cloudapi.TagService:     "uid-" + name,
+			cloudapi.TagServiceName: "default/" + name,
+		},
+	}
+	for _, tweak := range tweaks {
+		tweak(&spec)
+	}
+	return spec
+}
+
+func withFamilies(f ...cloudapi.IPFamily) func(*cloudapi.LoadBalancerSpec) {
+	return func(s *cloudapi.LoadBalancerSpec) { s.IPFamilies = f }
+}
+
+func withTags(kv ...string) func(*cloudapi.LoadBalancerSpec) {
+	return func(s *cloudapi.LoadBalancerSpec) {
+		s.Tags = map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			s.Tags[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+// requireSpec fails t unless got configures the same load balancer as want, compared as
+// DiffLoadBalancer compares (targets and source ranges as sets).
+func requireSpec(t testing.TB, want, got cloudapi.LoadBalancerSpec, format string, args ...any) {
+	t.Helper()
+	if err := checkSpec(want, got); err != nil {
+		require.FailNow(t, fmt.Sprintf(format, args...)+": "+err.Error())
+	}
+}
+
+func checkSpec(want, got cloudapi.LoadBalancerSpec) error {
+	if c := cloudapi.DiffLoadBalancer(want, got); !c.Empty() {
+		return fmt.Errorf("the spec differs from the one sent in %+v\nsent:   %+v\nstored: %+v", c, want, got)
+	}
+	return nil
+}
+
+// createLB creates a load balancer from spec and checks the create answer.
+func createLB(t testing.TB, api cloudapi.LoadBalancerAPI, spec cloudapi.LoadBalancerSpec) *cloudapi.LoadBalancer {
+	t.Helper()
+	lb, err := createLBErr(t.Context(), api, spec)
+	require.NoError(t, err)
+	return lb
+}
+
+func createLBErr(ctx context.Context, api cloudapi.LoadBalancerAPI, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	want := spec.Clone()
+	lb, err := api.CreateLoadBalancer(ctx, spec)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("CreateLoadBalancer(%q) of a valid spec: %w", want.Name, err)
+	case lb == nil:
+		return nil, fmt.Errorf("CreateLoadBalancer(%q) returned nil and no error", want.Name)
+	case lb.ID == "":
+		return nil, fmt.Errorf("CreateLoadBalancer(%q): the load balancer has no ID", want.Name)
+	}
+	if err := checkSpec(want, lb.Spec); err != nil {
+		return nil, fmt.Errorf("CreateLoadBalancer(%q): broke \"returns it as the cloud stored it\": %w", want.Name, err)
+	}
+	if lb.Status != cloudapi.LoadBalancerProvisioning && lb.Status != cloudapi.LoadBalancerActive {
+		return nil, fmt.Errorf("CreateLoadBalancer(%q): status %q, want provisioning or active", want.Name, lb.Status)
+	}
+	return lb, nil
+}
+
+// waitActive reads the load balancer until it is active and checks its addresses, within
+// the provisioning read budget.
+func (s *suite) waitActive(t testing.TB, api cloudapi.LoadBalancerAPI, lb *cloudapi.LoadBalancer) *cloudapi.LoadBalancer {
+	t.Helper()
+	got, err := s.waitActiveErr(t.Context(), api, lb)
+	require.NoError(t, err)
+	return got
+}
+
+func (s *suite) waitActiveErr(ctx context.Context, api cloudapi.LoadBalancerAPI, lb *cloudapi.LoadBalancer) (*cloudapi.LoadBalancer, error) {
+	for reads := 0; lb.Status != cloudapi.LoadBalancerActive; reads++ {
+		if lb.Status == cloudapi.LoadBalancerError {
+			return nil, fmt.Errorf("load balancer %q (%s) failed to provision: status error", lb.ID, lb.Spec.Name)
+		}
+		if reads >= s.opts.provisioningReads {
+			return nil, fmt.Errorf("load balancer %q (%s) still %q after %d GetLoadBalancer reads (WithProvisioningReads)",
+				lb.ID, lb.Spec.Name, lb.Status, reads)
+		}
+		got, err := api.GetLoadBalancer(ctx, lb.ID)
+		if err != nil {
+			return nil, fmt.Errorf("GetLoadBalancer(%q) while provisioning: %w", lb.ID, err)
+		}
+		if got == nil {
+			return nil, fmt.Errorf("GetLoadBalancer(%q) returned nil and no error", lb.ID)
+		}
+		if got.ID != lb.ID {
+			return nil, fmt.Errorf("GetLoadBalancer(%q) returned load balancer %q", lb.ID, got.ID)
+		}
+		lb = got
+	}
+	if err := checkAddresses(lb); err != nil {
+		return nil, err
+	}
+	return lb, nil
+}
+
+// families returns the families a spec asks for, with the documented default.
+func families(spec cloudapi.LoadBalancerSpec) []cloudapi.IPFamily {
+	if len(spec.IPFamilies) == 0 {
+		return []cloudapi.IPFamily{cloudapi.IPv4}
+	}
+	return spec.IPFamilies
+}
+
+// checkAddresses checks the addresses of an active load balancer against its families.
+func checkAddresses(lb *cloudapi.LoadBalancer) error {
+	fams := families(lb.Spec)
+	prefix := fmt.Sprintf("active load balancer %q (%s) with IPFamilies %v (empty means IPv4) and addresses %v",
+		lb.ID, lb.Spec.Name, lb.Spec.IPFamilies, lb.Addresses)
+	seen := map[cloudapi.IPFamily]bool{}
+	dup := map[netip.Addr]bool{}
+	for i, a := range lb.Addresses {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return fmt.Errorf("%s: broke \"Addresses are the IP addresses assigned\": %q does not parse: %w", prefix, a, err)
+		}
+		fam := cloudapi.IPv6
+		if ip.Unmap().Is4() {
+			fam = cloudapi.IPv4
+		}
+		if !slices.Contains(fams, fam) {
+			return fmt.Errorf("%s: broke \"IPFamilies are the address families the load balancer serves\": %q is %s", prefix, a, fam)
+		}
+		if i == 0 && fam != fams[0] {
+			return fmt.Errorf("%s: broke \"Addresses ... primary family first\": the first address is %s", prefix, fam)
+		}
+		if dup[ip] {
+			return fmt.Errorf("%s: address %q is listed twice", prefix, a)
+		}
+		dup[ip] = true
+		seen[fam] = true
+	}
+	for _, f := range fams {
+		if !seen[f] {
+			return fmt.Errorf("%s: broke \"IPFamilies are the address families the load balancer serves\": no %s address", prefix, f)
+		}
+	}
+	return nil
+}
+
+// scribbleLB changes every field of lb that a backend could share with its own state.
+func scribbleLB(lb *cloudapi.LoadBalancer) {
+	lb.Spec.Name = "scribbled"
+	if len(lb.Spec.Listeners) > 0 {
+		lb.Spec.Listeners[0].Port = 1
+	}
+	if len(lb.Spec.Targets) > 0 {
+		lb.Spec.Targets[0] = "scribbled"
+	}
+	if lb.Spec.HealthCheck != nil {
+		lb.Spec.HealthCheck.Path = "/scribbled"
+	}
+	if len(lb.Spec.SourceRanges) > 0 {
+		lb.Spec.SourceRanges[0] = "0.0.0.0/0"
+	}
+	if len(lb.Spec.IPFamilies) > 0 {
+		lb.Spec.IPFamilies[0] = "scribbled"
+	}
+	if lb.Spec.Tags != nil {
+		lb.Spec.Tags[cloudapi.TagService] = "scribbled"
+	}
+	if len(lb.Addresses) > 0 {
+		lb.Addresses[0] = "192.0.2.255"
+	}
+}
+
+func (s *suite) listAllLBs(t testing.TB, api cloudapi.LoadBalancerAPI, opts cloudapi.ListOptions, maxItems int) []cloudapi.LoadBalancer {
+	t.Helper()
+	return listAll(t, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, opts, maxItems)
+}
+
+func (s *suite) testLoadBalancers(t *testing.T) {
+	t.Run("create and get round-trip the spec", func(t *testing.T) {
+		api := s.lbBackend(t)
+		spec := lbSpec("ct-create")
+		want := spec.Clone()
+		created := createLB(t, api, spec)
+		// The backend must not keep the caller's slices and maps.
+		spec.Listeners[0].Port = 1
+		spec.Targets[0] = "scribbled"
+		spec.Tags[cloudapi.TagService] = "scribbled"
+		spec.HealthCheck.Port = 1
+		scribbleLB(created)
+
+		got, err := api.GetLoadBalancer(t.Context(), created.ID)
+		require.NoError(t, err, "GetLoadBalancer right after CreateLoadBalancer")
+		require.NotNil(t, got, "GetLoadBalancer returned nil and no error")
+		assert.Equal(t, created.ID, got.ID, "GetLoadBalancer: broke \"returns the load balancer with the given ID\"")
+		requireSpec(t, want, got.Spec,
+			"GetLoadBalancer after create: broke \"returns it as the cloud stored it\" (a backend must copy the caller's spec and return copies)")
+
+		scribbleLB(got)
+		again, err := api.GetLoadBalancer(t.Context(), created.ID)
+		require.NoError(t, err)
+		requireSpec(t, want, again.Spec,
+			"GetLoadBalancer: the backend's load balancer changed when a caller changed one it got: answers must be copies")
+	})
+
+	t.Run("becomes active with an address of every requested family", func(t *testing.T) {
+		for _, fams := range [][]cloudapi.IPFamily{
+			nil,
+			{cloudapi.IPv4},
+			{cloudapi.IPv6},
+			{cloudapi.IPv4, cloudapi.IPv6},
+			{cloudapi.IPv6, cloudapi.IPv4},
+		} {
+			t.Run(fmt.Sprintf("families %v", fams), func(t *testing.T) {
+				api := s.lbBackend(t)
+				spec := lbSpec("ct-active", withFamilies(fams...))
+				lb := s.waitActive(t, api, createLB(t, api, spec))
+				requireSpec(t, spec, lb.Spec, "GetLoadBalancer of an active load balancer: the spec changed while provisioning")
+			})
+		}
+	})
+
+	t.Run("duplicate name is a conflict", func(t *testing.T) {
+		api := s.lbBackend(t)
+		first := createLB(t, api, lbSpec("ct-dup"))
+		_, err := api.CreateLoadBalancer(t.Context(), lbSpec("ct-dup", withTags(cloudapi.TagService, "uid-other")))
+		requireClass(t, err, cloudapi.ErrConflict,
+			"CreateLoadBalancer with the name of an existing load balancer: broke \"returns an error matching ErrConflict when ... a load balancer with the same name already exists\"")
+		all := s.listAllLBs(t, api, cloudapi.ListOptions{}, 2)
+		assert.Equal(t, []string{first.ID}, ids(all, lbID),
+			"CreateLoadBalancer refused with ErrConflict: broke \"The request was not applied\"")
+
+		require.NoError(t, api.DeleteLoadBalancer(t.Context(), first.ID))
+		createLB(t, api, lbSpec("ct-dup"))
+	})
+
+	t.Run("update applies the changes", func(t *testing.T) {
+		api := s.lbBackend(t)
+		old := s.waitActive(t, api, createLB(t, api, lbSpec("ct-update")))
+		desired := old.Spec.Clone()
+		desired.Listeners = []cloudapi.Listener{
+			{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30090},   // changed
+			{Name: "https", Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443}, // added
+		} // UDP 53 removed
+		desired.Targets = []string{instanceID(1), instanceID(2), instanceID(3)}
+		desired.HealthCheck = &cloudapi.HealthCheck{
+			Protocol: cloudapi.HealthCheckTCP, Port: 30090,
+			Interval: 10 * time.Second, Timeout: 3 * time.Second, HealthyThreshold: 3, UnhealthyThreshold: 2,
+		}
+		desired.SourceRanges = []string{"172.16.0.0/12"}
+		desired.ProxyProtocol = false
+		desired.Tags[cloudapi.TagServiceName] = "default/ct-update-renamed"
+		desired.Tags["extra"] = "yes"
+		changes := cloudapi.DiffLoadBalancer(old.Spec, desired)
+		require.False(t, changes.Empty())
+
+		updated, err := api.UpdateLoadBalancer(t.Context(), old.ID,
+			cloudapi.LoadBalancerUpdate{Spec: desired.Clone(), Changes: changes})
+		require.NoError(t, err, "UpdateLoadBalancer of listeners, targets, health check, source ranges, PROXY protocol and tags")
+		require.NotNil(t, updated, "UpdateLoadBalancer returned nil and no error")
+		assert.Equal(t, old.ID, updated.ID, "UpdateLoadBalancer: the ID changed; it is \"unique, immutable\"")
+		requireSpec(t, desired, updated.Spec,
+			"UpdateLoadBalancer: broke \"changes the load balancer ... so that it matches update.Spec, and returns it as the cloud stored it\"")
+		assert.NotEqual(t, cloudapi.LoadBalancerError, updated.Status, "UpdateLoadBalancer left the load balancer in status error")
+
+		got, err := api.GetLoadBalancer(t.Context(), old.ID)
+		require.NoError(t, err, "GetLoadBalancer after UpdateLoadBalancer")
+		requireSpec(t, desired, got.Spec, "GetLoadBalancer after UpdateLoadBalancer: the update was not stored")
+
+		found := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: map[string]string{"extra": "yes"}}, 1)
+		assert.Equal(t, []string{old.ID}, ids(found, lbID),
+			"ListLoadBalancers by a tag added by UpdateLoadBalancer: broke \"returns one page of the load balancers that carry every tag\"")
+	})
+
+	t.Run("update with an invalid spec is an invalid request", func(t *testing.T) {
+		api := s.lbBackend(t)
+		old := s.waitActive(t, api, createLB(t, api, lbSpec("ct-update-invalid")))
+		desired := old.Spec.Clone()
+		desired.Listeners[0].Protocol = "HTTP2"
+		_, err := api.UpdateLoadBalancer(t.Context(), old.ID,
+			cloudapi.LoadBalancerUpdate{Spec: desired, Changes: cloudapi.DiffLoadBalancer(old.Spec, desired)})
+		requireClass(t, err, cloudapi.ErrInvalidRequest,
+			"UpdateLoadBalancer to listener protocol HTTP2: broke \"ErrInvalidRequest means the cloud rejected the request as malformed or unsupported\"")
+		got, err := api.GetLoadBalancer(t.Context(), old.ID)
+		require.NoError(t, err)
+		requireSpec(t, old.Spec, got.Spec, "UpdateLoadBalancer refused with ErrInvalidRequest changed the load balancer")
+	})
+
+	t.Run("unknown ID is not found", func(t *testing.T) {
+		api := s.lbBackend(t)
+		const id = "lb-contract-does-not-exist"
+		_, err := api.GetLoadBalancer(t.Context(), id)
+		requireClass(t, err, cloudapi.ErrNotFound,
+			"GetLoadBalancer of an unknown ID: broke \"or an error matching ErrNotFound when the cloud is certain that it does not exist\"")
+		spec := lbSpec("ct-unknown")
+		_, err = api.UpdateLoadBalancer(t.Context(), id,
+			cloudapi.LoadBalancerUpdate{Spec: spec, Changes: cloudapi.DiffLoadBalancer(cloudapi.LoadBalancerSpec{}, spec)})
+		requireClass(t, err, cloudapi.ErrNotFound,
+			"UpdateLoadBalancer of an unknown ID: broke \"returns an error matching ErrNotFound when the load balancer does not exist\"")
+		err = api.DeleteLoadBalancer(t.Context(), id)
+		requireClass(t, err, cloudapi.ErrNotFound,
+			"DeleteLoadBalancer of an unknown ID: broke \"returns an error matching ErrNotFound when there was nothing to delete\"")
+		assert.Empty(t, s.listAllLBs(t, api, cloudapi.ListOptions{}, 1), "UpdateLoadBalancer of an unknown ID created a load balancer")
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		api := s.lbBackend(t)
+		keep := s.waitActive(t, api, createLB(t, api, lbSpec("ct-keep")))
+		for _, active := range []bool{false, true} {
+			lb := createLB(t, api, lbSpec(fmt.Sprintf("ct-delete-%t", active)))
+			if active {
+				lb = s.waitActive(t, api, lb)
+			}
+			require.NoErrorf(t, api.DeleteLoadBalancer(t.Context(), lb.ID), "DeleteLoadBalancer of a load balancer (active %t)", active)
+			_, err := api.GetLoadBalancer(t.Context(), lb.ID)
+			requireClass(t, err, cloudapi.ErrNotFound,
+				"GetLoadBalancer after DeleteLoadBalancer: broke \"DeleteLoadBalancer deletes the load balancer\"")
+			err = api.DeleteLoadBalancer(t.Context(), lb.ID)
+			requireClass(t, err, cloudapi.ErrNotFound,
+				"DeleteLoadBalancer twice: broke \"returns an error matching ErrNotFound when there was nothing to delete\"")
+		}
+		all := s.listAllLBs(t, api, cloudapi.ListOptions{}, 3)
+		assert.Equal(t, []string{keep.ID}, ids(all, lbID), "ListLoadBalancers after DeleteLoadBalancer: deleted load balancers are listed")
+	})
+
+	t.Run("owner tags find exactly the owned load balancers", func(t *testing.T) {
+		api := s.lbBackend(t)
+		owner := func(cluster, service string) func(*cloudapi.LoadBalancerSpec) {
+			return withTags(cloudapi.TagCluster, cluster, cloudapi.TagService, service)
+		}
+		a := createLB(t, api, lbSpec("ct-owner-a", owner("c1", "s1")))
+		b := createLB(t, api, lbSpec("ct-owner-b", owner("c1", "s2")))
+		c := createLB(t, api, lbSpec("ct-owner-c", owner("c2", "s1")))
+		d := createLB(t, api, lbSpec("ct-owner-d",
+			withTags(cloudapi.TagCluster, "c1", cloudapi.TagService, "s1", cloudapi.TagServiceName, "default/d")))
+		e := createLB(t, api, lbSpec("ct-owner-e", withTags()))
+		for _, tc := range []struct {
+			filter map[string]string
+			want   []*cloudapi.LoadBalancer
+		}{
+			{map[string]string{cloudapi.TagCluster: "c1", cloudapi.TagService: "s1"}, []*cloudapi.LoadBalancer{a, d}},
+			{map[string]string{cloudapi.TagCluster: "c1"}, []*cloudapi.LoadBalancer{a, b, d}},
+			{map[string]string{cloudapi.TagService: "s1"}, []*cloudapi.LoadBalancer{a, c, d}},
+			{map[string]string{cloudapi.TagCluster: "c1", cloudapi.TagService: "s3"}, nil},
+			{map[string]string{"no-such-key": ""}, nil},
+			{nil, []*cloudapi.LoadBalancer{a, b, c, d, e}},
+		} {
+			var wantIDs []string
+			for _, lb := range tc.want {
+				wantIDs = append(wantIDs, lb.ID)
+			}
+			slices.Sort(wantIDs)
+			for _, size := range []int{1, 0} {
+				got := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: tc.filter, PageSize: size}, 5)
+				assert.Equalf(t, wantIDs, ids(got, lbID),
+					"ListLoadBalancers with Tags %v, page size %d: broke \"returns one page of the load balancers that carry every tag in opts.Tags\"",
+					tc.filter, size)
+			}
+		}
+	})
+
+	t.Run("list pagination", func(t *testing.T) {
+		api := s.lbBackend(t)
+		const n = 15
+		want := map[string]cloudapi.LoadBalancerSpec{}
+		for i := range n {
+			lb := createLB(t, api, lbSpec(fmt.Sprintf("ct-page-%02d", i)))
+			want[lb.ID] = lbSpec(fmt.Sprintf("ct-page-%02d", i))
+		}
+		wantIDs := slices.Sorted(maps.Keys(want))
+		require.Len(t, wantIDs, n, "CreateLoadBalancer: broke \"unique, immutable identifier\": IDs repeat")
+		for _, size := range pageSizes {
+			got := s.listAllLBs(t, api, cloudapi.ListOptions{PageSize: size}, n)
+			require.Equalf(t, wantIDs, ids(got, lbID),
+				"ListLoadBalancers, page size %d, paged to the end: not every load balancer exactly once, in ID order", size)
+			for _, lb := range got {
+				requireSpec(t, want[lb.ID], lb.Spec, "ListLoadBalancers: load balancer %q", lb.ID)
+			}
+		}
+	})
+
+	t.Run("list pagination over a changing set", func(t *testing.T) {
+		api := s.lbBackend(t)
+		var created []string
+		for i := range 12 {
+			created = append(created, createLB(t, api, lbSpec(fmt.Sprintf("ct-change-%02d", i))).ID)
+		}
+		checkChangingSet(t, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, created,
+			func(id string) error { return api.DeleteLoadBalancer(t.Context(), id) },
+			func(i int) (string, error) {
+				lb, err := createLBErr(t.Context(), api, lbSpec(fmt.Sprintf("ct-change-new-%02d", i)))
+				if err != nil {
+					return "", err
+				}
+				return lb.ID, nil
+			})
+	})
+
+	t.Run("addresses are unique", func(t *testing.T) {
+		api := s.lbBackend(t)
+		n := min(s.opts.addresses, maxUniquenessLBs)
+		first := s.createActiveConcurrently(t, api, "ct-unique", n)
+		requireDistinctAddresses(t, first, "after concurrent creates")
+
+		// Release half of them and take as many again: the new ones must not get an
+		// address that a load balancer still holds.
+		for _, lb := range first[:n/2] {
+			require.NoError(t, api.DeleteLoadBalancer(t.Context(), lb.ID))
+		}
+		second := s.createActiveConcurrently(t, api, "ct-unique-again", n/2)
+		requireDistinctAddresses(t, append(slices.Clone(first[n/2:]), second...), "after deletes and new concurrent creates")
+	})
+
+	t.Run("requested address", func(t *testing.T) {
+		api := s.lbBackend(t)
+		holder := s.waitActive(t, api, createLB(t, api, lbSpec("ct-req-holder")))
+		addr := holder.Addresses[0]
+		_, err := api.CreateLoadBalancer(t.Context(), lbSpec("ct-req-clash", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{addr} }))
+		requireClass(t, err, cloudapi.ErrConflict,
+			"CreateLoadBalancer requesting an address in use: broke \"returns an error matching ErrConflict when ... a requested address is in use\"")
+
+		require.NoError(t, api.DeleteLoadBalancer(t.Context(), holder.ID))
+		spec := lbSpec("ct-req-free", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{addr} })
+		lb := s.waitActive(t, api, createLB(t, api, spec))
+		assert.Containsf(t, lb.Addresses, addr,
+			"CreateLoadBalancer requesting the free address %s: broke \"RequestedIPs are the addresses the caller wants\"", addr)
+	})
+
+	t.Run("invalid spec is an invalid request", func(t *testing.T) {
+		api := s.lbBackend(t)
+		for _, tc := range []struct {
+			name  string
+			tweak func(*cloudapi.LoadBalancerSpec)
+		}{
+			{"listener protocol HTTP2", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].Protocol = "HTTP2" }},
+			{"listener port 0", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].Port = 0 }},
+			{"listener port 65536", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].Port = 65536 }},
+			{"two listeners on one protocol and port", func(s *cloudapi.LoadBalancerSpec) {
+				s.Listeners = append(s.Listeners, cloudapi.Listener{Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30099})
+			}},
+			{"IP family IPv5", withFamilies("IPv5")},
+			{"health check protocol ICMP", func(s *cloudapi.LoadBalancerSpec) { s.HealthCheck.Protocol = "ICMP" }},
+			{"requested IP not an address", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{"not-an-ip"} }},
+			{"source range not a CIDR", func(s *cloudapi.LoadBalancerSpec) { s.SourceRanges = []string{"10.0.0.0/33"} }},
+		} {
+			_, err := api.CreateLoadBalancer(t.Context(), lbSpec("ct-invalid", tc.tweak))
+			requireClass(t, err, cloudapi.ErrInvalidRequest,
+				"CreateLoadBalancer with %s: broke \"returns an error matching ErrInvalidRequest when the spec cannot be built\"", tc.name)
+		}
+		assert.Empty(t, s.listAllLBs(t, api, cloudapi.ListOptions{}, 10),
+			"CreateLoadBalancer refused with ErrInvalidRequest created a load balancer anyway")
+	})
+
+	t.Run("canceled context is not not-found", func(t *testing.T) {
+		api := s.lbBackend(t)
+		const id = "lb-contract-does-not-exist"
+		_, err := api.GetLoadBalancer(canceledContext(t), id)
+		requireNotNotFound(t, err, "GetLoadBalancer of an unknown ID")
+		spec := lbSpec("ct-canceled")
+		_, err = api.UpdateLoadBalancer(canceledContext(t), id,
+			cloudapi.LoadBalancerUpdate{Spec: spec, Changes: cloudapi.DiffLoadBalancer(cloudapi.LoadBalancerSpec{}, spec)})
+		requireNotNotFound(t, err, "UpdateLoadBalancer of an unknown ID")
+		requireNotNotFound(t, api.DeleteLoadBalancer(canceledContext(t), id), "DeleteLoadBalancer of an unknown ID")
+		_, err = api.ListLoadBalancers(canceledContext(t), cloudapi.ListOptions{})
+		requireNotNotFound(t, err, "ListLoadBalancers")
+		_, err = api.CreateLoadBalancer(canceledContext(t), spec)
+		requireNotNotFound(t, err, "CreateLoadBalancer")
+	})
+}
+
+// createActiveConcurrently creates n dual-stack load balancers from n goroutines and reads
+// each one until it is active, also concurrently.
+func (s *suite) createActiveConcurrently(t testing.TB, api cloudapi.LoadBalancerAPI, prefix string, n int) []*cloudapi.LoadBalancer {
+	t.Helper()
+	out := make([]*cloudapi.LoadBalancer, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			spec := lbSpec(fmt.Sprintf("%s-%02d", prefix, i), withFamilies(cloudapi.IPv4, cloudapi.IPv6))
+			lb, err := createLBErr(t.Context(), api, spec)
+			if err == nil {
+				lb, err = s.waitActiveErr(t.Context(), api, lb)
+			}
+			out[i], errs[i] = lb, err
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err, "concurrent CreateLoadBalancer: broke \"Implementations must be safe for concurrent use by many goroutines\"")
+	}
+	return out
+}
+
+// requireDistinctAddresses fails t when two load balancers hold the same address.
+func requireDistinctAddresses(t testing.TB, lbs []*cloudapi.LoadBalancer, when string) {
+	t.Helper()
+	holder := map[netip.Addr]string{}
+	for _, lb := range lbs {
+		for _, a := range lb.Addresses {
+			ip, err := netip.ParseAddr(a)
+			require.NoError(t, err)
+			other, taken := holder[ip]
+			require.Falsef(t, taken,
+				"%s: load balancers %q and %q both hold address %s: broke \"a requested address is in use\" (an address belongs to one load balancer)",
+				when, other, lb.ID, a)
+			holder[ip] = lb.ID
+		}
+	}
+}
+
+// checkChangingSet pages through a listing while it changes: after the first page it
+// deletes the page's last item (the one the token continues after) and an item of a later
+// page, and creates new items. The rest of the listing must hold every item that existed
+// throughout and sorts after the first page, no deleted item and nothing twice.
+func checkChangingSet[T any](t *testing.T, op cloudapi.Operation, list lister[T], id func(T) string, created []string,
+	del func(id string) error, create func(i int) (string, error),
+) {
+	t.Helper()
+	p := newPager(op, list, id, cloudapi.ListOptions{PageSize: 4})
+	first, err := p.next(t.Context())
+	require.NoError(t, err)
+	require.NotEmpty(t, first, "%s: the first page of a listing of %d items is empty", op, len(created))
+	require.False(t, p.done, "%s with page size 4: the first page of %d items is the last", op, len(created))
+	cut := id(first[len(first)-1])
+
+	sorted := slices.Sorted(slices.Values(created))
+	var later []string
+	for _, k := range sorted {
+		if k > cut {
+			later = append(later, k)
+		}
+	}
+	require.Greater(t, len(later), 2, "%s: too few items after the first page", op)
+	deleted := []string{cut, later[1]}
+	for _, k := range deleted {
+		require.NoError(t, del(k))
+	}
+	for i := range 3 {
+		_, err := create(i)
+		require.NoError(t, err)
+	}
+
+	rest, err := p.all(t.Context(), len(created)+3)
+	require.NoError(t, err,
+		"%s over a set that changed after the first page: broke \"a page token ... continues after the last item of the page\"", op)
+	got := ids(rest, id)
+	for _, k := range later {
+		if k == later[1] {
+			assert.NotContainsf(t, got, k, "%s: an item deleted before its page was read is listed", op)
+			continue
+		}
+		assert.Containsf(t, got, k,
+			"%s: broke \"a page token ... continues after the last item of the page\": %q, which existed throughout and sorts after the first page (token after %q), is missing",
+			op, k, cut)
+	}
+}

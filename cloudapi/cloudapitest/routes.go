@@ -1,0 +1,246 @@
+package cloudapitest
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// routeBackend builds a backend with a few instances to route to and returns its route
+// API, or skips t when the backend has none.
+func (s *suite) routeBackend(t *testing.T) cloudapi.RouteAPI {
+	t.Helper()
+	api, ok := s.backend(t, makeInstances(4)).Routes()
+	if !ok {
+		t.Skip("Client.Routes reports that the cloud has no programmable routes")
+	}
+	require.NotNil(t, api, "Client.Routes returned true and a nil API")
+	return api
+}
+
+// routeSpec returns a route of cidr to one of the fixture's instances, owned by the
+// contract cluster.
+func routeSpec(cidr string, target int) cloudapi.RouteSpec {
+	node := fmt.Sprintf("node-%04d", target)
+	return cloudapi.RouteSpec{
+		Name:             "ct-" + node,
+		DestinationCIDR:  cidr,
+		TargetInstanceID: instanceID(target),
+		Tags:             map[string]string{cloudapi.TagCluster: contractCluster, cloudapi.TagNode: node},
+	}
+}
+
+// checkRoute checks a route as the cloud stored it against the spec it was created from.
+// The name is not compared: "A cloud may ignore it or make it unique".
+func checkRoute(spec cloudapi.RouteSpec, got *cloudapi.Route) error {
+	switch {
+	case got == nil:
+		return fmt.Errorf("CreateRoute(%s) returned nil and no error", spec.DestinationCIDR)
+	case got.ID == "":
+		return fmt.Errorf("CreateRoute(%s): the route has no ID", spec.DestinationCIDR)
+	case got.DestinationCIDR != spec.DestinationCIDR || got.TargetInstanceID != spec.TargetInstanceID ||
+		!maps.Equal(got.Tags, spec.Tags):
+		return fmt.Errorf("CreateRoute: broke \"returns it as the cloud stored it\": sent %+v, stored %+v", spec, got.RouteSpec)
+	}
+	return nil
+}
+
+func createRoute(t testing.TB, api cloudapi.RouteAPI, spec cloudapi.RouteSpec) *cloudapi.Route {
+	t.Helper()
+	r, err := api.CreateRoute(t.Context(), spec)
+	require.NoErrorf(t, err, "CreateRoute(%s) of a valid route", spec.DestinationCIDR)
+	require.NoError(t, checkRoute(spec, r))
+	return r
+}
+
+func (s *suite) testRoutes(t *testing.T) {
+	t.Run("create list delete round trip", func(t *testing.T) {
+		api := s.routeBackend(t)
+		for _, tc := range []struct{ name, cidr string }{
+			{"IPv4", "10.244.3.0/24"},
+			{"IPv6", "fd00:10:244:3::/64"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				spec := routeSpec(tc.cidr, 1)
+				created := createRoute(t, api, spec)
+				spec.Tags[cloudapi.TagNode] = "scribbled" // the backend must have copied the spec
+
+				all := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 1)
+				require.Len(t, all, 1, "ListRoutes after CreateRoute")
+				assert.Equal(t, *created, all[0], "ListRoutes: the route differs from the one CreateRoute returned")
+				all[0].Tags[cloudapi.TagNode] = "scribbled"
+				again := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 1)
+				assert.Equal(t, *created, again[0],
+					"ListRoutes: the backend's route changed when a caller changed one it got: answers must be copies")
+
+				require.NoError(t, api.DeleteRoute(t.Context(), created.ID), "DeleteRoute of an existing route")
+				assert.Empty(t, listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 1),
+					"ListRoutes after DeleteRoute: broke \"DeleteRoute deletes the route\"")
+				requireClass(t, api.DeleteRoute(t.Context(), created.ID), cloudapi.ErrNotFound,
+					"DeleteRoute twice: broke \"returns an error matching ErrNotFound when there was nothing to delete\"")
+			})
+		}
+	})
+
+	t.Run("duplicate destination is a conflict", func(t *testing.T) {
+		api := s.routeBackend(t)
+		first := createRoute(t, api, routeSpec("10.244.1.0/24", 1))
+		_, err := api.CreateRoute(t.Context(), routeSpec("10.244.1.0/24", 2))
+		requireClass(t, err, cloudapi.ErrConflict,
+			"CreateRoute of an existing destination CIDR: broke \"returns an error matching ErrConflict when a route for the same destination CIDR exists\"")
+		all := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 2)
+		assert.Equal(t, []string{first.ID}, ids(all, routeID), "CreateRoute refused with ErrConflict: broke \"The request was not applied\"")
+	})
+
+	t.Run("malformed CIDR or unknown target is an invalid request", func(t *testing.T) {
+		api := s.routeBackend(t)
+		for _, tc := range []struct {
+			name string
+			spec cloudapi.RouteSpec
+		}{
+			{"empty CIDR", routeSpec("", 1)},
+			{"not a CIDR", routeSpec("not-a-cidr", 1)},
+			{"IPv4 prefix length 33", routeSpec("10.244.0.0/33", 1)},
+			{"IPv6 prefix length 129", routeSpec("fd00::/129", 1)},
+			{"address without prefix length", routeSpec("10.244.0.0", 1)},
+			{"unknown target instance", func() cloudapi.RouteSpec {
+				s := routeSpec("10.244.9.0/24", 1)
+				s.TargetInstanceID = "i-contract-does-not-exist"
+				return s
+			}()},
+		} {
+			_, err := api.CreateRoute(t.Context(), tc.spec)
+			requireClass(t, err, cloudapi.ErrInvalidRequest,
+				"CreateRoute with %s (%q): broke \"ErrInvalidRequest for a malformed CIDR or unknown target\"", tc.name, tc.spec.DestinationCIDR)
+		}
+		assert.Empty(t, listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 6),
+			"CreateRoute refused with ErrInvalidRequest created a route anyway")
+	})
+
+	t.Run("unknown ID is not found", func(t *testing.T) {
+		api := s.routeBackend(t)
+		requireClass(t, api.DeleteRoute(t.Context(), "route-contract-does-not-exist"), cloudapi.ErrNotFound,
+			"DeleteRoute of an unknown ID: broke \"returns an error matching ErrNotFound when there was nothing to delete\"")
+	})
+
+	t.Run("canceled context is not not-found", func(t *testing.T) {
+		api := s.routeBackend(t)
+		requireNotNotFound(t, api.DeleteRoute(canceledContext(t), "route-contract-does-not-exist"), "DeleteRoute of an unknown ID")
+		_, err := api.ListRoutes(canceledContext(t), cloudapi.ListOptions{})
+		requireNotNotFound(t, err, "ListRoutes")
+	})
+
+	t.Run("tag filter", func(t *testing.T) {
+		api := s.routeBackend(t)
+		var all []cloudapi.Route
+		for i := range 12 {
+			spec := routeSpec(fmt.Sprintf("10.244.%d.0/24", i), i%4)
+			if i%3 == 0 {
+				spec.Tags[cloudapi.TagCluster] = "other"
+			}
+			all = append(all, *createRoute(t, api, spec))
+		}
+		for _, filter := range []map[string]string{
+			{cloudapi.TagCluster: contractCluster},
+			{cloudapi.TagCluster: contractCluster, cloudapi.TagNode: "node-0001"},
+			{cloudapi.TagCluster: "other", cloudapi.TagNode: "node-0000"},
+			{cloudapi.TagCluster: "nobody"},
+			{},
+		} {
+			var want []string
+			for _, r := range all {
+				if cloudapi.MatchTags(r.Tags, filter) {
+					want = append(want, r.ID)
+				}
+			}
+			slices.Sort(want)
+			for _, size := range []int{2, 0} {
+				got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{Tags: filter, PageSize: size}, len(all))
+				assert.Equalf(t, want, ids(got, routeID),
+					"ListRoutes with Tags %v, page size %d: broke \"returns one page of the routes that carry every tag in opts.Tags\"", filter, size)
+			}
+		}
+	})
+
+	t.Run("list pagination", func(t *testing.T) {
+		api := s.routeBackend(t)
+		const n = 120
+		want := map[string]cloudapi.Route{}
+		for i := range n {
+			r := createRoute(t, api, routeSpec(fmt.Sprintf("10.%d.%d.0/24", 100+i/200, i%200), i%4))
+			want[r.ID] = *r
+		}
+		wantIDs := slices.Sorted(maps.Keys(want))
+		require.Len(t, wantIDs, n, "CreateRoute: route IDs repeat")
+		for _, size := range []int{7, 1, 0, 1000} {
+			got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{PageSize: size}, n)
+			require.Equalf(t, wantIDs, ids(got, routeID),
+				"ListRoutes, page size %d, paged to the end: not every route exactly once, in ID order", size)
+			for _, r := range got {
+				assert.Equal(t, want[r.ID], r, "ListRoutes: the route differs from the one CreateRoute returned")
+			}
+		}
+	})
+
+	t.Run("list pagination over a changing set", func(t *testing.T) {
+		api := s.routeBackend(t)
+		var created []string
+		for i := range 12 {
+			created = append(created, createRoute(t, api, routeSpec(fmt.Sprintf("10.244.%d.0/24", i), i%4)).ID)
+		}
+		checkChangingSet(t, cloudapi.OpListRoutes, listRoutes(api), routeID, created,
+			func(id string) error { return api.DeleteRoute(t.Context(), id) },
+			func(i int) (string, error) {
+				spec := routeSpec(fmt.Sprintf("10.245.%d.0/24", i), i%4)
+				r, err := api.CreateRoute(t.Context(), spec)
+				if err != nil {
+					return "", err
+				}
+				return r.ID, checkRoute(spec, r)
+			})
+	})
+
+	t.Run("concurrent creates", func(t *testing.T) {
+		api := s.routeBackend(t)
+		const n = 32
+		specs := make([]cloudapi.RouteSpec, n)
+		for i := range n {
+			specs[i] = routeSpec(fmt.Sprintf("10.246.%d.0/24", i), i%4)
+			if i%2 == 1 {
+				specs[i] = routeSpec(fmt.Sprintf("fd00:10:246:%x::/64", i), i%4)
+			}
+		}
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				r, err := api.CreateRoute(t.Context(), specs[i])
+				if err == nil {
+					err = checkRoute(specs[i], r)
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			require.NoErrorf(t, err, "concurrent CreateRoute(%s) of distinct destinations", specs[i].DestinationCIDR)
+		}
+		got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{PageSize: 5}, n)
+		var gotCIDRs, wantCIDRs []string
+		for _, r := range got {
+			gotCIDRs = append(gotCIDRs, r.DestinationCIDR)
+		}
+		for _, spec := range specs {
+			wantCIDRs = append(wantCIDRs, spec.DestinationCIDR)
+		}
+		assert.ElementsMatch(t, wantCIDRs, gotCIDRs,
+			"ListRoutes after concurrent CreateRoute: broke \"Implementations must be safe for concurrent use by many goroutines\"")
+	})
+}

@@ -1,0 +1,41 @@
+package fake_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/cloudapi/cloudapitest"
+	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
+	"github.com/ccmkit/ccmkit/fake"
+)
+
+// newContractCloud returns a NewBackend that builds a fake from cfg holding the
+// fixture's instances, handed to the suite through wrap.
+func newContractCloud(cfg fake.Config, wrap func(*fake.Cloud) cloudapi.Client) cloudapitest.NewBackend {
+	return func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
+		cloud, err := fake.New(cfg)
+		require.NoError(t, err)
+		for _, inst := range f.Instances {
+			require.NoError(t, cloud.AddInstance(inst))
+		}
+		return wrap(cloud)
+	}
+}
+
+func TestContract(t *testing.T) {
+	plain := func(c *fake.Cloud) cloudapi.Client { return c }
+	for _, tc := range []struct {
+		name    string
+		backend cloudapitest.NewBackend
+	}{
+		{"plain", newContractCloud(fake.Config{}, plain)},
+		{"provisioning 3 reads", newContractCloud(fake.Config{Provisioning: fake.Provisioning{Reads: 3}}, plain)},
+		{"faultinject zero config", newContractCloud(fake.Config{}, func(c *fake.Cloud) cloudapi.Client {
+			return faultinject.Wrap(c, faultinject.Config{})
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) { cloudapitest.Run(t, tc.backend) })
+	}
+}

@@ -1,0 +1,90 @@
+// Package fake is an in-memory cloud that implements cloudapi.Client: the backend of the
+// built-in `ccmkit` provider (backend: fake), of ccmkit's own tests and of the tests of
+// anyone who builds on ccmkit. It behaves like a real cloud as far as ccmkit can tell: it
+// returns the same sentinel errors a well-behaved adapter returns, pages its lists,
+// filters by tags, allocates load balancer addresses from pools and keeps new load
+// balancers provisioning for a while. It passes the contract suite in
+// cloudapi/cloudapitest.
+//
+// # Describing a cloud
+//
+// From Go:
+//
+//	cloud, err := fake.New(fake.Config{
+//		Region:       "eu-1",
+//		PageSize:     500,
+//		Provisioning: fake.Provisioning{Reads: 2},
+//		Instances: []fake.Instance{
+//			{ID: "i-1", Name: "node-a", Zone: "eu-1a", Addresses: []fake.Address{{Type: cloudapi.AddressInternalIP, Address: "10.0.0.11"}}},
+//		},
+//	})
+//
+// From YAML, with ParseConfig, or as the `fake:` section of a ccmkit cloud config
+// (testdata/cloud.yaml shows every key):
+//
+//	region: eu-1                  # region of instances that name none (default fake-1)
+//	pageSize: 500                 # page size and page cap of every List (default 100)
+//	provisioning:
+//	  reads: 2                    # reads that answer "provisioning" after a create (default 0)
+//	  duration: 30s               # and time since the create, on the cloud's clock (default 0)
+//	addressPools:                 # load balancer addresses (defaults: documentation ranges)
+//	  public:   {ipv4: [203.0.113.0/24], ipv6: ["2001:db8:1::/64"]}
+//	  internal: {ipv4: [10.100.0.0/16],  ipv6: ["fd00:100::/64"]}
+//	capabilities:
+//	  loadBalancers: true         # false: LoadBalancers() answers (nil, false)
+//	  routes: true                # false: Routes() answers (nil, false)
+//	instances:
+//	  - id: i-0001                # required, unique
+//	    name: node-a
+//	    type: m5.large
+//	    zone: eu-1a
+//	    region: eu-1              # default: the cloud's region
+//	    state: running            # pending, running, stopping, stopped, terminating, terminated, unknown
+//	    addresses:                # InternalIP, ExternalIP, Hostname, InternalDNS, ExternalDNS
+//	      - {type: InternalIP, address: 10.0.0.11}
+//	    tags: {pool: default}
+//
+// Decoding is strict: an unknown key is an error naming the key and its line. Validate
+// reports every problem at once.
+//
+// # What it models
+//
+//   - Lists are ordered by ID and paged: a page holds at most PageSize items (also when
+//     the caller asks for more), and its token continues after the page's last ID, so a
+//     listing of a changing set never repeats an item.
+//   - Load balancer names are unique (ErrConflict), at most MaxNameLength characters, and
+//     a spec is validated as a cloud would (ErrInvalidRequest): protocols, ports, duplicate
+//     listeners, targets that are not instances, health checks, CIDRs, IP families.
+//   - Every load balancer gets one address per IP family (IPv4 when it names none), from
+//     the public or the internal pool, or the address it requested if that is free
+//     (ErrConflict when it is taken, ErrInvalidRequest when it is outside the pools). A
+//     pool's cursor only moves forward: a released address is not handed out again before
+//     the rest of the pool has been. An exhausted pool answers ErrConflict.
+//   - A new load balancer is provisioning until Provisioning.Reads reads of it (Get, or a
+//     List page holding it) and Provisioning.Duration have passed; updates keep its status.
+//   - Updates replace the whole spec, like a cloud with one PUT; switching Internal in
+//     place is ErrInvalidRequest. Each write is recorded (LoadBalancerHistory) with the
+//     caller's Changes and the real difference, so a test can catch a stale diff.
+//   - Routes live in one table: a second route for a destination is ErrConflict; a route
+//     whose target instance is deleted or terminated is reported as a blackhole.
+//   - A call whose context is done fails with ErrTransient and changes nothing.
+//   - Every call is counted per operation (Calls, ResetCalls), failed calls included.
+//     Inventory lists everything with its tags without counting.
+//
+// Instances are changed behind the client's back, as people and autoscalers do, with
+// AddInstance, SetInstanceState, SetInstanceAddresses and DeleteInstance.
+//
+// # What it does not model
+//
+//   - Faults, latency and rate limits: wrap the cloud with cloudapi/faultinject, which
+//     works around any client, this one included.
+//   - Eventual consistency: a write is visible to the next read. Real clouds may answer a
+//     list with a load balancer missing for seconds after its create; test that with
+//     faultinject's scripted faults, not here.
+//   - Quotas other than address pool size, per-account limits, and load balancers that
+//     fail to provision (status error).
+//   - Traffic: listeners, health checks and source ranges are stored, not enforced; targets
+//     are not checked for health, and a deleted instance stays a target.
+//   - Routes per VPC or route table: there is one table, keyed by destination.
+//   - Persistence: the cloud lives as long as the process.
+package fake

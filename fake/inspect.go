@@ -1,0 +1,61 @@
+package fake
+
+import "github.com/ccmkit/ccmkit/cloudapi"
+
+// Inventory is everything a cloud holds, each resource with its tags, as Cloud.Inventory
+// returns it. Tests use it to find what ccmkit left behind: load balancers whose Service
+// is gone (by their cloudapi.TagService tag) and routes whose instance is gone (Blackhole).
+type Inventory struct {
+	// Instances, ordered by ID.
+	Instances []cloudapi.Instance
+	// LoadBalancers, ordered by ID, with their current status. Reading them here does not
+	// count as a read for provisioning.
+	LoadBalancers []cloudapi.LoadBalancer
+	// Routes, ordered by ID, with Blackhole set as ListRoutes would.
+	Routes []cloudapi.Route
+}
+
+// LoadBalancersTagged returns the load balancers that carry every tag in filter.
+func (inv Inventory) LoadBalancersTagged(filter map[string]string) []cloudapi.LoadBalancer {
+	var out []cloudapi.LoadBalancer
+	for _, lb := range inv.LoadBalancers {
+		if cloudapi.MatchTags(lb.Spec.Tags, filter) {
+			out = append(out, lb)
+		}
+	}
+	return out
+}
+
+// RoutesTagged returns the routes that carry every tag in filter.
+func (inv Inventory) RoutesTagged(filter map[string]string) []cloudapi.Route {
+	var out []cloudapi.Route
+	for _, r := range inv.Routes {
+		if cloudapi.MatchTags(r.Tags, filter) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Inventory returns deep copies of everything the cloud holds. It is not counted as a
+// call.
+func (c *Cloud) Inventory() Inventory {
+	var inv Inventory
+	c.netMu.Lock()
+	for _, id := range c.lbs.ids {
+		inv.LoadBalancers = append(inv.LoadBalancers, c.lbs.byID[id].lb.Clone())
+	}
+	for _, id := range c.routes.ids {
+		inv.Routes = append(inv.Routes, c.routes.byID[id].Clone())
+	}
+	c.netMu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, id := range c.instances.ids {
+		inv.Instances = append(inv.Instances, c.instances.byID[id].Clone())
+	}
+	for i := range inv.Routes {
+		inv.Routes[i] = c.withBlackhole(inv.Routes[i])
+	}
+	return inv
+}
