@@ -12,25 +12,23 @@ import (
 	"k8s.io/component-base/metrics"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/fake"
 )
 
-// stubClient is a backend with instances only; its APIs are never called here.
-type stubClient struct {
-	cloudapi.InstanceAPI
-	endpoint string
+// instancesOnly is a backend with instances only: a fake cloud without load balancers and
+// routes.
+func instancesOnly() cloudapi.Client { return fakeCloud(false, false) }
+
+// withLoadBalancers is a backend that also has load balancers.
+func withLoadBalancers() cloudapi.Client { return fakeCloud(true, false) }
+
+func fakeCloud(lbs, routes bool) *fake.Cloud {
+	c, err := fake.New(fake.Config{Capabilities: fake.Capabilities{LoadBalancers: &lbs, Routes: &routes}})
+	if err != nil {
+		panic(err) // a fixed, valid config
+	}
+	return c
 }
-
-func (s *stubClient) Instances() cloudapi.InstanceAPI                 { return s.InstanceAPI }
-func (s *stubClient) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return nil, false }
-func (s *stubClient) Routes() (cloudapi.RouteAPI, bool)               { return nil, false }
-
-// lbClient is a backend that also has load balancers.
-type lbClient struct {
-	stubClient
-	cloudapi.LoadBalancerAPI
-}
-
-func (l *lbClient) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return l.LoadBalancerAPI, true }
 
 type stubSection struct {
 	Endpoint string `yaml:"endpoint"`
@@ -48,7 +46,7 @@ func stubBackend(name string, built *[]stubSection) Backend[stubSection] {
 		Name: name,
 		New: func(cfg *Config, section stubSection) (cloudapi.Client, error) {
 			*built = append(*built, section)
-			return &stubClient{endpoint: section.Endpoint}, nil
+			return instancesOnly(), nil
 		},
 	}
 }
@@ -131,7 +129,7 @@ func TestConfigOptionalBackend(t *testing.T) {
 	backend := Backend[struct{}]{
 		Name:           "metadata",
 		ConfigOptional: true,
-		New:            func(*Config, struct{}) (cloudapi.Client, error) { return &stubClient{}, nil },
+		New:            func(*Config, struct{}) (cloudapi.Client, error) { return instancesOnly(), nil },
 	}
 	cloud, err := Factory(backend, testOptions())(nil)
 	require.NoError(t, err)
@@ -143,23 +141,23 @@ func TestConfigOptionalBackend(t *testing.T) {
 func TestNewCapabilities(t *testing.T) {
 	yes := true
 	cfg := Config{Cluster: ClusterConfig{ID: "c1"}, Enable: EnableConfig{Routes: &yes, LoadBalancers: &yes}}
-	_, err := New(cfg, &stubClient{}, testOptions())
+	_, err := New(cfg, instancesOnly(), testOptions())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `enable.routes: the "ccmkit" backend has no routes`)
 	assert.Contains(t, err.Error(), `enable.loadBalancers: the "ccmkit" backend has no load balancers`)
 
-	_, err = New(Config{}, &stubClient{}, testOptions())
+	_, err = New(Config{}, instancesOnly(), testOptions())
 	require.NoError(t, err, "load balancers on by default quietly stay off for a backend without them, and need no cluster ID")
 
-	_, err = New(Config{}, &lbClient{}, testOptions())
+	_, err = New(Config{}, withLoadBalancers(), testOptions())
 	assert.ErrorContains(t, err, "cluster.id: required because load balancers or routes are enabled")
 
-	_, err = New(Config{Cluster: ClusterConfig{ID: "c1"}}, &stubClient{}, Options{ProviderIDTemplate: "x://{zone}", Metrics: metrics.NewKubeRegistry()})
+	_, err = New(Config{Cluster: ClusterConfig{ID: "c1"}}, instancesOnly(), Options{ProviderIDTemplate: "x://{zone}", Metrics: metrics.NewKubeRegistry()})
 	assert.ErrorContains(t, err, "must contain {id}")
 }
 
 func TestClusters(t *testing.T) {
-	cloud, err := New(Config{Cluster: ClusterConfig{ID: "c1", Name: "prod", Master: "10.0.0.1"}}, &stubClient{}, testOptions())
+	cloud, err := New(Config{Cluster: ClusterConfig{ID: "c1", Name: "prod", Master: "10.0.0.1"}}, instancesOnly(), testOptions())
 	require.NoError(t, err)
 	assert.True(t, cloud.HasClusterID())
 	clusters, ok := cloud.Clusters()

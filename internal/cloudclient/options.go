@@ -1,0 +1,225 @@
+package cloudclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"k8s.io/component-base/metrics"
+)
+
+// Defaults used when the matching field of Options or RetryPolicy is zero.
+const (
+	// DefaultMaxAttempts is the default RetryPolicy.MaxAttempts: the first attempt and up
+	// to three retries.
+	DefaultMaxAttempts = 4
+	// DefaultInitialBackoff is the default RetryPolicy.InitialBackoff.
+	DefaultInitialBackoff = 200 * time.Millisecond
+	// DefaultMaxBackoff is the default RetryPolicy.MaxBackoff.
+	DefaultMaxBackoff = 10 * time.Second
+	// DefaultJitter is the default RetryPolicy.Jitter.
+	DefaultJitter = 0.2
+	// DefaultTimeout is the default Options.Timeout.
+	DefaultTimeout = 30 * time.Second
+)
+
+// Options configure a Client. Only ProviderName is required; every other zero field means
+// the documented default.
+type Options struct {
+	// ProviderName names the cloud in metric names: cloudprovider_<name>_api_*. It is
+	// lower-cased and every character outside [a-z0-9_] becomes "_", so "My-Cloud" gives
+	// cloudprovider_my_cloud_api_request_duration_seconds. It must contain at least one
+	// letter or digit.
+	ProviderName string
+
+	// QPS is the most calls per second the Client sends to the cloud, summed over all
+	// operations and goroutines (a token bucket). Zero, a negative number or +Inf means no
+	// client-side limit: the Client then only honours the cloud's Retry-After and cannot
+	// lower its rate on throttling, so production configurations should set it.
+	//
+	// After the cloud throttles a call, the Client halves its rate (at most once per round
+	// of calls sent at the previous rate) and lets it grow back linearly by QPS every
+	// 10 seconds, never above QPS; see the package documentation.
+	QPS float64
+	// Burst is how many calls may be sent at once after a quiet period, while the Client
+	// runs at its full QPS. Zero means ceil(QPS), at least 1. It is ignored when QPS means
+	// no limit. While the rate is lowered after throttling the burst is 1.
+	Burst int
+
+	// Retry says how often and how patiently failed calls are retried.
+	Retry RetryPolicy
+
+	// Timeout bounds every attempt (one call of the inner client), not the whole call with
+	// its retries and waits: the caller's context bounds those. Zero means DefaultTimeout.
+	Timeout time.Duration
+
+	// Registry receives the Client's metrics. Nil means the process-wide
+	// k8s.io/component-base/metrics/legacyregistry, which is what the controller manager
+	// serves on /metrics. Clients with the same ProviderName in the same Registry share
+	// their metrics (the second one reuses the collectors the first registered), so
+	// creating several Clients never fails or panics on duplicate registration. Tests that
+	// read metric values pass their own metrics.NewKubeRegistry().
+	Registry Registerer
+
+	// Now returns the current time; it times the rate limiter, Retry-After holds and the
+	// request duration metric. Nil means time.Now. Tests set it with Sleep to a fake clock.
+	Now func() time.Time
+	// Sleep waits for d or until ctx is done, whichever comes first, and returns nil, or
+	// ctx.Err() when ctx ended first. Every wait of the Client (rate limiter, Retry-After,
+	// backoff) goes through it. Nil means a timer-based wait. Tests set it to record the
+	// waits and advance a fake clock instead of sleeping. A wait is not started when it
+	// would outlast the context's deadline, which is real time: the Client compares the
+	// wait with time.Until(deadline).
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand returns a number in [0, 1) that draws the jitter of a backoff; it must be safe
+	// for concurrent use. Nil means math/rand/v2. Tests set it to make backoffs exact.
+	Rand func() float64
+}
+
+// RetryPolicy says how often and how patiently failed calls are retried. Which failures
+// are retried depends on the operation and the error class; see the package
+// documentation.
+type RetryPolicy struct {
+	// MaxAttempts is the most attempts one call makes, the first included; 1 means no
+	// retries. Zero means DefaultMaxAttempts.
+	MaxAttempts int
+	// InitialBackoff is the wait before the first retry; every further retry waits twice
+	// as long as the one before, up to MaxBackoff. Zero means DefaultInitialBackoff.
+	InitialBackoff time.Duration
+	// MaxBackoff caps the wait between two attempts (a longer Retry-After from the cloud
+	// still wins). Zero means DefaultMaxBackoff, or InitialBackoff if that is longer.
+	MaxBackoff time.Duration
+	// Jitter, in (0, 1], is the share by which a backoff is shortened at random, so that
+	// calls that failed together do not retry together: a backoff b becomes a value in
+	// (b*(1-Jitter), b]. Zero means DefaultJitter. Jitter cannot be turned off; tests make
+	// it exact with Options.Rand.
+	Jitter float64
+}
+
+// Registerer is where a Client registers its metrics. A metrics.KubeRegistry is one; the
+// process-wide legacy registry is RegistererFunc(legacyregistry.Register).
+type Registerer interface {
+	// Register registers one metric. It returns a prometheus.AlreadyRegisteredError when
+	// an equal metric is registered already.
+	Register(metrics.Registerable) error
+}
+
+// RegistererFunc adapts a function such as legacyregistry.Register to a Registerer.
+type RegistererFunc func(metrics.Registerable) error
+
+// Register calls f(m).
+func (f RegistererFunc) Register(m metrics.Registerable) error { return f(m) }
+
+// Validate reports every problem of the options, joined with errors.Join, or nil. New
+// calls it; it is exported so that a configuration can be checked before it is used.
+func (o Options) Validate() error {
+	var errs []error
+	if metricName(o.ProviderName) == "" {
+		errs = append(errs, fmt.Errorf("provider name %q has no letter or digit", o.ProviderName))
+	}
+	if math.IsNaN(o.QPS) {
+		errs = append(errs, errors.New("QPS is NaN"))
+	}
+	if o.Burst < 0 {
+		errs = append(errs, fmt.Errorf("negative burst %d", o.Burst))
+	}
+	if o.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("negative timeout %s", o.Timeout))
+	}
+	r := o.Retry
+	if r.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("negative retry max attempts %d", r.MaxAttempts))
+	}
+	if r.InitialBackoff < 0 {
+		errs = append(errs, fmt.Errorf("negative retry initial backoff %s", r.InitialBackoff))
+	}
+	if r.MaxBackoff < 0 {
+		errs = append(errs, fmt.Errorf("negative retry max backoff %s", r.MaxBackoff))
+	}
+	if r.InitialBackoff > 0 && r.MaxBackoff > 0 && r.MaxBackoff < r.InitialBackoff {
+		errs = append(errs, fmt.Errorf("retry max backoff %s is below the initial backoff %s", r.MaxBackoff, r.InitialBackoff))
+	}
+	if math.IsNaN(r.Jitter) || r.Jitter < 0 || r.Jitter > 1 {
+		errs = append(errs, fmt.Errorf("retry jitter %v is outside [0, 1]", r.Jitter))
+	}
+	return errors.Join(errs...)
+}
+
+// limited reports whether the options ask for a client-side rate limit.
+func (o Options) limited() bool { return o.QPS > 0 && !math.IsInf(o.QPS, 1) }
+
+// withDefaults returns the options with every zero field set to its default. It assumes
+// Validate passed.
+func (o Options) withDefaults() Options {
+	if o.limited() && o.Burst == 0 {
+		o.Burst = max(1, int(math.Min(math.Ceil(o.QPS), math.MaxInt32)))
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Retry.MaxAttempts == 0 {
+		o.Retry.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.Retry.InitialBackoff == 0 {
+		o.Retry.InitialBackoff = DefaultInitialBackoff
+	}
+	if o.Retry.MaxBackoff == 0 {
+		o.Retry.MaxBackoff = max(DefaultMaxBackoff, o.Retry.InitialBackoff)
+	}
+	if o.Retry.Jitter == 0 {
+		o.Retry.Jitter = DefaultJitter
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepContext
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	return o
+}
+
+// metricName returns the provider name reduced to [a-z0-9_], or "" when it has no letter
+// or digit.
+func metricName(provider string) string {
+	var b strings.Builder
+	alnum := false
+	for _, r := range strings.ToLower(provider) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			alnum = true
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if !alnum {
+		return ""
+	}
+	return b.String()
+}
+
+// sleepContext waits for d or until ctx is done, whichever comes first. It returns nil
+// after d and ctx.Err() when ctx ended first (also when it had ended before the call).
+func sleepContext(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

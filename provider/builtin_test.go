@@ -1,0 +1,75 @@
+package provider
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/component-base/metrics"
+)
+
+func TestBuiltinProviderIsRegistered(t *testing.T) {
+	assert.True(t, cloudprovider.IsCloudProvider(DefaultProviderName), "blank-importing provider registers %q", DefaultProviderName)
+	_, err := cloudprovider.GetCloudProvider(DefaultProviderName, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `provider "ccmkit" needs a cloud config: start the cloud-controller-manager with --cloud-config=<file>`)
+}
+
+// TestBuiltinProviderFromExampleConfig builds the built-in provider from a cloud config
+// that describes its fake cloud, and asks it about a Node, through the instrumented client.
+func TestBuiltinProviderFromExampleConfig(t *testing.T) {
+	cloudYAML, err := os.ReadFile("../fake/testdata/cloud.yaml")
+	require.NoError(t, err)
+	var doc strings.Builder
+	doc.WriteString("backend: fake\ncluster: {id: demo}\nfake:\n")
+	for line := range strings.Lines(string(cloudYAML)) {
+		doc.WriteString("  " + line)
+	}
+	reg := metrics.NewKubeRegistry()
+	iface, err := Factory(FakeBackend(), Options{Metrics: reg})(strings.NewReader(doc.String()))
+	require.NoError(t, err)
+	assert.Equal(t, "ccmkit", iface.ProviderName())
+
+	iv2, ok := iface.InstancesV2()
+	require.True(t, ok)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://i-0001"}}
+	md, err := iv2.InstanceMetadata(t.Context(), node)
+	require.NoError(t, err)
+	assert.Equal(t, "m5.large", md.InstanceType)
+	assert.Equal(t, "eu-1a", md.Zone)
+	assert.Equal(t, "eu-1", md.Region)
+
+	shutdown, err := iv2.InstanceShutdown(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-c"}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://i-0003"}})
+	require.NoError(t, err)
+	assert.True(t, shutdown, "i-0003 is stopped in the example cloud")
+
+	// The calls went through the instrumented client: they are in the provider's metrics.
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var samples uint64
+	for _, f := range families {
+		if f.GetName() == "cloudprovider_ccmkit_api_request_duration_seconds" {
+			for _, m := range f.GetMetric() {
+				samples += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	assert.Positive(t, samples, "cloud calls are timed in cloudprovider_ccmkit_api_request_duration_seconds")
+}
+
+func TestBuiltinProviderConfigErrors(t *testing.T) {
+	factory := Factory(FakeBackend(), Options{Metrics: metrics.NewKubeRegistry()})
+	_, err := factory(strings.NewReader("cluster: {id: demo}\nfake:\n  pageSize: -1\n  instances:\n    - {id: i-1, zone: a, flavour: big}\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `line 5: unknown key "flavour"`)
+
+	_, err = factory(strings.NewReader("cluster: {id: demo}\nfake:\n  pageSize: -1\n  instances: [{id: i-1}, {id: i-1}]\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "fake: pageSize: -1 is negative")
+	assert.Contains(t, err.Error(), `instances[1].id: "i-1" is also the id of instances[0]`)
+}
