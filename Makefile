@@ -8,7 +8,11 @@ export PATH := $(BIN):$(PATH)
 MOCKGEN_VERSION := $(shell go list -m -f '{{.Version}}' go.uber.org/mock)
 MOCKS := $(shell git ls-files '*/cloudapimock/*.go' 2>/dev/null)
 
-.PHONY: test fmt-check vet mocks-check unit generate bench-fake
+.PHONY: test demo fmt-check vet mocks-check unit generate bench-fake benchmarks
+
+## demo: the upstream node controllers against the ccmkit provider on the embedded fake cloud.
+demo:
+	go run ./examples/demo
 
 ## test: everything CI checks: formatting, vet, generated mocks, race-enabled tests.
 test: fmt-check vet mocks-check unit
@@ -42,3 +46,7 @@ unit:
 ## bench-fake: the fake cloud's cost per call at 5,000 instances.
 bench-fake:
 	go test -run '^$$' -bench . -benchmem ./fake
+
+## benchmarks: regenerate docs/benchmarks.md from a real run (several minutes).
+benchmarks:
+	bash hack/benchmarks.sh
