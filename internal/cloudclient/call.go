@@ -47,10 +47,15 @@ func call[T any](ctx context.Context, c *Client, op cloudapi.Operation, key, val
 		}
 		sent := c.opts.Now()
 		c.metrics.wait.Observe(sent.Sub(waitStart).Seconds())
+		if attempt > 1 {
+			c.metrics.retries.WithLabelValues(opLabel).Inc()
+		}
 
 		attemptCtx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 		res, err := fn(attemptCtx)
-		timedOut := ctx.Err() == nil && errors.Is(attemptCtx.Err(), context.DeadlineExceeded)
+		// attemptCtx first: when ctx ends, ctx's error is set before attemptCtx's, so this
+		// order cannot mistake the end of ctx for a timeout of the attempt.
+		timedOut := errors.Is(attemptCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
 		now := c.opts.Now()
 		took := now.Sub(sent)
@@ -92,7 +97,8 @@ func call[T any](ctx context.Context, c *Client, op cloudapi.Operation, key, val
 			qps, lowered := c.throttled(now, sent, hold)
 			logger.V(2).Info("Cloud API throttled", "attempt", attempt, "retryAfter", retryAfter, "hold", hold, "qps", qps, "lowered", lowered)
 		}
-		if !retryable(op, class) || attempt >= c.opts.Retry.MaxAttempts {
+		if !retryable(op, class) || attempt >= c.opts.Retry.MaxAttempts ||
+			isCreate(op) && errors.Is(err, cloudapi.ErrTransient) { // throttled, but also of unknown outcome
 			return zero, r.final(err, attempt, "", nil)
 		}
 		if tooLate(ctx, wait) {
@@ -106,7 +112,6 @@ func call[T any](ctx context.Context, c *Client, op cloudapi.Operation, key, val
 		if err := c.opts.Sleep(ctx, wait); err != nil {
 			return zero, r.final(lastErr, attempt, "stopped waiting to retry", err)
 		}
-		c.metrics.retries.WithLabelValues(opLabel).Inc()
 	}
 }
 

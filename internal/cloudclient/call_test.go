@@ -105,6 +105,26 @@ func TestSuccessAfterFailures(t *testing.T) {
 	}
 }
 
+// TestCreateNotRepeatedWhenThrottledAndTransient checks that an error matching both
+// ErrThrottled and ErrTransient, as an adapter that wraps one in the other returns, does
+// not repeat a create: its outcome may be unknown.
+func TestCreateNotRepeatedWhenThrottledAndTransient(t *testing.T) {
+	both := fmt.Errorf("%w: gave up: %w", cloudapi.ErrTransient, cloudapi.Throttled("", time.Second, nil))
+	require.Equal(t, cloudapi.ErrThrottled, cloudapi.ClassOf(both), "precondition: classed as throttled")
+	for _, tc := range opCases() {
+		if tc.op != cloudapi.OpCreateLoadBalancer && tc.op != cloudapi.OpCreateRoute {
+			continue
+		}
+		t.Run(string(tc.op), func(t *testing.T) {
+			e := newEnv(t)
+			tc.expect(e.mocks, both) // gomock fails on a second call
+			_, err := tc.call(e.ctx, e.client)
+			require.ErrorIs(t, err, cloudapi.ErrTransient)
+			assert.Contains(t, err.Error(), "attempts: 1")
+		})
+	}
+}
+
 func TestDeleteNotFoundAfterUnknownOutcome(t *testing.T) {
 	for _, tc := range opCases() {
 		if tc.op != cloudapi.OpDeleteLoadBalancer && tc.op != cloudapi.OpDeleteRoute {
@@ -239,14 +259,34 @@ func TestThrottleHoldsEveryCall(t *testing.T) {
 }
 
 func TestNoRetryPastDeadline(t *testing.T) {
-	e := newEnv(t)
-	e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(nil, cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpGetInstance, "i-1", nil))
-	ctx, cancel := context.WithTimeout(e.ctx, 100*time.Millisecond) // backoff is 200ms
-	defer cancel()
-	_, err := e.client.Instances().GetInstance(ctx, "i-1")
-	require.ErrorIs(t, err, cloudapi.ErrTransient)
-	assert.Contains(t, err.Error(), "attempts: 1; no retry")
-	assert.Empty(t, e.clock.Sleeps())
+	transient := cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpGetInstance, "i-1", nil)
+
+	t.Run("backoff", func(t *testing.T) {
+		e := newEnv(t, func(o *cloudclient.Options) { o.Retry.InitialBackoff = time.Hour })
+		e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(nil, transient)
+		ctx, cancel := context.WithTimeout(e.ctx, time.Minute) // the backoff is an hour
+		defer cancel()
+		_, err := e.client.Instances().GetInstance(ctx, "i-1")
+		require.ErrorIs(t, err, cloudapi.ErrTransient)
+		assert.Contains(t, err.Error(), "attempts: 1; no retry")
+		assert.Empty(t, e.clock.Sleeps())
+		assert.Equal(t, 0.0, e.counter(t, "retries_total", nil))
+	})
+
+	t.Run("rate limit after the backoff", func(t *testing.T) {
+		// One call a minute: after the first attempt and its 200ms backoff, the next slot
+		// is 59.8s away, beyond the deadline. The retry is not sent, nor counted.
+		e := newEnv(t, func(o *cloudclient.Options) { o.QPS, o.Burst = 1.0/60, 1 })
+		e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(nil, transient)
+		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+		defer cancel()
+		_, err := e.client.Instances().GetInstance(ctx, "i-1")
+		require.ErrorIs(t, err, cloudapi.ErrTransient, "the last answer is kept")
+		assert.NotErrorIs(t, err, cloudapi.ErrThrottled)
+		assert.Contains(t, err.Error(), "attempts: 1; no retry: the client-side rate limit")
+		assert.Equal(t, []time.Duration{200 * time.Millisecond}, e.clock.Sleeps())
+		assert.Equal(t, 0.0, e.counter(t, "retries_total", nil))
+	})
 }
 
 func TestAttemptTimeout(t *testing.T) {
@@ -281,6 +321,7 @@ func TestAttemptTimeout(t *testing.T) {
 			e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").DoAndReturn(hang(t, tt.answer)).Times(2)
 			_, err := e.client.Instances().GetInstance(e.ctx, "i-1")
 			require.ErrorIs(t, err, cloudapi.ErrTransient, "a timed-out attempt is transient")
+			assert.False(t, cloudapi.IsNotFound(err), "a timeout is never not found")
 			assert.Contains(t, err.Error(), "attempts: 2")
 			assert.Equal(t, 2.0, e.counter(t, "request_errors_total", map[string]string{"class": "transient"}))
 		})
@@ -309,6 +350,7 @@ func TestParentContextStops(t *testing.T) {
 		cancel()
 		_, err := e.client.Instances().GetInstance(ctx, "i-1")
 		require.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, cloudapi.ErrTransient, cloudapi.ClassOf(err), "the outcome is unknown, not not found")
 		assert.Contains(t, err.Error(), "attempts: 0")
 	})
 

@@ -21,10 +21,11 @@
 // Transient (its error then matches cloudapi.ErrTransient). An error of no class at all
 // is retried as Transient too, but it is logged as an adapter bug, counted with class
 // "unknown" and returned as it is, not reclassified. Throttled attempts were not applied
-// by definition, so every operation retries them. An update sets a whole desired state
-// and may be repeated. A create whose outcome is unknown may have made the resource: it
-// is never repeated here, and the layer above looks the resource up by its owner tags
-// before it creates again.
+// by definition, so every operation retries them (a create not when its error matches
+// cloudapi.ErrTransient as well: its outcome may be unknown). An update sets a whole
+// desired state and may be repeated. A create whose outcome is unknown may have made the
+// resource: it is never repeated here, and the layer above looks the resource up by its
+// owner tags before it creates again.
 //
 // A delete is repeated after a Transient failure; when the repeat answers ErrNotFound,
 // the first attempt may have deleted the resource, and the call returns that ErrNotFound

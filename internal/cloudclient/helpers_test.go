@@ -130,7 +130,7 @@ func counterValue(t *testing.T, g metrics.Gatherer, name string, labels map[stri
 	return sum
 }
 
-// histogramCount returns the number of samples and their sum in the histogram name of the
+// histogram returns the number of samples and their sum in the histogram name of the
 // "test" provider that match labels (nil: all).
 func (e *env) histogram(t *testing.T, name string, labels map[string]string) (uint64, float64) {
 	t.Helper()

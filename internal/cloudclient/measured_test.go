@@ -65,7 +65,8 @@ func (r *recorder) record(a arrival) {
 // from a Client allowed 100 calls per second against a cloud that allows 20 (burst 5) and
 // throttles the rest with Retry-After. From the first throttled answer on, the calls that
 // reach the cloud, throttled ones included, must stay within what the cloud allows in
-// that time (20 per second plus its burst), and every call must succeed.
+// that time (20 per second plus its burst), within half as much again in any 500 ms, and
+// every call must succeed.
 func TestSustainedRateUnderThrottling(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 1.5 s of real time")
@@ -146,7 +147,14 @@ func TestSustainedRateUnderThrottling(t *testing.T) {
 		j, _ := slices.BinarySearchFunc(sent, sent[i].Add(slide), time.Time.Compare)
 		peak = max(peak, j-i)
 	}
-	allowedInSlide := cloudQPS*slide.Seconds() + cloudBurst
+	// In a short window the Client may exceed what the cloud allows: its rate grows back
+	// above the cloud's until the cloud throttles it again (the package documentation
+	// says "slightly above"), and the longer a loaded machine stretches the run, the
+	// further it grows. So the window gets half the cloud's rate as headroom. A Client that
+	// never lowered its rate, held back by the Retry-After alone, still exceeds it here, and
+	// the total over the whole run below, by far.
+	cloudInSlide := cloudQPS*slide.Seconds() + cloudBurst
+	allowedInSlide := 1.5*cloudQPS*slide.Seconds() + cloudBurst
 	var throttledTotal int
 	for _, a := range arrivals {
 		if a.throttled {
@@ -157,7 +165,7 @@ func TestSustainedRateUnderThrottling(t *testing.T) {
 	t.Logf("first throttled answer after %s; since then %d attempts in %s = %.1f/s (%d throttled); the cloud allows %.1f in that time (%d/s + burst %d)",
 		since.Sub(start).Round(time.Millisecond), after, window.Round(time.Millisecond), float64(after)/window.Seconds(), throttledAfter, allowed, cloudQPS, cloudBurst)
 
-	t.Logf("at most %d attempts in any %s since (the cloud allows %.0f)", peak, slide, allowedInSlide)
+	t.Logf("at most %d attempts in any %s since (the cloud allows %.0f, the test %.0f)", peak, slide, cloudInSlide, allowedInSlide)
 
 	assert.Zero(t, failed.Load(), "every call succeeds")
 	assert.LessOrEqual(t, float64(peak), allowedInSlide, "attempts that reached the cloud in any %s after the first throttled answer", slide)
