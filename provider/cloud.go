@@ -16,6 +16,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/internal/instancecache"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/providerid"
 	"github.com/ccmkit/ccmkit/zones"
 )
@@ -61,8 +62,9 @@ type Cloud struct {
 	client     cloudapi.Client
 	providerID providerid.Format
 	snapshot   *instancecache.Cache
-	instances  *instances.Instances // nil when disabled
-	zones      *zones.Zones         // nil when disabled
+	instances  *instances.Instances       // nil when disabled
+	zones      *zones.Zones               // nil when disabled
+	lbs        *loadbalancer.LoadBalancer // nil when disabled or absent
 
 	mu       sync.Mutex
 	recorder record.EventRecorder
@@ -126,6 +128,16 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			errs = append(errs, err)
 		}
 		c.zones, err = zones.New(instrumented.Instances(), zones.Options{ProviderID: format, Zone: cfg.Zone, Region: cfg.Region, Lookup: c.snapshot})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if api, ok := instrumented.LoadBalancers(); ok && cfg.LoadBalancersEnabled() {
+		c.lbs, err = loadbalancer.New(api, loadbalancer.Options{
+			ClusterID:        cfg.Cluster.ID,
+			ProviderID:       format,
+			AnnotationPrefix: cfg.LoadBalancer.AnnotationPrefix,
+		})
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -212,9 +224,14 @@ func (c *Cloud) Zones() (cloudprovider.Zones, bool) {
 	return c.zones, true
 }
 
-// LoadBalancer returns the LoadBalancer interface. It is offered once package
-// loadbalancer is wired in; until then (nil, false).
-func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return nil, false }
+// LoadBalancer returns package loadbalancer's implementation, or (nil, false) when the
+// backend has no load balancers or the config's enable.loadBalancers is false.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	if c.lbs == nil {
+		return nil, false
+	}
+	return c.lbs, true
+}
 
 // Routes returns the Routes interface. It is offered once package routes is wired in;
 // until then (nil, false).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/strictyaml"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
 // Defaults of the cloud config. A zero value in a Config means "use the default".
@@ -23,7 +24,7 @@ const (
 	// DefaultProviderName is the name the built-in provider registers under.
 	DefaultProviderName = "ccmkit"
 	// DefaultAnnotationPrefix is the prefix of the load balancer annotations.
-	DefaultAnnotationPrefix = "loadbalancer.ccmkit.io/"
+	DefaultAnnotationPrefix = loadbalancer.DefaultAnnotationPrefix
 	// DefaultQPS is the sustained rate of cloud API calls.
 	DefaultQPS = 10
 	// DefaultBurst is how many cloud API calls may go out at once after a quiet period.

@@ -1,0 +1,270 @@
+package loadbalancer
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// Annotation is one Service annotation that ccmkit reads, under the configured prefix
+// (default "loadbalancer.ccmkit.io/"). Annotations lists them all; the README's reference is
+// checked against it.
+type Annotation struct {
+	// Name is the key after the prefix, for example "internal".
+	Name string
+	// Values says what values are allowed.
+	Values string
+	// Default is what an absent annotation means.
+	Default string
+	// Doc says what the annotation does.
+	Doc string
+
+	apply func(value string, s *settings) error
+}
+
+// The annotation names, after the prefix.
+const (
+	AnnotationInternal                      = "internal"
+	AnnotationProxyProtocol                 = "proxy-protocol"
+	AnnotationIPAddresses                   = "ip-addresses"
+	AnnotationName                          = "name"
+	AnnotationHealthCheckProtocol           = "health-check-protocol"
+	AnnotationHealthCheckPort               = "health-check-port"
+	AnnotationHealthCheckPath               = "health-check-path"
+	AnnotationHealthCheckInterval           = "health-check-interval"
+	AnnotationHealthCheckTimeout            = "health-check-timeout"
+	AnnotationHealthCheckHealthyThreshold   = "health-check-healthy-threshold"
+	AnnotationHealthCheckUnhealthyThreshold = "health-check-unhealthy-threshold"
+)
+
+// Health check defaults.
+const (
+	// KubeProxyHealthzPort is kube-proxy's health port, checked for externalTrafficPolicy
+	// Cluster: a node whose kube-proxy is down cannot forward traffic.
+	KubeProxyHealthzPort      = 10256
+	defaultHealthCheckPath    = "/healthz"
+	defaultInterval           = 10 * time.Second
+	defaultTimeout            = 5 * time.Second
+	defaultHealthyThreshold   = 2
+	defaultUnhealthyThreshold = 3
+)
+
+// maxNameLength is the longest load balancer name ccmkit asks for, the common limit of clouds.
+const maxNameLength = 63
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+
+// settings are the annotations' effect on the desired load balancer. A zero health check
+// field means the default.
+type settings struct {
+	internal      bool
+	proxyProtocol bool
+	ips           []string
+	name          string
+
+	hcProtocol             cloudapi.HealthCheckProtocol
+	hcPort                 int32
+	hcPath                 string
+	hcInterval, hcTimeout  time.Duration
+	hcHealthy, hcUnhealthy int32
+}
+
+// Annotations returns every annotation ccmkit reads, in the order of the README.
+func Annotations() []Annotation {
+	return []Annotation{
+		{
+			Name: AnnotationInternal, Values: "true, false", Default: "false",
+			Doc: "An internal load balancer, with an address from the cloud's private network. Changing it replaces the load balancer (new address).",
+			apply: func(v string, s *settings) (err error) {
+				s.internal, err = parseBool(v)
+				return err
+			},
+		},
+		{
+			Name: AnnotationProxyProtocol, Values: "true, false", Default: "false",
+			Doc: "Send the PROXY protocol header to the targets. The Service's status then reports ipMode Proxy, so that kube-proxy sends in-cluster traffic through the load balancer too.",
+			apply: func(v string, s *settings) (err error) {
+				s.proxyProtocol, err = parseBool(v)
+				return err
+			},
+		},
+		{
+			Name: AnnotationIPAddresses, Values: "comma-separated IPs, at most one per IP family", Default: "spec.loadBalancerIP, else addresses from the cloud's pool",
+			Doc: "The addresses to request; the cloud refuses an address in use or outside its pools.",
+			apply: func(v string, s *settings) error {
+				s.ips = nil
+				seen := map[bool]bool{}
+				for _, f := range strings.Split(v, ",") {
+					a, err := netip.ParseAddr(strings.TrimSpace(f))
+					if err != nil {
+						return fmt.Errorf("%q is not an IP address", strings.TrimSpace(f))
+					}
+					if seen[a.Is4()] {
+						return errors.New("more than one address of one IP family")
+					}
+					seen[a.Is4()] = true
+					s.ips = append(s.ips, a.String())
+				}
+				return nil
+			},
+		},
+		{
+			Name: AnnotationName, Values: "a DNS label: lower-case letters, digits and '-', at most 63 characters", Default: "derived from the cluster ID and the Service UID",
+			Doc: "The load balancer's name in the cloud, for humans. Renaming renames in place; ownership is by tags, never by name.",
+			apply: func(v string, s *settings) error {
+				if len(v) > maxNameLength || !nameRE.MatchString(v) {
+					return errors.New("not a DNS label of at most 63 lower-case letters, digits and '-'")
+				}
+				s.name = v
+				return nil
+			},
+		},
+		{
+			Name: AnnotationHealthCheckProtocol, Values: "TCP, HTTP, HTTPS", Default: "HTTP",
+			Doc: "The health check's protocol.",
+			apply: func(v string, s *settings) error {
+				p := cloudapi.HealthCheckProtocol(strings.ToUpper(v))
+				if !p.Valid() {
+					return errors.New("not one of TCP, HTTP, HTTPS")
+				}
+				s.hcProtocol = p
+				return nil
+			},
+		},
+		{
+			Name: AnnotationHealthCheckPort, Values: "1-65535", Default: "spec.healthCheckNodePort with externalTrafficPolicy Local, else 10256 (kube-proxy)",
+			Doc: "The node port the health check probes.",
+			apply: func(v string, s *settings) error {
+				n, err := parseInt(v, 1, 65535)
+				s.hcPort = n
+				return err
+			},
+		},
+		{
+			Name: AnnotationHealthCheckPath, Values: "a path starting with /", Default: "/healthz",
+			Doc: "The path of an HTTP or HTTPS health check.",
+			apply: func(v string, s *settings) error {
+				if !strings.HasPrefix(v, "/") || strings.ContainsAny(v, " \t\n") {
+					return errors.New("not a path starting with / without white space")
+				}
+				s.hcPath = v
+				return nil
+			},
+		},
+		{
+			Name: AnnotationHealthCheckInterval, Values: "a duration from 1s to 5m, such as 10s", Default: "10s",
+			Doc: "How often the health check probes.",
+			apply: func(v string, s *settings) error {
+				d, err := parseDuration(v)
+				s.hcInterval = d
+				return err
+			},
+		},
+		{
+			Name: AnnotationHealthCheckTimeout, Values: "a duration from 1s to 5m, at most the interval", Default: "5s",
+			Doc: "How long a probe may take.",
+			apply: func(v string, s *settings) error {
+				d, err := parseDuration(v)
+				s.hcTimeout = d
+				return err
+			},
+		},
+		{
+			Name: AnnotationHealthCheckHealthyThreshold, Values: "1-10", Default: "2",
+			Doc: "Probes in a row that must succeed before a target gets traffic.",
+			apply: func(v string, s *settings) error {
+				n, err := parseInt(v, 1, 10)
+				s.hcHealthy = n
+				return err
+			},
+		},
+		{
+			Name: AnnotationHealthCheckUnhealthyThreshold, Values: "1-10", Default: "3",
+			Doc: "Probes in a row that must fail before a target gets no traffic.",
+			apply: func(v string, s *settings) error {
+				n, err := parseInt(v, 1, 10)
+				s.hcUnhealthy = n
+				return err
+			},
+		},
+	}
+}
+
+// AnnotationError is a malformed annotation value. Its message names the annotation, the
+// value and what is allowed; the service controller shows it in a Warning event.
+type AnnotationError struct {
+	// Key is the whole annotation key.
+	Key string
+	// Value is the value found.
+	Value string
+	// Allowed says what values are allowed.
+	Allowed string
+	// Err is what is wrong with Value.
+	Err error
+}
+
+func (e *AnnotationError) Error() string {
+	return fmt.Sprintf("annotation %s: %q: %v (allowed: %s)", e.Key, e.Value, e.Err, e.Allowed)
+}
+
+func (e *AnnotationError) Unwrap() error { return e.Err }
+
+// parseAnnotations applies every annotation under prefix to a settings value. It returns
+// every malformed value at once, and the keys under prefix that are no annotation of
+// ccmkit (probable typos).
+func parseAnnotations(prefix string, annotations map[string]string) (settings, []string, error) {
+	var s settings
+	var errs []error
+	known := map[string]bool{}
+	for _, a := range Annotations() {
+		known[a.Name] = true
+		v, ok := annotations[prefix+a.Name]
+		if !ok {
+			continue
+		}
+		if err := a.apply(strings.TrimSpace(v), &s); err != nil {
+			errs = append(errs, &AnnotationError{Key: prefix + a.Name, Value: v, Allowed: a.Values, Err: err})
+		}
+	}
+	var unknown []string
+	for k := range annotations {
+		if name, ok := strings.CutPrefix(k, prefix); ok && !known[name] {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	return s, unknown, errors.Join(errs...)
+}
+
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, errors.New("not a boolean")
+}
+
+func parseInt(v string, lo, hi int) (int32, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("not a whole number from %d to %d", lo, hi)
+	}
+	return int32(n), nil
+}
+
+func parseDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second || d > 5*time.Minute {
+		return 0, errors.New("not a duration from 1s to 5m")
+	}
+	return d, nil
+}

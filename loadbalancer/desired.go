@@ -1,0 +1,183 @@
+package loadbalancer
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	servicehelpers "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// ownerTags are the tags that make a load balancer the Service's: the lookup filter.
+func (l *LoadBalancer) ownerTags(svc *corev1.Service) map[string]string {
+	return map[string]string{cloudapi.TagCluster: l.opts.ClusterID, cloudapi.TagService: string(svc.UID)}
+}
+
+// defaultName is the cloud name of the Service's load balancer without a name annotation:
+// the cluster ID (shortened) and the Service UID, so that it is unique, stable and within
+// 63 characters.
+func (l *LoadBalancer) defaultName(svc *corev1.Service) string {
+	cluster := strings.ToLower(l.opts.ClusterID)
+	cluster = strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, cluster)
+	if len(cluster) > 24 {
+		cluster = cluster[:24]
+	}
+	uid := strings.ReplaceAll(string(svc.UID), "-", "")
+	return strings.Trim(cluster, "-") + "-a" + uid
+}
+
+// desired builds the load balancer spec the Service asks for, and reports annotation keys
+// that are probably typos. current is the load balancer found in the cloud, or nil; its
+// foreign tags are kept.
+func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, error) {
+	s, unknown, err := parseAnnotations(l.opts.AnnotationPrefix, svc.Annotations)
+	if len(unknown) > 0 {
+		logger.Info("Ignoring unknown load balancer annotations; a typo?", "service", klog.KObj(svc), "annotations", unknown, "prefix", l.opts.AnnotationPrefix)
+	}
+	errs := []error{}
+	if err != nil {
+		errs = append(errs, err)
+	}
+
+	spec := cloudapi.LoadBalancerSpec{
+		Name:          s.name,
+		Internal:      s.internal,
+		ProxyProtocol: s.proxyProtocol,
+		RequestedIPs:  s.ips,
+	}
+	if spec.Name == "" {
+		spec.Name = l.defaultName(svc)
+	}
+	if ip := svc.Spec.LoadBalancerIP; ip != "" { //nolint:staticcheck // the deprecated field is still honoured
+		switch {
+		case len(s.ips) == 0:
+			spec.RequestedIPs = []string{ip}
+		case !slices.Contains(s.ips, ip):
+			errs = append(errs, fmt.Errorf("spec.loadBalancerIP %s is not among the addresses of annotation %s%s: set one of them", ip, l.opts.AnnotationPrefix, AnnotationIPAddresses))
+		}
+	}
+
+	for _, p := range svc.Spec.Ports {
+		proto := cloudapi.Protocol(p.Protocol)
+		if p.Protocol == "" {
+			proto = cloudapi.ProtocolTCP
+		}
+		if !proto.Valid() {
+			errs = append(errs, fmt.Errorf("port %d: protocol %q is not TCP, UDP or SCTP", p.Port, p.Protocol))
+			continue
+		}
+		if p.NodePort == 0 {
+			errs = append(errs, fmt.Errorf("port %d/%s has no node port: this load balancer sends traffic to node ports; do not set spec.allocateLoadBalancerNodePorts to false", p.Port, proto))
+			continue
+		}
+		name := p.Name
+		if name == "" {
+			name = fmt.Sprintf("%s-%d", strings.ToLower(string(proto)), p.Port)
+		}
+		spec.Listeners = append(spec.Listeners, cloudapi.Listener{Name: name, Protocol: proto, Port: p.Port, TargetPort: p.NodePort})
+	}
+	slices.SortFunc(spec.Listeners, func(a, b cloudapi.Listener) int {
+		if a.Protocol != b.Protocol {
+			return strings.Compare(string(a.Protocol), string(b.Protocol))
+		}
+		return int(a.Port) - int(b.Port)
+	})
+
+	spec.Targets = l.targets(logger, svc, nodes)
+
+	hc := &cloudapi.HealthCheck{
+		Protocol:           cloudapi.HealthCheckHTTP,
+		Port:               KubeProxyHealthzPort,
+		Path:               defaultHealthCheckPath,
+		Interval:           defaultInterval,
+		Timeout:            defaultTimeout,
+		HealthyThreshold:   defaultHealthyThreshold,
+		UnhealthyThreshold: defaultUnhealthyThreshold,
+	}
+	if path, port := servicehelpers.GetServiceHealthCheckPathPort(svc); port != 0 {
+		hc.Path, hc.Port = path, port
+	}
+	if s.hcProtocol != "" {
+		hc.Protocol = s.hcProtocol
+	}
+	if s.hcPort != 0 {
+		hc.Port = s.hcPort
+	}
+	if s.hcPath != "" {
+		hc.Path = s.hcPath
+	}
+	if s.hcInterval != 0 {
+		hc.Interval = s.hcInterval
+	}
+	if s.hcTimeout != 0 {
+		hc.Timeout = s.hcTimeout
+	}
+	if s.hcHealthy != 0 {
+		hc.HealthyThreshold = s.hcHealthy
+	}
+	if s.hcUnhealthy != 0 {
+		hc.UnhealthyThreshold = s.hcUnhealthy
+	}
+	if hc.Protocol == cloudapi.HealthCheckTCP {
+		hc.Path = ""
+	}
+	if hc.Timeout > hc.Interval {
+		errs = append(errs, fmt.Errorf("annotation %s%s: the health check timeout %s is longer than its interval %s", l.opts.AnnotationPrefix, AnnotationHealthCheckTimeout, hc.Timeout, hc.Interval))
+	}
+	spec.HealthCheck = hc
+
+	ranges, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
+	if err != nil {
+		errs = append(errs, err)
+	} else if !servicehelpers.IsAllowAll(ranges) {
+		spec.SourceRanges = ranges.StringSlice()
+		slices.Sort(spec.SourceRanges)
+	}
+
+	for _, f := range svc.Spec.IPFamilies {
+		spec.IPFamilies = append(spec.IPFamilies, cloudapi.IPFamily(f))
+	}
+
+	spec.Tags = map[string]string{}
+	if current != nil {
+		maps.Copy(spec.Tags, current.Spec.Tags) // keep tags others put on it
+	}
+	maps.Copy(spec.Tags, l.ownerTags(svc))
+	spec.Tags[cloudapi.TagServiceName] = svc.Namespace + "/" + svc.Name
+
+	if len(errs) > 0 {
+		return spec, fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, errors.Join(errs...))
+	}
+	return spec, nil
+}
+
+// targets returns the instance IDs of the nodes, sorted. A node without a provider ID, or
+// with one of another format, cannot be a target: it is skipped with a log line.
+func (l *LoadBalancer) targets(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node) []string {
+	ids := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		if n.Spec.ProviderID == "" {
+			logger.V(2).Info("Skipping node without a provider ID as load balancer target", "service", klog.KObj(svc), "node", klog.KObj(n))
+			continue
+		}
+		id, err := l.opts.ProviderID.InstanceID(n.Spec.ProviderID)
+		if err != nil {
+			logger.Info("Skipping node as load balancer target", "service", klog.KObj(svc), "node", klog.KObj(n), "err", err)
+			continue
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}

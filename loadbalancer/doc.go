@@ -1,0 +1,43 @@
+// Package loadbalancer implements cloudprovider.LoadBalancer over a
+// cloudapi.LoadBalancerAPI: it turns a Service of type LoadBalancer and the cluster's
+// nodes into a desired cloudapi.LoadBalancerSpec, compares it with what the cloud has and
+// writes only the difference.
+//
+// # Ownership
+//
+// A Service's load balancer is the one tagged with the cluster ID (cloudapi.TagCluster)
+// and the Service's UID (cloudapi.TagService), found by listing with those tags, never by
+// the Service's status or by a name a user can edit. Nothing without both tags is read,
+// changed or deleted. Before it creates, EnsureLoadBalancer has looked up by the tags; when
+// a create fails ambiguously (ErrTransient: the answer was lost) or with a conflict, it looks
+// again and adopts what an earlier create made, so a Service never gets two load balancers.
+// Should a backend have made two anyway, EnsureLoadBalancer keeps the oldest and deletes
+// the others.
+//
+// # What the Service asks for
+//
+//   - Listeners from spec.ports (TCP, UDP, SCTP, mixed), each to its node port.
+//   - Targets: the instance IDs in the nodes' provider IDs. A node without a provider ID,
+//     or with one of another format, is skipped with a log line; no nodes is a load
+//     balancer without targets.
+//   - Health check: HTTP on spec.healthCheckNodePort at /healthz with
+//     externalTrafficPolicy Local, else HTTP on kube-proxy's port 10256 at /healthz;
+//     every part can be overridden by annotations.
+//   - Source ranges: spec.loadBalancerSourceRanges, else the
+//     service.beta.kubernetes.io/load-balancer-source-ranges annotation (the upstream
+//     helper's rules); allow-all is no source range.
+//   - IP families: spec.ipFamilies; the status lists every address, primary family first.
+//   - Annotations under the configured prefix: see Annotations. A malformed value is an
+//     *AnnotationError naming the annotation, the value and what is allowed, which the
+//     service controller shows as a Warning event; an unknown key under the prefix is
+//     logged as a probable typo.
+//
+// # Writes
+//
+// EnsureLoadBalancer on a converged load balancer is one list and no write;
+// UpdateLoadBalancer with an unchanged node set likewise; a changed node set, port or
+// annotation is one UpdateLoadBalancer call whose Changes name what changed, in place, so
+// the addresses stay. Only a switch between internal and public replaces the load
+// balancer. While the cloud provisions, EnsureLoadBalancer returns an api.RetryError, and
+// the service controller asks again after ProvisioningRetryDelay instead of backing off.
+package loadbalancer
