@@ -211,7 +211,9 @@ func TestForeignTagsAreKept(t *testing.T) {
 
 func TestDualStack(t *testing.T) {
 	e := newEnv(t, fake.Config{})
-	svc := newService("web", func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol} })
+	svc := newService("web", func(s *corev1.Service) {
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}
+	})
 	st := e.ensure(t, svc, e.nodes)
 	require.Len(t, st.Ingress, 2)
 	assert.Contains(t, st.Ingress[0].IP, ":", "primary family first")
