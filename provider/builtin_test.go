@@ -48,6 +48,25 @@ func TestBuiltinProviderFromExampleConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, shutdown, "i-0003 is stopped in the example cloud")
 
+	lb, ok := iface.LoadBalancer()
+	require.True(t, ok, "the fake has load balancers and they are enabled by default")
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u-1"},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}},
+	}
+	var status *corev1.LoadBalancerStatus
+	for range 4 { // the create and two reads answer provisioning in the example cloud
+		status, err = lb.EnsureLoadBalancer(t.Context(), "demo", svc, []*corev1.Node{node})
+		if err == nil {
+			break
+		}
+	}
+	require.NoError(t, err)
+	require.Len(t, status.Ingress, 1)
+	assert.Contains(t, status.Ingress[0].IP, "203.0.113.", "an address from the example cloud's public pool")
+	_, ok = iface.Routes()
+	assert.False(t, ok, "routes are off unless enabled")
+
 	// The calls went through the instrumented client: they are in the provider's metrics.
 	families, err := reg.Gather()
 	require.NoError(t, err)
