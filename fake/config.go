@@ -38,6 +38,11 @@ type Config struct {
 	// for none, and the cap on a larger request, as real clouds cap their pages. Default
 	// DefaultPageSize.
 	PageSize int `yaml:"pageSize"`
+	// RoutePageSize is the most routes one ListRoutes returns. Zero, the default, answers
+	// with the whole route table when the caller asks for no page size, as the clouds that
+	// read a route table as one object do (AWS, Azure); a cloud with paged routes (GCE)
+	// sets it.
+	RoutePageSize int `yaml:"routePageSize"`
 	// Provisioning says how long a new load balancer stays in status provisioning.
 	Provisioning Provisioning `yaml:"provisioning"`
 	// AddressPools are the ranges load balancer addresses are allocated from.
@@ -154,6 +159,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if c.PageSize < 0 {
 		errs = append(errs, fmt.Errorf("pageSize: %d is negative", c.PageSize))
+	}
+	if c.RoutePageSize < 0 {
+		errs = append(errs, fmt.Errorf("routePageSize: %d is negative", c.RoutePageSize))
 	}
 	if c.Provisioning.Reads < 0 {
 		errs = append(errs, fmt.Errorf("provisioning.reads: %d is negative", c.Provisioning.Reads))

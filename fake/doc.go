@@ -24,6 +24,7 @@
 //
 //	region: eu-1                  # region of instances that name none (default fake-1)
 //	pageSize: 500                 # page size and page cap of every List (default 100)
+//	routePageSize: 0              # page cap of ListRoutes; 0: the whole route table (default)
 //	provisioning:
 //	  reads: 2                    # reads that answer "provisioning" after a create (default 0)
 //	  duration: 30s               # and time since the create, on the cloud's clock (default 0)
@@ -51,7 +52,8 @@
 //
 //   - Lists are ordered by ID and paged: a page holds at most PageSize items (also when
 //     the caller asks for more), and its token continues after the page's last ID, so a
-//     listing of a changing set never repeats an item.
+//     listing of a changing set never repeats an item. Routes are one route table: a
+//     ListRoutes without a page size answers with all of them, unless RoutePageSize is set.
 //   - Load balancer names are unique (ErrConflict), at most MaxNameLength characters, and
 //     a spec is validated as a cloud would (ErrInvalidRequest): protocols, ports, duplicate
 //     listeners, targets that are not instances, health checks, CIDRs, IP families.

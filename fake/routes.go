@@ -19,7 +19,7 @@ func (a routeAPI) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*c
 		return nil, err
 	}
 	c.netMu.Lock()
-	items, next, err := c.routes.page(opts.PageToken, c.pageSize(opts.PageSize), func(r cloudapi.Route) bool {
+	items, next, err := c.routes.page(opts.PageToken, c.routePageSize(opts.PageSize), func(r cloudapi.Route) bool {
 		return cloudapi.MatchTags(r.Tags, opts.Tags)
 	})
 	c.netMu.Unlock()
@@ -32,6 +32,20 @@ func (a routeAPI) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*c
 	}
 	c.mu.RUnlock()
 	return &cloudapi.RoutePage{Items: items, NextPageToken: next}, nil
+}
+
+// routePageSize returns how many routes a ListRoutes answers with.
+func (c *Cloud) routePageSize(requested int) int {
+	limit := c.cfg.RoutePageSize
+	switch {
+	case limit == 0 && requested <= 0:
+		return c.routes.len() + 1
+	case limit == 0:
+		return requested
+	case requested <= 0 || requested > limit:
+		return limit
+	}
+	return requested
 }
 
 // CreateRoute adds a route to the cloud's one route table.

@@ -18,6 +18,7 @@ import (
 	"github.com/ccmkit/ccmkit/internal/instancecache"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/providerid"
+	"github.com/ccmkit/ccmkit/routes"
 	"github.com/ccmkit/ccmkit/zones"
 )
 
@@ -65,6 +66,7 @@ type Cloud struct {
 	instances  *instances.Instances       // nil when disabled
 	zones      *zones.Zones               // nil when disabled
 	lbs        *loadbalancer.LoadBalancer // nil when disabled or absent
+	routes     *routes.Routes             // nil when disabled or absent
 
 	mu       sync.Mutex
 	recorder record.EventRecorder
@@ -138,6 +140,12 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			ProviderID:       format,
 			AnnotationPrefix: cfg.LoadBalancer.AnnotationPrefix,
 		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if api, ok := instrumented.Routes(); ok && cfg.RoutesEnabled() {
+		c.routes, err = routes.New(api, routes.Options{ClusterID: cfg.Cluster.ID, Lookup: c.snapshot})
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -233,9 +241,15 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 	return c.lbs, true
 }
 
-// Routes returns the Routes interface. It is offered once package routes is wired in;
-// until then (nil, false).
-func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+// Routes returns package routes' implementation, or (nil, false) when the backend has no
+// routes or the config's enable.routes is not true (the route controller exits when routes
+// are offered but the cloud-controller-manager has no --cluster-cidr).
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
+	if c.routes == nil {
+		return nil, false
+	}
+	return c.routes, true
+}
 
 // clusters answers cloudprovider.Clusters from the config.
 type clusters struct{ cfg ClusterConfig }
