@@ -218,7 +218,9 @@ func TestRouteControllerConvergesUnderFaults(t *testing.T) {
 	factory.Start(ctx.Done())
 	go rc.Run(ctx, 50*time.Millisecond, controllersmetrics.NewControllerManagerMetrics("test"))
 
-	ours := func() []cloudapi.Route { return e.cloud.Inventory().RoutesTagged(map[string]string{cloudapi.TagCluster: "c1"}) }
+	ours := func() []cloudapi.Route {
+		return e.cloud.Inventory().RoutesTagged(map[string]string{cloudapi.TagCluster: "c1"})
+	}
 	require.Eventually(t, func() bool { return len(ours()) >= 2*n }, time.Minute, 20*time.Millisecond, "routes for every node, under faults")
 
 	// Five instances are deleted; their Nodes go.
