@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -103,9 +104,10 @@ func Annotations() []Annotation {
 				seen := map[bool]bool{}
 				for _, f := range strings.Split(v, ",") {
 					a, err := netip.ParseAddr(strings.TrimSpace(f))
-					if err != nil {
+					if err != nil || a.Zone() != "" {
 						return fmt.Errorf("%q is not an IP address", strings.TrimSpace(f))
 					}
+					a = a.Unmap()
 					if seen[a.Is4()] {
 						return errors.New("more than one address of one IP family")
 					}
@@ -151,8 +153,8 @@ func Annotations() []Annotation {
 			Name: AnnotationHealthCheckPath, Values: "a path starting with /", Default: "/healthz",
 			Doc: "The path of an HTTP or HTTPS health check.",
 			apply: func(v string, s *settings) error {
-				if !strings.HasPrefix(v, "/") || strings.ContainsAny(v, " \t\n") {
-					return errors.New("not a path starting with / without white space")
+				if !strings.HasPrefix(v, "/") || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+					return errors.New("not a path starting with / without white space or control characters")
 				}
 				s.hcPath = v
 				return nil

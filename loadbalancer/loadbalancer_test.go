@@ -411,3 +411,15 @@ func TestNewNeedsClusterID(t *testing.T) {
 	_, err = loadbalancer.New(api, loadbalancer.Options{ProviderID: format})
 	assert.ErrorContains(t, err, "a cluster ID is required")
 }
+
+func TestAddressAnnotationEdgeCases(t *testing.T) {
+	e := newEnv(t, fake.Config{})
+	for _, v := range []string{"fe80::1%eth0", "::ffff:203.0.113.9,203.0.113.9"} {
+		_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", newService("web", withAnnotation(loadbalancer.AnnotationIPAddresses, v)), e.nodes)
+		require.Error(t, err, v)
+		assert.Contains(t, err.Error(), "loadbalancer.ccmkit.io/ip-addresses", v)
+	}
+	_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", newService("web", withAnnotation(loadbalancer.AnnotationHealthCheckPath, "/a\rb")), e.nodes)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "control characters")
+}

@@ -1,0 +1,81 @@
+package loadbalancer_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/providerid"
+)
+
+// BenchmarkEnsureConverged5000Nodes measures EnsureLoadBalancer on a converged load
+// balancer with 5,000 targets: the service controller's resync of every Service. It
+// reports the cloud calls per ensure, which must be one list and no write.
+func BenchmarkEnsureConverged5000Nodes(b *testing.B) {
+	const n = 5000
+	ctx := klog.NewContext(context.Background(), klog.Logger{}) // the zero logger discards
+	instances := make([]fake.Instance, n)
+	nodes := make([]*corev1.Node, n)
+	for i := range n {
+		id := fmt.Sprintf("i-%05d", i)
+		instances[i] = fake.Instance{ID: id, Name: fmt.Sprintf("node-%05d", i)}
+		nodes[i] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: instances[i].Name}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://" + id}}
+	}
+	cloud, err := fake.New(fake.Config{Provisioning: fake.Provisioning{Reads: 1}, Instances: instances})
+	if err != nil {
+		b.Fatal(err)
+	}
+	api, _ := cloud.LoadBalancers()
+	format, err := providerid.Default("ccmkit")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: types.UID("0b6f1a52-9c1e-4f7a-8d3b-2e5c7a9f1d40")},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{
+				{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080},
+				{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443},
+				{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053},
+			},
+		},
+	}
+
+	// Create, then ensure until the load balancer is active.
+	for attempt := 0; ; attempt++ {
+		if _, err = lb.EnsureLoadBalancer(ctx, "c", svc, nodes); err == nil {
+			break
+		}
+		if attempt == 10 {
+			b.Fatalf("the load balancer did not become active: %v", err)
+		}
+	}
+	if got := len(cloud.Inventory().LoadBalancers[0].Spec.Targets); got != n {
+		b.Fatalf("the load balancer has %d targets, want %d", got, n)
+	}
+
+	cloud.ResetCalls()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := lb.EnsureLoadBalancer(ctx, "c", svc, nodes); err != nil {
+			b.Fatal(err)
+		}
+	}
+	calls := cloud.Calls()
+	if calls.Writes() != 0 {
+		b.Fatalf("a converged ensure wrote: %v", calls)
+	}
+	b.ReportMetric(float64(calls.Total())/float64(b.N), "calls/op")
+}

@@ -1,0 +1,168 @@
+package loadbalancer
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fuzzSeeds are good and bad values for every annotation.
+var fuzzSeeds = map[string][]string{
+	AnnotationInternal:                      {"true", "false", "TRUE", " false ", "", "yes", "1"},
+	AnnotationProxyProtocol:                 {"true", "False", "", "on", "truee"},
+	AnnotationIPAddresses:                   {"203.0.113.7", "203.0.113.7,2001:db8::7", " 10.0.0.1 , fd00::1", "1.2.3.4,5.6.7.8", "", "not-an-ip", "1.2.3.4,", "fe80::1%eth0", "::ffff:1.2.3.4,1.2.3.4"},
+	AnnotationName:                          {"web", "a", strings.Repeat("a", 63), strings.Repeat("a", 64), "Web", "-web", "web-", "we_b", ""},
+	AnnotationHealthCheckProtocol:           {"TCP", "http", "HTTPS", "UDP", "", "ｔｃｐ"},
+	AnnotationHealthCheckPort:               {"1", "8080", "65535", "0", "65536", "-1", "80.5", "", "9999999999999999999999"},
+	AnnotationHealthCheckPath:               {"/", "/healthz", "/a b", "healthz", "", "/\tx"},
+	AnnotationHealthCheckInterval:           {"1s", "10s", "5m", "999ms", "5m1s", "-1s", "10", "", "1h"},
+	AnnotationHealthCheckTimeout:            {"1s", "4s", "300s", "0s", "301s", "abc"},
+	AnnotationHealthCheckHealthyThreshold:   {"1", "2", "10", "0", "11", "two", ""},
+	AnnotationHealthCheckUnhealthyThreshold: {"1", "3", "10", "0", "11", " 5 ", "-3"},
+}
+
+// FuzzParseAnnotations feeds two annotations (known names, unknown ones and others) to
+// parseAnnotations and checks that it never panics, that every error is an
+// *AnnotationError that names the annotation and its value, and that what it accepts is
+// within the documented bounds.
+func FuzzParseAnnotations(f *testing.F) {
+	const prefix = DefaultAnnotationPrefix
+	for _, a := range Annotations() {
+		require.Contains(f, fuzzSeeds, a.Name, "no seed values for annotation %s", a.Name)
+	}
+	for name, values := range fuzzSeeds {
+		for _, v := range values {
+			f.Add(name, v, AnnotationHealthCheckInterval, "10s")
+			f.Add(name, v, AnnotationHealthCheckPort, "0")
+		}
+	}
+	f.Add("health-check-intervall", "10s", "internal", "true")
+	f.Add("", "", "", "")
+
+	known := map[string]bool{}
+	for _, a := range Annotations() {
+		known[prefix+a.Name] = true
+	}
+
+	f.Fuzz(func(t *testing.T, name1, value1, name2, value2 string) {
+		annotations := map[string]string{
+			prefix + name1:         value1,
+			prefix + name2:         value2,
+			"example.com/" + name1: "unrelated",
+		}
+		s, unknown, err := parseAnnotations(prefix, annotations)
+
+		// Unknown keys: exactly those under the prefix that name no annotation, sorted.
+		var wantUnknown []string
+		for k := range annotations {
+			if strings.HasPrefix(k, prefix) && !known[k] {
+				wantUnknown = append(wantUnknown, k)
+			}
+		}
+		slices.Sort(wantUnknown)
+		assert.Equal(t, wantUnknown, unknown)
+
+		// Errors: each an *AnnotationError naming a known annotation that is present and
+		// its value, at most one per annotation.
+		bad := map[string]bool{}
+		if err != nil {
+			errs := []error{err}
+			if joined, ok := err.(interface{ Unwrap() []error }); ok {
+				errs = joined.Unwrap()
+			}
+			for _, e := range errs {
+				var ae *AnnotationError
+				require.ErrorAs(t, e, &ae)
+				require.True(t, known[ae.Key], "error for %q, which is no annotation", ae.Key)
+				v, present := annotations[ae.Key]
+				require.True(t, present, "error for %q, which is not set", ae.Key)
+				assert.Equal(t, v, ae.Value)
+				assert.NotEmpty(t, ae.Allowed)
+				require.Error(t, ae.Err)
+				msg := e.Error()
+				assert.Contains(t, msg, ae.Key)
+				assert.Contains(t, msg, strconv.Quote(v))
+				assert.False(t, bad[ae.Key], "two errors for %s", ae.Key)
+				bad[ae.Key] = true
+			}
+			require.NotEmpty(t, bad)
+		}
+
+		// Accepted values are within bounds and in effect.
+		ok := func(n string) (string, bool) {
+			v, set := annotations[prefix+n]
+			return strings.TrimSpace(v), set && !bad[prefix+n]
+		}
+		if v, set := ok(AnnotationInternal); set {
+			assert.Equal(t, strings.EqualFold(v, "true"), s.internal)
+		}
+		if v, set := ok(AnnotationProxyProtocol); set {
+			assert.Equal(t, strings.EqualFold(v, "true"), s.proxyProtocol)
+		}
+		if _, set := ok(AnnotationIPAddresses); set {
+			require.NotEmpty(t, s.ips)
+			assert.LessOrEqual(t, len(s.ips), 2)
+			families := map[bool]bool{}
+			for _, ip := range s.ips {
+				a, err := netip.ParseAddr(ip)
+				require.NoError(t, err)
+				assert.False(t, families[a.Is4()], "two addresses of one family in %v", s.ips)
+				families[a.Is4()] = true
+			}
+		}
+		if _, set := ok(AnnotationName); set {
+			assert.True(t, len(s.name) >= 1 && len(s.name) <= maxNameLength, "name %q", s.name)
+			assert.Regexp(t, `^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`, s.name)
+		}
+		if _, set := ok(AnnotationHealthCheckProtocol); set {
+			assert.True(t, s.hcProtocol.Valid(), "protocol %q", s.hcProtocol)
+		}
+		if _, set := ok(AnnotationHealthCheckPort); set {
+			assert.True(t, s.hcPort >= 1 && s.hcPort <= 65535, "port %d", s.hcPort)
+		}
+		if _, set := ok(AnnotationHealthCheckPath); set {
+			assert.True(t, strings.HasPrefix(s.hcPath, "/"), "path %q", s.hcPath)
+		}
+		for _, d := range []struct {
+			name string
+			got  time.Duration
+		}{{AnnotationHealthCheckInterval, s.hcInterval}, {AnnotationHealthCheckTimeout, s.hcTimeout}} {
+			if _, set := ok(d.name); set {
+				assert.True(t, d.got >= time.Second && d.got <= 5*time.Minute, "%s %s", d.name, d.got)
+			}
+		}
+		for _, n := range []struct {
+			name string
+			got  int32
+		}{{AnnotationHealthCheckHealthyThreshold, s.hcHealthy}, {AnnotationHealthCheckUnhealthyThreshold, s.hcUnhealthy}} {
+			if _, set := ok(n.name); set {
+				assert.True(t, n.got >= 1 && n.got <= 10, "%s %d", n.name, n.got)
+			}
+		}
+
+		// Absent annotations leave their defaults.
+		for name, zero := range map[string]bool{
+			AnnotationInternal:                      !s.internal,
+			AnnotationProxyProtocol:                 !s.proxyProtocol,
+			AnnotationIPAddresses:                   s.ips == nil,
+			AnnotationName:                          s.name == "",
+			AnnotationHealthCheckProtocol:           s.hcProtocol == "",
+			AnnotationHealthCheckPort:               s.hcPort == 0,
+			AnnotationHealthCheckPath:               s.hcPath == "",
+			AnnotationHealthCheckInterval:           s.hcInterval == 0,
+			AnnotationHealthCheckTimeout:            s.hcTimeout == 0,
+			AnnotationHealthCheckHealthyThreshold:   s.hcHealthy == 0,
+			AnnotationHealthCheckUnhealthyThreshold: s.hcUnhealthy == 0,
+		} {
+			if _, present := annotations[prefix+name]; !present {
+				assert.True(t, zero, "annotation %s is absent but set", name)
+			}
+		}
+	})
+}
