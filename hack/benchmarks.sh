@@ -7,8 +7,8 @@ out=docs/benchmarks.md
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 
-bench_cmd=(go test -run '^$' -bench . -benchmem -benchtime=2s ./fake ./instances ./internal/cloudclient ./loadbalancer)
-budget_cmd=(go test -count=1 -v -run 'TestCallBudgetAt5000Nodes|TestNoFalseNotExistUnderFaults' ./instances)
+bench_cmd=(go test -run '^$' -bench . -benchmem -benchtime=2s ./fake ./instances ./internal/cloudclient ./internal/instancecache ./loadbalancer)
+budget_cmd=(go test -count=1 -v -run 'TestCallBudgetAt5000Nodes|TestNoFalseNotExistUnderFaults|TestRouteControllerQuietReconcileIsOneCall|TestConvergesUnderFaults' ./instances ./routes ./loadbalancer)
 
 echo "==> ${bench_cmd[*]}" >&2
 "${bench_cmd[@]}" 2>&1 | grep -E '^(Benchmark|goos|goarch|pkg|cpu)' > "$tmp.bench"
