@@ -308,6 +308,14 @@ func sortListeners(ls []Listener) {
 // setDiff returns the elements of want missing from have and those of have missing from
 // want, each sorted and without duplicates.
 func setDiff(have, want []string) (add, remove []string) {
+	if slices.IsSorted(have) && slices.IsSorted(want) {
+		return sortedDiff(have, want)
+	}
+	return mapDiff(have, want)
+}
+
+// mapDiff is setDiff of lists in any order.
+func mapDiff(have, want []string) (add, remove []string) {
 	h := make(map[string]struct{}, len(have))
 	for _, s := range have {
 		h[s] = struct{}{}
@@ -327,6 +335,35 @@ func setDiff(have, want []string) (add, remove []string) {
 	slices.Sort(add)
 	slices.Sort(remove)
 	return slices.Compact(add), slices.Compact(remove)
+}
+
+// sortedDiff is setDiff of two sorted lists, by merging them without allocating unless
+// they differ: the common case of target lists, which callers keep sorted.
+func sortedDiff(have, want []string) (add, remove []string) {
+	i, j := 0, 0
+	for i < len(have) || j < len(want) {
+		switch {
+		case j == len(want) || (i < len(have) && have[i] < want[j]):
+			if len(remove) == 0 || remove[len(remove)-1] != have[i] {
+				remove = append(remove, have[i])
+			}
+			i++
+		case i == len(have) || want[j] < have[i]:
+			if len(add) == 0 || add[len(add)-1] != want[j] {
+				add = append(add, want[j])
+			}
+			j++
+		default: // equal: skip every copy of the value on both sides
+			v := have[i]
+			for i < len(have) && have[i] == v {
+				i++
+			}
+			for j < len(want) && want[j] == v {
+				j++
+			}
+		}
+	}
+	return add, remove
 }
 
 func equalSets(a, b []string) bool {
