@@ -120,14 +120,6 @@ func (c *Cloud) DeleteInstance(id string) error {
 	return nil
 }
 
-// instanceAlive reports whether id is an instance that is not terminated.
-func (c *Cloud) instanceAlive(id string) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	inst, ok := c.instances.get(id)
-	return ok && inst.State != cloudapi.InstanceTerminated
-}
-
 // instanceKnown reports whether the cloud has an instance with this ID.
 func (c *Cloud) instanceKnown(id string) bool {
 	c.mu.RLock()

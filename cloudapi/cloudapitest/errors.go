@@ -15,7 +15,7 @@ func (s *suite) testErrors(t *testing.T) {
 		check := func(what string, err error) {
 			t.Helper()
 			require.ErrorIsf(t, err, cloudapi.ErrNotFound, "%s of an unknown ID: want an error matching cloudapi.ErrNotFound", what)
-			assert.Truef(t, cloudapi.ClassOf(err) == cloudapi.ErrNotFound,
+			assert.Truef(t, cloudapi.ClassOf(err) == cloudapi.ErrNotFound, //nolint:errorlint // ClassOf returns the sentinel itself
 				"%s of an unknown ID: broke \"ClassOf returns the sentinel of this package that err matches\": got %v for %q", what, cloudapi.ClassOf(err), err)
 			assert.Truef(t, cloudapi.IsNotFound(err), "%s of an unknown ID: cloudapi.IsNotFound is false for %q", what, err)
 			assert.NotEmptyf(t, err.Error(), "%s of an unknown ID: the error has no message", what)

@@ -317,20 +317,20 @@ func (d *demo) summary() {
 	d.say("")
 	d.say("cloud API calls that reached the fake cloud (after ccmkit's snapshot, retries and rate limit):")
 	w := tabwriter.NewWriter(d.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "step\ttime\tcalls\tby operation")
+	_, _ = fmt.Fprintln(w, "step\ttime\tcalls\tby operation")
 	for _, s := range d.steps {
 		var ops []string
 		for _, op := range slices.Sorted(maps.Keys(s.calls)) {
 			ops = append(ops, fmt.Sprintf("%s %d", op, s.calls[op]))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", s.name, s.took.Round(10*time.Millisecond), s.calls.Total(), strings.Join(ops, ", "))
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", s.name, s.took.Round(10*time.Millisecond), s.calls.Total(), strings.Join(ops, ", "))
 	}
 	_ = w.Flush()
 	d.say("")
 	d.say("total %s; the controllers kept polling the whole time (node status every 1s, lifecycle every 0.5s)", time.Since(d.start).Round(10*time.Millisecond))
 }
 
-func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.out, format+"\n", args...) }
+func (d *demo) say(format string, args ...any) { _, _ = fmt.Fprintf(d.out, format+"\n", args...) }
 
 func hasTaint(n *corev1.Node, key string) bool {
 	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
