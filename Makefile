@@ -6,16 +6,17 @@ SHELL := /bin/bash
 BIN := $(CURDIR)/.bin
 export PATH := $(BIN):$(PATH)
 MOCKGEN_VERSION := $(shell go list -m -f '{{.Version}}' go.uber.org/mock)
+GOLANGCI_LINT_VERSION := v2.15.0
 MOCKS := $(shell git ls-files '*/cloudapimock/*.go' 2>/dev/null)
 
-.PHONY: test demo fmt-check vet mocks-check unit generate bench-fake benchmarks
+.PHONY: test demo fmt-check vet lint mocks-check unit generate bench-fake benchmarks
 
 ## demo: the upstream node controllers against the ccmkit provider on the embedded fake cloud.
 demo:
 	go run ./examples/demo
 
-## test: everything CI checks: formatting, vet, generated mocks, race-enabled tests.
-test: fmt-check vet mocks-check unit
+## test: everything CI checks: formatting, vet, lint, generated mocks, race-enabled tests.
+test: fmt-check vet lint mocks-check unit
 
 fmt-check:
 	@echo "==> gofmt"
@@ -24,6 +25,15 @@ fmt-check:
 vet:
 	@echo "==> go vet"
 	go vet ./...
+
+$(BIN)/golangci-lint:
+	@echo "==> installing golangci-lint $(GOLANGCI_LINT_VERSION) (the first time takes a minute or two)"
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+## lint: golangci-lint with .golangci.yml.
+lint: $(BIN)/golangci-lint
+	@echo "==> golangci-lint"
+	$(BIN)/golangci-lint run ./...
 
 $(BIN)/mockgen: go.mod
 	@echo "==> installing mockgen $(MOCKGEN_VERSION) (the version go.mod pins)"
