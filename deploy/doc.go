@@ -1,0 +1,6 @@
+// Package deploy holds no code: it holds the test that validates the Kubernetes manifests
+// in deploy/base (the kustomize base that runs the ccmkit cloud-controller-manager). The
+// test decodes every manifest strictly into its typed API object and checks that the
+// Deployment, the cloud config Secret, the ServiceAccount and the RBAC agree with each
+// other and with what the cloud-controller-manager's controllers need.
+package deploy
