@@ -1,0 +1,286 @@
+package adapter
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/provider"
+)
+
+func init() {
+	provider.Register("restcloud", provider.Backend[Config]{
+		Name: "restcloud",
+		New: func(cfg *provider.Config, section Config) (cloudapi.Client, error) {
+			if cfg.Credentials.Token == "" {
+				return nil, errors.New("credentials: the restcloud API needs a token")
+			}
+			return New(section.Endpoint, cfg.Credentials.Token, nil), nil
+		},
+	}, provider.Options{})
+}
+
+// Config is the `restcloud:` section of the cloud config.
+type Config struct {
+	// Endpoint is the API's base URL (YAML "endpoint"); /v1/instances... are appended to it.
+	Endpoint string `yaml:"endpoint"`
+}
+
+// Validate reports whether Endpoint is an absolute http or https URL.
+func (c *Config) Validate() error {
+	u, err := url.Parse(c.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("endpoint: %q is not an absolute http(s) URL", c.Endpoint)
+	}
+	return nil
+}
+
+// Client is a cloudapi.Client of the restcloud API. It is safe for concurrent use.
+type Client struct {
+	endpoint string
+	auth     func(http.Header) // sets the token; a func, so that printing a Client shows none
+	http     *http.Client
+}
+
+// New returns a client of the API at endpoint that authenticates with token, sending its
+// requests with hc (nil means http.DefaultClient). It makes no request.
+func New(endpoint string, token provider.Secret, hc *http.Client) *Client {
+	auth := func(h http.Header) { h.Set("Authorization", "Bearer "+token.Reveal()) }
+	return &Client{endpoint: strings.TrimSuffix(endpoint, "/"), auth: auth, http: cmp.Or(hc, http.DefaultClient)}
+}
+
+// Instances returns the client itself.
+func (c *Client) Instances() cloudapi.InstanceAPI { return c }
+
+// LoadBalancers returns the client itself: restcloud has load balancers.
+func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return c, true }
+
+// Routes returns the client itself: restcloud has routes.
+func (c *Client) Routes() (cloudapi.RouteAPI, bool) { return c, true }
+
+// do sends one request with in as its JSON body (nil for none) and decodes a 2xx answer
+// into out (nil to ignore it). It maps every failure onto a cloudapi sentinel.
+func (c *Client) do(ctx context.Context, op cloudapi.Operation, id, method, path string, in, out any) error {
+	var body bytes.Buffer
+	if in != nil {
+		if err := json.NewEncoder(&body).Encode(in); err != nil {
+			return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.endpoint+path, &body)
+	if err != nil {
+		return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
+	}
+	c.auth(req.Header)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil { // no answer: a timeout, a canceled context, a lost connection
+		return cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode/100 != 2 {
+		return statusError(op, id, resp, fmt.Errorf("%s %s: %s", method, path, resp.Status))
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return cloudapi.NewError(cloudapi.ErrTransient, op, id, fmt.Errorf("%s %s: reading the answer: %w", method, path, err))
+	}
+	return nil
+}
+
+// statusError classifies a non-2xx answer, keeping the server's message in the cause.
+func statusError(op cloudapi.Operation, id string, resp *http.Response, cause error) *cloudapi.Error {
+	var msg struct{ Code, Message string }
+	if json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&msg) == nil && msg.Message != "" {
+		cause = fmt.Errorf("%w: %s: %s", cause, msg.Code, msg.Message)
+	}
+	secs, _ := strconv.Atoi(resp.Header.Get("Retry-After")) // absent or a date: no wait
+	wait := time.Duration(max(secs, 0)) * time.Second
+	class := cloudapi.ErrTransient // 5xx and anything unexpected: the outcome is unknown
+	switch code := resp.StatusCode; {
+	case code == http.StatusTooManyRequests:
+		e := cloudapi.Throttled(op, wait, cause)
+		e.ID = id
+		return e
+	case code == http.StatusNotFound:
+		class = cloudapi.ErrNotFound
+	case code == http.StatusConflict:
+		class = cloudapi.ErrConflict
+	case code >= 400 && code < 500: // 400, 401, 403...: the same request cannot succeed
+		class = cloudapi.ErrInvalidRequest
+	}
+	e := cloudapi.NewError(class, op, id, cause)
+	if errors.Is(class, cloudapi.ErrTransient) {
+		e.RetryAfter = wait
+	}
+	return e
+}
+
+// listQuery encodes opts as the tag, pageSize and pageToken query parameters.
+func listQuery(opts cloudapi.ListOptions) string {
+	q := url.Values{"pageSize": {strconv.Itoa(max(opts.PageSize, 0))}, "pageToken": {opts.PageToken}}
+	for k, v := range opts.Tags {
+		q.Add("tag", k+"="+v)
+	}
+	return "?" + q.Encode()
+}
+
+// The API's JSON bodies (see package server). Instances, routes and pages have cloudapi's
+// field names (decoding ignores case), so they decode into cloudapi types as they are.
+type (
+	listener struct {
+		Name       string            `json:"name"`
+		Protocol   cloudapi.Protocol `json:"protocol"`
+		Port       int32             `json:"port"`
+		TargetPort int32             `json:"targetPort"`
+	}
+	healthCheck struct {
+		Protocol           cloudapi.HealthCheckProtocol `json:"protocol"`
+		Port               int32                        `json:"port"`
+		Path               string                       `json:"path"`
+		IntervalMillis     int64                        `json:"intervalMillis"`
+		TimeoutMillis      int64                        `json:"timeoutMillis"`
+		HealthyThreshold   int32                        `json:"healthyThreshold"`
+		UnhealthyThreshold int32                        `json:"unhealthyThreshold"`
+	}
+	lbSpec struct {
+		Name          string              `json:"name"`
+		Internal      bool                `json:"internal"`
+		Listeners     []listener          `json:"listeners"`
+		Targets       []string            `json:"targets"`
+		HealthCheck   *healthCheck        `json:"healthCheck,omitempty"`
+		SourceRanges  []string            `json:"sourceRanges"`
+		ProxyProtocol bool                `json:"proxyProtocol"`
+		IPFamilies    []cloudapi.IPFamily `json:"ipFamilies"`
+		RequestedIPs  []string            `json:"requestedIPs"`
+		Tags          map[string]string   `json:"tags"`
+	}
+	loadBalancer struct {
+		ID string `json:"id"`
+		lbSpec
+		Addresses []string                    `json:"addresses"`
+		Status    cloudapi.LoadBalancerStatus `json:"status"`
+	}
+	routeSpec struct {
+		Name             string            `json:"name"`
+		DestinationCIDR  string            `json:"destinationCIDR"`
+		TargetInstanceID string            `json:"targetInstanceID"`
+		TargetAddress    string            `json:"targetAddress"`
+		Tags             map[string]string `json:"tags"`
+	}
+	page[T any] struct {
+		Items         []T    `json:"items"`
+		NextPageToken string `json:"nextPageToken"`
+	}
+)
+
+func toLBSpec(s cloudapi.LoadBalancerSpec) lbSpec {
+	w := lbSpec{s.Name, s.Internal, convert(s.Listeners, func(l cloudapi.Listener) listener { return listener(l) }),
+		s.Targets, nil, s.SourceRanges, s.ProxyProtocol, s.IPFamilies, s.RequestedIPs, s.Tags}
+	if hc := s.HealthCheck; hc != nil {
+		w.HealthCheck = &healthCheck{hc.Protocol, hc.Port, hc.Path, hc.Interval.Milliseconds(),
+			hc.Timeout.Milliseconds(), hc.HealthyThreshold, hc.UnhealthyThreshold}
+	}
+	return w
+}
+
+func (w loadBalancer) cloud() cloudapi.LoadBalancer {
+	s := cloudapi.LoadBalancerSpec{Name: w.Name, Internal: w.Internal, Targets: w.Targets,
+		Listeners:    convert(w.Listeners, func(l listener) cloudapi.Listener { return cloudapi.Listener(l) }),
+		SourceRanges: w.SourceRanges, ProxyProtocol: w.ProxyProtocol, IPFamilies: w.IPFamilies,
+		RequestedIPs: w.RequestedIPs, Tags: w.Tags}
+	if hc := w.HealthCheck; hc != nil {
+		s.HealthCheck = &cloudapi.HealthCheck{Protocol: hc.Protocol, Port: hc.Port, Path: hc.Path,
+			Interval: time.Duration(hc.IntervalMillis) * time.Millisecond, Timeout: time.Duration(hc.TimeoutMillis) * time.Millisecond,
+			HealthyThreshold: hc.HealthyThreshold, UnhealthyThreshold: hc.UnhealthyThreshold}
+	}
+	return cloudapi.LoadBalancer{ID: w.ID, Spec: s, Addresses: w.Addresses, Status: w.Status}
+}
+
+// convert maps every item of in with f.
+func convert[A, B any](in []A, f func(A) B) []B {
+	out := make([]B, len(in))
+	for i, a := range in {
+		out[i] = f(a)
+	}
+	return out
+}
+
+// same is the conversion of an answer that decodes into its cloudapi type.
+func same[T any](v T) T { return v }
+
+// call makes one request and converts its JSON answer of type W with conv.
+func call[W, C any](ctx context.Context, c *Client, op cloudapi.Operation, id, method, path string, in any, conv func(W) C) (*C, error) {
+	var w W
+	if err := c.do(ctx, op, id, method, path, in, &w); err != nil {
+		return nil, err
+	}
+	out := conv(w)
+	return &out, nil
+}
+
+// GetInstance answers GET /v1/instances/{id}.
+func (c *Client) GetInstance(ctx context.Context, id string) (*cloudapi.Instance, error) {
+	return call(ctx, c, cloudapi.OpGetInstance, id, http.MethodGet, "/v1/instances/"+url.PathEscape(id), nil, same[cloudapi.Instance])
+}
+
+// ListInstances answers GET /v1/instances.
+func (c *Client) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
+	return call(ctx, c, cloudapi.OpListInstances, "", http.MethodGet, "/v1/instances"+listQuery(opts), nil, same[cloudapi.InstancePage])
+}
+
+// GetLoadBalancer answers GET /v1/loadbalancers/{id}.
+func (c *Client) GetLoadBalancer(ctx context.Context, id string) (*cloudapi.LoadBalancer, error) {
+	return call(ctx, c, cloudapi.OpGetLoadBalancer, id, http.MethodGet, "/v1/loadbalancers/"+url.PathEscape(id), nil, loadBalancer.cloud)
+}
+
+// ListLoadBalancers answers GET /v1/loadbalancers.
+func (c *Client) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+	return call(ctx, c, cloudapi.OpListLoadBalancers, "", http.MethodGet, "/v1/loadbalancers"+listQuery(opts), nil,
+		func(p page[loadBalancer]) cloudapi.LoadBalancerPage {
+			return cloudapi.LoadBalancerPage{Items: convert(p.Items, loadBalancer.cloud), NextPageToken: p.NextPageToken}
+		})
+}
+
+// CreateLoadBalancer answers POST /v1/loadbalancers.
+func (c *Client) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	return call(ctx, c, cloudapi.OpCreateLoadBalancer, "", http.MethodPost, "/v1/loadbalancers", toLBSpec(spec), loadBalancer.cloud)
+}
+
+// UpdateLoadBalancer answers PUT /v1/loadbalancers/{id}, which replaces the whole spec:
+// the API has no finer-grained calls, so update.Changes is not needed.
+func (c *Client) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+	return call(ctx, c, cloudapi.OpUpdateLoadBalancer, id, http.MethodPut, "/v1/loadbalancers/"+url.PathEscape(id), toLBSpec(update.Spec), loadBalancer.cloud)
+}
+
+// DeleteLoadBalancer answers DELETE /v1/loadbalancers/{id}.
+func (c *Client) DeleteLoadBalancer(ctx context.Context, id string) error {
+	return c.do(ctx, cloudapi.OpDeleteLoadBalancer, id, http.MethodDelete, "/v1/loadbalancers/"+url.PathEscape(id), nil, nil)
+}
+
+// ListRoutes answers GET /v1/routes.
+func (c *Client) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.RoutePage, error) {
+	return call(ctx, c, cloudapi.OpListRoutes, "", http.MethodGet, "/v1/routes"+listQuery(opts), nil, same[cloudapi.RoutePage])
+}
+
+// CreateRoute answers POST /v1/routes.
+func (c *Client) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*cloudapi.Route, error) {
+	return call(ctx, c, cloudapi.OpCreateRoute, "", http.MethodPost, "/v1/routes", routeSpec(spec), same[cloudapi.Route])
+}
+
+// DeleteRoute answers DELETE /v1/routes/{id}.
+func (c *Client) DeleteRoute(ctx context.Context, id string) error {
+	return c.do(ctx, cloudapi.OpDeleteRoute, id, http.MethodDelete, "/v1/routes/"+url.PathEscape(id), nil, nil)
+}

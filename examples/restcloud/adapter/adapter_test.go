@@ -1,0 +1,383 @@
+package adapter_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/cloudapi/cloudapitest"
+	"github.com/ccmkit/ccmkit/examples/restcloud/adapter"
+	"github.com/ccmkit/ccmkit/examples/restcloud/server"
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/provider"
+)
+
+// testToken is the API token of every test server; tests check that it never leaks.
+const testToken = "rc-secret-7f3a9c1e"
+
+// node is the one instance of the small test clouds.
+var node = cloudapi.Instance{
+	ID: "i-1", Name: "node-a", Type: "m1.small", Zone: "zone-a", Region: "region-1", State: cloudapi.InstanceRunning,
+	Addresses: []cloudapi.Address{{Type: cloudapi.AddressInternalIP, Address: "10.0.0.1"}},
+	Tags:      map[string]string{"pool": "a"},
+}
+
+// newCloud returns a fake cloud holding instances.
+func newCloud(t testing.TB, cfg fake.Config, instances ...cloudapi.Instance) *fake.Cloud {
+	t.Helper()
+	cloud, err := fake.New(cfg)
+	require.NoError(t, err)
+	for _, inst := range instances {
+		require.NoError(t, cloud.AddInstance(inst))
+	}
+	return cloud
+}
+
+// serve serves h on a test server that is closed when the test ends.
+func serve(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// newBackend builds a fresh fake per backend, serves it through wrap and returns the
+// adapter talking to it over HTTP.
+func newBackend(cfg fake.Config, wrap func(http.Handler) http.Handler) cloudapitest.NewBackend {
+	return func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
+		srv := serve(t, wrap(server.New(newCloud(t, cfg, f.Instances...), server.Options{Token: testToken})))
+		return adapter.New(srv.URL, testToken, srv.Client())
+	}
+}
+
+// withLatency delays every answer by 1 to 5 ms.
+func withLatency(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Duration(1+rand.IntN(5)) * time.Millisecond)
+		h.ServeHTTP(w, r)
+	})
+}
+
+func TestContract(t *testing.T) {
+	plain := func(h http.Handler) http.Handler { return h }
+	for _, tc := range []struct {
+		name    string
+		backend cloudapitest.NewBackend
+	}{
+		{"plain", newBackend(fake.Config{}, plain)},
+		{"server latency", newBackend(fake.Config{}, withLatency)},
+		{"provisioning 3 reads, small pages", newBackend(fake.Config{PageSize: 5, Provisioning: fake.Provisioning{Reads: 3}}, plain)},
+	} {
+		t.Run(tc.name, func(t *testing.T) { cloudapitest.Run(t, tc.backend) })
+	}
+}
+
+// retryAfterRecorder records the Retry-After header of every answer.
+type retryAfterRecorder struct {
+	next http.Handler
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *retryAfterRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.next.ServeHTTP(w, req)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, w.Header().Get("Retry-After"))
+}
+
+// last returns the Retry-After header of the last answer.
+func (r *retryAfterRecorder) last() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen[len(r.seen)-1]
+}
+
+// TestServerThrottling drives the server's token bucket with a clock of its own: the
+// contract suite does not retry, so throttling is checked here, call by call.
+func TestServerThrottling(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	cloud := newCloud(t, fake.Config{}, node)
+	rec := &retryAfterRecorder{next: server.New(cloud, server.Options{
+		Token: testToken, RateLimit: &server.RateLimit{QPS: 0.5, Burst: 2}, Now: clock,
+	})}
+	srv := serve(t, rec)
+	client := adapter.New(srv.URL, testToken, srv.Client())
+	routes, ok := client.Routes()
+	require.True(t, ok)
+
+	for range 2 {
+		_, err := client.Instances().GetInstance(t.Context(), node.ID)
+		require.NoError(t, err, "the bucket starts with Burst tokens")
+	}
+	_, err := routes.CreateRoute(t.Context(), cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: node.ID})
+	require.ErrorIs(t, err, cloudapi.ErrThrottled)
+	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+	wait, ok := cloudapi.RetryAfter(err)
+	require.True(t, ok, "a 429 with Retry-After carries the wait: %v", err)
+	assert.Equal(t, "2", rec.last(), "an empty bucket refilling 0.5 tokens/s asks for 2 s")
+	assert.Equal(t, 2*time.Second, wait, "RetryAfter is the header's value")
+	var cerr *cloudapi.Error
+	require.ErrorAs(t, err, &cerr)
+	assert.Equal(t, cloudapi.OpCreateRoute, cerr.Op)
+	assert.Zero(t, cloud.Calls()[cloudapi.OpCreateRoute], "a throttled request never reaches the cloud")
+	assert.Empty(t, cloud.Inventory().Routes, "a throttled create is not applied")
+
+	mu.Lock()
+	now = now.Add(wait)
+	mu.Unlock()
+	_, err = routes.CreateRoute(t.Context(), cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: node.ID})
+	require.NoError(t, err, "after the wait the bucket has a token again")
+	assert.Len(t, cloud.Inventory().Routes, 1)
+}
+
+// TestStatusMapping checks the class of every kind of answer, from a server that answers
+// only with the status under test.
+func TestStatusMapping(t *testing.T) {
+	for _, tc := range []struct {
+		status     int
+		retryAfter string
+		want       error
+		wantWait   time.Duration
+	}{
+		{http.StatusBadRequest, "", cloudapi.ErrInvalidRequest, 0},
+		{http.StatusUnauthorized, "", cloudapi.ErrInvalidRequest, 0},
+		{http.StatusForbidden, "", cloudapi.ErrInvalidRequest, 0},
+		{http.StatusNotFound, "", cloudapi.ErrNotFound, 0},
+		{http.StatusConflict, "", cloudapi.ErrConflict, 0},
+		{http.StatusTooManyRequests, "7", cloudapi.ErrThrottled, 7 * time.Second},
+		{http.StatusTooManyRequests, "", cloudapi.ErrThrottled, 0},
+		{http.StatusInternalServerError, "", cloudapi.ErrTransient, 0},
+		{http.StatusBadGateway, "", cloudapi.ErrTransient, 0},
+		{http.StatusServiceUnavailable, "30", cloudapi.ErrTransient, 30 * time.Second},
+		{http.StatusNotModified, "", cloudapi.ErrTransient, 0},
+	} {
+		t.Run(fmt.Sprintf("%d retry-after %q", tc.status, tc.retryAfter), func(t *testing.T) {
+			srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				if tc.retryAfter != "" {
+					w.Header().Set("Retry-After", tc.retryAfter)
+				}
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(`{"code":"test","message":"the test's answer"}`))
+			}))
+			client := adapter.New(srv.URL, testToken, srv.Client())
+			_, err := client.Instances().GetInstance(t.Context(), "i-1")
+			require.ErrorIs(t, err, tc.want)
+			assert.Equal(t, tc.want, cloudapi.ClassOf(err), "exactly one class: %v", err)
+			var cerr *cloudapi.Error
+			require.ErrorAs(t, err, &cerr)
+			assert.Equal(t, cloudapi.OpGetInstance, cerr.Op)
+			assert.Equal(t, "i-1", cerr.ID)
+			wait, _ := cloudapi.RetryAfter(err)
+			assert.Equal(t, tc.wantWait, wait)
+			if tc.status != http.StatusNotModified {
+				assert.Contains(t, err.Error(), "the test's answer", "the server's message is kept")
+			}
+		})
+	}
+}
+
+func TestTransportFailures(t *testing.T) {
+	blocked := make(chan struct{})
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/instances/garbled":
+			_, _ = w.Write([]byte(`{"id": "i-1", "state": `))
+		case "/v1/instances/i-hangs": // hang until the client gives up
+			close(blocked)
+			<-r.Context().Done()
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	client := adapter.New(srv.URL, testToken, srv.Client()).Instances()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+
+	t.Run("garbled answer", func(t *testing.T) {
+		_, err := client.GetInstance(t.Context(), "garbled")
+		require.ErrorIs(t, err, cloudapi.ErrTransient)
+	})
+	t.Run("connection refused", func(t *testing.T) {
+		_, err := adapter.New(closed.URL, testToken, nil).Instances().GetInstance(t.Context(), "i-1")
+		require.ErrorIs(t, err, cloudapi.ErrTransient)
+		assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+	})
+	t.Run("canceled before the request", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := client.GetInstance(ctx, "i-does-not-exist")
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, cloudapi.ErrNotFound, "a canceled call found out nothing")
+		assert.ErrorIs(t, err, cloudapi.ErrTransient)
+		assert.ErrorIs(t, err, context.Canceled)
+	})
+	t.Run("deadline passed", func(t *testing.T) {
+		ctx, cancel := context.WithDeadline(t.Context(), time.Unix(0, 0))
+		defer cancel()
+		_, err := client.ListInstances(ctx, cloudapi.ListOptions{})
+		require.ErrorIs(t, err, cloudapi.ErrTransient)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+	t.Run("canceled while the server works", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { <-blocked; cancel() }()
+		_, err := client.GetInstance(ctx, "i-hangs")
+		require.ErrorIs(t, err, cloudapi.ErrTransient)
+		assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+		assert.ErrorIs(t, err, context.Canceled)
+	})
+}
+
+func TestWrongTokenIsUnauthorized(t *testing.T) {
+	cloud := newCloud(t, fake.Config{}, node)
+	srv := serve(t, server.New(cloud, server.Options{Token: testToken}))
+	for _, token := range []provider.Secret{"", "wrong-token"} {
+		_, err := adapter.New(srv.URL, token, srv.Client()).Instances().GetInstance(t.Context(), node.ID)
+		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "token %q", token)
+		assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+		assert.Contains(t, err.Error(), "401")
+	}
+	assert.Zero(t, cloud.Calls().Total(), "an unauthorized request never reaches the cloud")
+}
+
+// TestTokenNeverLeaks makes every kind of failure and prints configs and clients, and
+// looks for the token in all of it.
+func TestTokenNeverLeaks(t *testing.T) {
+	srv := serve(t, server.New(newCloud(t, fake.Config{}, node), server.Options{Token: "the-servers-token"}))
+	good := serve(t, server.New(newCloud(t, fake.Config{}, node), server.Options{Token: testToken}))
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	canceled, cancel := context.WithCancel(t.Context())
+	cancel()
+
+	var printed []string
+	add := func(err error) {
+		require.Error(t, err)
+		printed = append(printed, err.Error(), fmt.Sprintf("%v|%+v|%#v", err, err, err))
+	}
+	_, err := adapter.New(srv.URL, testToken, srv.Client()).Instances().GetInstance(t.Context(), node.ID) // 401
+	add(err)
+	goodClient := adapter.New(good.URL, testToken, good.Client())
+	_, err = goodClient.Instances().GetInstance(t.Context(), "i-missing") // 404
+	add(err)
+	_, err = goodClient.Instances().GetInstance(canceled, node.ID)
+	add(err)
+	_, err = adapter.New(closed.URL, testToken, nil).Instances().GetInstance(t.Context(), node.ID)
+	add(err)
+	_, err = adapter.New("http://in valid", testToken, nil).Instances().GetInstance(t.Context(), node.ID)
+	add(err)
+	printed = append(printed, fmt.Sprintf("%v|%+v|%#v", goodClient, goodClient, goodClient))
+
+	doc := "cluster: {id: c1}\nrestcloud: {endpoint: " + good.URL + "}\ncredentials: {token: " + testToken + "}\n"
+	cfg, err := provider.ReadConfig(strings.NewReader(doc), "restcloud")
+	require.NoError(t, err)
+	require.Equal(t, testToken, cfg.Credentials.Token.Reveal())
+	section := adapter.Config{Endpoint: good.URL}
+	printed = append(printed, fmt.Sprintf("%v|%+v|%#v|%v|%+v", cfg, cfg, cfg, section, section))
+
+	_, err = cloudprovider.GetCloudProvider("restcloud", strings.NewReader(
+		"cluster: {id: c1}\nrestcloud: {endpoint: ftp://nowhere}\ncredentials: {token: "+testToken+"}\n"))
+	add(err)
+
+	for _, s := range printed {
+		assert.NotContains(t, s, testToken)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		endpoint string
+		ok       bool
+	}{
+		{"https://api.restcloud.example", true},
+		{"http://127.0.0.1:8080/base/", true},
+		{"", false},
+		{"api.restcloud.example", false},
+		{"/v1", false},
+		{"ftp://api.restcloud.example", false},
+		{"https://", false},
+		{"://bad", false},
+	} {
+		t.Run(tc.endpoint, func(t *testing.T) {
+			err := (&adapter.Config{Endpoint: tc.endpoint}).Validate()
+			if tc.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, "endpoint: ")
+			}
+		})
+	}
+}
+
+// TestRegisteredProvider builds the provider the adapter registers, as a
+// cloud-controller-manager does from --cloud-provider and --cloud-config, and asks it
+// about a Node.
+func TestRegisteredProvider(t *testing.T) {
+	srv := serve(t, server.New(newCloud(t, fake.Config{}, node), server.Options{Token: testToken}))
+	t.Run("missing token", func(t *testing.T) {
+		_, err := cloudprovider.GetCloudProvider("restcloud", strings.NewReader(
+			"cluster: {id: c1}\nrestcloud: {endpoint: "+srv.URL+"}\n"))
+		require.ErrorContains(t, err, "needs a token")
+	})
+	cloud, err := cloudprovider.GetCloudProvider("restcloud", strings.NewReader(
+		"restcloud:\n  endpoint: "+srv.URL+"\ncluster: {id: c1}\ncredentials:\n  token: "+testToken+"\n"))
+	require.NoError(t, err)
+	require.NotNil(t, cloud)
+	assert.Equal(t, "restcloud", cloud.ProviderName())
+	iv2, ok := cloud.InstancesV2()
+	require.True(t, ok)
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}, Spec: corev1.NodeSpec{ProviderID: "restcloud://" + node.ID}}
+	exists, err := iv2.InstanceExists(t.Context(), n)
+	require.NoError(t, err)
+	assert.True(t, exists)
+	md, err := iv2.InstanceMetadata(t.Context(), n)
+	require.NoError(t, err)
+	assert.Equal(t, node.Type, md.InstanceType)
+	assert.Equal(t, node.Zone, md.Zone)
+	assert.Equal(t, node.Region, md.Region)
+	require.NotEmpty(t, md.NodeAddresses)
+	assert.Equal(t, "10.0.0.1", md.NodeAddresses[0].Address)
+}
+
+// TestListQuery checks that tags, page size and page token reach the server.
+func TestListQuery(t *testing.T) {
+	other := node.Clone()
+	other.ID, other.Tags = "i-2", map[string]string{"pool": "b", "ccmkit.io/cluster": "c=1&x"}
+	cloud := newCloud(t, fake.Config{}, node, other)
+	srv := serve(t, server.New(cloud, server.Options{Token: testToken}))
+	api := adapter.New(srv.URL+"/", testToken, srv.Client()).Instances()
+
+	page, err := api.ListInstances(t.Context(), cloudapi.ListOptions{Tags: map[string]string{"ccmkit.io/cluster": "c=1&x"}})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+	assert.Equal(t, "i-2", page.Items[0].ID, "a tag value with '=' and '&' is matched whole")
+
+	page, err = api.ListInstances(t.Context(), cloudapi.ListOptions{PageSize: 1})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+	assert.Equal(t, "i-1", page.Items[0].ID)
+	require.NotEmpty(t, page.NextPageToken)
+	page, err = api.ListInstances(t.Context(), cloudapi.ListOptions{PageSize: 1, PageToken: page.NextPageToken})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"i-2"}, []string{page.Items[0].ID})
+	assert.Empty(t, page.NextPageToken)
+
+	_, err = api.ListInstances(t.Context(), cloudapi.ListOptions{PageSize: -1})
+	assert.NoError(t, err, "a negative page size asks for the default, not a 400")
+}

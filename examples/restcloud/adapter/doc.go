@@ -1,0 +1,11 @@
+// Package adapter is the ccmkit adapter of restcloud, the JSON-over-HTTP cloud API of
+// package server: a cloudapi.Client over net/http, as a cloud team writes one.
+// Blank-importing it registers the cloud provider "restcloud"; its cloud config has a
+// `restcloud:` section with the API endpoint, and the API token under credentials.
+//
+// Failures are *cloudapi.Error: 404 is ErrNotFound, 409 ErrConflict, 429 ErrThrottled
+// with the Retry-After wait, other 4xx (401 too) ErrInvalidRequest; 5xx, timeouts,
+// canceled contexts, lost connections and unreadable answers are ErrTransient. The token
+// is sent as a bearer token and appears in no error. The client neither retries, caches
+// nor rate-limits: ccmkit does that above it.
+package adapter

@@ -1,0 +1,57 @@
+// Command restcloud is the cloud-controller-manager of the restcloud cloud: the upstream
+// controllers of k8s.io/cloud-provider, with the restcloud adapter linked in by a blank
+// import of its package, which registers the "restcloud" cloud provider.
+//
+//	go run ./examples/restcloud --cloud-provider=restcloud --cloud-config=cloud.yaml --kubeconfig=...
+package main
+
+import (
+	"os"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/app"
+	"k8s.io/cloud-provider/app/config"
+	"k8s.io/cloud-provider/names"
+	"k8s.io/cloud-provider/options"
+	"k8s.io/component-base/cli"
+	cliflag "k8s.io/component-base/cli/flag"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics on /metrics
+	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric on /metrics
+	"k8s.io/klog/v2"
+
+	_ "github.com/ccmkit/ccmkit/examples/restcloud/adapter" // registers the "restcloud" cloud provider
+)
+
+func main() {
+	opts, err := options.NewCloudControllerManagerOptions()
+	if err != nil {
+		klog.ErrorS(err, "Unable to initialize command options")
+		os.Exit(1)
+	}
+	command := app.NewCloudControllerManagerCommand(opts, initCloud, app.DefaultInitFuncConstructors,
+		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
+	os.Exit(cli.Run(command))
+}
+
+// initCloud builds the provider named by --cloud-provider from --cloud-config.
+func initCloud(cfg *config.CompletedConfig) cloudprovider.Interface {
+	shared := cfg.ComponentConfig.KubeCloudShared
+	cloud, err := cloudprovider.InitCloudProvider(shared.CloudProvider.Name, shared.CloudProvider.CloudConfigFile)
+	if err != nil {
+		klog.ErrorS(err, "Cloud provider could not be initialized")
+		os.Exit(1)
+	}
+	if cloud == nil {
+		klog.ErrorS(nil, "No cloud provider: set --cloud-provider", "cloudProvider", shared.CloudProvider.Name)
+		os.Exit(1)
+	}
+	if !cloud.HasClusterID() {
+		if !shared.AllowUntaggedCloud {
+			klog.ErrorS(nil, "No cluster ID: set cluster.id in the cloud config (or pass --allow-untagged-cloud)")
+			os.Exit(1)
+		}
+		klog.InfoS("No cluster ID configured; load balancers and routes are disabled")
+	}
+	return cloud
+}
