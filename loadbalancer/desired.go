@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -33,8 +34,11 @@ func (l *LoadBalancer) defaultName(svc *corev1.Service) string {
 	if len(cluster) > 24 {
 		cluster = cluster[:24]
 	}
+	if cluster = strings.Trim(cluster, "-"); cluster == "" {
+		cluster = "k8s" // a cluster ID without letters or digits
+	}
 	uid := strings.ReplaceAll(string(svc.UID), "-", "")
-	return strings.Trim(cluster, "-") + "-a" + uid
+	return cluster + "-a" + uid
 }
 
 // desired builds the load balancer spec the Service asks for, and reports annotation keys
@@ -43,7 +47,7 @@ func (l *LoadBalancer) defaultName(svc *corev1.Service) string {
 func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, error) {
 	s, unknown, err := parseAnnotations(l.opts.AnnotationPrefix, svc.Annotations)
 	if len(unknown) > 0 {
-		logger.Info("Ignoring unknown load balancer annotations; a typo?", "service", klog.KObj(svc), "annotations", unknown, "prefix", l.opts.AnnotationPrefix)
+		logger.Info("Ignoring unknown load balancer annotations; a typo?", "annotations", unknown, "prefix", l.opts.AnnotationPrefix)
 	}
 	errs := []error{}
 	if err != nil {
@@ -59,8 +63,12 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 	if spec.Name == "" {
 		spec.Name = l.defaultName(svc)
 	}
-	if ip := svc.Spec.LoadBalancerIP; ip != "" { //nolint:staticcheck // the deprecated field is still honoured
+	if raw := svc.Spec.LoadBalancerIP; raw != "" { //nolint:staticcheck // the deprecated field is still honoured
+		addr, perr := netip.ParseAddr(raw)
+		ip := addr.Unmap().String() // canonical, as the annotation's and the cloud's
 		switch {
+		case perr != nil || addr.Zone() != "":
+			errs = append(errs, fmt.Errorf("spec.loadBalancerIP %q is not an IP address", raw))
 		case len(s.ips) == 0:
 			spec.RequestedIPs = []string{ip}
 		case !slices.Contains(s.ips, ip):
@@ -132,6 +140,9 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 	if hc.Protocol == cloudapi.HealthCheckTCP {
 		hc.Path = ""
 	}
+	if s.hcTimeout == 0 && hc.Timeout > hc.Interval {
+		hc.Timeout = hc.Interval // a short interval alone shortens the default timeout
+	}
 	if hc.Timeout > hc.Interval {
 		errs = append(errs, fmt.Errorf("annotation %s%s: the health check timeout %s is longer than its interval %s", l.opts.AnnotationPrefix, AnnotationHealthCheckTimeout, hc.Timeout, hc.Interval))
 	}
@@ -168,12 +179,12 @@ func (l *LoadBalancer) targets(logger klog.Logger, svc *corev1.Service, nodes []
 	ids := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		if n.Spec.ProviderID == "" {
-			logger.V(2).Info("Skipping node without a provider ID as load balancer target", "service", klog.KObj(svc), "node", klog.KObj(n))
+			logger.V(2).Info("Skipping node without a provider ID as load balancer target", "node", klog.KObj(n))
 			continue
 		}
 		id, err := l.opts.ProviderID.InstanceID(n.Spec.ProviderID)
 		if err != nil {
-			logger.Info("Skipping node as load balancer target", "service", klog.KObj(svc), "node", klog.KObj(n), "err", err)
+			logger.Info("Skipping node as load balancer target", "node", klog.KObj(n), "err", err)
 			continue
 		}
 		ids = append(ids, id)

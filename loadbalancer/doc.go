@@ -11,8 +11,8 @@
 // changed or deleted. Before it creates, EnsureLoadBalancer has looked up by the tags; when
 // a create fails ambiguously (ErrTransient: the answer was lost) or with a conflict, it looks
 // again and adopts what an earlier create made, so a Service never gets two load balancers.
-// Should a backend have made two anyway, EnsureLoadBalancer keeps the oldest and deletes
-// the others.
+// Should a backend have made two anyway, EnsureLoadBalancer keeps the one whose address the
+// Service's status publishes (else the first by ID) and deletes the others.
 //
 // # What the Service asks for
 //
@@ -39,5 +39,8 @@
 // annotation is one UpdateLoadBalancer call whose Changes name what changed, in place, so
 // the addresses stay. Only a switch between internal and public replaces the load
 // balancer. While the cloud provisions, EnsureLoadBalancer returns an api.RetryError, and
-// the service controller asks again after ProvisioningRetryDelay instead of backing off.
+// the service controller asks again after ProvisioningRetryDelay instead of backing off; a
+// load balancer in status error is a plain error, with the controller's back-off. When an
+// annotation is malformed, UpdateLoadBalancer still applies the node set to the targets
+// and then reports the annotation's error.
 package loadbalancer

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -130,7 +131,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	if err != nil {
 		return nil, err
 	}
-	found, err = l.dropDuplicates(ctx, logger, found)
+	found, err = l.dropDuplicates(ctx, logger, svc, found)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +159,11 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	if err != nil {
 		return nil, err
 	}
-	if current.Status != cloudapi.LoadBalancerActive || len(current.Addresses) == 0 {
+	switch {
+	case current.Status == cloudapi.LoadBalancerError:
+		// Not "not ready yet": let the service controller back off.
+		return nil, fmt.Errorf("load balancer %s of service %s/%s: the cloud reports status %s", current.ID, svc.Namespace, svc.Name, current.Status)
+	case current.Status != cloudapi.LoadBalancerActive || len(current.Addresses) == 0:
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", current.ID, current.Status), ProvisioningRetryDelay)
 	}
 	return l.status(svc, current), nil
@@ -176,19 +181,24 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *co
 		return err
 	}
 	if len(found) == 0 {
-		return fmt.Errorf("service %s/%s has no load balancer with tags %s=%s, %s=%s to update", svc.Namespace, svc.Name,
-			cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagService, svc.UID)
+		return fmt.Errorf("service %s/%s has no load balancer with tags %s=%s, %s=%s to update: %w", svc.Namespace, svc.Name,
+			cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagService, svc.UID, cloudapi.ErrNotFound)
 	}
 	current := &found[0]
-	want, err := l.desired(logger, svc, nodes, current)
-	if err != nil {
-		return err
+	want, serr := l.desired(logger, svc, nodes, current)
+	if serr != nil {
+		// A malformed annotation must not keep removed nodes as targets: apply the node
+		// set to what is there, and report the Service's error.
+		want = current.Spec.Clone()
+		want.Targets = l.targets(logger, svc, nodes)
 	}
 	if current.Spec.Internal != want.Internal {
 		want.Internal = current.Spec.Internal // only EnsureLoadBalancer replaces
 	}
-	_, err = l.update(ctx, logger, current, want)
-	return err
+	if _, err := l.update(ctx, logger, current, want); err != nil {
+		return err
+	}
+	return serr
 }
 
 // EnsureLoadBalancerDeleted deletes every load balancer that carries the Service's owner
@@ -231,20 +241,39 @@ func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudap
 		if page.NextPageToken == "" {
 			return out, nil
 		}
+		if page.NextPageToken == opts.PageToken {
+			return nil, fmt.Errorf("looking up the load balancer of service %s/%s: the cloud answered page token %q twice", svc.Namespace, svc.Name, page.NextPageToken)
+		}
 		opts.PageToken = page.NextPageToken
 	}
 }
 
-// dropDuplicates deletes all but the first of several load balancers of one Service, which
-// only a backend that lost track of a create can have made.
-func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, found []cloudapi.LoadBalancer) ([]cloudapi.LoadBalancer, error) {
-	for _, extra := range found[min(1, len(found)):] {
-		logger.Info("Deleting duplicate load balancer of the service", "loadBalancer", extra.ID, "keeping", found[0].ID)
+// dropDuplicates deletes all but one of several load balancers of one Service, which only
+// a backend that lost track of a create can have made. It keeps the one whose address the
+// Service's status publishes, else the first by ID.
+func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, svc *corev1.Service, found []cloudapi.LoadBalancer) ([]cloudapi.LoadBalancer, error) {
+	if len(found) < 2 {
+		return found, nil
+	}
+	keep := 0
+	for i, lb := range found {
+		if slices.ContainsFunc(svc.Status.LoadBalancer.Ingress, func(in corev1.LoadBalancerIngress) bool {
+			return in.IP != "" && slices.Contains(lb.Addresses, in.IP)
+		}) {
+			keep = i
+			break
+		}
+	}
+	for i, extra := range found {
+		if i == keep {
+			continue
+		}
+		logger.Info("Deleting duplicate load balancer of the service", "loadBalancer", extra.ID, "keeping", found[keep].ID)
 		if err := l.delete(ctx, extra.ID); err != nil {
 			return nil, err
 		}
 	}
-	return found[:min(1, len(found))], nil
+	return found[keep : keep+1], nil
 }
 
 // create creates the load balancer, or adopts the one a lost or conflicting create made.
@@ -254,7 +283,7 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 		logger.Info("Created load balancer", "loadBalancer", lb.ID, "name", lb.Spec.Name)
 		return lb, nil
 	}
-	if !errors.Is(err, cloudapi.ErrConflict) && !errors.Is(err, cloudapi.ErrTransient) {
+	if !errors.Is(err, cloudapi.ErrConflict) && !errors.Is(err, cloudapi.ErrTransient) && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("creating load balancer %q: %w", want.Name, err)
 	}
 	// The create may have happened (a lost answer), or another sync made it: look again.

@@ -109,6 +109,9 @@ func (r *Routes) list(ctx context.Context) ([]cloudapi.Route, error) {
 		if page.NextPageToken == "" {
 			return out, nil
 		}
+		if page.NextPageToken == opts.PageToken {
+			return nil, fmt.Errorf("listing the cluster's routes: the cloud answered page token %q twice", page.NextPageToken)
+		}
 		opts.PageToken = page.NextPageToken
 	}
 }
@@ -119,7 +122,7 @@ func (r *Routes) CreateRoute(ctx context.Context, _ string, nameHint string, rou
 	logger := klog.FromContext(ctx).WithValues("node", route.TargetNode, "destination", route.DestinationCIDR)
 	dst, err := netip.ParsePrefix(route.DestinationCIDR)
 	if err != nil {
-		return fmt.Errorf("route to node %s: destination %q is not a CIDR", route.TargetNode, route.DestinationCIDR)
+		return fmt.Errorf("route to node %s: destination %q is not a CIDR: %w", route.TargetNode, route.DestinationCIDR, err)
 	}
 	dst = dst.Masked()
 	inst, err := r.opts.Lookup.ByName(ctx, string(route.TargetNode))
@@ -187,6 +190,9 @@ func (r *Routes) findFunc(ctx context.Context, match func(cloudapi.Route) bool) 
 		}
 		if page.NextPageToken == "" {
 			return nil, nil
+		}
+		if page.NextPageToken == opts.PageToken {
+			return nil, fmt.Errorf("listing routes: the cloud answered page token %q twice", page.NextPageToken)
 		}
 		opts.PageToken = page.NextPageToken
 	}
