@@ -168,12 +168,12 @@ func TestRouteControllerQuietReconcileIsOneCall(t *testing.T) {
 	factory.Start(ctx.Done())
 	go rc.Run(ctx, 200*time.Millisecond, controllersmetrics.NewControllerManagerMetrics("test"))
 
-	require.Eventually(t, func() bool { return len(e.cloud.Inventory().Routes) == n }, 2*time.Minute, 50*time.Millisecond, "every node gets its route")
+	require.Eventually(t, func() bool { return len(e.cloud.Inventory().Routes) == n }, 5*time.Minute, 50*time.Millisecond, "every node gets its route")
 	// Let the reconcile that created them finish, then count whole reconciles.
 	settled := e.cloud.Calls()
-	require.Eventually(t, func() bool { return e.cloud.Calls().Sub(settled)[cloudapi.OpListRoutes] >= 2 }, time.Minute, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return e.cloud.Calls().Sub(settled)[cloudapi.OpListRoutes] >= 2 }, 3*time.Minute, 20*time.Millisecond)
 	before := e.cloud.Calls()
-	require.Eventually(t, func() bool { return e.cloud.Calls().Sub(before)[cloudapi.OpListRoutes] >= 3 }, time.Minute, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return e.cloud.Calls().Sub(before)[cloudapi.OpListRoutes] >= 3 }, 3*time.Minute, 20*time.Millisecond)
 	cancel()
 	calls := e.cloud.Calls().Sub(before)
 	lists := calls[cloudapi.OpListRoutes]
@@ -221,7 +221,7 @@ func TestRouteControllerConvergesUnderFaults(t *testing.T) {
 	ours := func() []cloudapi.Route {
 		return e.cloud.Inventory().RoutesTagged(map[string]string{cloudapi.TagCluster: "c1"})
 	}
-	require.Eventually(t, func() bool { return len(ours()) >= 2*n }, time.Minute, 20*time.Millisecond, "routes for every node, under faults")
+	require.Eventually(t, func() bool { return len(ours()) >= 2*n }, 3*time.Minute, 20*time.Millisecond, "routes for every node, under faults")
 
 	// Five instances are deleted; their Nodes go.
 	for i := range 5 {
@@ -241,7 +241,7 @@ func TestRouteControllerConvergesUnderFaults(t *testing.T) {
 			}
 		}
 		return true
-	}, time.Minute, 20*time.Millisecond, "converged: one route per remaining node and family, none to a missing instance")
+	}, 3*time.Minute, 20*time.Millisecond, "converged: one route per remaining node and family, none to a missing instance")
 
 	seen := map[string]bool{}
 	for _, r := range ours() {

@@ -51,7 +51,7 @@ import (
 var defaultConfig []byte
 
 // timeout bounds every wait of the demo: the controllers act within seconds.
-const timeout = 60 * time.Second
+const timeout = 2 * time.Minute
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {

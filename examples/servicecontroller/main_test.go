@@ -70,7 +70,7 @@ func TestServiceGetsAndLosesItsLoadBalancer(t *testing.T) {
 		}
 		ingress = got.Status.LoadBalancer.Ingress
 		return len(ingress) == 1
-	}, 30*time.Second, 20*time.Millisecond, "the Service gets its load balancer's address")
+	}, 2*time.Minute, 20*time.Millisecond, "the Service gets its load balancer's address")
 	lbs := cloud.Inventory().LoadBalancers
 	require.Len(t, lbs, 1)
 	assert.Equal(t, lbs[0].Addresses[0], ingress[0].IP)
@@ -87,7 +87,7 @@ func TestServiceGetsAndLosesItsLoadBalancer(t *testing.T) {
 	require.Eventually(t, func() bool {
 		lbs := cloud.Inventory().LoadBalancers
 		return len(lbs) == 1 && len(lbs[0].Spec.Targets) == 2
-	}, 30*time.Second, 20*time.Millisecond, "new Nodes become targets")
+	}, 2*time.Minute, 20*time.Millisecond, "new Nodes become targets")
 	assert.Equal(t, []string{"i-1", "i-2"}, cloud.Inventory().LoadBalancers[0].Spec.Targets)
 
 	// Deleting: the API server sets the deletion timestamp and keeps the Service while the
@@ -99,18 +99,18 @@ func TestServiceGetsAndLosesItsLoadBalancer(t *testing.T) {
 	got.DeletionTimestamp = &now
 	_, err = kube.CoreV1().Services("default").Update(ctx, got, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(cloud.Inventory().LoadBalancers) == 0 }, 30*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return len(cloud.Inventory().LoadBalancers) == 0 }, 2*time.Minute, 20*time.Millisecond,
 		"deleting the Service deletes its load balancer")
 	require.Eventually(t, func() bool {
 		got, err := kube.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && len(got.Finalizers) == 0
-	}, 30*time.Second, 20*time.Millisecond, "and then its finalizer")
+	}, 2*time.Minute, 20*time.Millisecond, "and then its finalizer")
 
 	cancel()
 	select {
 	case err := <-done:
 		require.NoError(t, err, "the controller stops when its context ends")
-	case <-time.After(30 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("the controller did not stop")
 	}
 }
