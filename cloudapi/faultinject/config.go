@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/pace"
 )
 
 // Defaults used when the matching Config field is zero.
@@ -215,22 +216,7 @@ func (c Config) Validate() error {
 // SleepContext waits for d or until ctx is done, whichever comes first. It returns nil
 // after d and ctx.Err() when ctx ended first (also when it had ended before the call).
 // It is the default of Config.Sleep.
-func SleepContext(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func SleepContext(ctx context.Context, d time.Duration) error { return pace.SleepContext(ctx, d) }
 
 // cloneRules returns a copy of rules that shares no memory with it.
 func cloneRules(rules []Rule) []Rule {

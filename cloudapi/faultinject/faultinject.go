@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/pace"
 )
 
 // Client is a cloudapi.Client that injects faults into the calls it passes to an inner
@@ -32,7 +33,7 @@ type Client struct {
 	mu      sync.Mutex
 	enabled bool
 	rules   []Rule
-	bucket  *bucket
+	bucket  *pace.Bucket
 	seq     map[cloudapi.Operation]uint64
 	scripts map[cloudapi.Operation][]Fault
 	counts  map[cloudapi.Operation]*OpCounts
@@ -234,7 +235,7 @@ func (c *Client) outcomeLocked(op cloudapi.Operation, k uint64) outcome {
 		return outcome{kind: f.Kind}
 	}
 	if c.bucket != nil {
-		if wait := c.bucket.take(c.now()); wait > 0 {
+		if wait := refuse(c.bucket, c.now()); wait > 0 {
 			return outcome{wait: wait}
 		}
 	}

@@ -68,9 +68,9 @@ func TestBucket(t *testing.T) {
 	b := newBucket(&RateLimit{QPS: 2, Burst: 2})
 	require.NotNil(t, b)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	assert.Zero(t, b.take(now))
-	assert.Zero(t, b.take(now))
-	assert.Equal(t, 500_000_000, int(b.take(now)))
+	assert.Zero(t, refuse(b, now))
+	assert.Zero(t, refuse(b, now))
+	assert.Equal(t, 500_000_000, int(refuse(b, now)))
 	// A clock that goes back never frees tokens early.
-	assert.Equal(t, 1_500_000_000, int(b.take(now.Add(-time.Second))))
+	assert.Equal(t, 1_500_000_000, int(refuse(b, now.Add(-time.Second))))
 }

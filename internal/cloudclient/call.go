@@ -173,14 +173,14 @@ func (c *Client) admit(ctx context.Context) error {
 		var before, after time.Time
 		if hold <= 0 && limited {
 			c.applyRateLocked(now)
-			slot := c.bucket.next(now)
+			slot := c.bucket.Next(now)
 			delay = slot.Sub(now)
 			if delay > 0 && tooLate(ctx, delay) {
 				c.mu.Unlock()
 				return &waitTooLongError{wait: delay, reason: "the client-side rate limit allows no call before the context's deadline"}
 			}
-			before = c.bucket.take(slot)
-			after = c.bucket.tat
+			before = c.bucket.Take(slot)
+			after = c.bucket.TAT()
 		}
 		c.mu.Unlock()
 
@@ -197,7 +197,7 @@ func (c *Client) admit(ctx context.Context) error {
 			if err := c.opts.Sleep(ctx, delay); err != nil {
 				c.mu.Lock()
 				if gen == c.gen {
-					c.bucket.giveBack(before, after)
+					c.bucket.GiveBack(before, after)
 				}
 				c.mu.Unlock()
 				return err
@@ -238,7 +238,7 @@ func (c *Client) throttled(now, sent time.Time, hold time.Duration) (float64, bo
 	// The slots given at the old rate are dropped: their calls take new ones (see
 	// admit). A burst of 1 lets no group of calls out after the hold.
 	c.gen++
-	c.bucket.reset(now, c.base)
+	c.bucket.Reset(now, c.base)
 	return c.base, true
 }
 
@@ -263,7 +263,7 @@ func (c *Client) applyRateLocked(now time.Time) {
 	if r >= c.opts.QPS {
 		burst = c.opts.Burst
 	}
-	c.bucket.set(r, burst)
+	c.bucket.Set(r, burst)
 }
 
 // tooLate reports whether ctx has a deadline that comes before wait is over.

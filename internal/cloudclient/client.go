@@ -10,6 +10,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/pace"
 )
 
 // Client is a cloudapi.Client that rate-limits, retries, times and counts every call of
@@ -27,7 +28,7 @@ type Client struct {
 	// notBefore is when the last throttled answer allows the next call; zero before any.
 	notBefore time.Time
 	// The rest is the adaptive rate limit, used only when opts.limited().
-	bucket bucket
+	bucket pace.Bucket
 	// gen counts rate decreases; a call whose slot was taken before the latest decrease
 	// takes a new one.
 	gen int
@@ -91,7 +92,7 @@ func New(inner cloudapi.Client, opts Options) (*Client, error) {
 	c.metrics = m
 
 	if opts.limited() {
-		c.bucket.set(opts.QPS, opts.Burst)
+		c.bucket.Set(opts.QPS, opts.Burst)
 	}
 	return c, nil
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/component-base/metrics"
+
+	"github.com/ccmkit/ccmkit/internal/pace"
 )
 
 // Defaults used when the matching field of Options or RetryPolicy is zero.
@@ -177,7 +179,7 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepContext
+		o.Sleep = pace.SleepContext
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64
@@ -203,23 +205,4 @@ func metricName(provider string) string {
 		return ""
 	}
 	return b.String()
-}
-
-// sleepContext waits for d or until ctx is done, whichever comes first. It returns nil
-// after d and ctx.Err() when ctx ended first (also when it had ended before the call).
-func sleepContext(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
