@@ -26,17 +26,8 @@ type mocks struct {
 
 func newMocks(t *testing.T) *mocks {
 	t.Helper()
-	ctrl := gomock.NewController(t)
-	m := &mocks{
-		client: cloudapimock.NewMockClient(ctrl),
-		in:     cloudapimock.NewMockInstanceAPI(ctrl),
-		lb:     cloudapimock.NewMockLoadBalancerAPI(ctrl),
-		rt:     cloudapimock.NewMockRouteAPI(ctrl),
-	}
-	m.client.EXPECT().Instances().Return(m.in).AnyTimes()
-	m.client.EXPECT().LoadBalancers().Return(m.lb, true).AnyTimes()
-	m.client.EXPECT().Routes().Return(m.rt, true).AnyTimes()
-	return m
+	c := cloudapimock.NewCloud(gomock.NewController(t))
+	return &mocks{client: c.Client, in: c.Instances, lb: c.LoadBalancers, rt: c.Routes}
 }
 
 // opCase makes one operation's call through a cloudapi.Client and programs the inner
