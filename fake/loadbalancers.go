@@ -293,16 +293,19 @@ func (c *Cloud) validateSpec(s cloudapi.LoadBalancerSpec) error {
 		}
 		keys[l.Key()] = true
 	}
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(s.Targets))
+	c.mu.RLock() // once for all targets: a spec may name thousands
 	for _, t := range s.Targets {
+		_, known := c.instances.get(t)
 		switch {
 		case seen[t]:
 			errs = append(errs, fmt.Errorf("targets: %q is listed twice", t))
-		case !c.instanceKnown(t):
+		case !known:
 			errs = append(errs, fmt.Errorf("targets: no instance %q", t))
 		}
 		seen[t] = true
 	}
+	c.mu.RUnlock()
 	if hc := s.HealthCheck; hc != nil {
 		if !hc.Protocol.Valid() {
 			errs = append(errs, fmt.Errorf("healthCheck: protocol %q is not TCP, HTTP or HTTPS", hc.Protocol))
