@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -40,6 +41,9 @@ type Options struct {
 	// cloud-controller-manager's global registry (served on /metrics); tests pass their
 	// own.
 	Metrics MetricsRegistry
+	// Now returns the current time for the provider's caches (how old a snapshot is). Nil
+	// means time.Now; simulations and tests pass a virtual clock.
+	Now func() time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -117,7 +121,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		return nil, err
 	}
 	c := &Cloud{cfg: cfg, opts: opts, client: instrumented, providerID: format}
-	c.snapshot = instancecache.New(instrumented.Instances(), instancecache.Options{MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize})
+	c.snapshot = instancecache.New(instrumented.Instances(), instancecache.Options{MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, Now: opts.Now})
 	if cfg.InstancesEnabled() {
 		c.instances, err = instances.New(instrumented.Instances(), instances.Options{
 			ProviderID:       format,
