@@ -23,7 +23,10 @@
 // "unknown" and returned as it is, not reclassified. Throttled attempts were not applied
 // by definition, so every operation retries them (a create not when its error matches
 // cloudapi.ErrTransient as well: its outcome may be unknown). An update sets a whole
-// desired state and may be repeated. A create whose outcome is unknown may have made the
+// desired state and may be repeated, but its Changes describe the difference from the
+// caller's last read: after an attempt of unknown outcome the repeat reads the load
+// balancer again and sends only the changes still to be made (none left: the read is the
+// result), so an adapter with fine-grained calls never repeats applied ones. A create whose outcome is unknown may have made the
 // resource: it is never repeated here, and the layer above looks the resource up by its
 // owner tags before it creates again.
 //

@@ -2,6 +2,7 @@ package cloudclient_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -169,7 +170,10 @@ type opCase struct {
 var (
 	listOpts = cloudapi.ListOptions{Tags: map[string]string{cloudapi.TagCluster: "c1"}, PageSize: 7, PageToken: "p2"}
 	lbSpec   = cloudapi.LoadBalancerSpec{Name: "web", Tags: map[string]string{cloudapi.TagCluster: "c1"}}
-	lbUpdate = cloudapi.LoadBalancerUpdate{Spec: lbSpec}
+	// lbStale is what a read returns before a retried update: it differs from lbSpec in
+	// its name, which is what lbUpdate.Changes says.
+	lbStale  = cloudapi.LoadBalancerSpec{Name: "web-old", Tags: lbSpec.Tags}
+	lbUpdate = cloudapi.LoadBalancerUpdate{Spec: lbSpec, Changes: cloudapi.LoadBalancerChanges{Name: true}}
 	rtSpec   = cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "i-1"}
 )
 
@@ -290,13 +294,23 @@ func opCases() []opCase {
 		{
 			op: cloudapi.OpUpdateLoadBalancer,
 			expect: func(m *mocks, errs ...error) any {
+				// After an attempt of unknown outcome, the retry reads the load balancer
+				// first; the read says the change is still to be made.
 				res := &cloudapi.LoadBalancer{ID: "lb-1"}
-				inOrder(errs, func(err error) any {
-					if err != nil {
-						return m.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", lbUpdate).Return(nil, err)
+				var calls []any
+				for i, err := range errs {
+					if i > 0 && (errors.Is(errs[i-1], cloudapi.ErrTransient) || cloudapi.ClassOf(errs[i-1]) == nil) {
+						calls = append(calls, m.lb.EXPECT().GetLoadBalancer(gomock.Any(), "lb-1").Return(&cloudapi.LoadBalancer{ID: "lb-1", Spec: lbStale}, nil))
 					}
-					return m.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", lbUpdate).Return(res, nil)
-				})
+					if err != nil {
+						calls = append(calls, m.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", lbUpdate).Return(nil, err))
+					} else {
+						calls = append(calls, m.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", lbUpdate).Return(res, nil))
+					}
+				}
+				if len(calls) > 1 {
+					gomock.InOrder(calls...)
+				}
 				return res
 			},
 			call: func(ctx context.Context, c cloudapi.Client) (any, error) {

@@ -1,0 +1,69 @@
+package cloudclient_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/cloudclient"
+)
+
+// TestRetriedUpdateSendsOnlyWhatIsLeft updates a load balancer through the Client while
+// the cloud loses the first attempt's answer (applied) or refuses it (not applied), and
+// checks with the fake's history that every update the cloud saw described exactly the
+// change it made: a retry after an applied attempt must not send the same changes again.
+func TestRetriedUpdateSendsOnlyWhatIsLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		first       faultinject.Kind
+		wantUpdates int // updates the cloud applied
+	}{
+		{"answer lost, update applied", faultinject.Ambiguous, 1},
+		{"refused, not applied", faultinject.Transient, 1},
+		{"throttled, not applied", faultinject.Throttle, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud, err := fake.New(fake.Config{Instances: []fake.Instance{{ID: "i-1"}, {ID: "i-2"}}})
+			require.NoError(t, err)
+			faults := faultinject.Wrap(cloud, faultinject.Config{ThrottleRetryAfter: 10 * time.Millisecond})
+			c, err := cloudclient.New(faults, cloudclient.Options{ProviderName: "test", Registry: metrics.NewKubeRegistry(), Rand: func() float64 { return 0 }})
+			require.NoError(t, err)
+			_, ctx := ktesting.NewTestContext(t)
+			lbs, _ := c.LoadBalancers()
+
+			spec := cloudapi.LoadBalancerSpec{
+				Name:      "web",
+				Listeners: []cloudapi.Listener{{Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080}},
+				Targets:   []string{"i-1"},
+				Tags:      map[string]string{cloudapi.TagCluster: "c1"},
+			}
+			lb, err := lbs.CreateLoadBalancer(ctx, spec)
+			require.NoError(t, err)
+
+			desired := spec
+			desired.Targets = []string{"i-1", "i-2"}
+			faults.Script(cloudapi.OpUpdateLoadBalancer, faultinject.Fault{Kind: tc.first})
+			got, err := lbs.UpdateLoadBalancer(ctx, lb.ID, cloudapi.LoadBalancerUpdate{
+				Spec: desired, Changes: cloudapi.DiffLoadBalancer(lb.Spec, desired),
+			})
+			require.NoError(t, err)
+			assert.Equal(t, []string{"i-1", "i-2"}, got.Spec.Targets)
+
+			var updates int
+			for _, ev := range cloud.LoadBalancerHistory() {
+				if ev.Op == cloudapi.OpUpdateLoadBalancer {
+					updates++
+					assert.True(t, ev.ChangesMatch(), "update described %+v but changed %+v", ev.Changes, ev.Actual)
+				}
+			}
+			assert.Equal(t, tc.wantUpdates, updates)
+		})
+	}
+}
