@@ -1,0 +1,16 @@
+// Package e2e is ccmkit's end-to-end suite: the cloud-controller-manager's production code
+// path (k8s.io/cloud-provider's command with ccmkit's provider registered, as in
+// examples/ccm) against a real kube-apiserver and etcd on 127.0.0.1, over the fake cloud
+// of testdata/cloud.yaml. Each scenario starts its own control plane and CCM (package
+// harness), acts as kubelets and users do through the API, and asserts on the Kubernetes
+// objects and on the fake cloud's state. Most scenarios run twice: on a healthy cloud and
+// with throttling, transient errors, timeouts and lost write answers injected; after every
+// scenario the faults stop and the cloud must hold no duplicate or orphaned load balancer
+// and no stale route.
+//
+// Run it from the repository root with `make e2e` (part of `make test`): it builds the
+// control plane first (`make controlplane`). The suite does not run under -race: the
+// upstream service controller has a data race of its own between its node sync and
+// service sync, which the race detector reports in the in-process CCM; ccmkit's own code
+// is race-tested by the unit suite.
+package e2e

@@ -1,0 +1,184 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/app"
+	"k8s.io/cloud-provider/app/config"
+	"k8s.io/cloud-provider/names"
+	"k8s.io/cloud-provider/options"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/configz"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+)
+
+// ClusterCIDRs are the pod CIDRs of the harness's cluster (--cluster-cidr): the route
+// controller manages routes for Node pod CIDRs inside them.
+const ClusterCIDRs = "10.244.0.0/16,fd00:10:244::/56"
+
+// Periods are the controller periods the harness runs the CCM with: the upstream
+// defaults shortened so that scenarios take seconds, not minutes.
+var Periods = struct {
+	NodeMonitor, NodeStatus, Routes time.Duration
+}{NodeMonitor: time.Second, NodeStatus: 5 * time.Second, Routes: 2 * time.Second}
+
+// CCM is a cloud-controller-manager running in this process: the command of
+// k8s.io/cloud-provider/app, built exactly as examples/ccm builds it, with the provider
+// registered by Use.
+type CCM struct {
+	stop chan struct{}
+	done chan error
+	once sync.Once
+}
+
+var (
+	logging sync.Once
+	logOut  switchWriter
+)
+
+// LogVerbosity is the verbosity of the CCM's log (klog -v).
+const LogVerbosity = 2
+
+// setUpLogging applies the logging configuration once for the process, then points the
+// global logger at logOut. The CCM command applies the same configuration again on every
+// start; with ReapplyHandlingIgnoreUnchanged that is a no-op, instead of an error or a
+// data race with goroutines that are logging, and the logger set here stays.
+func setUpLogging() error {
+	var err error
+	logging.Do(func() {
+		logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
+		if err = logsapi.ValidateAndApply(logs.NewOptions(), utilfeature.DefaultFeatureGate); err != nil {
+			return
+		}
+		klog.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&logOut), textlogger.Verbosity(LogVerbosity))))
+	})
+	return err
+}
+
+// switchWriter is the process's log destination: the log of the CCM running now.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		return len(p), nil
+	}
+	return s.w.Write(p)
+}
+
+func (s *switchWriter) set(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = w
+}
+
+// StartCCM writes the cloud's config beside the control plane's files and starts the
+// cloud-controller-manager with every controller (cloud-node, cloud-node-lifecycle,
+// service, route), no leader election and no serving port. Its log goes to logFile (nil:
+// discarded). extraFlags come last and override the defaults.
+func StartCCM(cp *ControlPlane, cloud *Cloud, logFile io.Writer, extraFlags ...string) (*CCM, error) {
+	if err := setUpLogging(); err != nil {
+		return nil, fmt.Errorf("setting up logging: %w", err)
+	}
+	if logFile == nil {
+		logFile = io.Discard
+	}
+	logOut.set(logFile)
+
+	cloudConfig := filepath.Join(cp.Dir(), "cloud.yaml")
+	if err := os.WriteFile(cloudConfig, cloud.Config, 0o600); err != nil {
+		return nil, err
+	}
+	Use(cloud)
+	flags := []string{
+		"--kubeconfig=" + cp.KubeconfigPath,
+		"--cloud-provider=" + ProviderName,
+		"--cloud-config=" + cloudConfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--controllers=*",
+		"--configure-cloud-routes=true",
+		"--cluster-cidr=" + ClusterCIDRs,
+		"--node-monitor-period=" + Periods.NodeMonitor.String(),
+		"--node-status-update-frequency=" + Periods.NodeStatus.String(),
+		"--route-reconciliation-period=" + Periods.Routes.String(),
+		"--concurrent-service-syncs=4",
+		"--kube-api-qps=100",
+		"--kube-api-burst=200",
+	}
+	flags = append(flags, extraFlags...)
+
+	opts, err := options.NewCloudControllerManagerOptions()
+	if err != nil {
+		return nil, err
+	}
+	c := &CCM{stop: make(chan struct{}), done: make(chan error, 1)}
+	cmd := app.NewCloudControllerManagerCommand(opts, initCloud, app.DefaultInitFuncConstructors,
+		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, c.stop)
+	cmd.SetArgs(flags)
+	cmd.SetOut(logFile)
+	cmd.SetErr(logFile)
+	cmd.SilenceUsage = true
+	go func() {
+		err := cmd.Execute()
+		// The next start in this process registers /configz again.
+		configz.Delete(app.ConfigzName)
+		c.done <- err
+	}()
+	return c, nil
+}
+
+// initCloud is examples/ccm's: it builds the provider named by --cloud-provider from
+// --cloud-config. Where examples/ccm exits the process, it panics with the reason: in a
+// test that is a failure with a stack, never a silent exit.
+func initCloud(cfg *config.CompletedConfig) cloudprovider.Interface {
+	shared := cfg.ComponentConfig.KubeCloudShared
+	cloud, err := cloudprovider.InitCloudProvider(shared.CloudProvider.Name, shared.CloudProvider.CloudConfigFile)
+	if err != nil {
+		panic(fmt.Sprintf("cloud provider could not be initialized: %v", err))
+	}
+	if cloud == nil {
+		panic("no cloud provider " + shared.CloudProvider.Name)
+	}
+	return cloud
+}
+
+// Stop stops the CCM and waits up to a minute for its command to return. Its
+// controllers stop with it.
+func (c *CCM) Stop() error {
+	c.once.Do(func() { close(c.stop) })
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return err
+	case <-time.After(time.Minute):
+		return errors.New("the cloud-controller-manager did not stop within a minute")
+	}
+}
+
+// Exited reports whether the CCM's command has returned and with what error; a CCM that
+// exits before it is stopped failed to start.
+func (c *CCM) Exited() (bool, error) {
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}

@@ -1,0 +1,87 @@
+package harness
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/provider"
+)
+
+// ProviderName is the --cloud-provider under which the harness registers ccmkit's provider
+// over the harness's Cloud. It is the built-in provider's fake backend, with one
+// difference: every start of the cloud-controller-manager in this process gets the same
+// Cloud (the one Use installed), so a restarted CCM meets the state its predecessor left
+// and the harness can inspect and change that state.
+const ProviderName = "ccmkit-e2e"
+
+// ProviderIDTemplate is the provider ID format of the harness's provider: the built-in
+// provider's, so Nodes look the same as under `--cloud-provider=ccmkit`.
+const ProviderIDTemplate = "ccmkit://{id}"
+
+// Cloud is the cloud behind the CCM: the fake, described by a cloud config file, behind the
+// fault injector (off until enabled).
+type Cloud struct {
+	// Fake is the in-memory cloud: its state, call counters and load balancer history.
+	Fake *fake.Cloud
+	// Faults wraps Fake; the CCM calls the cloud through it.
+	Faults *faultinject.Client
+	// Config is the cloud config file's content, as passed to --cloud-config.
+	Config []byte
+}
+
+var (
+	current  atomic.Pointer[Cloud]
+	register sync.Once
+)
+
+// NewCloud builds the fake cloud from the `fake:` section of a cloud config for the
+// built-in provider (see the README's configuration reference), behind a fault injector
+// configured with faults and switched off (Faults.SetEnabled turns it on).
+func NewCloud(cloudConfig []byte, faults faultinject.Config) (*Cloud, error) {
+	cfg, err := provider.ReadConfig(bytes.NewReader(cloudConfig), ProviderName)
+	if err != nil {
+		return nil, err
+	}
+	section, ok, err := provider.Section[fake.Config](cfg, provider.FakeBackendName)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("the cloud config has no %q section describing the fake cloud", provider.FakeBackendName)
+	}
+	if section.Region == "" {
+		section.Region = cfg.Region
+	}
+	f, err := fake.New(section)
+	if err != nil {
+		return nil, err
+	}
+	injector := faultinject.Wrap(f, faults)
+	injector.SetEnabled(false)
+	return &Cloud{Fake: f, Faults: injector, Config: cloudConfig}, nil
+}
+
+// Use makes c the cloud of every cloud-controller-manager started from now on in this
+// process, and registers ProviderName on first use.
+func Use(c *Cloud) {
+	register.Do(func() {
+		backend := provider.Backend[fake.Config]{
+			Name: provider.FakeBackendName,
+			New: func(*provider.Config, fake.Config) (cloudapi.Client, error) {
+				c := current.Load()
+				if c == nil {
+					return nil, errors.New("harness: no cloud installed with harness.Use")
+				}
+				return c.Faults, nil
+			},
+		}
+		provider.Register(ProviderName, backend, provider.Options{ProviderIDTemplate: ProviderIDTemplate})
+	})
+	current.Store(c)
+}

@@ -1,0 +1,11 @@
+// Package harness runs ccmkit's cloud-controller-manager against a real control plane for
+// the e2e suite and the demo: kube-apiserver and etcd as processes on 127.0.0.1 (through
+// controller-runtime's envtest, from binaries built by `make controlplane`), the fake cloud
+// described by a cloud config behind a fault injector, and the CCM command of
+// k8s.io/cloud-provider/app in this process, built as examples/ccm builds it, under
+// --cloud-provider=ccmkit-e2e. It also acts as kubelets do (RegisterNode, SetNodeReady).
+//
+// One CCM runs at a time per process: the provider registration is process-wide, and each
+// start uses the Cloud last passed to StartCCM, so a restarted CCM meets its predecessor's
+// cloud.
+package harness
