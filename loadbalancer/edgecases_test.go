@@ -41,7 +41,10 @@ func TestErrorStatusIsNotAFixedRetry(t *testing.T) {
 	lb, m := newMockLoadBalancer(t)
 	broken := mockConverged()
 	broken.Status = cloudapi.LoadBalancerError
-	m.EXPECT().ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", broken), nil)
+	gomock.InOrder(
+		m.EXPECT().ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", broken), nil),
+		m.EXPECT().ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", broken), nil), // not trusted: read afresh
+	)
 	_, err := lb.EnsureLoadBalancer(ctx, "c", mockService(), mockNodes())
 	require.Error(t, err)
 	var retry *api.RetryError
@@ -61,8 +64,12 @@ func TestDuplicateKeepsThePublishedAddress(t *testing.T) {
 	svc := mockService()
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: mockAddress}}
 
-	m.EXPECT().ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", low, published), nil)
-	m.EXPECT().DeleteLoadBalancer(gomock.Any(), "lb-0a").Return(nil) // an unexpected delete of lb-ff fails the test
+	// The delete follows a fresh read; an unexpected delete of lb-ff fails the test.
+	gomock.InOrder(
+		m.EXPECT().ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", low, published), nil),
+		m.EXPECT().ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", low, published), nil),
+		m.EXPECT().DeleteLoadBalancer(gomock.Any(), "lb-0a").Return(nil),
+	)
 	st, err := lb.EnsureLoadBalancer(ctx, "c", svc, mockNodes())
 	mockRequireActive(t, st, err)
 }
@@ -94,7 +101,7 @@ func TestLoadBalancerIPIsCanonical(t *testing.T) {
 			svc.Annotations = tt.annotations
 			svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
 			svc.Spec.LoadBalancerIP = "2001:DB8:0::A"
-			m.EXPECT().ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", stored), nil)
+			m.EXPECT().ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", stored), nil)
 			// No UpdateLoadBalancer is expected: the mock fails the test on one.
 			_, err := lb.EnsureLoadBalancer(ctx, "c", svc, mockNodes())
 			require.NoError(t, err)

@@ -27,6 +27,8 @@ const (
 	chaosInstances = 20
 	// chaosMaxAttempts bounds how often converge calls a method before it gives up.
 	chaosMaxAttempts = 200
+	// chaosTick is how far the snapshot's clock moves whenever it is read.
+	chaosTick = 20 * time.Second
 )
 
 // chaosPort is one port of a Service in the fault test.
@@ -153,7 +155,13 @@ func TestConvergesUnderFaults(t *testing.T) {
 	require.True(t, ok)
 	format, err := providerid.Default("ccmkit")
 	require.NoError(t, err)
-	lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: chaosCluster, ProviderID: format})
+	// The snapshot ages by 20 s with every call, so that it is refreshed every few calls,
+	// under the same faults.
+	clk := newClock()
+	lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: chaosCluster, ProviderID: format, Now: func() time.Time {
+		clk.Advance(chaosTick)
+		return clk.Now()
+	}})
 	require.NoError(t, err)
 
 	services := make([]*chaosServiceState, chaosServices)
@@ -257,18 +265,24 @@ func TestConvergesUnderFaults(t *testing.T) {
 	}
 	assert.Len(t, inv.LoadBalancers, surviving, "load balancers in the cloud")
 
-	// Converged: with the faults off, ensuring every surviving Service again writes nothing.
+	// Converged: with the faults off, ensuring and updating every surviving Service again
+	// writes nothing, and reads only to refresh the snapshot (one page of the fake's 100):
+	// at most once per MaxAge, which the clock passes every three calls.
 	before := cloud.Calls()
+	ensured := 0
 	for _, s := range services {
 		if s.deleted {
 			continue
 		}
 		_, err := lb.EnsureLoadBalancer(ctx, chaosCluster, s.svc, nodes)
 		require.NoError(t, err, "service %s", s.svc.Name)
+		require.NoError(t, lb.UpdateLoadBalancer(ctx, chaosCluster, s.svc, nodes), "service %s", s.svc.Name)
+		ensured += 2
 	}
 	calls := cloud.Calls().Sub(before)
 	assert.Zero(t, calls.Writes(), "writes after convergence: %v", calls)
-	assert.Equal(t, int64(surviving), calls[cloudapi.OpListLoadBalancers], "reads after convergence: %v", calls)
+	assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: calls[cloudapi.OpListLoadBalancers]}, calls, "only snapshot lists after convergence")
+	assert.LessOrEqual(t, calls[cloudapi.OpListLoadBalancers], int64(ensured*int(chaosTick)/int(loadbalancer.DefaultMaxAge)+1), "reads after convergence: %v", calls)
 
 	// (d) The faults were real.
 	for _, k := range []faultinject.Kind{faultinject.Throttle, faultinject.Transient, faultinject.Timeout, faultinject.Ambiguous} {

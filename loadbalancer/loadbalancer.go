@@ -38,14 +38,30 @@ type Options struct {
 	// AnnotationPrefix is the prefix of the Service annotations, ending in "/". Default
 	// DefaultAnnotationPrefix.
 	AnnotationPrefix string
+	// MaxAge is how old the snapshot of the cluster's load balancers may get before a call
+	// refreshes it with one paged list by the cluster tag. Zero means DefaultMaxAge. A load
+	// balancer changed behind ccmkit's back while it matches its Service in the snapshot
+	// is repaired at most MaxAge later; a longer MaxAge never makes a write wrong, since
+	// every write is based on a fresh read.
+	MaxAge time.Duration
+	// PageSize is the page size asked for when listing the snapshot. Zero means the
+	// backend's default.
+	PageSize int
+	// Now returns the current time, by which the snapshot ages. Nil means time.Now;
+	// simulations and tests pass a virtual clock.
+	Now func() time.Time
 }
 
 // LoadBalancer implements cloudprovider.LoadBalancer over a cloudapi.LoadBalancerAPI. A
 // Service's load balancer is the one that carries the cluster's ID and the Service's UID in
 // its tags (cloudapi.TagCluster, cloudapi.TagService); names are for humans.
+//
+// It keeps a snapshot of the cluster's load balancers (see Options.MaxAge), so that a
+// call that would change nothing costs no cloud call; see the package documentation.
 type LoadBalancer struct {
 	api  cloudapi.LoadBalancerAPI
 	opts Options
+	snap *snapshot
 
 	mu    sync.Mutex
 	locks map[string]*serviceLock // by Service UID
@@ -67,14 +83,29 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	if opts.ProviderID.String() == "" {
 		return nil, errors.New("loadbalancer: a provider ID format is required")
 	}
+	if opts.MaxAge < 0 || opts.PageSize < 0 {
+		return nil, fmt.Errorf("loadbalancer: MaxAge (%s) and PageSize (%d) must not be negative", opts.MaxAge, opts.PageSize)
+	}
 	if opts.AnnotationPrefix == "" {
 		opts.AnnotationPrefix = DefaultAnnotationPrefix
 	}
-	return &LoadBalancer{api: api, opts: opts, locks: map[string]*serviceLock{}}, nil
+	if opts.MaxAge == 0 {
+		opts.MaxAge = DefaultMaxAge
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &LoadBalancer{
+		api:   api,
+		opts:  opts,
+		snap:  newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Now),
+		locks: map[string]*serviceLock{},
+	}, nil
 }
 
-// lock serializes the writes for one Service: the service controller's sync and its node
-// sync may run for the same Service at once.
+// lock serializes the calls for one Service: the service controller's sync and its node
+// sync may run for the same Service at once. It also keeps the snapshot's entry of the
+// Service in the order of the cloud's answers.
 func (l *LoadBalancer) lock(uid string) func() {
 	l.mu.Lock()
 	sl := l.locks[uid]
@@ -104,13 +135,22 @@ func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *cor
 	return l.defaultName(svc)
 }
 
-// GetLoadBalancer reports whether the Service has a load balancer and its status. One
-// cloud read (a list by owner tags).
+// GetLoadBalancer reports whether the Service has a load balancer and its status. It
+// always asks the cloud (one list by owner tags), never the snapshot: the service
+// controller asks it whether there is anything to delete, and a stale "no" would leave a
+// load balancer behind. A cloud error is returned as it is, never as "no load balancer".
 func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
-	found, err := l.find(ctx, svc)
+	uid, err := serviceUID(svc)
 	if err != nil {
 		return nil, false, err
 	}
+	defer l.lock(uid)()
+	found, err := l.find(ctx, svc)
+	if err != nil {
+		l.snap.forget(uid)
+		return nil, false, err
+	}
+	l.snap.record(uid, pointers(found)...)
 	if len(found) == 0 {
 		return nil, false, nil
 	}
@@ -118,15 +158,54 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 }
 
 // EnsureLoadBalancer makes the Service's load balancer match the Service and nodes and
-// returns its status. It reads once (a list by owner tags); it writes only when something
-// differs, and then in place, except for a switch between internal and public, which
-// replaces the load balancer. It creates at most one load balancer per Service UID: after
-// an ambiguous failure or a conflict it looks again by owner tags and adopts what it finds.
-// While the cloud provisions, it returns an api.RetryError.
+// returns its status.
+//
+// When the snapshot knows exactly one load balancer of the Service, active and matching
+// what the Service asks for, it returns that one's status without a cloud call (after a
+// refresh of the snapshot, when it was older than Options.MaxAge). Otherwise it reads
+// the load balancer afresh (a list by owner tags) and writes only what differs from that
+// read, in place, except for a switch between internal and public, which replaces the load
+// balancer. It creates at most one load balancer per Service UID: after an ambiguous
+// failure or a conflict it looks again by owner tags and adopts what it finds. While the
+// cloud provisions, it returns an api.RetryError.
 func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	defer l.lock(string(svc.UID))()
+	uid, err := serviceUID(svc)
+	if err != nil {
+		return nil, err
+	}
+	defer l.lock(uid)()
 
+	if current, ok := l.trusted(ctx, uid); ok {
+		want, err := l.desired(logger, svc, nodes, current)
+		if err != nil {
+			return nil, err
+		}
+		if cloudapi.DiffLoadBalancer(current.Spec, want).Empty() {
+			return l.status(svc, current), nil
+		}
+	}
+
+	current, err := l.ensure(ctx, logger, svc, nodes)
+	if err != nil {
+		l.snap.forget(uid)
+		return nil, err
+	}
+	l.snap.record(uid, current)
+	switch {
+	case current.Status == cloudapi.LoadBalancerError:
+		// Not "not ready yet": let the service controller back off.
+		return nil, fmt.Errorf("load balancer %s of service %s/%s: the cloud reports status %s", current.ID, svc.Namespace, svc.Name, current.Status)
+	case current.Status != cloudapi.LoadBalancerActive || len(current.Addresses) == 0:
+		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", current.ID, current.Status), ProvisioningRetryDelay)
+	}
+	return l.status(svc, current), nil
+}
+
+// ensure is EnsureLoadBalancer from a fresh read: it finds the Service's load balancers
+// by owner tags, deletes duplicates, and creates, replaces or updates the load balancer.
+// It returns the load balancer as the cloud last answered.
+func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node) (*cloudapi.LoadBalancer, error) {
 	found, err := l.find(ctx, svc)
 	if err != nil {
 		return nil, err
@@ -146,83 +225,133 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 
 	switch {
 	case current == nil:
-		current, err = l.create(ctx, logger, svc, want)
+		return l.create(ctx, logger, svc, want)
 	case current.Spec.Internal != want.Internal:
 		logger.Info("Replacing load balancer: internal and public cannot be switched in place", "loadBalancer", current.ID, "internal", want.Internal)
 		if err := l.delete(ctx, current.ID); err != nil {
 			return nil, err
 		}
-		current, err = l.create(ctx, logger, svc, want)
+		return l.create(ctx, logger, svc, want)
 	default:
-		current, err = l.update(ctx, logger, current, want)
+		return l.update(ctx, logger, current, want)
 	}
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case current.Status == cloudapi.LoadBalancerError:
-		// Not "not ready yet": let the service controller back off.
-		return nil, fmt.Errorf("load balancer %s of service %s/%s: the cloud reports status %s", current.ID, svc.Namespace, svc.Name, current.Status)
-	case current.Status != cloudapi.LoadBalancerActive || len(current.Addresses) == 0:
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", current.ID, current.Status), ProvisioningRetryDelay)
-	}
-	return l.status(svc, current), nil
 }
 
 // UpdateLoadBalancer brings the targets (and anything else that drifted) in line with the
-// nodes. With an unchanged node set it makes one read and no write. It never creates a
-// load balancer: when the Service has none, it returns an error, and the service
-// controller's next sync of the Service creates it.
+// nodes. When the snapshot knows exactly one load balancer of the Service, active and
+// without anything to change, it makes no cloud call; otherwise it reads the load
+// balancer afresh (a list by owner tags) and writes only what differs from that read. It
+// never creates a load balancer: when the Service has none, it returns an error matching
+// cloudapi.ErrNotFound, and the service controller's next sync of the Service creates it.
 func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) error {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	defer l.lock(string(svc.UID))()
-	found, err := l.find(ctx, svc)
+	uid, err := serviceUID(svc)
 	if err != nil {
 		return err
 	}
+	defer l.lock(uid)()
+
+	if current, ok := l.trusted(ctx, uid); ok {
+		want, serr := l.updateWant(logger, svc, nodes, current)
+		if cloudapi.DiffLoadBalancer(current.Spec, want).Empty() {
+			return serr
+		}
+	}
+
+	found, err := l.find(ctx, svc)
+	if err != nil {
+		l.snap.forget(uid)
+		return err
+	}
 	if len(found) == 0 {
+		l.snap.record(uid)
 		return fmt.Errorf("service %s/%s has no load balancer with tags %s=%s, %s=%s to update: %w", svc.Namespace, svc.Name,
 			cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagService, svc.UID, cloudapi.ErrNotFound)
 	}
-	current := &found[0]
+	want, serr := l.updateWant(logger, svc, nodes, &found[0])
+	lb, err := l.update(ctx, logger, &found[0], want)
+	if err != nil {
+		l.snap.forget(uid)
+		return err
+	}
+	found[0] = *lb
+	l.snap.record(uid, pointers(found)...)
+	return serr
+}
+
+// updateWant is what UpdateLoadBalancer makes of current: what the Service asks for, but
+// never a switch between internal and public (only EnsureLoadBalancer replaces). When an
+// annotation is malformed, it is current with the nodes as targets, and the Service's
+// error: removed nodes must not stay targets until the user fixes the annotation.
+func (l *LoadBalancer) updateWant(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, error) {
 	want, serr := l.desired(logger, svc, nodes, current)
 	if serr != nil {
-		// A malformed annotation must not keep removed nodes as targets: apply the node
-		// set to what is there, and report the Service's error.
 		want = current.Spec.Clone()
 		want.Targets = l.targets(logger, svc, nodes)
 	}
-	if current.Spec.Internal != want.Internal {
-		want.Internal = current.Spec.Internal // only EnsureLoadBalancer replaces
-	}
-	if _, err := l.update(ctx, logger, current, want); err != nil {
-		return err
-	}
-	return serr
+	want.Internal = current.Spec.Internal
+	return want, serr
 }
 
 // EnsureLoadBalancerDeleted deletes every load balancer that carries the Service's owner
 // tags, with its listeners, targets and health check, and returns nil when there is none.
+// It always asks the cloud (one list by owner tags), never the snapshot.
 func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) error {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	defer l.lock(string(svc.UID))()
+	uid, err := serviceUID(svc)
+	if err != nil {
+		return err
+	}
+	defer l.lock(uid)()
 	found, err := l.find(ctx, svc)
 	if err != nil {
+		l.snap.forget(uid)
 		return err
 	}
 	for _, lb := range found {
 		if err := l.delete(ctx, lb.ID); err != nil {
+			l.snap.forget(uid)
 			return err
 		}
 		logger.Info("Deleted load balancer", "loadBalancer", lb.ID, "name", lb.Spec.Name)
 	}
+	l.snap.record(uid)
 	return nil
+}
+
+// trusted returns the Service's load balancer from the snapshot when the snapshot may
+// stand in for a fresh read to find that there is nothing to do: it knows exactly one
+// load balancer of the Service, active and with addresses. Anything else (none,
+// duplicates, provisioning, status error, a failed call since) is read afresh.
+func (l *LoadBalancer) trusted(ctx context.Context, uid string) (*cloudapi.LoadBalancer, bool) {
+	lbs, ok := l.snap.lookup(ctx, uid)
+	if !ok || len(lbs) != 1 || lbs[0].Status != cloudapi.LoadBalancerActive || len(lbs[0].Addresses) == 0 {
+		return nil, false
+	}
+	return lbs[0], true
+}
+
+// serviceUID returns the Service's UID, which its load balancer's owner tag holds.
+func serviceUID(svc *corev1.Service) (string, error) {
+	if svc.UID == "" {
+		return "", fmt.Errorf("service %s/%s has no UID: it cannot own a load balancer", svc.Namespace, svc.Name)
+	}
+	return string(svc.UID), nil
+}
+
+// pointers returns pointers to the elements of lbs.
+func pointers(lbs []cloudapi.LoadBalancer) []*cloudapi.LoadBalancer {
+	out := make([]*cloudapi.LoadBalancer, len(lbs))
+	for i := range lbs {
+		out[i] = &lbs[i]
+	}
+	return out
 }
 
 // find lists the load balancers with the Service's owner tags, oldest (lowest ID) first.
 func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudapi.LoadBalancer, error) {
-	if svc.UID == "" {
-		return nil, fmt.Errorf("service %s/%s has no UID: it cannot own a load balancer", svc.Namespace, svc.Name)
+	if _, err := serviceUID(svc); err != nil {
+		return nil, err
 	}
 	opts := cloudapi.ListOptions{Tags: l.ownerTags(svc)}
 	var out []cloudapi.LoadBalancer

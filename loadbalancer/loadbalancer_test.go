@@ -3,7 +3,9 @@ package loadbalancer_test
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,11 +27,38 @@ type env struct {
 	cloud *fake.Cloud
 	lb    *loadbalancer.LoadBalancer
 	nodes []*corev1.Node
+	clock *clock
 }
+
+// clock is a virtual clock that a test moves by hand, so that the snapshot's age is the
+// test's choice, not the machine's speed.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+// Now returns the clock's time.
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// expire moves the clock past the snapshot's maximum age.
+func (e *env) expire() { e.clock.Advance(loadbalancer.DefaultMaxAge + time.Second) }
 
 func newEnv(t *testing.T, cfg fake.Config, wrap ...func(cloudapi.Client) cloudapi.Client) *env {
 	t.Helper()
-	e := &env{}
+	e := &env{clock: newClock()}
 	for i := range 5 {
 		id := fmt.Sprintf("i-%d", i)
 		cfg.Instances = append(cfg.Instances, fake.Instance{ID: id, Name: fmt.Sprintf("node-%d", i)})
@@ -46,7 +75,7 @@ func newEnv(t *testing.T, cfg fake.Config, wrap ...func(cloudapi.Client) cloudap
 	require.True(t, ok)
 	format, err := providerid.Default("ccmkit")
 	require.NoError(t, err)
-	e.lb, err = loadbalancer.New(apiLB, loadbalancer.Options{ClusterID: "c1", ProviderID: format})
+	e.lb, err = loadbalancer.New(apiLB, loadbalancer.Options{ClusterID: "c1", ProviderID: format, Now: e.clock.Now})
 	require.NoError(t, err)
 	return e
 }
@@ -125,12 +154,18 @@ func TestConvergedEnsureReadsOnceAndWritesNothing(t *testing.T) {
 
 	before := e.cloud.Calls()
 	st := e.ensure(t, svc, e.nodes)
-	assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: 1}, e.cloud.Calls().Sub(before))
+	assert.Empty(t, e.cloud.Calls().Sub(before), "the create's answer is in the snapshot: no call")
 	assert.Equal(t, corev1.LoadBalancerIPModeProxy, *st.Ingress[0].IPMode, "PROXY protocol makes kube-proxy send in-cluster traffic through the load balancer")
 
 	before = e.cloud.Calls()
 	require.NoError(t, e.lb.UpdateLoadBalancer(t.Context(), "c", svc, e.nodes))
-	assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: 1}, e.cloud.Calls().Sub(before), "unchanged node set: no write")
+	assert.Empty(t, e.cloud.Calls().Sub(before), "unchanged node set: no write, and no read while the snapshot is fresh")
+
+	e.expire()
+	before = e.cloud.Calls()
+	e.ensure(t, svc, e.nodes)
+	require.NoError(t, e.lb.UpdateLoadBalancer(t.Context(), "c", svc, e.nodes))
+	assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: 1}, e.cloud.Calls().Sub(before), "an expired snapshot: one list for both, no write")
 }
 
 func TestNodeChurnIsOneWrite(t *testing.T) {
@@ -333,6 +368,8 @@ func TestDuplicatesAreRemoved(t *testing.T) {
 	_, err := api.CreateLoadBalancer(t.Context(), dup)
 	require.NoError(t, err)
 
+	// The duplicate was made behind ccmkit's back: the refreshed snapshot shows it.
+	e.expire()
 	e.ensure(t, svc, e.nodes)
 	assert.Equal(t, first.ID, e.only(t).ID, "the oldest is kept")
 }

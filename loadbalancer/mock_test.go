@@ -80,8 +80,14 @@ func mockConverged() *cloudapi.LoadBalancer {
 	return &cloudapi.LoadBalancer{ID: "lb-1", Spec: mockSpec(), Addresses: []string{mockAddress}, Status: cloudapi.LoadBalancerActive}
 }
 
+// mockListOptions are the options of a list by mockService's owner tags: a fresh read.
 func mockListOptions(token string) cloudapi.ListOptions {
 	return cloudapi.ListOptions{Tags: mockOwner(), PageToken: token}
+}
+
+// mockClusterListOptions are the options of the snapshot's list by the cluster tag.
+func mockClusterListOptions(token string) cloudapi.ListOptions {
+	return cloudapi.ListOptions{Tags: map[string]string{cloudapi.TagCluster: "c1"}, PageToken: token}
 }
 
 func mockPage(token string, lbs ...*cloudapi.LoadBalancer) *cloudapi.LoadBalancerPage {
@@ -113,7 +119,9 @@ func mockRequireActive(t *testing.T, st *corev1.LoadBalancerStatus, err error) {
 }
 
 // TestEnsureCallSequences pins the exact cloud calls of EnsureLoadBalancer: the mock fails
-// the test on any call it does not expect, and on an expected call that is not made.
+// the test on any call it does not expect, and on an expected call that is not made. Each
+// case has a new LoadBalancer, so its first call lists the snapshot by the cluster tag;
+// anything but a converged, active load balancer is then read afresh by owner tags.
 func TestEnsureCallSequences(t *testing.T) {
 	transient := cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpCreateLoadBalancer, "", context.DeadlineExceeded)
 	conflict := cloudapi.NewError(cloudapi.ErrConflict, cloudapi.OpCreateLoadBalancer, "", errors.New("name taken"))
@@ -123,22 +131,37 @@ func TestEnsureCallSequences(t *testing.T) {
 	foreign.Spec.Name = "someone-else"
 	foreign.Spec.Tags = map[string]string{cloudapi.TagCluster: "c1", cloudapi.TagService: "another-uid"}
 
+	// stale is mockService's load balancer as a snapshot taken before node i-c came.
+	stale := mockConverged()
+	stale.Spec.Targets = []string{"i-a", "i-b"}
+	// moved is the same load balancer after someone removed i-b behind ccmkit's back.
+	moved := mockConverged()
+	moved.Spec.Targets = []string{"i-a"}
+	provisioning := mockConverged()
+	provisioning.Status, provisioning.Addresses = cloudapi.LoadBalancerProvisioning, nil
+	// otherCluster carries mockService's UID but another cluster's tag; a backend that
+	// ignores the cluster filter returns it.
+	otherCluster := mockConverged()
+	otherCluster.ID = "lb-9"
+	otherCluster.Spec.Tags = map[string]string{cloudapi.TagCluster: "c2", cloudapi.TagService: mockUID}
+
 	tests := []struct {
 		name   string
 		expect func(m *cloudapimock.MockLoadBalancerAPIMockRecorder)
 		check  func(t *testing.T, st *corev1.LoadBalancerStatus, err error)
 	}{
 		{
-			name: "converged: one list by owner tags and nothing else",
+			name: "converged: the snapshot's list by the cluster tag and nothing else",
 			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
-				m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", mockConverged()), nil)
+				m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", mockConverged()), nil)
 			},
 			check: mockRequireActive,
 		},
 		{
-			name: "first ensure: list finds nothing, one create with the desired spec",
+			name: "first ensure: absent from the snapshot, a list by owner tags confirms, one create with the desired spec",
 			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
 				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage(""), nil),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage(""), nil),
 					m.CreateLoadBalancer(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
 						assert.Equal(t, mockSpec(), spec)
@@ -153,9 +176,20 @@ func TestEnsureCallSequences(t *testing.T) {
 			},
 		},
 		{
+			name: "absent from the snapshot but found by owner tags: adopted, no create",
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage(""), nil),
+					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", mockConverged()), nil),
+				)
+			},
+			check: mockRequireActive,
+		},
+		{
 			name: "lost create answer: list again and adopt, no second create",
 			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
 				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage(""), nil),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage(""), nil),
 					m.CreateLoadBalancer(gomock.Any(), gomock.Cond(func(spec cloudapi.LoadBalancerSpec) bool {
 						return spec.Name == mockSpec().Name && cloudapi.MatchTags(spec.Tags, mockOwner())
@@ -169,6 +203,7 @@ func TestEnsureCallSequences(t *testing.T) {
 			name: "conflicting create: list again and adopt, no second create",
 			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
 				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage(""), nil),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage(""), nil),
 					m.CreateLoadBalancer(gomock.Any(), gomock.Any()).Return(nil, conflict),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", mockConverged()), nil),
@@ -180,6 +215,7 @@ func TestEnsureCallSequences(t *testing.T) {
 			name: "lost create answer, and the list finds nothing: an error, no second create",
 			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
 				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage(""), nil),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage(""), nil),
 					m.CreateLoadBalancer(gomock.Any(), gomock.Any()).Return(nil, transient),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage(""), nil),
@@ -190,11 +226,57 @@ func TestEnsureCallSequences(t *testing.T) {
 			},
 		},
 		{
-			name: "a page token is followed",
+			name: "the snapshot's page token is followed",
 			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
 				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("page-2"), nil),
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("page-2")).Return(mockPage("", mockConverged()), nil),
+				)
+			},
+			check: mockRequireActive,
+		},
+		{
+			name: "the owner list's page token is followed",
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage(""), nil),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("page-2"), nil),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("page-2")).Return(mockPage("", mockConverged()), nil),
+				)
+			},
+			check: mockRequireActive,
+		},
+		{
+			name: "a stale snapshot: the update's changes come from a fresh read, not from the snapshot",
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", stale), nil),
+					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", moved), nil),
+					m.UpdateLoadBalancer(gomock.Any(), "lb-1", gomock.Any()).DoAndReturn(func(_ context.Context, _ string, u cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+						assert.Equal(t, mockSpec(), u.Spec)
+						assert.Equal(t, cloudapi.LoadBalancerChanges{AddTargets: []string{"i-b", "i-c"}}, u.Changes, "i-b, removed behind ccmkit's back, is added back")
+						return mockConverged(), nil
+					}),
+				)
+			},
+			check: mockRequireActive,
+		},
+		{
+			name: "provisioning in the snapshot: read afresh",
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", provisioning), nil),
+					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", mockConverged()), nil),
+				)
+			},
+			check: mockRequireActive,
+		},
+		{
+			name: "the snapshot cannot be listed: read afresh, a cloud error is no absence",
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(nil, cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpListLoadBalancers, "", nil)),
+					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", mockConverged()), nil),
 				)
 			},
 			check: mockRequireActive,
@@ -203,7 +285,19 @@ func TestEnsureCallSequences(t *testing.T) {
 			name: "a backend that ignores the filter: the other owner's load balancer is not touched",
 			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
 				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", foreign), nil),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", foreign), nil),
+					m.CreateLoadBalancer(gomock.Any(), mockSpec()).Return(mockConverged(), nil),
+				)
+			},
+			check: mockRequireActive,
+		},
+		{
+			name: "a backend that ignores the cluster filter: another cluster's load balancer is not in the snapshot",
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", otherCluster), nil),
+					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage(""), nil),
 					m.CreateLoadBalancer(gomock.Any(), mockSpec()).Return(mockConverged(), nil),
 				)
 			},
@@ -217,6 +311,54 @@ func TestEnsureCallSequences(t *testing.T) {
 			tt.expect(m.EXPECT())
 			st, err := lb.EnsureLoadBalancer(ctx, "c", mockService(), mockNodes())
 			tt.check(t, st, err)
+		})
+	}
+}
+
+// TestUpdateCallSequences pins the exact cloud calls of UpdateLoadBalancer.
+func TestUpdateCallSequences(t *testing.T) {
+	stale := mockConverged()
+	stale.Spec.Targets = []string{"i-a", "i-b"}
+	tests := []struct {
+		name   string
+		expect func(m *cloudapimock.MockLoadBalancerAPIMockRecorder)
+		check  func(t *testing.T, err error)
+	}{
+		{
+			name: "unchanged nodes: the snapshot's list and nothing else",
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", mockConverged()), nil)
+			},
+			check: func(t *testing.T, err error) { require.NoError(t, err) },
+		},
+		{
+			name: "a new node: a fresh read, and one update whose changes come from it",
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", stale), nil),
+					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", stale), nil),
+					m.UpdateLoadBalancer(gomock.Any(), "lb-1", cloudapi.LoadBalancerUpdate{Spec: mockSpec(), Changes: cloudapi.LoadBalancerChanges{AddTargets: []string{"i-c"}}}).Return(mockConverged(), nil),
+				)
+			},
+			check: func(t *testing.T, err error) { require.NoError(t, err) },
+		},
+		{
+			name: "gone behind ccmkit's back: a fresh read confirms, an error and no create",
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", stale), nil),
+					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage(""), nil),
+				)
+			},
+			check: func(t *testing.T, err error) { require.ErrorIs(t, err, cloudapi.ErrNotFound) },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lb, m := newMockLoadBalancer(t)
+			tt.expect(m.EXPECT())
+			tt.check(t, lb.UpdateLoadBalancer(ctx, "c", mockService(), mockNodes()))
 		})
 	}
 }

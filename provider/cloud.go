@@ -143,6 +143,9 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			ClusterID:        cfg.Cluster.ID,
 			ProviderID:       format,
 			AnnotationPrefix: cfg.LoadBalancer.AnnotationPrefix,
+			MaxAge:           cfg.Cache.MaxAge,
+			PageSize:         cfg.CloudAPI.PageSize,
+			Now:              opts.Now,
 		})
 		if err != nil {
 			errs = append(errs, err)

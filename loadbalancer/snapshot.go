@@ -1,0 +1,282 @@
+package loadbalancer
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// DefaultMaxAge is how old the snapshot of the cluster's load balancers may get when
+// Options.MaxAge is zero.
+const DefaultMaxAge = time.Minute
+
+// snapshot is the cluster's load balancers as the last list by the cluster tag saw them,
+// each Service's entry replaced since by what the cloud answered to a fresh read or a
+// write about that Service. It only lets the methods skip work that would change nothing:
+// what it says is never the base of a write, and "absent" from it is never believed
+// without a fresh read. It is safe for concurrent use.
+//
+// The load balancers it holds are shared with the callers of lookup and never modified.
+// Identical target sets are stored once (targetSets): a thousand load balancers that
+// target the same five thousand instances hold one list of instance IDs between them.
+type snapshot struct {
+	api      cloudapi.LoadBalancerAPI
+	filter   map[string]string // the cluster tag: the list's filter
+	maxAge   time.Duration
+	pageSize int
+	now      func() time.Time
+
+	mu       sync.Mutex
+	services map[string]*serviceEntry // by Service UID (cloudapi.TagService)
+	sets     *targetSets              // the target sets of services
+	listedAt time.Time                // when the list behind services began; zero before the first
+	seq      uint64                   // counts the changes of single entries (record, forget)
+	listing  *listFlight              // the list in progress, if any
+}
+
+// serviceEntry is what the snapshot knows about the load balancers of one Service.
+type serviceEntry struct {
+	// lbs are the Service's load balancers, by ID; empty when it has none.
+	lbs []*cloudapi.LoadBalancer
+	// unsure is true when a call about the Service failed after the snapshot learnt lbs:
+	// a failed write may have been applied, so only the cloud knows.
+	unsure bool
+	// seq orders the entry among the changes of single entries; 0 for an entry from a
+	// list. An entry changed after a list began is newer than what that list saw.
+	seq uint64
+}
+
+// listFlight is one list of the cluster's load balancers that concurrent lookups share.
+type listFlight struct {
+	done chan struct{}
+	err  error
+}
+
+func newSnapshot(api cloudapi.LoadBalancerAPI, clusterID string, maxAge time.Duration, pageSize int, now func() time.Time) *snapshot {
+	return &snapshot{
+		api:      api,
+		filter:   map[string]string{cloudapi.TagCluster: clusterID},
+		maxAge:   maxAge,
+		pageSize: pageSize,
+		now:      now,
+		services: map[string]*serviceEntry{},
+		sets:     newTargetSets(),
+	}
+}
+
+// lookup returns the load balancers of the Service with UID uid, from a snapshot no older
+// than maxAge, which it refreshes first if needed. ok is false when the snapshot does not
+// know: it could not be refreshed, or a call about the Service failed since. An empty
+// answer with ok true means "absent when the snapshot was taken", which a caller must
+// confirm with the cloud before it creates. The load balancers must not be modified.
+func (s *snapshot) lookup(ctx context.Context, uid string) (lbs []*cloudapi.LoadBalancer, ok bool) {
+	if err := s.refresh(ctx); err != nil {
+		// Not fatal: the caller asks the cloud about this Service instead.
+		klog.FromContext(ctx).V(2).Info("Reading the load balancer from the cloud: the snapshot of the cluster's load balancers could not be refreshed", "err", err)
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.services[uid]
+	switch {
+	case e == nil:
+		return nil, true
+	case e.unsure:
+		return nil, false
+	}
+	return e.lbs, true
+}
+
+// record replaces the Service's entry with lbs, which the cloud has just answered to a
+// fresh read or a write: the Service has exactly these load balancers (none when lbs is
+// empty).
+func (s *snapshot) record(uid string, lbs ...*cloudapi.LoadBalancer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	e := &serviceEntry{seq: s.seq}
+	for _, lb := range lbs {
+		e.lbs = append(e.lbs, s.sets.compact(lb))
+	}
+	s.services[uid] = e
+}
+
+// forget marks the Service's entry as unknown, after a call about it failed: the next
+// lookup answers ok false until a fresh read or a write records the entry again, or a
+// list that begins later replaces it.
+func (s *snapshot) forget(uid string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	s.services[uid] = &serviceEntry{unsure: true, seq: s.seq}
+}
+
+// refresh lists the cluster's load balancers unless a list began no earlier than maxAge
+// before the call. Concurrent callers share one list; the list runs on its own context,
+// so that one caller giving up does not fail the others, and a caller whose context ends
+// stops waiting.
+func (s *snapshot) refresh(ctx context.Context) error {
+	start := s.now()
+	for {
+		s.mu.Lock()
+		if !s.listedAt.IsZero() && !s.listedAt.Before(start.Add(-s.maxAge)) {
+			s.mu.Unlock()
+			return nil
+		}
+		if f := s.listing; f != nil {
+			s.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for the list of the cluster's load balancers: %w", ctx.Err())
+			}
+			if f.err != nil {
+				return f.err
+			}
+			continue // it may have begun too early for this caller
+		}
+		f := &listFlight{done: make(chan struct{})}
+		s.listing = f
+		began, beganSeq := s.now(), s.seq
+		s.mu.Unlock()
+
+		services, sets, err := s.list(context.WithoutCancel(ctx))
+		s.mu.Lock()
+		if err == nil {
+			s.install(services, sets, began, beganSeq)
+		}
+		s.listing = nil
+		f.err = err
+		s.mu.Unlock()
+		close(f.done)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// install makes a completed list the snapshot, except for the entries changed after the
+// list began (seq above beganSeq): those are newer than what the list saw. The caller
+// holds s.mu.
+func (s *snapshot) install(services map[string]*serviceEntry, sets *targetSets, began time.Time, beganSeq uint64) {
+	for uid, e := range s.services {
+		if e.seq <= beganSeq {
+			continue
+		}
+		kept := &serviceEntry{unsure: e.unsure, seq: e.seq}
+		for _, lb := range e.lbs {
+			kept.lbs = append(kept.lbs, sets.compact(lb)) // share its targets with the new sets
+		}
+		services[uid] = kept
+	}
+	s.services, s.sets, s.listedAt = services, sets, began
+}
+
+// list pages through the load balancers that carry the cluster tag and groups them by the
+// Service UID in their tags. Load balancers without both tags are left out, also when a
+// backend ignored the filter.
+func (s *snapshot) list(ctx context.Context) (map[string]*serviceEntry, *targetSets, error) {
+	services := map[string]*serviceEntry{}
+	sets := newTargetSets()
+	seen := map[string]bool{}
+	opts := cloudapi.ListOptions{Tags: s.filter, PageSize: s.pageSize}
+	pages := 0
+	for {
+		page, err := s.api.ListLoadBalancers(ctx, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing the cluster's load balancers (page %d): %w", pages+1, err)
+		}
+		pages++
+		for i := range page.Items {
+			lb := &page.Items[i]
+			uid := lb.Spec.Tags[cloudapi.TagService]
+			if uid == "" || !cloudapi.MatchTags(lb.Spec.Tags, s.filter) || seen[lb.ID] {
+				continue
+			}
+			seen[lb.ID] = true
+			e := services[uid]
+			if e == nil {
+				e = &serviceEntry{}
+				services[uid] = e
+			}
+			// compact copies the load balancer, so the page and its target lists are
+			// garbage once the list is done.
+			e.lbs = append(e.lbs, sets.compact(lb))
+		}
+		if page.NextPageToken == "" {
+			break
+		}
+		if page.NextPageToken == opts.PageToken {
+			return nil, nil, fmt.Errorf("listing the cluster's load balancers: the cloud answered page token %q twice", page.NextPageToken)
+		}
+		opts.PageToken = page.NextPageToken
+	}
+	klog.FromContext(ctx).V(4).Info("Listed the cluster's load balancers", "loadBalancers", len(seen), "services", len(services), "pages", pages)
+	return services, sets, nil
+}
+
+// targetSets stores each distinct set of target instance IDs once, sorted and without
+// duplicates, found by a hash of its members.
+type targetSets struct {
+	seed   maphash.Seed
+	byHash map[uint64][][]string
+}
+
+func newTargetSets() *targetSets {
+	return &targetSets{seed: maphash.MakeSeed(), byHash: map[uint64][][]string{}}
+}
+
+// compact returns a copy of lb whose targets are the stored copy of its target set. The
+// order of targets carries no meaning (cloudapi.LoadBalancerSpec), so the set is as good
+// as the list.
+func (t *targetSets) compact(lb *cloudapi.LoadBalancer) *cloudapi.LoadBalancer {
+	c := *lb
+	c.Spec.Targets = t.intern(lb.Spec.Targets)
+	return &c
+}
+
+// intern returns the stored copy of the set of ids, storing it first if it is new. The
+// caller keeps ids.
+func (t *targetSets) intern(ids []string) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	set := ids
+	if !strictlySorted(ids) {
+		set = slices.Clone(ids)
+		slices.Sort(set)
+		set = slices.Compact(set)
+	}
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	for _, id := range set {
+		h.WriteString(id)
+		h.WriteByte(0)
+	}
+	sum := h.Sum64()
+	for _, stored := range t.byHash[sum] {
+		if slices.Equal(stored, set) {
+			return stored
+		}
+	}
+	stored := slices.Clone(set) // exactly as long as needed, and not the caller's
+	t.byHash[sum] = append(t.byHash[sum], stored)
+	return stored
+}
+
+// strictlySorted reports whether ids is sorted and without duplicates.
+func strictlySorted(ids []string) bool {
+	for i := 1; i < len(ids); i++ {
+		if ids[i-1] >= ids[i] {
+			return false
+		}
+	}
+	return true
+}
