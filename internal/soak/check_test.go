@@ -1,0 +1,367 @@
+package soak
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	servicehelpers "k8s.io/cloud-provider/service/helpers"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/provider"
+)
+
+// The checks. A violation names the one it failed, so that shrinking can keep a history
+// that fails the same way.
+const (
+	// Safety: must hold at every moment, checked over the whole run.
+	checkDuplicateLB = "duplicate-load-balancer" // two load balancers of one Service existed at once
+	checkStaleDiff   = "stale-diff"              // an update's Changes did not describe what it changed
+	checkNodeDeleted = "node-deleted"            // a Node was deleted while its instance existed
+	// Convergence: must hold once the faults stopped and the controllers settled.
+	checkOrphanLB      = "orphaned-load-balancer" // a load balancer of a Service that is gone or wants none
+	checkMissingLB     = "missing-load-balancer"  // a LoadBalancer Service without one
+	checkStatus        = "service-status"         // status ingress is not the load balancer's address
+	checkFinalizer     = "service-finalizer"      // cleanup finalizer missing, left behind, or deletion stuck
+	checkLBSpec        = "load-balancer-spec"     // the load balancer does not match the Service and Nodes
+	checkOrphanRoute   = "orphaned-route"         // a route of no Node, of a wrong CIDR or instance, or a blackhole
+	checkMissingRoute  = "missing-route"          // a Node's pod CIDR without its route
+	checkNodeLeft      = "node-without-instance"  // a Node whose instance is gone was not deleted
+	checkNodeInit      = "node-uninitialized"     // a Node without provider ID or still tainted uninitialized
+	checkShutdownTaint = "shutdown-taint"         // the shutdown taint does not match the instance and readiness
+	checkSettled       = "not-settled"            // a controller still retries after the settle window
+)
+
+// violation is one broken invariant.
+type violation struct {
+	Check string
+	Msg   string
+}
+
+func (v violation) String() string { return v.Check + ": " + v.Msg }
+
+// check returns every violation of the end state: the load balancer history, the cloud's
+// inventory against the Services and Nodes, and the Services' statuses against what
+// EnsureLoadBalancer returned last.
+func check(w *world, cloud *fake.Cloud, rec *recorder) []violation {
+	inv := cloud.Inventory()
+	var out []violation
+	out = append(out, checkHistory(cloud.LoadBalancerHistory())...)
+	out = append(out, checkServices(w, inv, rec)...)
+	out = append(out, checkRoutes(w, inv)...)
+	out = append(out, checkNodes(w, inv)...)
+	return out
+}
+
+// owner returns the Service UID a load balancer's tags name when the tags make it the
+// cluster's, else "".
+func owner(tags map[string]string) string {
+	if tags[cloudapi.TagCluster] != clusterID {
+		return ""
+	}
+	return tags[cloudapi.TagService]
+}
+
+// checkHistory replays the load balancer writes: no create may make a second load
+// balancer for a Service that has one, and every update's Changes must be its real diff,
+// also when the update is the client's retry of one whose answer was lost (the retry is
+// re-based on a fresh read).
+func checkHistory(history []fake.Event) []violation {
+	var out []violation
+	live := map[string]string{} // load balancer ID → owner UID
+	for _, e := range history {
+		uid := owner(e.Spec.Tags)
+		switch e.Op {
+		case cloudapi.OpCreateLoadBalancer:
+			for _, id := range slices.Sorted(maps.Keys(live)) {
+				if uid != "" && live[id] == uid {
+					out = append(out, violation{Check: checkDuplicateLB,
+						Msg: fmt.Sprintf("created %s for service UID %s (%s) while %s existed", e.ID, uid, e.Spec.Tags[cloudapi.TagServiceName], id)})
+				}
+			}
+			live[e.ID] = uid
+		case cloudapi.OpUpdateLoadBalancer:
+			live[e.ID] = uid
+			if !e.ChangesMatch() {
+				out = append(out, violation{Check: checkStaleDiff,
+					Msg: fmt.Sprintf("update of %s claimed %+v but changed %+v", e.ID, e.Changes, e.Actual)})
+			}
+		case cloudapi.OpDeleteLoadBalancer:
+			delete(live, e.ID)
+		}
+	}
+	return out
+}
+
+// checkServices checks every Service against its load balancer and every load balancer of
+// the cluster against its Service.
+func checkServices(w *world, inv fake.Inventory, rec *recorder) []violation {
+	var out []violation
+	add := func(check, format string, args ...any) {
+		out = append(out, violation{Check: check, Msg: fmt.Sprintf(format, args...)})
+	}
+	byUID := map[string]*corev1.Service{}
+	for _, name := range w.serviceNames() {
+		svc := w.service(name)
+		byUID[string(svc.UID)] = svc
+	}
+	lbs := map[string][]cloudapi.LoadBalancer{}
+	for _, lb := range inv.LoadBalancers {
+		uid := owner(lb.Spec.Tags)
+		if uid == "" {
+			continue
+		}
+		lbs[uid] = append(lbs[uid], lb)
+		svc := byUID[uid]
+		switch {
+		case svc == nil:
+			add(checkOrphanLB, "%s (%s) belongs to service UID %s, which is gone", lb.ID, lb.Spec.Tags[cloudapi.TagServiceName], uid)
+		case !wantsLoadBalancer(svc):
+			add(checkOrphanLB, "%s belongs to service %s, which is of type %s", lb.ID, svc.Name, svc.Spec.Type)
+		}
+	}
+	nodes := w.listNodes()
+	for _, name := range w.serviceNames() {
+		svc := w.service(name)
+		if svc.DeletionTimestamp != nil {
+			add(checkFinalizer, "service %s is still being deleted (finalizers %v)", name, svc.Finalizers)
+			continue
+		}
+		if !wantsLoadBalancer(svc) {
+			if servicehelpers.HasLBFinalizer(svc) {
+				add(checkFinalizer, "service %s of type %s keeps the load balancer cleanup finalizer", name, svc.Spec.Type)
+			}
+			if len(svc.Status.LoadBalancer.Ingress) > 0 {
+				add(checkStatus, "service %s of type %s has load balancer ingress %v", name, svc.Spec.Type, svc.Status.LoadBalancer.Ingress)
+			}
+			continue
+		}
+		if !servicehelpers.HasLBFinalizer(svc) {
+			add(checkFinalizer, "service %s has no load balancer cleanup finalizer", name)
+		}
+		mine := lbs[string(svc.UID)]
+		switch len(mine) {
+		case 0:
+			add(checkMissingLB, "service %s (UID %s) has no load balancer", name, svc.UID)
+			continue
+		case 1:
+		default:
+			add(checkDuplicateLB, "service %s has %d load balancers", name, len(mine))
+		}
+		lb := mine[0]
+		if got := ingressIPs(svc.Status.LoadBalancer); !slices.Equal(got, lb.Addresses) {
+			add(checkStatus, "service %s has ingress %v, its load balancer %s has addresses %v", name, got, lb.ID, lb.Addresses)
+		}
+		switch ensured, ok := rec.ensured[svc.UID]; {
+		case !ok:
+			add(checkStatus, "service %s: no EnsureLoadBalancer of it ever succeeded", name)
+		case !servicehelpers.LoadBalancerStatusEqual(&ensured, &svc.Status.LoadBalancer):
+			add(checkStatus, "service %s has status %v, the last successful EnsureLoadBalancer returned %v", name, svc.Status.LoadBalancer.Ingress, ensured.Ingress)
+		}
+		for _, problem := range specProblems(svc, lb, nodes) {
+			add(checkLBSpec, "service %s, load balancer %s: %s", name, lb.ID, problem)
+		}
+	}
+	return out
+}
+
+func ingressIPs(st corev1.LoadBalancerStatus) []string {
+	var ips []string
+	for _, in := range st.Ingress {
+		ips = append(ips, in.IP)
+	}
+	return ips
+}
+
+// specProblems compares a load balancer with what its Service and the Nodes ask for:
+// listeners, targets, the annotations' effects, source ranges, address families and tags.
+func specProblems(svc *corev1.Service, lb cloudapi.LoadBalancer, nodes []*corev1.Node) []string {
+	var out []string
+	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	if lb.Status != cloudapi.LoadBalancerActive {
+		bad("status %s", lb.Status)
+	}
+
+	type listener struct {
+		proto      string
+		port, node int32
+	}
+	var want, got []listener
+	for _, p := range svc.Spec.Ports {
+		want = append(want, listener{string(p.Protocol), p.Port, p.NodePort})
+	}
+	for _, l := range lb.Spec.Listeners {
+		got = append(got, listener{string(l.Protocol), l.Port, l.TargetPort})
+	}
+	byKey := func(a, b listener) int { return cmp.Or(strings.Compare(a.proto, b.proto), cmp.Compare(a.port, b.port)) }
+	slices.SortFunc(want, byKey)
+	slices.SortFunc(got, byKey)
+	if !slices.Equal(want, got) {
+		bad("listeners %v, want %v (protocol, port, node port)", got, want)
+	}
+
+	// Targets: every Node the service controller passes with a provider ID. A Node the
+	// autoscaler tainted may still be one: the node sync ignores taint changes.
+	must, may := map[string]bool{}, map[string]bool{}
+	for _, n := range stableNodes(nodes) {
+		if id := providerInstanceID(n.Spec.ProviderID); id != "" {
+			must[id] = true
+		}
+	}
+	for _, n := range nodes {
+		if id := providerInstanceID(n.Spec.ProviderID); id != "" && hasTaint(n, toBeDeletedTaint) && nodeIncluded(n) {
+			may[id] = true
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(must)) {
+		if !slices.Contains(lb.Spec.Targets, id) {
+			bad("target %s is missing (targets %v)", id, lb.Spec.Targets)
+		}
+	}
+	for _, id := range lb.Spec.Targets {
+		if !must[id] && !may[id] {
+			bad("target %s is no Node that should be one (targets %v)", id, lb.Spec.Targets)
+		}
+	}
+
+	ann := func(name string) string { return svc.Annotations[loadbalancer.DefaultAnnotationPrefix+name] }
+	if want := ann(loadbalancer.AnnotationInternal) == "true"; lb.Spec.Internal != want {
+		bad("internal %t, want %t", lb.Spec.Internal, want)
+	}
+	if want := ann(loadbalancer.AnnotationProxyProtocol) == "true"; lb.Spec.ProxyProtocol != want {
+		bad("proxy protocol %t, want %t", lb.Spec.ProxyProtocol, want)
+	}
+	if want := ann(loadbalancer.AnnotationName); want != "" && lb.Spec.Name != want {
+		bad("name %q, want %q", lb.Spec.Name, want)
+	}
+	if hc := lb.Spec.HealthCheck; hc == nil {
+		bad("no health check")
+	} else {
+		proto := cmp.Or(ann(loadbalancer.AnnotationHealthCheckProtocol), string(cloudapi.HealthCheckHTTP))
+		port := fmt.Sprint(loadbalancer.KubeProxyHealthzPort)
+		if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+			port = fmt.Sprint(svc.Spec.HealthCheckNodePort)
+		}
+		port = cmp.Or(ann(loadbalancer.AnnotationHealthCheckPort), port)
+		path := cmp.Or(ann(loadbalancer.AnnotationHealthCheckPath), "/healthz")
+		if proto == string(cloudapi.HealthCheckTCP) {
+			path = ""
+		}
+		if string(hc.Protocol) != proto || fmt.Sprint(hc.Port) != port || hc.Path != path {
+			bad("health check %s port %d path %q, want %s port %s path %q", hc.Protocol, hc.Port, hc.Path, proto, port, path)
+		}
+	}
+	wantRanges := slices.Sorted(slices.Values(svc.Spec.LoadBalancerSourceRanges))
+	if gotRanges := slices.Sorted(slices.Values(lb.Spec.SourceRanges)); !slices.Equal(gotRanges, wantRanges) {
+		bad("source ranges %v, want %v", gotRanges, wantRanges)
+	}
+	if len(lb.Addresses) != len(svc.Spec.IPFamilies) {
+		bad("addresses %v for IP families %v", lb.Addresses, svc.Spec.IPFamilies)
+	}
+	if lb.Spec.Tags[cloudapi.TagServiceName] != svc.Namespace+"/"+svc.Name {
+		bad("tag %s=%q, want %s/%s", cloudapi.TagServiceName, lb.Spec.Tags[cloudapi.TagServiceName], svc.Namespace, svc.Name)
+	}
+	return out
+}
+
+// providerInstanceID returns the instance ID in a provider ID of the default format, or "".
+func providerInstanceID(providerID string) string {
+	id, ok := strings.CutPrefix(providerID, provider.DefaultProviderName+"://")
+	if !ok {
+		return ""
+	}
+	return id
+}
+
+// instanceOf returns the Node's instance among instances: by provider ID when the Node has
+// one, else by name; nil when there is none.
+func instanceOf(n *corev1.Node, instances []cloudapi.Instance) *cloudapi.Instance {
+	for i := range instances {
+		if id := providerInstanceID(n.Spec.ProviderID); id != "" && instances[i].ID == id ||
+			n.Spec.ProviderID == "" && instances[i].Name == n.Name {
+			return &instances[i]
+		}
+	}
+	return nil
+}
+
+// checkRoutes checks that the cluster's routes are exactly one per pod CIDR of every Node,
+// to the Node's instance, none a blackhole.
+func checkRoutes(w *world, inv fake.Inventory) []violation {
+	var out []violation
+	add := func(check, format string, args ...any) {
+		out = append(out, violation{Check: check, Msg: fmt.Sprintf(format, args...)})
+	}
+	have := map[string]int{} // node/cidr → routes
+	for _, r := range inv.Routes {
+		if r.Tags[cloudapi.TagCluster] != clusterID {
+			continue
+		}
+		name := r.Tags[cloudapi.TagNode]
+		have[name+" "+r.DestinationCIDR]++
+		n := w.node(name)
+		switch {
+		case n == nil:
+			add(checkOrphanRoute, "route %s (%s) is to node %s, which is gone", r.ID, r.DestinationCIDR, name)
+		case !slices.Contains(n.Spec.PodCIDRs, r.DestinationCIDR):
+			add(checkOrphanRoute, "route %s sends %s to node %s, whose pod CIDRs are %v", r.ID, r.DestinationCIDR, name, n.Spec.PodCIDRs)
+		case r.Blackhole:
+			add(checkOrphanRoute, "route %s (%s to node %s) is a blackhole", r.ID, r.DestinationCIDR, name)
+		default:
+			if inst := instanceOf(n, inv.Instances); inst == nil || inst.ID != r.TargetInstanceID {
+				add(checkOrphanRoute, "route %s (%s to node %s) targets instance %s, not the node's", r.ID, r.DestinationCIDR, name, r.TargetInstanceID)
+			}
+		}
+	}
+	for _, n := range w.listNodes() {
+		for _, cidr := range n.Spec.PodCIDRs {
+			if have[n.Name+" "+cidr] == 0 {
+				add(checkMissingRoute, "node %s has no route for its pod CIDR %s", n.Name, cidr)
+			}
+		}
+	}
+	return out
+}
+
+// checkNodes checks that every Node has a live instance, is initialized, and carries the
+// shutdown taint exactly when it is NotReady with a stopped instance (Ready: never).
+func checkNodes(w *world, inv fake.Inventory) []violation {
+	var out []violation
+	add := func(check, format string, args ...any) {
+		out = append(out, violation{Check: check, Msg: fmt.Sprintf(format, args...)})
+	}
+	for _, n := range w.listNodes() {
+		inst := instanceOf(n, inv.Instances)
+		if inst == nil || inst.State == cloudapi.InstanceTerminated {
+			add(checkNodeLeft, "node %s remains, its instance is gone or terminated", n.Name)
+			continue
+		}
+		if n.Spec.ProviderID == "" || hasTaint(n, cloudproviderapi.TaintExternalCloudProvider) {
+			add(checkNodeInit, "node %s is not initialized (provider ID %q, taints %v)", n.Name, n.Spec.ProviderID, n.Spec.Taints)
+		}
+		tainted := hasTaint(n, cloudproviderapi.TaintNodeShutdown)
+		ready := nodeReady(n) == corev1.ConditionTrue
+		switch {
+		case ready && tainted:
+			add(checkShutdownTaint, "node %s is Ready but keeps the shutdown taint", n.Name)
+		case !ready && inst.State == cloudapi.InstanceStopped && !tainted:
+			add(checkShutdownTaint, "node %s is NotReady with a stopped instance but has no shutdown taint", n.Name)
+		}
+	}
+	return out
+}
+
+// checks returns the names of the checks the violations failed, sorted, without repeats.
+func checks(vs []violation) []string {
+	set := map[string]bool{}
+	for _, v := range vs {
+		set[v.Check] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}

@@ -1,0 +1,210 @@
+package soak
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	servicehelpers "k8s.io/cloud-provider/service/helpers"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// settled runs a short history without faults to its end state, which must pass every
+// check, and returns the simulation with a LoadBalancer Service, its load balancer and a
+// Node with its route.
+func settled(t *testing.T) (*sim, *corev1.Service, cloudapi.LoadBalancer, *corev1.Node, cloudapi.Route) {
+	t.Helper()
+	s, err := newSim(paramsFor(7, 0))
+	require.NoError(t, err)
+	require.NoError(t, s.execute(generate(7, 80)))
+	require.Empty(t, s.finish().violations, "the uncorrupted end state must pass")
+
+	inv := s.cloud.Inventory()
+	var svc *corev1.Service
+	var lb cloudapi.LoadBalancer
+	for _, name := range s.w.serviceNames() {
+		cand := s.w.service(name)
+		i := slices.IndexFunc(inv.LoadBalancers, func(lb cloudapi.LoadBalancer) bool { return owner(lb.Spec.Tags) == string(cand.UID) })
+		if i >= 0 && len(inv.LoadBalancers[i].Spec.Targets) > 0 {
+			svc, lb = cand, inv.LoadBalancers[i]
+			break
+		}
+	}
+	require.NotNil(t, svc, "the history must leave a LoadBalancer Service with targets")
+	require.NotEmpty(t, inv.Routes, "the history must leave a route")
+	route := inv.Routes[0]
+	node := s.w.node(route.Tags[cloudapi.TagNode])
+	require.NotNil(t, node)
+	s.res = result{} // finish again after the corruption
+	return s, svc, lb, node, route
+}
+
+// TestChecksCatchCorruptedEndStates plants each kind of damage into a converged end state
+// and expects the check that must report it: the soak's checks are not vacuous.
+func TestChecksCatchCorruptedEndStates(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		corrupt func(t *testing.T, s *sim, svc *corev1.Service, lb cloudapi.LoadBalancer, node *corev1.Node, route cloudapi.Route)
+		want    string
+	}{
+		{
+			name: "orphaned load balancer",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, lb cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				spec := lb.Spec.Clone()
+				spec.Name = "planted-orphan"
+				spec.Tags[cloudapi.TagService] = "00000000-0000-4000-8000-999999999999"
+				createLB(ctx, t, s, spec)
+			},
+			want: checkOrphanLB,
+		},
+		{
+			name: "duplicate load balancer",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, lb cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				spec := lb.Spec.Clone()
+				spec.Name = "planted-duplicate"
+				createLB(ctx, t, s, spec)
+			},
+			want: checkDuplicateLB,
+		},
+		{
+			name: "missing load balancer",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, lb cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				api, _ := s.cloud.LoadBalancers()
+				require.NoError(t, api.DeleteLoadBalancer(ctx, lb.ID))
+			},
+			want: checkMissingLB,
+		},
+		{
+			name: "targets out of date",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, lb cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				spec := lb.Spec.Clone()
+				spec.Targets = nil
+				updateLB(ctx, t, s, lb, spec, cloudapi.DiffLoadBalancer(lb.Spec, spec))
+			},
+			want: checkLBSpec,
+		},
+		{
+			name: "listener missing",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, lb cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				spec := lb.Spec.Clone()
+				spec.Listeners = spec.Listeners[1:]
+				updateLB(ctx, t, s, lb, spec, cloudapi.DiffLoadBalancer(lb.Spec, spec))
+			},
+			want: checkLBSpec,
+		},
+		{
+			name: "update with a stale diff",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, lb cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				spec := lb.Spec.Clone()
+				spec.ProxyProtocol = !spec.ProxyProtocol
+				updateLB(ctx, t, s, lb, spec, cloudapi.LoadBalancerChanges{})
+			},
+			want: checkStaleDiff,
+		},
+		{
+			name: "status not the load balancer's address",
+			corrupt: func(t *testing.T, s *sim, svc *corev1.Service, _ cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				s.w.updateService(svc.Name, func(s *corev1.Service) {
+					s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.99"}}
+				})
+			},
+			want: checkStatus,
+		},
+		{
+			name: "finalizer missing",
+			corrupt: func(t *testing.T, s *sim, svc *corev1.Service, _ cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				s.w.updateService(svc.Name, func(s *corev1.Service) {
+					s.Finalizers = slices.DeleteFunc(s.Finalizers, func(f string) bool { return f == servicehelpers.LoadBalancerCleanupFinalizer })
+				})
+			},
+			want: checkFinalizer,
+		},
+		{
+			name: "orphaned route",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, _ cloudapi.LoadBalancer, _ *corev1.Node, route cloudapi.Route) {
+				api, _ := s.cloud.Routes()
+				_, err := api.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.127.0.0/24", TargetInstanceID: route.TargetInstanceID,
+					Tags: map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagNode: "node-that-never-was"}})
+				require.NoError(t, err)
+			},
+			want: checkOrphanRoute,
+		},
+		{
+			name: "route missing",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, _ cloudapi.LoadBalancer, _ *corev1.Node, route cloudapi.Route) {
+				api, _ := s.cloud.Routes()
+				require.NoError(t, api.DeleteRoute(ctx, route.ID))
+			},
+			want: checkMissingRoute,
+		},
+		{
+			name: "node deleted while its instance runs",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, _ cloudapi.LoadBalancer, node *corev1.Node, _ cloudapi.Route) {
+				s.rec.lifecycleDeletes(node)
+				s.w.deleteNode(node.Name)
+			},
+			want: checkNodeDeleted,
+		},
+		{
+			name: "node left after its instance was deleted",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, _ cloudapi.LoadBalancer, node *corev1.Node, _ cloudapi.Route) {
+				require.NoError(t, s.cloud.DeleteInstance(instanceOf(node, s.cloud.Inventory().Instances).ID))
+			},
+			want: checkNodeLeft,
+		},
+		{
+			name: "node uninitialized",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, _ cloudapi.LoadBalancer, node *corev1.Node, _ cloudapi.Route) {
+				s.w.updateNode(node.Name, func(n *corev1.Node) {
+					n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: cloudproviderapi.TaintExternalCloudProvider, Effect: corev1.TaintEffectNoSchedule})
+				})
+			},
+			want: checkNodeInit,
+		},
+		{
+			name: "shutdown taint on a Ready node",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, _ cloudapi.LoadBalancer, node *corev1.Node, _ cloudapi.Route) {
+				s.w.updateNode(node.Name, func(n *corev1.Node) {
+					setReady(n, corev1.ConditionTrue)
+					n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: cloudproviderapi.TaintNodeShutdown, Effect: corev1.TaintEffectNoSchedule})
+				})
+			},
+			want: checkShutdownTaint,
+		},
+		{
+			name: "a service still retrying",
+			corrupt: func(t *testing.T, s *sim, svc *corev1.Service, _ cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				s.ccm.svcQ.addRateLimited(svc.Name, s.clock.Now())
+			},
+			want: checkSettled,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, svc, lb, node, route := settled(t)
+			tt.corrupt(t, s, svc, lb, node, route)
+			vs := s.finish().violations
+			assert.Contains(t, checks(vs), tt.want, "violations: %v", vs)
+		})
+	}
+}
+
+func createLB(ctx context.Context, t *testing.T, s *sim, spec cloudapi.LoadBalancerSpec) {
+	t.Helper()
+	api, _ := s.cloud.LoadBalancers()
+	_, err := api.CreateLoadBalancer(ctx, spec)
+	require.NoError(t, err)
+}
+
+func updateLB(ctx context.Context, t *testing.T, s *sim, lb cloudapi.LoadBalancer, spec cloudapi.LoadBalancerSpec, changes cloudapi.LoadBalancerChanges) {
+	t.Helper()
+	api, _ := s.cloud.LoadBalancers()
+	_, err := api.UpdateLoadBalancer(ctx, lb.ID, cloudapi.LoadBalancerUpdate{Spec: spec, Changes: changes})
+	require.NoError(t, err)
+}

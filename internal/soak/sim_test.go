@@ -1,0 +1,521 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/provider"
+)
+
+// clusterID is the cluster ID of the provider's config: the ownership tag value.
+const clusterID = "soak"
+
+// settleWindow is how long the controllers run after the faults stop before the checks:
+// the service controller's longest back-off (serviceMaxRetryDelay), plus the instance
+// snapshot's maximum age (the lifecycle controller may see a deleted instance that long),
+// plus two lifecycle rounds and two route rounds for the work that follows a Node's
+// deletion.
+const settleWindow = serviceMaxRetryDelay + provider.DefaultCacheMaxAge + 2*nodeMonitorPeriod + 2*routeReconcilePeriod
+
+// params are the knobs of one run. Everything but the history derives from the seed.
+type params struct {
+	seed int64
+	// faultRate is the share of cloud calls that get a fault while faults are on.
+	faultRate float64
+	// maxAttempts is cloudAPI.retry.maxAttempts: how often the provider's client tries a
+	// call before the error reaches the controller.
+	maxAttempts int
+	// pageSize is the fake cloud's page size (and cap).
+	pageSize int
+	// routePageSize is the fake cloud's route page cap; 0 is one page.
+	routePageSize int
+	// provisioningReads is how many reads a new load balancer stays provisioning.
+	provisioningReads int
+}
+
+// paramsFor derives the knobs of a run from its seed, so that seeds also vary the cloud.
+func paramsFor(seed int64, faultRate float64) params {
+	x := mix(uint64(seed), 0x9a7a)
+	return params{
+		seed:              seed,
+		faultRate:         faultRate,
+		maxAttempts:       1 + int(x%4),
+		pageSize:          2 + int(x>>8%6),
+		routePageSize:     []int{0, 0, 3}[x>>16%3],
+		provisioningReads: int(x >> 24 % 3),
+	}
+}
+
+func (p params) String() string {
+	return fmt.Sprintf("seed=%d faults=%g maxAttempts=%d pageSize=%d routePageSize=%d provisioningReads=%d",
+		p.seed, p.faultRate, p.maxAttempts, p.pageSize, p.routePageSize, p.provisioningReads)
+}
+
+// mix is the splitmix64 finalizer over a and b: the seed of a step's faults.
+func mix(a, b uint64) uint64 {
+	x := a + 0x9e3779b97f4a7c15*(b+1)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// faultRules spreads rate over the four kinds of fault: rules that each fire
+// independently, together on about rate of the calls.
+func faultRules(rate float64) []faultinject.Rule {
+	share := func(s float64) float64 { return 1 - math.Pow(1-rate, s) }
+	return []faultinject.Rule{
+		{Kind: faultinject.Throttle, Probability: share(0.25)},
+		{Kind: faultinject.Transient, Probability: share(0.3)},
+		{Kind: faultinject.Timeout, Probability: share(0.15)},
+		{Kind: faultinject.Ambiguous, Probability: share(0.3)},
+	}
+}
+
+// result is what a run found.
+type result struct {
+	violations []violation
+	// executed and skipped count the operations that ran and those whose object did not
+	// exist.
+	executed, skipped int
+	// injected sums the fault injector's counters over all steps.
+	injected faultinject.OpCounts
+	// calls counts the calls the fake cloud received.
+	calls fake.Calls
+	// lbWrites is the number of load balancer writes.
+	lbWrites int
+	// nodeDeletions counts the Nodes the lifecycle controller deleted.
+	nodeDeletions int
+	// virtual is the virtual time the run took.
+	virtual time.Duration
+}
+
+// sim is one run: the world, the fake cloud behind a switch that gives every step its own
+// fault injector, and the running cloud-controller-manager.
+type sim struct {
+	p     params
+	ctx   context.Context
+	clock *clock
+	w     *world
+	cloud *fake.Cloud
+	sw    *switchClient
+	rec   *recorder
+	ccm   *ccm
+	res   result
+	// terminated holds when each terminated instance was terminated: the cloud forgets
+	// it terminatedRetention later.
+	terminated map[string]time.Time
+}
+
+// terminatedRetention is how long the cloud keeps listing a terminated instance before it
+// is not found, as clouds do for about an hour.
+const terminatedRetention = time.Hour
+
+// run runs the history under p, stops the faults, lets the controllers settle and checks
+// the end state.
+func run(p params, ops []op) (result, error) {
+	s, err := newSim(p)
+	if err != nil {
+		return result{}, err
+	}
+	if err := s.execute(ops); err != nil {
+		return result{}, err
+	}
+	return s.finish(), nil
+}
+
+// execute starts the cloud-controller-manager, runs the operations, each step with its
+// own faults, then stops the faults and runs the controllers for the settle window.
+func (s *sim) execute(ops []op) error {
+	if err := s.restart(); err != nil {
+		return err
+	}
+	start := s.clock.Now()
+	for _, o := range ops {
+		fi := faultinjectWrap(s, o)
+		s.sw.set(fi)
+		if err := s.apply(o); err != nil {
+			return fmt.Errorf("operation %s: %w", o, err)
+		}
+		if err := s.ccm.runUntil(s.clock.Now().Add(o.Advance)); err != nil {
+			return fmt.Errorf("after operation %s: %w", o, err)
+		}
+		addCounts(&s.res.injected, fi.Injected().Total())
+	}
+	s.sw.set(s.cloud)
+	if err := s.ccm.runUntil(s.clock.Now().Add(settleWindow)); err != nil {
+		return fmt.Errorf("while settling: %w", err)
+	}
+	s.res.virtual = s.clock.Now().Sub(start)
+	return nil
+}
+
+// faultinjectWrap returns the fault injector of the step of o: seeded by the run's seed
+// and the operation's index, so that the step's faults do not depend on the steps before.
+// Timeouts and the throttle's Retry-After are tiny, and the injector does not sleep: the
+// real waits of the provider's client are the only wall time the faults cost.
+func faultinjectWrap(s *sim, o op) *faultinject.Client {
+	return faultinject.Wrap(s.cloud, faultinject.Config{
+		Seed:               int64(mix(uint64(s.p.seed), uint64(o.Index))),
+		Rules:              faultRules(s.p.faultRate),
+		Timeout:            time.Millisecond,
+		ThrottleRetryAfter: time.Microsecond,
+		Sleep:              func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+	})
+}
+
+// finish checks the end state and returns the result.
+func (s *sim) finish() result {
+	s.res.violations = append(slices.Clone(s.rec.violations), check(s.w, s.cloud, s.rec)...)
+	for _, pending := range s.ccm.pendingRetries() {
+		s.res.violations = append(s.res.violations, violation{Check: checkSettled, Msg: pending + " still waits for a retry after the settle window"})
+	}
+	s.res.calls = s.cloud.Calls()
+	s.res.lbWrites = len(s.cloud.LoadBalancerHistory())
+	s.res.nodeDeletions = s.rec.nodeDeletions
+	return s.res
+}
+
+// addCounts adds the calls and faults of o to sum.
+func addCounts(sum *faultinject.OpCounts, o faultinject.OpCounts) {
+	sum.Calls += o.Calls
+	sum.Passed += o.Passed
+	for k, n := range o.Faults {
+		if sum.Faults == nil {
+			sum.Faults = map[faultinject.Kind]int{}
+		}
+		sum.Faults[k] += n
+	}
+}
+
+func newSim(p params) (*sim, error) {
+	c := newClock()
+	cloud, err := fake.New(fake.Config{
+		PageSize:      p.pageSize,
+		RoutePageSize: p.routePageSize,
+		Provisioning:  fake.Provisioning{Reads: p.provisioningReads},
+	}, fake.WithClock(c.Now))
+	if err != nil {
+		return nil, err
+	}
+	return &sim{
+		p:     p,
+		ctx:   klog.NewContext(context.Background(), klog.Logger{}), // the zero logger discards
+		clock: c,
+		w:     newWorld(c),
+		cloud: cloud,
+		sw:    &switchClient{cur: cloud},
+		rec:   newRecorder(cloud),
+
+		terminated: map[string]time.Time{},
+	}, nil
+}
+
+// restart starts a new cloud-controller-manager: a new provider over the same cloud, and
+// controllers with empty memories.
+func (s *sim) restart() error {
+	routesOn := true
+	cloud, err := provider.New(provider.Config{
+		Cluster: provider.ClusterConfig{ID: clusterID},
+		CloudAPI: provider.CloudAPIConfig{
+			QPS: math.Inf(1), // no client-side limit: waits would be real time
+			Retry: provider.RetryConfig{
+				MaxAttempts:    s.p.maxAttempts,
+				InitialBackoff: time.Microsecond,
+				MaxBackoff:     time.Microsecond,
+			},
+		},
+		Enable: provider.EnableConfig{Routes: &routesOn},
+	}, s.sw, provider.Options{Metrics: metrics.NewKubeRegistry(), Now: s.clock.Now})
+	if err != nil {
+		return err
+	}
+	s.ccm, err = startCCM(s.ctx, s.w, s.rec, cloud)
+	return err
+}
+
+// Derived names of a Node's parts.
+func instanceID(nodeName string) string { return "i-" + nodeName }
+
+func nodeAddress(num int) string {
+	return netip.AddrFrom4([4]byte{10, 1, byte(num / 250), byte(num%250 + 1)}).String()
+}
+
+func podCIDR(num int) string {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(64 + num/256), byte(num % 256), 0}), 24).String()
+}
+
+// apply performs one operation; one whose object does not exist is skipped.
+func (s *sim) apply(o op) error {
+	for _, id := range slices.Sorted(maps.Keys(s.terminated)) {
+		if !s.clock.Now().Before(s.terminated[id].Add(terminatedRetention)) {
+			_ = s.cloud.DeleteInstance(id)
+			delete(s.terminated, id)
+		}
+	}
+	ok := true
+	switch o.Kind {
+	case opCreateService:
+		ok = s.w.createService(newService(o)) == nil
+	case opUpdatePorts:
+		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) {
+			old := svc.Spec.Ports
+			svc.Spec.Ports = slices.Clone(o.Ports)
+			for i, p := range svc.Spec.Ports {
+				for _, q := range old { // the client keeps the node ports of unchanged ports
+					if q.Port == p.Port && q.Protocol == p.Protocol {
+						svc.Spec.Ports[i].NodePort = q.NodePort
+					}
+				}
+			}
+		})
+	case opUpdateAnnotations:
+		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) { svc.Annotations = cloneMap(o.Annotations) })
+	case opSetType:
+		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) {
+			if o.LoadBalancer {
+				svc.Spec.Type = corev1.ServiceTypeLoadBalancer
+				svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+			} else {
+				svc.Spec.Type = corev1.ServiceTypeClusterIP
+				svc.Spec.ExternalTrafficPolicy = ""
+			}
+		})
+	case opDeleteService:
+		ok = s.w.deleteService(o.Name)
+	case opAddNode:
+		ok = s.addNode(o)
+	case opRemoveNode:
+		ok = s.w.deleteNode(o.Name)
+		_ = s.cloud.DeleteInstance(instanceID(o.Name))
+	case opDrainNode:
+		ok = s.updateNode(o.Name, func(n *corev1.Node) {
+			if !hasTaint(n, toBeDeletedTaint) {
+				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: toBeDeletedTaint, Effect: corev1.TaintEffectNoSchedule})
+			}
+		})
+	case opExcludeNode:
+		ok = s.updateNode(o.Name, func(n *corev1.Node) {
+			if o.Exclude {
+				if n.Labels == nil {
+					n.Labels = map[string]string{}
+				}
+				n.Labels[corev1.LabelNodeExcludeBalancers] = "true"
+			} else {
+				delete(n.Labels, corev1.LabelNodeExcludeBalancers)
+			}
+		})
+	case opShutdownNode:
+		ok = s.setInstance(o.Name, cloudapi.InstanceStopped, corev1.ConditionUnknown)
+	case opStartNode:
+		ok = s.setInstance(o.Name, cloudapi.InstanceRunning, corev1.ConditionTrue)
+	case opKubeletDown:
+		ok = s.updateNode(o.Name, func(n *corev1.Node) { setReady(n, corev1.ConditionUnknown) })
+	case opDeleteInstance:
+		ok = s.cloud.DeleteInstance(instanceID(o.Name)) == nil
+		s.updateNode(o.Name, func(n *corev1.Node) { setReady(n, corev1.ConditionUnknown) })
+	case opTerminateInstance:
+		if ok = s.setInstance(o.Name, cloudapi.InstanceTerminated, corev1.ConditionUnknown); ok {
+			s.terminated[instanceID(o.Name)] = s.clock.Now()
+		}
+	case opRestart:
+		if err := s.restart(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown operation kind %v", o.Kind)
+	}
+	if ok {
+		s.res.executed++
+	} else {
+		s.res.skipped++
+	}
+	return nil
+}
+
+// updateLiveService changes a Service that exists and is not being deleted.
+func (s *sim) updateLiveService(name string, change func(*corev1.Service)) bool {
+	if svc := s.w.service(name); svc == nil || svc.DeletionTimestamp != nil {
+		return false
+	}
+	return s.w.updateService(name, change)
+}
+
+func (s *sim) updateNode(name string, change func(*corev1.Node)) bool {
+	return s.w.updateNode(name, change)
+}
+
+// setInstance sets the state of a Node's instance, unless it is gone or terminated, and
+// the Node's readiness with it.
+func (s *sim) setInstance(name string, state cloudapi.InstanceState, ready corev1.ConditionStatus) bool {
+	if s.w.node(name) == nil {
+		return false
+	}
+	inst := instanceOf(s.w.node(name), s.cloud.Inventory().Instances)
+	if inst == nil || inst.State == cloudapi.InstanceTerminated {
+		return false
+	}
+	if err := s.cloud.SetInstanceState(inst.ID, state); err != nil {
+		return false
+	}
+	return s.updateNode(name, func(n *corev1.Node) { setReady(n, ready) })
+}
+
+// addNode starts an instance and registers its Node, uninitialized, with a pod CIDR.
+func (s *sim) addNode(o op) bool {
+	id := instanceID(o.Name)
+	err := s.cloud.AddInstance(cloudapi.Instance{
+		ID: id, Name: o.Name, Type: "m1.small", Zone: []string{"fake-1a", "fake-1b"}[o.Num%2],
+		Addresses: []cloudapi.Address{{Type: cloudapi.AddressInternalIP, Address: nodeAddress(o.Num)}},
+	})
+	if err != nil {
+		return false
+	}
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name},
+		Spec: corev1.NodeSpec{
+			PodCIDR:  podCIDR(o.Num),
+			PodCIDRs: []string{podCIDR(o.Num)},
+			Taints:   []corev1.Taint{{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+		},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+	if o.ProviderID {
+		n.Spec.ProviderID = provider.DefaultProviderName + "://" + id
+	}
+	return s.w.createNode(n) == nil
+}
+
+// newService builds the Service a create-service operation asks for.
+func newService(o op) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Annotations: cloneMap(o.Annotations)},
+		Spec: corev1.ServiceSpec{
+			Type:                     corev1.ServiceTypeClusterIP,
+			Ports:                    slices.Clone(o.Ports),
+			IPFamilies:               []corev1.IPFamily{corev1.IPv4Protocol},
+			LoadBalancerSourceRanges: slices.Clone(o.SourceRanges),
+		},
+	}
+	if o.LoadBalancer {
+		svc.Spec.Type = corev1.ServiceTypeLoadBalancer
+		svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+		if o.Local {
+			svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		}
+	}
+	if o.DualStack {
+		svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, corev1.IPv6Protocol)
+	}
+	return svc
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// switchClient is the cloud client the provider holds across restarts: every call goes to
+// the client set for the current step (a fault injector seeded for that step, or the bare
+// cloud once the faults stop). faultinject numbers calls from Wrap, so a fresh injector per
+// step makes the faults of a step a function of (seed, step index, calls in the step),
+// independent of the steps before it.
+type switchClient struct {
+	mu  sync.Mutex
+	cur cloudapi.Client
+}
+
+func (s *switchClient) set(c cloudapi.Client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur = c
+}
+
+func (s *switchClient) get() cloudapi.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+func (s *switchClient) Instances() cloudapi.InstanceAPI                 { return switchInstances{s} }
+func (s *switchClient) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return switchLBs{s}, true }
+func (s *switchClient) Routes() (cloudapi.RouteAPI, bool)               { return switchRoutes{s}, true }
+
+type switchInstances struct{ s *switchClient }
+
+func (a switchInstances) GetInstance(ctx context.Context, id string) (*cloudapi.Instance, error) {
+	return a.s.get().Instances().GetInstance(ctx, id)
+}
+
+func (a switchInstances) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
+	return a.s.get().Instances().ListInstances(ctx, opts)
+}
+
+type switchLBs struct{ s *switchClient }
+
+func (a switchLBs) api() cloudapi.LoadBalancerAPI {
+	lb, _ := a.s.get().LoadBalancers()
+	return lb
+}
+
+func (a switchLBs) GetLoadBalancer(ctx context.Context, id string) (*cloudapi.LoadBalancer, error) {
+	return a.api().GetLoadBalancer(ctx, id)
+}
+
+func (a switchLBs) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+	return a.api().ListLoadBalancers(ctx, opts)
+}
+
+func (a switchLBs) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	return a.api().CreateLoadBalancer(ctx, spec)
+}
+
+func (a switchLBs) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+	return a.api().UpdateLoadBalancer(ctx, id, update)
+}
+
+func (a switchLBs) DeleteLoadBalancer(ctx context.Context, id string) error {
+	return a.api().DeleteLoadBalancer(ctx, id)
+}
+
+type switchRoutes struct{ s *switchClient }
+
+func (a switchRoutes) api() cloudapi.RouteAPI {
+	r, _ := a.s.get().Routes()
+	return r
+}
+
+func (a switchRoutes) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.RoutePage, error) {
+	return a.api().ListRoutes(ctx, opts)
+}
+
+func (a switchRoutes) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*cloudapi.Route, error) {
+	return a.api().CreateRoute(ctx, spec)
+}
+
+func (a switchRoutes) DeleteRoute(ctx context.Context, id string) error {
+	return a.api().DeleteRoute(ctx, id)
+}
