@@ -37,7 +37,20 @@ type Cache struct {
 	pages     int       // pages the last list took
 	listing   *flight   // the list in progress, if any
 	fetchByID map[string]*flight
+	// After a failed list, no new list starts before retryAt; lookups get listErr (ByID
+	// asks for its one instance instead). backoff is the wait after the next failure.
+	listErr error
+	retryAt time.Time
+	backoff time.Duration
 }
+
+// The wait after a failed list before the next one starts: it doubles with each failure
+// in a row, up to maxListBackoff, and resets when a list succeeds. Without it, every
+// lookup while the cloud fails would start the whole paginated list again.
+const (
+	minListBackoff = time.Second
+	maxListBackoff = 30 * time.Second
+)
 
 // flight is one cloud call that several lookups wait for.
 type flight struct {
@@ -56,11 +69,16 @@ func New(api cloudapi.InstanceAPI, opts Options) *Cache {
 
 // ByID returns the instance with the given cloud ID. It returns an error matching
 // cloudapi.ErrNotFound only when the cloud said so for this ID; any other failure is
-// returned as it is.
+// returned as it is. When the snapshot is due for a refresh and the list fails (or
+// failed moments ago), it asks the cloud for this one instance instead.
 func (c *Cache) ByID(ctx context.Context, id string) (*cloudapi.Instance, error) {
 	start := c.opts.Now()
 	if err := c.ensureFresh(ctx, start); err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		klog.FromContext(ctx).V(2).Info("Instance list failed; getting the one instance", "id", id, "err", err)
+		return c.get(ctx, id)
 	}
 	c.mu.RLock()
 	inst, ok := c.byID[id]
@@ -212,6 +230,11 @@ func (c *Cache) listUntil(ctx context.Context, done func() bool) error {
 			}
 			continue // that list may not be recent enough
 		}
+		if now := c.opts.Now(); c.listErr != nil && now.Before(c.retryAt) {
+			err := fmt.Errorf("the instance list failed; next attempt in %s: %w", c.retryAt.Sub(now).Round(time.Millisecond), c.listErr)
+			c.mu.Unlock()
+			return err
+		}
 		f := &flight{done: make(chan struct{})}
 		c.listing = f
 		started := c.opts.Now()
@@ -225,6 +248,10 @@ func (c *Cache) listUntil(ctx context.Context, done func() bool) error {
 			c.byID, c.byName, c.pages, c.misses = byID, byName, pages, 0
 			c.listedAt = started
 			c.gen++
+			c.listErr, c.backoff = nil, 0
+		} else {
+			c.backoff = min(max(2*c.backoff, minListBackoff), maxListBackoff)
+			c.listErr, c.retryAt = err, c.opts.Now().Add(c.backoff)
 		}
 		c.listing = nil
 		f.err = err

@@ -237,12 +237,83 @@ func TestNotFoundOnlyFromTheCloud(t *testing.T) {
 func TestListErrorsAreErrors(t *testing.T) {
 	ctx := context.Background()
 	c := newCloud(10)
-	cache, _ := newCache(c, time.Minute)
+	cache, clk := newCache(c, time.Minute)
 	c.failNext = cloudapi.Throttled(cloudapi.OpListInstances, time.Second, nil)
-	_, err := cache.ByID(ctx, "i-00001")
+	_, err := cache.ByName(ctx, "node-00001")
 	require.ErrorIs(t, err, cloudapi.ErrThrottled)
+	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+
 	_, err = cache.ByName(ctx, "node-00001")
-	require.NoError(t, err, "the next lookup lists again")
+	require.ErrorIs(t, err, cloudapi.ErrThrottled, "within the backoff: the last list's error, no new list")
+	assert.EqualValues(t, 1, c.lists.Load())
+
+	clk.Advance(minListBackoff)
+	_, err = cache.ByName(ctx, "node-00001")
+	require.NoError(t, err, "after the backoff the next lookup lists again")
+	assert.EqualValues(t, 2, c.lists.Load())
+}
+
+// TestFailingListFallsBackToGet keeps the list failing: lookups by ID still answer, one
+// GetInstance each, and the whole list is not started again on every lookup but after a
+// backoff that doubles up to maxListBackoff. A missing instance is still only "gone" on
+// the cloud's own answer for it.
+func TestFailingListFallsBackToGet(t *testing.T) {
+	ctx := context.Background()
+	c := &failingLists{cloud: newCloud(10)}
+	c.fail.Store(true)
+	cache, clk := newCache(c.cloud, time.Minute)
+	cache.api = c
+
+	for range 5 {
+		inst, err := cache.ByID(ctx, "i-00003")
+		require.NoError(t, err, "one GetInstance answers while the list fails")
+		assert.Equal(t, "i-00003", inst.ID)
+	}
+	assert.EqualValues(t, 1, c.lists.Load(), "one list, then the backoff")
+	assert.EqualValues(t, 5, c.cloud.gets.Load())
+
+	_, err := cache.ByID(ctx, "i-missing")
+	require.ErrorIs(t, err, cloudapi.ErrNotFound, "the cloud's answer for this ID")
+
+	var waits []time.Duration
+	for range 7 {
+		before := c.lists.Load()
+		for d := time.Duration(0); c.lists.Load() == before; d += 250 * time.Millisecond {
+			require.Less(t, d, time.Minute, "a list is retried within a minute")
+			clk.Advance(250 * time.Millisecond)
+			_, err := cache.ByID(ctx, "i-00003")
+			require.NoError(t, err)
+			if c.lists.Load() > before {
+				waits = append(waits, d+250*time.Millisecond)
+			}
+		}
+	}
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}, waits,
+		"the backoff doubles from 1s and stops at 30s")
+
+	c.fail.Store(false)
+	clk.Advance(maxListBackoff)
+	_, err = cache.ByID(ctx, "i-00004")
+	require.NoError(t, err)
+	gets := c.cloud.gets.Load()
+	_, err = cache.ByID(ctx, "i-00005")
+	require.NoError(t, err)
+	assert.Equal(t, gets, c.cloud.gets.Load(), "listed again: served from the snapshot")
+}
+
+// failingLists is a cloud whose lists fail while fail is set.
+type failingLists struct {
+	*cloud
+	fail  atomic.Bool
+	lists atomic.Int64
+}
+
+func (f *failingLists) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
+	f.lists.Add(1)
+	if f.fail.Load() {
+		return nil, cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpListInstances, "", nil)
+	}
+	return f.cloud.ListInstances(ctx, opts)
 }
 
 func TestByName(t *testing.T) {
