@@ -25,6 +25,9 @@ import (
 
 const pageSize = 500
 
+// frozen is the time on the provider's clock in these tests.
+var frozen = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // cluster is N Nodes in a fake clientset, their instances in the fake cloud, and the
 // ccmkit provider between them, with every cloud call counted at the fake's door.
 type cluster struct {
@@ -50,7 +53,9 @@ func newCluster(tb testing.TB, n, notReady int, faults faultinject.Config) *clus
 	require.NoError(tb, err)
 	counter := faultinject.Wrap(backend, faults)
 	cloud, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "scale"}, CloudAPI: provider.CloudAPIConfig{PageSize: pageSize, QPS: 1e6, Burst: 1e6}},
-		counter, provider.Options{Metrics: metrics.NewKubeRegistry()})
+		// The snapshot's clock stands still: a pass slowed down by a busy machine must not
+		// outlive cache.maxAge and list twice. Budgets are call counts, not times.
+		counter, provider.Options{Metrics: metrics.NewKubeRegistry(), Now: func() time.Time { return frozen }})
 	require.NoError(tb, err)
 
 	var objs []corev1.Node
