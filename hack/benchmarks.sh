@@ -8,11 +8,14 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 
 bench_cmd=(go test -run '^$' -bench . -benchmem -benchtime=2s ./fake ./instances ./internal/cloudclient ./internal/instancecache ./loadbalancer)
+report_cmd=(go run ./bench)
 budget_cmd=(go test -count=1 -v -run 'TestCallBudgetAt5000Nodes|TestNoFalseNotExistUnderFaults|TestRouteControllerQuietReconcileIsOneCall|TestConvergesUnderFaults' ./instances ./routes ./loadbalancer)
 
 # Before anything is written: the output file itself must not count as a change.
 commit="$(git rev-parse --short HEAD)$(git diff --quiet -- . ":(exclude)$out" || echo ' (with uncommitted changes)')"
 
+echo "==> ${report_cmd[*]}" >&2
+"${report_cmd[@]}" > "$tmp.report"
 echo "==> ${bench_cmd[*]}" >&2
 "${bench_cmd[@]}" 2>&1 | grep -E '^(Benchmark|goos|goarch|pkg|cpu)' > "$tmp.bench"
 echo "==> ${budget_cmd[*]}" >&2
@@ -28,6 +31,18 @@ echo "==> ${budget_cmd[*]}" >&2
 	echo "- machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 	echo "- $(go version)"
 	echo
+	echo "## ccmkit against a pass-through baseline (\`make bench\`)"
+	echo
+	echo "The upstream node, node lifecycle, route and service controllers over client-go's"
+	echo "fake clientset, at 5,000 Nodes and 1,000 LoadBalancer Services (page size 500), once"
+	echo "with ccmkit and once with bench/baseline, a provider that passes every call to the cloud."
+	echo "How each figure is measured: bench/doc.go."
+	echo
+	echo '```'
+	echo "\$ ${report_cmd[*]}"
+	cat "$tmp.report"
+	echo '```'
+	echo
 	echo "## Go benchmarks"
 	echo
 	echo '```'
@@ -42,5 +57,5 @@ echo "==> ${budget_cmd[*]}" >&2
 	sed 's/^ *//' "$tmp.budget"
 	echo '```'
 } > "$out"
-rm -f "$tmp.bench" "$tmp.budget"
+rm -f "$tmp.bench" "$tmp.budget" "$tmp.report"
 echo "wrote $out" >&2

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// smallConfig is the whole benchmark at a size that runs in seconds.
+func smallConfig() config {
+	return config{
+		nodes: 60, services: 12, pageSize: 10, notReady: -1, minutes: 2,
+		latency: 5 * time.Millisecond, p3Subset: 20, qps: math.Inf(1), quiet: 100 * time.Millisecond,
+	}
+}
+
+// TestBenchSmall runs every measurement at a small size and checks what must hold
+// whatever the figures are: the JSON report is complete, ccmkit's quiet cluster costs
+// fewer calls than the pass-through baseline, a converged load balancer is not written,
+// the fixture is converged (no Node writes), and a new Node reaches every load balancer.
+func TestBenchSmall(t *testing.T) {
+	var logs bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	rep, err := run(context.Background(), smallConfig(), &logs)
+	require.NoError(t, err)
+
+	path := filepath.Join(t.TempDir(), "bench.json")
+	require.NoError(t, rep.writeJSON(path))
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var figures map[string]map[string]any
+	require.NoError(t, json.Unmarshal(data, &figures))
+
+	for _, key := range []string{
+		"P1", "P1_outage", "P2_ensure_reads", "P2_ensure_writes", "P2_update_writes", "P3",
+		"P4_reads", "P4_writes", "P5", "P6", "P6_allocs", "node_add_writes", "node_add_seconds",
+	} {
+		assert.Contains(t, figures, key)
+	}
+	for key, f := range figures {
+		for _, side := range []string{"ccmkit", "baseline"} {
+			assert.IsType(t, float64(0), f[side], "%s.%s", key, side)
+		}
+		assert.NotEmpty(t, f["unit"], "%s.unit", key)
+	}
+	value := func(key, side string) float64 {
+		t.Helper()
+		v, ok := figures[key][side].(float64)
+		require.True(t, ok, "%s.%s", key, side)
+		return v
+	}
+
+	assert.Less(t, value("P1", "ccmkit"), value("P1", "baseline"))
+	assert.Less(t, value("P1_outage", "ccmkit"), value("P1_outage", "baseline"))
+	assert.Zero(t, value("P2_ensure_writes", "ccmkit"))
+	assert.Zero(t, value("P2_update_writes", "ccmkit"))
+	assert.Equal(t, 1.0, value("P2_ensure_writes", "baseline"), "the baseline writes every converged load balancer once")
+	assert.Equal(t, 1.0, value("P2_update_writes", "baseline"))
+	assert.Equal(t, "baseline", figures["P3"]["extrapolated"], "the baseline's pass was timed on a subset")
+	assert.Contains(t, figures["P3"]["note"], "scaled linearly")
+	for _, side := range []string{"ccmkit", "baseline"} {
+		assert.Zero(t, value("P3_node_writes", side), "%s: a status pass over converged Nodes writes none", side)
+		assert.Equal(t, float64(smallConfig().services), value("node_add_lbs", side), "%s: every load balancer has the new Node", side)
+		assert.Positive(t, value("node_add_writes", side), side)
+		assert.Positive(t, value("P4_reads", side), side)
+	}
+	assert.Zero(t, rep.ccmkit.p1KubeWrites+rep.base.p1KubeWrites, "quiet passes over a converged cluster write no object")
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		tweak func(*config)
+		want  string
+	}{
+		{"valid", func(*config) {}, ""},
+		{"no nodes", func(c *config) { c.nodes = 0 }, "-nodes"},
+		{"too many NotReady", func(c *config) { c.notReady = 61 }, "-not-ready"},
+		{"no minutes", func(c *config) { c.minutes = 0 }, "-minutes"},
+		{"no subset", func(c *config) { c.p3Subset = 0 }, "-p3-subset"},
+		{"negative qps", func(c *config) { c.qps = -1 }, "-qps"},
+		{"no quiet period", func(c *config) { c.quiet = 0 }, "-quiet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := smallConfig()
+			cfg.notReady = 20
+			tt.tweak(&cfg)
+			err := cfg.validate()
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	fakecloud "github.com/ccmkit/ccmkit/fake"
+)
+
+// result is every figure of one provider.
+type result struct {
+	p1, p1Outage        float64 // cloud calls per virtual minute
+	p1Calls, p1OutCalls fakecloud.Calls
+	p1KubeWrites        int64
+	p2EnsureReads       int64
+	p2EnsureWrites      int64
+	p2UpdateWrites      int64
+	p3                  float64 // seconds
+	p3Note              string  // how P3 was obtained when not measured directly
+	p3NoLatency         float64 // seconds, the same pass without latency
+	p3Patches           int64   // Node writes by the passes over all Nodes
+	p4Reads, p4Writes   int64
+	p4Calls             fakecloud.Calls
+	p5                  float64 // MB (10^6 bytes)
+	p6NsPerOp           float64
+	p6AllocsPerOp       float64
+	p6SortedNsPerOp     float64 // the same with the Nodes sorted by name
+	nodeAddWrites       int64
+	nodeAddSeconds      float64
+	nodeAddLBs          int // load balancers that have the new Node's instance at the end
+	nodeAddCalls        fakecloud.Calls
+	nodeAddKubeWrites   int64
+	setup, total        time.Duration
+}
+
+// measure builds k's world and takes every figure in turn.
+func measure(ctx context.Context, cfg config, k kind, log *progress) (*result, error) {
+	start := time.Now()
+	log.printf("%s: building the converged cluster: %d Nodes, %d Services, page size %d", k, cfg.nodes, cfg.services, cfg.pageSize)
+	w, err := newWorld(ctx, cfg, k, log)
+	if err != nil {
+		return nil, fmt.Errorf("%s: setting up: %w", k, err)
+	}
+	r := &result{setup: time.Since(start)}
+	steps := []struct {
+		name string
+		run  func(context.Context, *world, *result, *progress) error
+	}{
+		{"P4, P2, P6, P5 (restart)", restart},
+		{"P1 (quiet cluster)", quiet},
+		{"P1_outage", outage},
+		{"P3 (node status pass)", statusPass},
+		{"node_add", nodeAdd},
+	}
+	for _, s := range steps {
+		log.printf("%s: %s", k, s.name)
+		if err := s.run(ctx, w, r, log); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", k, s.name, err)
+		}
+	}
+	r.total = time.Since(start)
+	return r, nil
+}
+
+// restart measures P4: a new provider and new controllers over the converged cluster,
+// every cloud call until each controller has synced everything once; then, on that
+// provider alone, P2 and P6; then P5, the heap the provider retains.
+func restart(ctx context.Context, w *world, r *result, log *progress) error {
+	before := w.cloud.Calls()
+	s, err := w.start(ctx, newKube(w.nodes, 0), parts{nodeController: true, lifecycle: true, service: true})
+	if err != nil {
+		return err
+	}
+	if err := s.gate.pass(ctx); err != nil {
+		s.stop()
+		return err
+	}
+	n := int64(len(w.nodes))
+	if err := waitFor(ctx, func() bool { return s.obs.metadata.Load() >= n }); err != nil {
+		s.stop()
+		return fmt.Errorf("waiting for the node status pass: %w", err)
+	}
+	if err := s.waitSynced(ctx, true); err != nil {
+		s.stop()
+		return err
+	}
+	r.p4Calls = w.cloud.Calls().Sub(before)
+	r.p4Reads, r.p4Writes = r.p4Calls.Reads(), r.p4Calls.Writes()
+	log.printf("%s: P4 restart: %d reads, %d writes %v; %d kube writes", w.kind, r.p4Reads, r.p4Writes, map[cloudapi.Operation]int64(r.p4Calls), s.kube.writes.Load())
+	p := s.provider
+	s.stop()
+	s = nil // the stopped session refers to the provider: P5 must see only p
+
+	if err := converged(ctx, w, p, r, log); err != nil {
+		return err
+	}
+	r.p5 = retainedMB(&p)
+	log.printf("%s: P5 retained heap: %.2f MB", w.kind, r.p5)
+	return nil
+}
+
+// converged measures P2 and P6 on a provider that has synced the cluster.
+func converged(ctx context.Context, w *world, p cloudprovider.Interface, r *result, log *progress) error {
+	lb, ok := p.LoadBalancer()
+	if !ok {
+		return fmt.Errorf("the provider offers no LoadBalancer")
+	}
+	svc := w.services[0]
+	// The service controller passes the Nodes in its lister's order, which is a map's:
+	// shuffle them (with a fixed seed), or sorting the targets would cost nothing.
+	nodes := slices.Clone(w.nodes)
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+	before := w.cloud.Calls()
+	if _, err := lb.EnsureLoadBalancer(ctx, clusterName, svc, nodes); err != nil {
+		return fmt.Errorf("P2 EnsureLoadBalancer: %w", err)
+	}
+	d := w.cloud.Calls().Sub(before)
+	r.p2EnsureReads, r.p2EnsureWrites = d.Reads(), d.Writes()
+	before = w.cloud.Calls()
+	if err := lb.UpdateLoadBalancer(ctx, clusterName, svc, nodes); err != nil {
+		return fmt.Errorf("P2 UpdateLoadBalancer: %w", err)
+	}
+	r.p2UpdateWrites = w.cloud.Calls().Sub(before).Writes()
+	log.printf("%s: P2 converged EnsureLoadBalancer: %d reads, %d writes; UpdateLoadBalancer: %d writes", w.kind, r.p2EnsureReads, r.p2EnsureWrites, r.p2UpdateWrites)
+
+	res, err := benchmarkEnsure(ctx, lb, svc, nodes)
+	if err != nil {
+		return fmt.Errorf("P6 EnsureLoadBalancer: %w", err)
+	}
+	r.p6NsPerOp, r.p6AllocsPerOp = float64(res.NsPerOp()), float64(res.AllocsPerOp())
+	log.printf("%s: P6 converged EnsureLoadBalancer with %d Nodes in lister order: %s", w.kind, len(nodes), res.String()+res.MemString())
+	res, err = benchmarkEnsure(ctx, lb, svc, w.nodes)
+	if err != nil {
+		return fmt.Errorf("P6 EnsureLoadBalancer: %w", err)
+	}
+	r.p6SortedNsPerOp = float64(res.NsPerOp())
+	log.printf("%s: P6 converged EnsureLoadBalancer with %d Nodes sorted by name: %s", w.kind, len(w.nodes), res.String()+res.MemString())
+	return nil
+}
+
+// benchmarkEnsure runs EnsureLoadBalancer of a converged Service under testing.Benchmark.
+func benchmarkEnsure(ctx context.Context, lb cloudprovider.LoadBalancer, svc *corev1.Service, nodes []*corev1.Node) (testing.BenchmarkResult, error) {
+	var benchErr error
+	res := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := lb.EnsureLoadBalancer(ctx, clusterName, svc, nodes); err != nil {
+				benchErr = err
+				b.FailNow()
+			}
+		}
+	})
+	return res, benchErr
+}
+
+// retainedMB returns the heap that only *p keeps alive: the heap after a GC with the
+// provider, minus the heap after a GC without it. The fake cloud, the world's objects and
+// everything else stay referenced by the caller; the controllers have been stopped.
+func retainedMB(p *cloudprovider.Interface) float64 {
+	with := heapAfterGC()
+	runtime.KeepAlive(*p)
+	*p = nil
+	without := heapAfterGC()
+	return float64(int64(with)-int64(without)) / 1e6
+}
+
+func heapAfterGC() uint64 {
+	var ms runtime.MemStats
+	for range 3 {
+		runtime.GC()
+	}
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// quiet measures P1 with every Node Ready.
+func quiet(ctx context.Context, w *world, r *result, log *progress) error {
+	calls, writes, err := simulate(ctx, w, 0, log)
+	if err != nil {
+		return err
+	}
+	r.p1Calls, r.p1KubeWrites = calls, writes
+	r.p1 = float64(calls.Total()) / float64(w.cfg.minutes)
+	log.printf("%s: P1 %.1f calls/min %v; %d kube writes", w.kind, r.p1, map[cloudapi.Operation]int64(calls), writes)
+	return nil
+}
+
+// outage measures P1_outage: the same with a zone's Nodes NotReady.
+func outage(ctx context.Context, w *world, r *result, log *progress) error {
+	calls, writes, err := simulate(ctx, w, w.cfg.notReady, log)
+	if err != nil {
+		return err
+	}
+	r.p1OutCalls = calls
+	r.p1Outage = float64(calls.Total()) / float64(w.cfg.minutes)
+	log.printf("%s: P1_outage %.1f calls/min %v; %d kube writes", w.kind, r.p1Outage, map[cloudapi.Operation]int64(calls), writes)
+	return nil
+}
+
+// simulate runs the controllers' periodic passes over cfg.minutes of virtual time at the
+// upstream default periods, in time order, moving the provider's clock to each pass's
+// time: the cloud node controller's UpdateNodeStatus every 5 min, the node lifecycle
+// controller's MonitorNodes every 5 s and a route reconcile every 10 s, each first at
+// time 0. The service controller runs and has synced before; nothing changes a Service.
+// It returns the cloud calls of the passes and the Kubernetes writes.
+func simulate(ctx context.Context, w *world, notReady int, log *progress) (fakecloud.Calls, int64, error) {
+	s, err := w.start(ctx, newKube(w.nodes, notReady), parts{service: true})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer s.stop()
+	if err := s.waitSynced(ctx, true); err != nil {
+		return nil, 0, err
+	}
+	type ticker struct {
+		period time.Duration
+		next   time.Duration
+		pass   func() error
+	}
+	tickers := []*ticker{
+		{period: nodeStatusUpdateFrequency, pass: func() error { return s.node.UpdateNodeStatus(s.ctx) }},
+		{period: nodeMonitorPeriod, pass: func() error { s.life.MonitorNodes(s.ctx); return nil }},
+		{period: routeReconcilePeriod, pass: func() error { return s.gate.pass(s.ctx) }},
+	}
+	window := time.Duration(w.cfg.minutes) * time.Minute
+	origin := w.clock.Now()
+	before, writesBefore := w.cloud.Calls(), s.kube.writes.Load()
+	lastMinute := time.Duration(-1)
+	for {
+		t := slices.MinFunc(tickers, func(a, b *ticker) int { return int(a.next - b.next) }).next
+		if t >= window {
+			break
+		}
+		w.clock.Set(origin.Add(t))
+		for _, tk := range tickers {
+			if tk.next == t {
+				if err := tk.pass(); err != nil {
+					return nil, 0, err
+				}
+				tk.next += tk.period
+			}
+		}
+		if m := t.Truncate(time.Minute); m != lastMinute && m > 0 {
+			lastMinute = m
+			log.printf("%s: virtual %v: %d calls so far", w.kind, m, w.cloud.Calls().Sub(before).Total())
+		}
+	}
+	w.clock.Set(origin.Add(window))
+	return w.cloud.Calls().Sub(before), s.kube.writes.Load() - writesBefore, nil
+}
+
+// statusPass measures P3: the wall time of one UpdateNodeStatus over every Node with
+// cfg.latency added to each cloud call, on a snapshot as old as the pass period; and the
+// same pass without latency, with the Node writes it made. A baseline pass over many
+// Nodes at that latency takes Nodes × latency, so it is timed on cfg.p3Subset Nodes and
+// scaled linearly.
+func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
+	k := newKube(w.nodes, 0)
+	s, err := w.start(ctx, k, parts{})
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+
+	w.tap.setLatency(0)
+	start := time.Now()
+	if err := s.node.UpdateNodeStatus(ctx); err != nil {
+		return err
+	}
+	r.p3NoLatency = time.Since(start).Seconds()
+	r.p3Patches = k.writes.Load()
+	log.printf("%s: P3 pass without latency: %.4fs, %d Node writes", w.kind, r.p3NoLatency, r.p3Patches)
+
+	passNodes := w.nodes
+	if w.kind == kindBaseline && w.cfg.p3Subset < len(w.nodes) {
+		passNodes = w.nodes[:w.cfg.p3Subset]
+	}
+	sub := s
+	if len(passNodes) < len(w.nodes) {
+		if sub, err = w.start(ctx, newKube(passNodes, 0), parts{}); err != nil {
+			return err
+		}
+		defer sub.stop()
+	}
+	w.clock.Advance(nodeStatusUpdateFrequency)
+	w.tap.setLatency(w.cfg.latency)
+	defer w.tap.setLatency(0)
+	before := w.cloud.Calls()
+	start = time.Now()
+	if err := sub.node.UpdateNodeStatus(ctx); err != nil {
+		return err
+	}
+	elapsed := time.Since(start).Seconds()
+	calls := w.cloud.Calls().Sub(before).Total()
+	r.p3 = elapsed
+	if len(passNodes) < len(w.nodes) {
+		r.p3 = elapsed * float64(len(w.nodes)) / float64(len(passNodes))
+		r.p3Note = fmt.Sprintf("extrapolated: %.2fs measured over %d of %d Nodes (%d calls), scaled linearly", elapsed, len(passNodes), len(w.nodes), calls)
+	}
+	log.printf("%s: P3 pass with %v per call over %d Nodes: %.2fs, %d cloud calls", w.kind, w.cfg.latency, len(passNodes), elapsed, calls)
+	return nil
+}
+
+// nodeAdd measures node_add: with the cloud node and service controllers running and
+// synced, a new instance appears and its kubelet registers a Node (cloud taint, no provider
+// ID); the cloud node controller initializes it and the service controller adds it to
+// every load balancer. It counts the cloud writes and the time from the Node's creation
+// until every load balancer has the instance, then checks the cloud's load balancers.
+func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
+	k := newKube(w.nodes, 0)
+	s, err := w.start(ctx, k, parts{nodeController: true, service: true})
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	if err := s.waitSynced(ctx, true); err != nil {
+		return err
+	}
+	i := len(w.nodes)
+	fi := fakeInstance(i)
+	inst := cloudapi.Instance{ID: fi.ID, Name: fi.Name, Type: fi.Type, Zone: fi.Zone, Region: fi.Region, State: cloudapi.InstanceRunning}
+	for _, a := range fi.Addresses {
+		inst.Addresses = append(inst.Addresses, cloudapi.Address{Type: a.Type, Address: a.Address})
+	}
+	if err := w.cloud.AddInstance(inst); err != nil {
+		return err
+	}
+	// The kubelet registers the Node a moment after the instance appeared, later than the
+	// provider's last instance list (the node controller's status pass at start): move the
+	// provider's clock on as real time would, or a lookup by name would trust that list.
+	w.clock.Advance(time.Second)
+	done := w.tap.watch(inst.ID, len(w.services))
+	before, writesBefore := w.cloud.Calls(), k.writes.Load()
+	start := time.Now()
+	if _, err := k.CoreV1().Nodes().Create(ctx, registeredNode(i), metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	timeout := time.NewTimer(waitTimeout)
+	defer timeout.Stop()
+	select {
+	case <-done:
+	case <-timeout.C:
+		return fmt.Errorf("the new Node reached only some load balancers in %v", waitTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.nodeAddSeconds = time.Since(start).Seconds()
+	if err := w.waitQuiet(ctx); err != nil {
+		return err
+	}
+	r.nodeAddCalls = w.cloud.Calls().Sub(before)
+	r.nodeAddWrites = r.nodeAddCalls.Writes()
+	r.nodeAddKubeWrites = k.writes.Load() - writesBefore
+	for _, lb := range w.cloud.Inventory().LoadBalancersTagged(map[string]string{cloudapi.TagCluster: clusterID}) {
+		if slices.Contains(lb.Spec.Targets, inst.ID) {
+			r.nodeAddLBs++
+		}
+	}
+	log.printf("%s: node_add: %d cloud writes in %.2fs %v; %d of %d load balancers have %s; %d kube writes",
+		w.kind, r.nodeAddWrites, r.nodeAddSeconds, map[cloudapi.Operation]int64(r.nodeAddCalls), r.nodeAddLBs, len(w.services), inst.ID, r.nodeAddKubeWrites)
+	return nil
+}

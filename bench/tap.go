@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// tap sits between a provider and the fake cloud. It delays every call by a latency that
+// can be changed between measurements (the node-status pass at 100 ms per call), and it
+// watches load balancer writes for one target instance, to time how long a new Node takes
+// to reach every load balancer. Calls are counted at the fake, not here.
+type tap struct {
+	inner   cloudapi.Client
+	latency atomic.Int64 // time.Duration
+
+	mu      sync.Mutex
+	target  string          // the instance ID being watched; empty: none
+	written map[string]bool // IDs of load balancers written with target
+	want    int
+	done    chan struct{}
+}
+
+var _ cloudapi.Client = (*tap)(nil)
+
+func newTap(inner cloudapi.Client) *tap { return &tap{inner: inner} }
+
+// setLatency makes every following call wait d before it reaches the cloud.
+func (t *tap) setLatency(d time.Duration) { t.latency.Store(int64(d)) }
+
+// watch starts watching load balancer writes for target. The returned channel is closed
+// once want different load balancers have been created or updated with target among
+// their targets.
+func (t *tap) watch(target string, want int) <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.target, t.written, t.want, t.done = target, map[string]bool{}, want, make(chan struct{})
+	if want <= 0 {
+		close(t.done)
+	}
+	return t.done
+}
+
+func (t *tap) observe(lb *cloudapi.LoadBalancer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.target == "" || t.written[lb.ID] || !slices.Contains(lb.Spec.Targets, t.target) {
+		return
+	}
+	t.written[lb.ID] = true
+	if len(t.written) == t.want {
+		close(t.done)
+	}
+}
+
+// delay waits the configured latency, or until ctx is done.
+func (t *tap) delay(ctx context.Context) error {
+	d := time.Duration(t.latency.Load())
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return cloudapi.NewError(cloudapi.ErrTransient, "", "", ctx.Err())
+	}
+}
+
+func (t *tap) Instances() cloudapi.InstanceAPI { return tapInstances{t, t.inner.Instances()} }
+
+func (t *tap) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) {
+	api, ok := t.inner.LoadBalancers()
+	if !ok {
+		return nil, false
+	}
+	return tapLBs{t, api}, true
+}
+
+func (t *tap) Routes() (cloudapi.RouteAPI, bool) {
+	api, ok := t.inner.Routes()
+	if !ok {
+		return nil, false
+	}
+	return tapRoutes{t, api}, true
+}
+
+type tapInstances struct {
+	t     *tap
+	inner cloudapi.InstanceAPI
+}
+
+func (a tapInstances) GetInstance(ctx context.Context, id string) (*cloudapi.Instance, error) {
+	if err := a.t.delay(ctx); err != nil {
+		return nil, err
+	}
+	return a.inner.GetInstance(ctx, id)
+}
+
+func (a tapInstances) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
+	if err := a.t.delay(ctx); err != nil {
+		return nil, err
+	}
+	return a.inner.ListInstances(ctx, opts)
+}
+
+type tapLBs struct {
+	t     *tap
+	inner cloudapi.LoadBalancerAPI
+}
+
+func (a tapLBs) GetLoadBalancer(ctx context.Context, id string) (*cloudapi.LoadBalancer, error) {
+	if err := a.t.delay(ctx); err != nil {
+		return nil, err
+	}
+	return a.inner.GetLoadBalancer(ctx, id)
+}
+
+func (a tapLBs) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+	if err := a.t.delay(ctx); err != nil {
+		return nil, err
+	}
+	return a.inner.ListLoadBalancers(ctx, opts)
+}
+
+func (a tapLBs) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	if err := a.t.delay(ctx); err != nil {
+		return nil, err
+	}
+	lb, err := a.inner.CreateLoadBalancer(ctx, spec)
+	if err == nil {
+		a.t.observe(lb)
+	}
+	return lb, err
+}
+
+func (a tapLBs) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+	if err := a.t.delay(ctx); err != nil {
+		return nil, err
+	}
+	lb, err := a.inner.UpdateLoadBalancer(ctx, id, update)
+	if err == nil {
+		a.t.observe(lb)
+	}
+	return lb, err
+}
+
+func (a tapLBs) DeleteLoadBalancer(ctx context.Context, id string) error {
+	if err := a.t.delay(ctx); err != nil {
+		return err
+	}
+	return a.inner.DeleteLoadBalancer(ctx, id)
+}
+
+type tapRoutes struct {
+	t     *tap
+	inner cloudapi.RouteAPI
+}
+
+func (a tapRoutes) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.RoutePage, error) {
+	if err := a.t.delay(ctx); err != nil {
+		return nil, err
+	}
+	return a.inner.ListRoutes(ctx, opts)
+}
+
+func (a tapRoutes) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*cloudapi.Route, error) {
+	if err := a.t.delay(ctx); err != nil {
+		return nil, err
+	}
+	return a.inner.CreateRoute(ctx, spec)
+}
+
+func (a tapRoutes) DeleteRoute(ctx context.Context, id string) error {
+	if err := a.t.delay(ctx); err != nil {
+		return err
+	}
+	return a.inner.DeleteRoute(ctx, id)
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	servicehelpers "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/component-base/metrics"
+
+	"github.com/ccmkit/ccmkit/bench/baseline"
+	"github.com/ccmkit/ccmkit/cloudapi"
+	fakecloud "github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/provider"
+)
+
+// kind names the provider under test.
+type kind string
+
+const (
+	kindCcmkit   kind = "ccmkit"
+	kindBaseline kind = "baseline"
+)
+
+const (
+	clusterID   = "bench"
+	clusterName = "bench"
+	namespace   = "default"
+	// podCIDRBase is the cluster CIDR; Node i gets the i-th /24 of it.
+	podCIDRBase = "100.64.0.0/10"
+	maxNodes    = 1 << 14 // /24s in the cluster CIDR
+)
+
+var zones = []string{"bench-1a", "bench-1b", "bench-1c"}
+
+// world is one provider's converged cluster: the fake cloud with every instance, a load
+// balancer per Service and a route per Node, made by the provider itself; and the Node and
+// Service objects as the upstream controllers leave them once they are done. Every
+// measurement starts new controllers (and mostly a new provider) over it.
+type world struct {
+	cfg   config
+	kind  kind
+	cloud *fakecloud.Cloud
+	tap   *tap
+	clock *virtualClock
+	cidr  *net.IPNet
+
+	nodes    []*corev1.Node
+	services []*corev1.Service
+}
+
+func instanceID(i int) string   { return fmt.Sprintf("i-%05d", i) }
+func instanceName(i int) string { return fmt.Sprintf("node-%05d", i) }
+
+func instanceAddress(i int) string {
+	n := i + 1
+	return fmt.Sprintf("10.%d.%d.%d", n>>16, (n>>8)&255, n&255)
+}
+
+func podCIDR(i int) string { return fmt.Sprintf("100.%d.%d.0/24", 64+i>>8, i&255) }
+
+func fakeInstance(i int) fakecloud.Instance {
+	return fakecloud.Instance{
+		ID: instanceID(i), Name: instanceName(i), Type: "bench.large", Zone: zones[i%len(zones)], Region: "bench-1",
+		Addresses: []fakecloud.Address{{Type: cloudapi.AddressInternalIP, Address: instanceAddress(i)}},
+	}
+}
+
+// newWorld builds the fake cloud and converges it with a provider of kind k.
+func newWorld(ctx context.Context, cfg config, k kind, log *progress) (*world, error) {
+	if cfg.nodes+1 > maxNodes {
+		return nil, fmt.Errorf("at most %d nodes: the cluster CIDR %s has no more /24s", maxNodes-1, podCIDRBase)
+	}
+	fc := fakecloud.Config{
+		Region:   "bench-1",
+		PageSize: cfg.pageSize,
+		// The benchmarking range (RFC 2544): the default pools hold about 500 addresses.
+		AddressPools: fakecloud.AddressPools{Public: fakecloud.Pool{IPv4: []string{"198.18.0.0/15"}}},
+	}
+	for i := range cfg.nodes {
+		fc.Instances = append(fc.Instances, fakeInstance(i))
+	}
+	cloud, err := fakecloud.New(fc)
+	if err != nil {
+		return nil, err
+	}
+	_, cidr, err := net.ParseCIDR(podCIDRBase)
+	if err != nil {
+		return nil, err
+	}
+	w := &world{cfg: cfg, kind: k, cloud: cloud, tap: newTap(cloud), clock: newVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), cidr: cidr}
+
+	// The provider that converges the cloud; dropped afterwards.
+	p, err := w.newProvider()
+	if err != nil {
+		return nil, err
+	}
+	iv2, ok := p.InstancesV2()
+	if !ok {
+		return nil, errors.New("the provider offers no InstancesV2")
+	}
+	for i := range cfg.nodes {
+		n, err := w.initializedNode(ctx, iv2, i)
+		if err != nil {
+			return nil, err
+		}
+		w.nodes = append(w.nodes, n)
+	}
+	log.printf("%s: %d Nodes initialized from the cloud", k, len(w.nodes))
+
+	routes, ok := p.Routes()
+	if !ok {
+		return nil, errors.New("the provider offers no Routes")
+	}
+	err = parallel(ctx, 8, len(w.nodes), func(i int) error {
+		n := w.nodes[i]
+		return routes.CreateRoute(ctx, clusterName, string(n.UID), &cloudprovider.Route{TargetNode: types.NodeName(n.Name), DestinationCIDR: n.Spec.PodCIDR})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating routes: %w", err)
+	}
+	log.printf("%s: %d routes created", k, len(w.nodes))
+
+	lbs, ok := p.LoadBalancer()
+	if !ok {
+		return nil, errors.New("the provider offers no LoadBalancer")
+	}
+	w.services = make([]*corev1.Service, cfg.services)
+	err = parallel(ctx, 4, cfg.services, func(i int) error {
+		svc := newService(i)
+		st, err := lbs.EnsureLoadBalancer(ctx, clusterName, svc, w.nodes)
+		if err != nil {
+			return err
+		}
+		// As the service controller leaves it: finalizer first, then the status.
+		svc.Finalizers = []string{servicehelpers.LoadBalancerCleanupFinalizer}
+		svc.Status.LoadBalancer = *st
+		w.services[i] = svc
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating load balancers: %w", err)
+	}
+	log.printf("%s: %d load balancers created", k, cfg.services)
+	w.cloud.ResetCalls()
+	return w, nil
+}
+
+// newProvider returns a new provider of the world's kind over the world's cloud.
+func (w *world) newProvider() (cloudprovider.Interface, error) {
+	switch w.kind {
+	case kindCcmkit:
+		enable := true
+		return provider.New(provider.Config{
+			Cluster:  provider.ClusterConfig{ID: clusterID},
+			CloudAPI: provider.CloudAPIConfig{PageSize: w.cfg.pageSize, QPS: w.cfg.qps},
+			Enable:   provider.EnableConfig{Routes: &enable},
+		}, w.tap, provider.Options{Metrics: metrics.NewKubeRegistry(), Now: w.clock.Now})
+	case kindBaseline:
+		return baseline.New(w.tap, baseline.Options{ClusterID: clusterID})
+	}
+	return nil, fmt.Errorf("unknown provider kind %q", w.kind)
+}
+
+// providerID is the provider ID the world's provider gives instance i.
+func (w *world) providerID(i int) string {
+	if w.kind == kindBaseline {
+		return baseline.DefaultProviderName + "://" + instanceID(i)
+	}
+	return provider.DefaultProviderName + "://" + instanceID(i)
+}
+
+// registeredNode is Node i as the kubelet registers it with --cloud-provider=external:
+// the cloud taint, no provider ID, its host name, Ready, and a pod CIDR from the node IPAM.
+func registeredNode(i int) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: instanceName(i), UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i))},
+		Spec: corev1.NodeSpec{
+			PodCIDR:  podCIDR(i),
+			PodCIDRs: []string{podCIDR(i)},
+			Taints:   []corev1.Taint{{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+		},
+		Status: corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}},
+			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: instanceName(i)}},
+		},
+	}
+}
+
+// initializedNode is Node i as the cloud node controller and the route controller leave
+// it: the provider's metadata applied (provider ID, the beta and GA instance-type, zone and
+// region labels, the cloud's addresses with the kubelet's host name appended when the
+// cloud reports none), the cloud taint removed, and NetworkUnavailable=False because its
+// route exists. A quiet status pass then finds nothing to patch.
+func (w *world) initializedNode(ctx context.Context, iv2 cloudprovider.InstancesV2, i int) (*corev1.Node, error) {
+	n := registeredNode(i)
+	n.Spec.ProviderID = w.providerID(i)
+	md, err := iv2.InstanceMetadata(ctx, n)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	if md.ProviderID != n.Spec.ProviderID {
+		return nil, fmt.Errorf("node %s: the provider reports provider ID %q, the world expects %q", n.Name, md.ProviderID, n.Spec.ProviderID)
+	}
+	n.Spec.Taints = nil
+	n.Labels = map[string]string{
+		corev1.LabelInstanceType: md.InstanceType, corev1.LabelInstanceTypeStable: md.InstanceType,
+		corev1.LabelFailureDomainBetaZone: md.Zone, corev1.LabelTopologyZone: md.Zone,
+		corev1.LabelFailureDomainBetaRegion: md.Region, corev1.LabelTopologyRegion: md.Region,
+	}
+	addrs := append([]corev1.NodeAddress(nil), md.NodeAddresses...)
+	hasHostname := false
+	for _, a := range addrs {
+		hasHostname = hasHostname || a.Type == corev1.NodeHostName
+	}
+	if !hasHostname {
+		addrs = append(addrs, n.Status.Addresses...)
+	}
+	n.Status.Addresses = addrs
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{
+		Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, Reason: "RouteCreated", Message: "RouteController created a route",
+	})
+	return n, nil
+}
+
+// newService is Service i: type LoadBalancer with one TCP port.
+func newService(i int) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("svc-%04d", i), UID: types.UID(fmt.Sprintf("10000000-0000-4000-8000-%012d", i))},
+		Spec: corev1.ServiceSpec{
+			Type:                  corev1.ServiceTypeLoadBalancer,
+			Ports:                 []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: int32(30000 + i%2768)}},
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+		},
+	}
+}
+
+// kube is a fake clientset holding the world's Nodes, with its writes counted.
+type kube struct {
+	*k8sfake.Clientset
+	writes atomic.Int64 // creates, updates, patches and deletes of anything but Events
+}
+
+// newKube returns a fake clientset with copies of nodes, of which notReady report
+// Ready=False: a zone's Nodes first (Node i is in zone i mod 3), as when a zone is cut off,
+// so that a third of them is exactly one zone. Their instances keep running. Services are
+// added by the session that runs the service controller (see session.addServices). Events
+// are accepted and dropped (the controllers' event recorders would otherwise fill the
+// tracker); other writes are counted.
+func newKube(nodes []*corev1.Node, notReady int) *kube {
+	byZone := make([]int, len(nodes))
+	for i := range byZone {
+		byZone[i] = i
+	}
+	slices.SortStableFunc(byZone, func(a, b int) int { return a%len(zones) - b%len(zones) })
+	down := map[int]bool{}
+	for _, i := range byZone[:min(notReady, len(nodes))] {
+		down[i] = true
+	}
+	objs := make([]runtime.Object, 0, len(nodes))
+	for i, n := range nodes {
+		n = n.DeepCopy()
+		if down[i] {
+			for j := range n.Status.Conditions {
+				if c := &n.Status.Conditions[j]; c.Type == corev1.NodeReady {
+					c.Status, c.Reason = corev1.ConditionFalse, "NodeStatusUnknown"
+				}
+			}
+		}
+		objs = append(objs, n)
+	}
+	k := &kube{Clientset: k8sfake.NewClientset(objs...)}
+	k.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		switch a.GetVerb() {
+		case "create", "update", "patch", "delete":
+			k.writes.Add(1)
+		}
+		return false, nil, nil
+	})
+	k.PrependReactor("*", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if c, ok := a.(k8stesting.CreateAction); ok {
+			return true, c.GetObject(), nil
+		}
+		return true, &corev1.Event{}, nil
+	})
+	return k
+}
+
+// parallel runs f(0..n-1) on workers goroutines and returns the first error.
+func parallel(ctx context.Context, workers, n int, f func(i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(i); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
