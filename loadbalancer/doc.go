@@ -6,14 +6,14 @@
 // # Ownership
 //
 // A Service's load balancer is the one tagged with the cluster ID (cloudapi.TagCluster)
-// and the Service's UID (cloudapi.TagService), found by listing with those tags (or in the
-// snapshot's list by the cluster tag), never by the Service's status or by a name a user
-// can edit. Nothing without both tags is read,
-// changed or deleted. Before it creates, EnsureLoadBalancer has looked up by the tags; when
-// a create fails ambiguously (ErrTransient: the answer was lost) or with a conflict, it looks
-// again and adopts what an earlier create made, so a Service never gets two load balancers.
-// Should a backend have made two anyway, EnsureLoadBalancer keeps the one whose address the
-// Service's status publishes (else the first by ID) and deletes the others.
+// and the Service's UID (cloudapi.TagService), found by listing with those tags (or in
+// the snapshot's list by the cluster tag), never by the Service's status or by a name a
+// user can edit. Nothing without both tags is read, changed or deleted. Before it
+// creates, EnsureLoadBalancer has looked up by the tags; when a create fails ambiguously
+// (ErrTransient: the answer was lost) or with a conflict, it looks again and adopts what
+// an earlier create made, so a Service never gets two load balancers. Should a backend
+// have made two anyway, EnsureLoadBalancer keeps the one whose address the Service's
+// status publishes (else the first by ID) and deletes the others.
 //
 // # What the Service asks for
 //
@@ -37,12 +37,12 @@
 //
 // A LoadBalancer keeps a snapshot of the cluster's load balancers: one paged list by the
 // cluster tag, shared by every Service and refreshed by the first EnsureLoadBalancer or
-// UpdateLoadBalancer that finds it older than Options.MaxAge (concurrent callers share one
-// list). After every fresh read and
-// every write, the Service's entry is replaced by what the cloud answered; after a failed
-// call about a Service, its entry is marked unknown. A list never puts back an entry that
-// changed while it ran. Identical target sets are stored once, so a thousand load
-// balancers over the same five thousand nodes take about a megabyte.
+// UpdateLoadBalancer that finds it older than Options.MaxAge (concurrent callers share
+// one list). After every fresh read and every write, the Service's entry is replaced by
+// what the cloud answered; after a failed call about a Service, its entry is marked
+// unknown. A list never puts back an entry that changed while it ran. Identical target
+// sets are stored once, so a thousand load balancers over the same five thousand nodes
+// take about a megabyte.
 //
 // The snapshot only skips work that would change nothing. EnsureLoadBalancer and
 // UpdateLoadBalancer answer from it alone when it knows exactly one load balancer of the
@@ -50,24 +50,25 @@
 // load balancer, duplicates, provisioning, status error, an unknown entry, something to
 // change) is read afresh by owner tags, and every write is computed from that fresh read,
 // never from the snapshot. GetLoadBalancer and EnsureLoadBalancerDeleted always read
-// afresh: a stale "absent" must neither skip a delete nor a create. If the snapshot cannot
-// be listed, calls read afresh instead; a cloud error is never taken for "absent".
+// afresh: a stale "absent" must neither skip a delete nor a create. If the snapshot
+// cannot be listed, calls read afresh instead; a cloud error is never taken for "absent".
 //
 // So after a restart of the cloud-controller-manager on a converged cluster, ensuring and
 // updating every Service costs one list of the cluster's load balancers (one page per
-// Options.PageSize of them) and no write. A load balancer changed behind ccmkit's back while it still matches
-// its Service in the snapshot is repaired by the first call after the snapshot expires.
+// Options.PageSize of them) and no write. A load balancer changed behind ccmkit's back
+// while it still matches its Service in the snapshot is repaired by the first call after
+// the snapshot expires.
 //
 // # Writes
 //
-// EnsureLoadBalancer on a converged load balancer makes no cloud call while the snapshot is
-// fresh and one list when it refreshes it, and never writes; UpdateLoadBalancer with an
-// unchanged node set likewise. A changed node set, port or annotation is one read by owner
-// tags and one UpdateLoadBalancer call whose Changes name what changed, in place, so the
-// addresses stay. Only a switch between internal and public replaces the load
+// EnsureLoadBalancer on a converged load balancer makes no cloud call while the snapshot
+// is fresh and one list when it refreshes it, and never writes; UpdateLoadBalancer with
+// an unchanged node set likewise. A changed node set, port or annotation is one read by
+// owner tags and one UpdateLoadBalancer call whose Changes name what changed, in place,
+// so the addresses stay. Only a switch between internal and public replaces the load
 // balancer. While the cloud provisions, EnsureLoadBalancer returns an api.RetryError, and
-// the service controller asks again after ProvisioningRetryDelay instead of backing off; a
-// load balancer in status error is a plain error, with the controller's back-off. When an
-// annotation is malformed, UpdateLoadBalancer still applies the node set to the targets
-// and then reports the annotation's error.
+// the service controller asks again after ProvisioningRetryDelay instead of backing off;
+// a load balancer in status error is a plain error, with the controller's back-off. When
+// an annotation is malformed, UpdateLoadBalancer still applies the node set to the
+// targets and then reports the annotation's error.
 package loadbalancer
