@@ -3,6 +3,8 @@ package loadbalancer_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,7 +19,8 @@ import (
 )
 
 // BenchmarkEnsureConverged5000Nodes measures EnsureLoadBalancer on a converged load
-// balancer with 5,000 targets: the service controller's resync of every Service. It
+// balancer with 5,000 targets, the nodes in a new random order each call as the service
+// controller's lister hands them over: the service controller's resync of every Service. It
 // reports the cloud calls per ensure: none while the snapshot is fresh, and never a write.
 func BenchmarkEnsureConverged5000Nodes(b *testing.B) {
 	benchmarkEnsureConverged(b, nil)
@@ -82,12 +85,22 @@ func benchmarkEnsureConverged(b *testing.B, now func() time.Time) {
 		b.Fatalf("the load balancer has %d targets, want %d", got, n)
 	}
 
+	// The service controller passes the nodes as its lister returns them: a new slice of
+	// the same objects, in a different order each time.
+	orders := make([][]*corev1.Node, 8)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range orders {
+		orders[i] = slices.Clone(nodes)
+		rng.Shuffle(n, func(a, b int) { orders[i][a], orders[i][b] = orders[i][b], orders[i][a] })
+	}
 	cloud.ResetCalls()
 	b.ReportAllocs()
+	i := 0
 	for b.Loop() {
-		if _, err := lb.EnsureLoadBalancer(ctx, "c", svc, nodes); err != nil {
+		if _, err := lb.EnsureLoadBalancer(ctx, "c", svc, orders[i%len(orders)]); err != nil {
 			b.Fatal(err)
 		}
+		i++
 	}
 	calls := cloud.Calls()
 	if calls.Writes() != 0 {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
@@ -176,6 +177,9 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 // targets returns the instance IDs of the nodes, sorted. A node without a provider ID, or
 // with one of another format, cannot be a target: it is skipped with a log line.
 func (l *LoadBalancer) targets(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node) []string {
+	if ids, ok := l.memo.lookup(nodes); ok {
+		return ids
+	}
 	ids := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		if n.Spec.ProviderID == "" {
@@ -190,5 +194,58 @@ func (l *LoadBalancer) targets(logger klog.Logger, svc *corev1.Service, nodes []
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	return slices.Compact(ids)
+	ids = slices.Compact(ids)
+	l.memo.store(nodes, ids)
+	return slices.Clone(ids)
+}
+
+// targetMemo remembers the targets of the last node set. The service controller hands
+// every Service the same Node objects, in a new order each time; parsing and sorting
+// 5,000 provider IDs is then most of a converged EnsureLoadBalancer's CPU. A node set
+// matches the memo when it holds exactly the memo's Node objects (by pointer, each once)
+// and none has a different provider ID than when it was stored: the targets depend on
+// nothing else.
+type targetMemo struct {
+	mu     sync.Mutex
+	nodes  map[*corev1.Node]*memoNode
+	ids    []string // sorted, without duplicates; never handed out, only copies
+	visits uint64   // lookups so far: marks which memo entries a lookup has met
+}
+
+type memoNode struct {
+	providerID string
+	visit      uint64 // the lookup that last met this node
+}
+
+// lookup returns a copy of the memo's targets when nodes is the memo's node set.
+func (m *targetMemo) lookup(nodes []*corev1.Node) ([]string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.nodes == nil || len(nodes) != len(m.nodes) {
+		return nil, false
+	}
+	m.visits++
+	for _, n := range nodes {
+		e := m.nodes[n]
+		if e == nil || e.visit == m.visits || e.providerID != n.Spec.ProviderID {
+			return nil, false // another Node, one given twice, or a changed provider ID
+		}
+		e.visit = m.visits
+	}
+	return slices.Clone(m.ids), true
+}
+
+// store makes nodes and their targets ids the memo. A node set that holds a Node twice is
+// not stored.
+func (m *targetMemo) store(nodes []*corev1.Node, ids []string) {
+	byNode := make(map[*corev1.Node]*memoNode, len(nodes))
+	for _, n := range nodes {
+		byNode[n] = &memoNode{providerID: n.Spec.ProviderID}
+	}
+	if len(byNode) != len(nodes) {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodes, m.ids = byNode, ids
 }

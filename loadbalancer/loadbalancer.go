@@ -62,6 +62,7 @@ type LoadBalancer struct {
 	api  cloudapi.LoadBalancerAPI
 	opts Options
 	snap *snapshot
+	memo targetMemo // the targets of the last node set
 
 	mu    sync.Mutex
 	locks map[string]*serviceLock // by Service UID
