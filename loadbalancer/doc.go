@@ -51,7 +51,8 @@
 // change) is read afresh by owner tags, and every write is computed from that fresh read,
 // never from the snapshot. GetLoadBalancer and EnsureLoadBalancerDeleted always read
 // afresh: a stale "absent" must neither skip a delete nor a create. If the snapshot
-// cannot be listed, calls read afresh instead; a cloud error is never taken for "absent".
+// cannot be listed, calls read afresh instead, and the list is retried after a backoff (1 s
+// doubling to 30 s), not on every call; a cloud error is never taken for "absent".
 //
 // So after a restart of the cloud-controller-manager on a converged cluster, ensuring and
 // updating every Service costs one list of the cluster's load balancers (one page per

@@ -39,7 +39,21 @@ type snapshot struct {
 	listedAt time.Time                // when the list behind services began; zero before the first
 	seq      uint64                   // counts the changes of single entries (record, forget)
 	listing  *listFlight              // the list in progress, if any
+	// After a failed list, no new list starts before retryAt (lookups answer "do not
+	// know" and the caller reads its Service's load balancer fresh); backoff is the wait
+	// after the next failure.
+	listErr error
+	retryAt time.Time
+	backoff time.Duration
 }
+
+// The wait after a failed list of the cluster's load balancers before the next one: it
+// doubles with each failure in a row up to maxListBackoff and resets on success, so an
+// outage costs each call one fresh read, not a list and a read.
+const (
+	minListBackoff = time.Second
+	maxListBackoff = 30 * time.Second
+)
 
 // serviceEntry is what the snapshot knows about the load balancers of one Service.
 type serviceEntry struct {
@@ -142,6 +156,11 @@ func (s *snapshot) refresh(ctx context.Context) error {
 			}
 			continue // it may have begun too early for this caller
 		}
+		if now := s.now(); s.listErr != nil && now.Before(s.retryAt) {
+			err := fmt.Errorf("the last list of the cluster's load balancers failed; next attempt in %s: %w", s.retryAt.Sub(now).Round(time.Millisecond), s.listErr)
+			s.mu.Unlock()
+			return err
+		}
 		f := &listFlight{done: make(chan struct{})}
 		s.listing = f
 		began, beganSeq := s.now(), s.seq
@@ -151,6 +170,10 @@ func (s *snapshot) refresh(ctx context.Context) error {
 		s.mu.Lock()
 		if err == nil {
 			s.install(services, sets, began, beganSeq)
+			s.listErr, s.backoff = nil, 0
+		} else {
+			s.backoff = min(max(2*s.backoff, minListBackoff), maxListBackoff)
+			s.listErr, s.retryAt = err, s.now().Add(s.backoff)
 		}
 		s.listing = nil
 		f.err = err

@@ -224,3 +224,57 @@ func BenchmarkSnapshotRetainedHeap1000x5000(b *testing.B) {
 	}
 	b.ReportMetric(float64(retained)/(1<<20), "MiB-retained")
 }
+
+// failingList fails every ListLoadBalancers while fail is set, and counts the calls.
+type failingList struct {
+	cloudapi.LoadBalancerAPI
+	fail  atomic.Bool
+	calls atomic.Int32
+}
+
+func (f *failingList) ListLoadBalancers(context.Context, cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+	f.calls.Add(1)
+	if f.fail.Load() {
+		return nil, cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpListLoadBalancers, "", nil)
+	}
+	lb := testLB("lb-1", "a", "i-1")
+	return &cloudapi.LoadBalancerPage{Items: []cloudapi.LoadBalancer{lb}}, nil
+}
+
+// TestFailedListBacksOff: while the cluster list fails, lookups answer "do not know"
+// without listing again on every call; the list is retried after a backoff that doubles
+// from minListBackoff to maxListBackoff, and a success resets it.
+func TestFailedListBacksOff(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := &failingList{}
+	f.fail.Store(true)
+	s := newSnapshot(f, "c1", time.Minute, 0, func() time.Time { return now })
+
+	for range 5 {
+		_, ok := s.lookup(t.Context(), "a")
+		assert.False(t, ok, "a failed list is never an answer")
+	}
+	assert.EqualValues(t, 1, f.calls.Load(), "one list, then the backoff")
+
+	var waits []time.Duration
+	for range 7 {
+		before := f.calls.Load()
+		waited := time.Duration(0)
+		for f.calls.Load() == before {
+			require.Less(t, waited, time.Minute)
+			now = now.Add(250 * time.Millisecond)
+			waited += 250 * time.Millisecond
+			_, ok := s.lookup(t.Context(), "a")
+			require.False(t, ok)
+		}
+		waits = append(waits, waited)
+	}
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}, waits)
+
+	f.fail.Store(false)
+	now = now.Add(maxListBackoff)
+	lbs, ok := s.lookup(t.Context(), "a")
+	require.True(t, ok, "the list works again")
+	require.Len(t, lbs, 1)
+	assert.Zero(t, s.backoff, "a success resets the backoff")
+}
