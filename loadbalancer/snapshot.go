@@ -133,9 +133,9 @@ func (s *snapshot) forget(uid string) {
 }
 
 // refresh lists the cluster's load balancers unless a list began no earlier than maxAge
-// before the call. Concurrent callers share one list; the list runs on its own context,
-// so that one caller giving up does not fail the others, and a caller whose context ends
-// stops waiting.
+// before the call. Concurrent callers share one list; the list runs on its own goroutine
+// and context, so that one caller giving up does not fail the others, and every caller
+// whose context ends stops waiting, the one that started the list included.
 func (s *snapshot) refresh(ctx context.Context) error {
 	start := s.now()
 	for {
@@ -166,23 +166,28 @@ func (s *snapshot) refresh(ctx context.Context) error {
 		began, beganSeq := s.now(), s.seq
 		s.mu.Unlock()
 
-		services, sets, err := s.list(context.WithoutCancel(ctx))
-		s.mu.Lock()
-		if err == nil {
-			s.install(services, sets, began, beganSeq)
-			s.listErr, s.backoff = nil, 0
-		} else {
-			s.backoff = min(max(2*s.backoff, minListBackoff), maxListBackoff)
-			s.listErr, s.retryAt = err, s.now().Add(s.backoff)
-		}
-		s.listing = nil
-		f.err = err
-		s.mu.Unlock()
-		close(f.done)
-		if err != nil {
-			return err
-		}
+		// The list runs on its own goroutine: the caller that started it waits for it
+		// like the others, and stops waiting when its context ends.
+		go s.run(context.WithoutCancel(ctx), f, began, beganSeq)
 	}
+}
+
+// run makes the list of flight f, begun at began when the entries' sequence was beganSeq,
+// and installs it.
+func (s *snapshot) run(ctx context.Context, f *listFlight, began time.Time, beganSeq uint64) {
+	services, sets, err := s.list(ctx)
+	s.mu.Lock()
+	if err == nil {
+		s.install(services, sets, began, beganSeq)
+		s.listErr, s.backoff = nil, 0
+	} else {
+		s.backoff = min(max(2*s.backoff, minListBackoff), maxListBackoff)
+		s.listErr, s.retryAt = err, s.now().Add(s.backoff)
+	}
+	s.listing = nil
+	f.err = err
+	s.mu.Unlock()
+	close(f.done)
 }
 
 // install makes a completed list the snapshot, except for the entries changed after the

@@ -25,6 +25,17 @@ const (
 // metrics and logs, and retries what op may retry. key and value name the resource in
 // logs and errors ("id" and the ID, "name" and a name); both are empty for lists.
 func call[T any](ctx context.Context, c *Client, op cloudapi.Operation, key, value string, fn func(context.Context) (T, error)) (T, error) {
+	return callWith(ctx, c, op, key, value, fn, nil)
+}
+
+// beforeRetry runs before each retry of a call, outside any attempt: with the caller's
+// context, before the rate limiter, its cloud calls made through the Client as calls of
+// their own. done with a nil error ends the call with res; an error ends it with that
+// error, as it is.
+type beforeRetry[T any] func(ctx context.Context) (res T, done bool, err error)
+
+// callWith is call with a step before each retry (nil: none).
+func callWith[T any](ctx context.Context, c *Client, op cloudapi.Operation, key, value string, fn func(context.Context) (T, error), prepare beforeRetry[T]) (T, error) {
 	var zero T
 	logger := klog.FromContext(ctx).WithValues("operation", op)
 	if key != "" {
@@ -41,6 +52,12 @@ func call[T any](ctx context.Context, c *Client, op cloudapi.Operation, key, val
 
 	var lastErr error
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 && prepare != nil {
+			res, done, err := prepare(ctx)
+			if err != nil || done {
+				return res, err
+			}
+		}
 		waitStart := c.opts.Now()
 		if err := c.admit(ctx); err != nil {
 			return zero, r.notSent(lastErr, attempt-1, err)

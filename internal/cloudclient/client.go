@@ -165,28 +165,32 @@ func (a *loadBalancerAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.
 // unknown (a transient error or a timeout: it may have been applied) is not simply
 // repeated: update.Changes described the difference from the caller's last read, and after
 // an applied attempt that difference is gone, so an adapter with fine-grained calls would
-// repeat changes that are already made. The retry reads the load balancer again (through
-// this Client, so the read is rate limited, retried and counted like any other) and sends
-// the changes from that read; when none are left, the read is the result.
+// repeat changes that are already made. Before the retry, outside the attempt and its
+// rate-limit slot, the load balancer is read again (a GetLoadBalancer call of its own,
+// rate limited, retried and counted as such) and the retry sends the changes from that
+// read; when none are left, the read is the result. A failed re-read ends the update with
+// the read's error.
 func (a *loadBalancerAPI) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
 	unknown := false // an earlier attempt may have been applied
-	return call(ctx, a.c, cloudapi.OpUpdateLoadBalancer, "id", id, func(ctx context.Context) (*cloudapi.LoadBalancer, error) {
-		if unknown {
-			current, err := a.GetLoadBalancer(ctx, id)
-			if err != nil {
-				return nil, fmt.Errorf("reading the load balancer again after an update of unknown outcome: %w", err)
-			}
-			update.Changes = cloudapi.DiffLoadBalancer(current.Spec, update.Spec)
-			if update.Changes.Empty() {
-				return current, nil
-			}
+	reread := func(ctx context.Context) (*cloudapi.LoadBalancer, bool, error) {
+		if !unknown {
+			return nil, false, nil
 		}
+		current, err := a.GetLoadBalancer(ctx, id)
+		if err != nil {
+			return nil, false, fmt.Errorf("UpdateLoadBalancer %s: reading it again after an attempt of unknown outcome: %w", id, err)
+		}
+		update.Changes = cloudapi.DiffLoadBalancer(current.Spec, update.Spec)
+		unknown = false
+		return current, update.Changes.Empty(), nil
+	}
+	return callWith(ctx, a.c, cloudapi.OpUpdateLoadBalancer, "id", id, func(ctx context.Context) (*cloudapi.LoadBalancer, error) {
 		lb, err := a.inner.UpdateLoadBalancer(ctx, id, update)
 		if err != nil && (errors.Is(err, cloudapi.ErrTransient) || cloudapi.ClassOf(err) == nil) {
 			unknown = true
 		}
 		return lb, err
-	})
+	}, reread)
 }
 
 // DeleteLoadBalancer is retried on transient failures; an ErrNotFound after an earlier

@@ -1,11 +1,13 @@
 package cloudclient_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/mock/gomock"
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2/ktesting"
 
@@ -66,4 +68,26 @@ func TestRetriedUpdateSendsOnlyWhatIsLeft(t *testing.T) {
 			assert.Equal(t, tc.wantUpdates, updates)
 		})
 	}
+}
+
+// TestRetriedUpdateRereadIsACallOfItsOwn: the re-read before a retried update runs outside
+// the update's attempt and its rate-limit slot. With a client limit so low that no second
+// call fits in one attempt's timeout, the update still succeeds, nothing is counted as
+// throttled (the cloud throttled nothing), and the read is counted as a GetLoadBalancer.
+func TestRetriedUpdateRereadIsACallOfItsOwn(t *testing.T) {
+	e := newEnv(t, func(o *cloudclient.Options) { o.QPS = 1; o.Burst = 1; o.Timeout = 200 * time.Millisecond })
+	transient := cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpUpdateLoadBalancer, "lb-1", errors.New("connection reset"))
+	gomock.InOrder(
+		e.mocks.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", lbUpdate).Return(nil, transient),
+		e.mocks.lb.EXPECT().GetLoadBalancer(gomock.Any(), "lb-1").Return(&cloudapi.LoadBalancer{ID: "lb-1", Spec: lbStale}, nil),
+		e.mocks.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", lbUpdate).Return(&cloudapi.LoadBalancer{ID: "lb-1", Spec: lbSpec}, nil),
+	)
+	lbs, _ := e.client.LoadBalancers()
+	_, err := lbs.UpdateLoadBalancer(e.ctx, "lb-1", lbUpdate)
+	require.NoError(t, err)
+	assert.Zero(t, e.counter(t, "throttled_total", nil), "the cloud throttled nothing")
+	n, _ := e.histogram(t, "request_duration_seconds", map[string]string{"operation": string(cloudapi.OpGetLoadBalancer)})
+	assert.Equal(t, uint64(1), n, "the re-read is a GetLoadBalancer call of its own")
+	n, _ = e.histogram(t, "request_duration_seconds", map[string]string{"operation": string(cloudapi.OpUpdateLoadBalancer)})
+	assert.Equal(t, uint64(2), n, "two update attempts")
 }

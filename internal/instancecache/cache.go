@@ -88,7 +88,11 @@ func (c *Cache) ByID(ctx context.Context, id string) (*cloudapi.Instance, error)
 	}
 	if c.relistCheaper() {
 		if err := c.relist(ctx); err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			klog.FromContext(ctx).V(2).Info("Instance list failed; getting the one instance", "id", id, "err", err)
+			return c.get(ctx, id)
 		}
 		c.mu.RLock()
 		inst, ok = c.byID[id]
@@ -240,27 +244,30 @@ func (c *Cache) listUntil(ctx context.Context, done func() bool) error {
 		started := c.opts.Now()
 		c.mu.Unlock()
 
-		// The list runs on its own context so that one caller giving up does not fail
-		// the others that wait for it; it keeps the first caller's values (logger).
-		byID, byName, pages, err := c.fetchAll(context.WithoutCancel(ctx))
-		c.mu.Lock()
-		if err == nil {
-			c.byID, c.byName, c.pages, c.misses = byID, byName, pages, 0
-			c.listedAt = started
-			c.gen++
-			c.listErr, c.backoff = nil, 0
-		} else {
-			c.backoff = min(max(2*c.backoff, minListBackoff), maxListBackoff)
-			c.listErr, c.retryAt = err, c.opts.Now().Add(c.backoff)
-		}
-		c.listing = nil
-		f.err = err
-		c.mu.Unlock()
-		close(f.done)
-		if err != nil {
-			return err
-		}
+		// The list runs on its own goroutine and context, so that no caller giving up,
+		// the one that started it included, fails the others or waits for it; it keeps
+		// the first caller's values (logger). The loop then waits for it like any caller.
+		go c.list(context.WithoutCancel(ctx), f, started)
 	}
+}
+
+// list makes one list for the flight f, begun at started, and installs it.
+func (c *Cache) list(ctx context.Context, f *flight, started time.Time) {
+	byID, byName, pages, err := c.fetchAll(ctx)
+	c.mu.Lock()
+	if err == nil {
+		c.byID, c.byName, c.pages, c.misses = byID, byName, pages, 0
+		c.listedAt = started
+		c.gen++
+		c.listErr, c.backoff = nil, 0
+	} else {
+		c.backoff = min(max(2*c.backoff, minListBackoff), maxListBackoff)
+		c.listErr, c.retryAt = err, c.opts.Now().Add(c.backoff)
+	}
+	c.listing = nil
+	f.err = err
+	c.mu.Unlock()
+	close(f.done)
 }
 
 func (c *Cache) fetchAll(ctx context.Context) (map[string]*cloudapi.Instance, map[string][]*cloudapi.Instance, int, error) {

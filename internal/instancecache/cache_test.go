@@ -374,3 +374,51 @@ func TestCanceledWaiterDoesNotFailOthers(t *testing.T) {
 	}
 	assert.EqualValues(t, 1, c.lists.Load())
 }
+
+// TestFailingRelistFallsBackToGet: a fresh snapshot, one by-ID miss already paid (so a relist is "cheaper"), then the
+// list starts failing: a lookup by ID of an instance the cloud has must still answer
+// through GetInstance, as it does when ensureFresh's list fails.
+func TestFailingRelistFallsBackToGet(t *testing.T) {
+	ctx := context.Background()
+	c := &failingLists{cloud: newCloud(10)}
+	cache, _ := newCache(c.cloud, time.Hour)
+	cache.api = c
+	_, err := cache.ByID(ctx, "i-00001")
+	require.NoError(t, err)
+	c.add("i-new1", "node-new1", cloudapi.InstanceRunning)
+	c.add("i-new2", "node-new2", cloudapi.InstanceRunning)
+	_, err = cache.ByID(ctx, "i-new1") // a miss: one GetInstance
+	require.NoError(t, err)
+	c.fail.Store(true)
+	for range 3 {
+		inst, err := cache.ByID(ctx, "i-new2")
+		if assert.NoError(t, err, "the cloud has i-new2; only the list fails") {
+			assert.Equal(t, "i-new2", inst.ID)
+		}
+	}
+}
+
+// TestStarterOfAListStopsWaitingWhenCanceled: the lookup that starts a list waits for it
+// like any other and returns when its context ends, while the list goes on for the rest.
+func TestStarterOfAListStopsWaitingWhenCanceled(t *testing.T) {
+	c := newCloud(10)
+	c.gate = make(chan struct{})
+	cache, _ := newCache(c, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() { _, err := cache.ByName(ctx, "node-00001"); first <- err }()
+	require.Eventually(t, func() bool { return c.lists.Load() == 1 }, 5*time.Second, time.Millisecond)
+	cancel()
+	err := <-first // returns while the list is still held
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+
+	second := make(chan error, 1)
+	go func() { _, err := cache.ByName(context.Background(), "node-00002"); second <- err }()
+	c.mu.Lock()
+	close(c.gate)
+	c.gate = nil
+	c.mu.Unlock()
+	require.NoError(t, <-second)
+	assert.EqualValues(t, 1, c.lists.Load(), "the second lookup shared the list the first started")
+}
