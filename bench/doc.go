@@ -24,7 +24,10 @@
 //     MonitorNodes directly; the route controller's reconcile, which is not exported, runs
 //     in its own Run loop behind a gate that releases one reconcile per tick.
 //   - P2: reads and writes of a converged EnsureLoadBalancer, writes of an
-//     UpdateLoadBalancer with unchanged nodes.
+//     UpdateLoadBalancer with unchanged nodes, with ccmkit's load balancer snapshot fresh
+//     (the virtual clock stands still). When it has expired, the first call after expiry
+//     lists the cluster's load balancers once (⌈S/page size⌉ pages) for every Service.
+//     P6 is measured the same way.
 //   - P3: wall time of one UpdateNodeStatus over every Node with latency added to every
 //     cloud call (the baseline is timed on a subset and scaled linearly, and says so).
 //   - P4: cloud reads and writes of a restart over the converged cluster until every

@@ -135,17 +135,26 @@ func StartCCM(cp *ControlPlane, cloud *Cloud, logFile io.Writer, extraFlags ...s
 	cmd.SetErr(logFile)
 	cmd.SilenceUsage = true
 	go func() {
-		err := cmd.Execute()
-		// The next start in this process registers /configz again.
-		configz.Delete(app.ConfigzName)
-		c.done <- err
+		var err error
+		defer func() {
+			// A panic of initCloud (or of the command) is the CCM's failure, not the
+			// process's: the test sees it as an error and its cleanups still run.
+			if r := recover(); r != nil {
+				err = fmt.Errorf("the cloud-controller-manager panicked: %v", r)
+			}
+			// The next start in this process registers /configz again.
+			configz.Delete(app.ConfigzName)
+			c.done <- err
+		}()
+		err = cmd.Execute()
 	}()
 	return c, nil
 }
 
 // initCloud is examples/ccm's: it builds the provider named by --cloud-provider from
-// --cloud-config. Where examples/ccm exits the process, it panics with the reason: in a
-// test that is a failure with a stack, never a silent exit.
+// --cloud-config. Where examples/ccm exits the process, it panics with the reason, which
+// StartCCM's goroutine turns into the CCM's error. (The upstream command's own
+// klog.Fatalf calls still end the process; the control plane's processes then outlive it.)
 func initCloud(cfg *config.CompletedConfig) cloudprovider.Interface {
 	shared := cfg.ComponentConfig.KubeCloudShared
 	cloud, err := cloudprovider.InitCloudProvider(shared.CloudProvider.Name, shared.CloudProvider.CloudConfigFile)

@@ -29,8 +29,8 @@
 // plus two rounds of the lifecycle and route controllers), and the end state is checked:
 //
 //   - no Service ever had two load balancers at once (fake.Cloud.LoadBalancerHistory is
-//     replayed), and every update's Changes were its real diff, a repeat of a write whose
-//     answer was lost excepted;
+//     replayed), and every update's Changes were its real diff, also for the client's
+//     retry of an update whose answer was lost (it is re-based on a fresh read);
 //   - no Node was deleted while its instance existed (checked when the lifecycle
 //     controller deletes it);
 //   - no load balancer or route of the cluster is orphaned (fake.Cloud.Inventory): every
