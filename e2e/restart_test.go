@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/e2e/harness"
@@ -13,8 +14,9 @@ import (
 
 // TestRestartOnConvergedClusterWritesNothing converges a cluster (initialized Nodes with
 // routes, three LoadBalancer Services), restarts the CCM, and counts what the new one
-// asks of the cloud until every controller has been through its startup sync and a full
-// node-status period more: reads only, no write.
+// asks of the cloud until every controller has been through its startup sync (every
+// Service ensured again, per its EnsuredLoadBalancer event) and a full node-status and
+// route period more: reads only, no write.
 func TestRestartOnConvergedClusterWritesNothing(t *testing.T) {
 	e := newEnv(t, mode{})
 	e.registerNode(harness.NodeSpec{Name: "node-a", PodCIDRs: []string{"10.244.1.0/24", "fd00:10:244:1::/64"}})
@@ -39,11 +41,25 @@ func TestRestartOnConvergedClusterWritesNothing(t *testing.T) {
 	}
 	quiet("before the restart")
 
+	restarted := time.Now().Add(-time.Second) // event times have second precision
 	e.restartCCM()
 	before := e.cloud.Fake.Calls()
 	e.eventually("the new CCM's startup sync (instances, load balancers and routes listed)", func(context.Context) (bool, error) {
 		c := e.cloud.Fake.Calls().Sub(before)
 		return c[cloudapi.OpListInstances] > 0 && c[cloudapi.OpListLoadBalancers] > 0 && c[cloudapi.OpListRoutes] > 1, nil
+	})
+	e.eventually("the new service controller ensured every Service", func(ctx context.Context) (bool, error) {
+		events, err := e.client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "reason=EnsuredLoadBalancer"})
+		if err != nil {
+			return false, err
+		}
+		ensured := map[string]bool{}
+		for _, ev := range events.Items {
+			if ev.LastTimestamp.After(restarted) || ev.EventTime.After(restarted) {
+				ensured[ev.InvolvedObject.Name] = true
+			}
+		}
+		return ensured["web"] && ensured["api"] && ensured["db"], nil
 	})
 	time.Sleep(harness.Periods.NodeStatus + harness.Periods.Routes)
 	calls := e.cloud.Fake.Calls().Sub(before)
