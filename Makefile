@@ -20,7 +20,7 @@ demo: controlplane
 demo-inmemory:
 	go run ./examples/demo
 
-## controlplane: build kube-apiserver and etcd into .cache/controlplane (once; ~5 min).
+## controlplane: build kube-apiserver and etcd into .cache/controlplane (once; ~9 min on 2 cores).
 controlplane:
 	@bash hack/controlplane.sh
 

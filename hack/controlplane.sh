@@ -13,7 +13,7 @@ fi
 mkdir -p "$out"
 version=$(cd e2e/tools && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 minor=$(echo "$version" | cut -d. -f2)
-echo "==> building the control plane for the e2e suite and the demo into $out (once; about 5 minutes on 2 cores)"
+echo "==> building the control plane for the e2e suite and the demo into $out (once; about 9 minutes on 2 cores, less with a warm Go build cache)"
 start=$SECONDS
 echo "    kube-apiserver $version (k8s.io/kubernetes/cmd/kube-apiserver)"
 (cd e2e/tools && go build -trimpath -o "../../$out/kube-apiserver" \
