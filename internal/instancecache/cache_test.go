@@ -422,3 +422,22 @@ func TestStarterOfAListStopsWaitingWhenCanceled(t *testing.T) {
 	require.NoError(t, <-second)
 	assert.EqualValues(t, 1, c.lists.Load(), "the second lookup shared the list the first started")
 }
+
+// TestListNotFoundIsNeverGone: an adapter that answers a list with ErrNotFound (a 404 on
+// the list endpoint) must not make a Node's instance "gone": lookups by name fail with a
+// transient error, lookups by ID ask for the one instance.
+func TestListNotFoundIsNeverGone(t *testing.T) {
+	ctx := context.Background()
+	c := newCloud(10)
+	cache, _ := newCache(c, time.Minute)
+	c.failNext = cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpListInstances, "", nil)
+	_, err := cache.ByName(ctx, "node-00001")
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+	assert.ErrorIs(t, err, cloudapi.ErrTransient)
+	_, err = cache.ByName(ctx, "node-00001")
+	assert.NotErrorIs(t, err, cloudapi.ErrNotFound, "nor the cached error during the backoff")
+	inst, err := cache.ByID(ctx, "i-00002")
+	require.NoError(t, err)
+	assert.Equal(t, "i-00002", inst.ID)
+}
