@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/pace"
 )
 
 // DefaultMaxAge is how old the snapshot of the cluster's load balancers may get when
@@ -39,12 +40,9 @@ type snapshot struct {
 	listedAt time.Time                // when the list behind services began; zero before the first
 	seq      uint64                   // counts the changes of single entries (record, forget)
 	listing  *listFlight              // the list in progress, if any
-	// After a failed list, no new list starts before retryAt (lookups answer "do not
-	// know" and the caller reads its Service's load balancer fresh); backoff is the wait
-	// after the next failure.
-	listErr error
-	retryAt time.Time
-	backoff time.Duration
+	// After a failed list, no new list starts until the backoff allows it: lookups answer
+	// "do not know" and the caller reads its Service's load balancer fresh.
+	backoff pace.Backoff
 }
 
 // The wait after a failed list of the cluster's load balancers before the next one: it
@@ -82,6 +80,7 @@ func newSnapshot(api cloudapi.LoadBalancerAPI, clusterID string, maxAge time.Dur
 		now:      now,
 		services: map[string]*serviceEntry{},
 		sets:     newTargetSets(),
+		backoff:  pace.Backoff{Min: minListBackoff, Max: maxListBackoff},
 	}
 }
 
@@ -156,8 +155,7 @@ func (s *snapshot) refresh(ctx context.Context) error {
 			}
 			continue // it may have begun too early for this caller
 		}
-		if now := s.now(); s.listErr != nil && now.Before(s.retryAt) {
-			err := fmt.Errorf("the last list of the cluster's load balancers failed; next attempt in %s: %w", s.retryAt.Sub(now).Round(time.Millisecond), s.listErr)
+		if err := s.backoff.Hold(s.now(), "the list of the cluster's load balancers"); err != nil {
 			s.mu.Unlock()
 			return err
 		}
@@ -179,10 +177,9 @@ func (s *snapshot) run(ctx context.Context, f *listFlight, began time.Time, bega
 	s.mu.Lock()
 	if err == nil {
 		s.install(services, sets, began, beganSeq)
-		s.listErr, s.backoff = nil, 0
+		s.backoff.Succeeded()
 	} else {
-		s.backoff = min(max(2*s.backoff, minListBackoff), maxListBackoff)
-		s.listErr, s.retryAt = err, s.now().Add(s.backoff)
+		s.backoff.Failed(s.now(), err)
 	}
 	s.listing = nil
 	f.err = err

@@ -276,5 +276,5 @@ func TestFailedListBacksOff(t *testing.T) {
 	lbs, ok := s.lookup(t.Context(), "a")
 	require.True(t, ok, "the list works again")
 	require.Len(t, lbs, 1)
-	assert.Zero(t, s.backoff, "a success resets the backoff")
+	assert.Zero(t, s.backoff.Wait(), "a success resets the backoff")
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/pace"
 )
 
 // Options tune a Cache.
@@ -38,11 +39,9 @@ type Cache struct {
 	pages     int       // pages the last list took
 	listing   *flight   // the list in progress, if any
 	fetchByID map[string]*flight
-	// After a failed list, no new list starts before retryAt; lookups get listErr (ByID
-	// asks for its one instance instead). backoff is the wait after the next failure.
-	listErr error
-	retryAt time.Time
-	backoff time.Duration
+	// After a failed list, no new list starts until the backoff allows it; lookups get
+	// the list's error (ByID asks for its one instance instead).
+	backoff pace.Backoff
 }
 
 // The wait after a failed list before the next one starts: it doubles with each failure
@@ -65,7 +64,7 @@ func New(api cloudapi.InstanceAPI, opts Options) *Cache {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Cache{api: api, opts: opts, fetchByID: map[string]*flight{}}
+	return &Cache{api: api, opts: opts, fetchByID: map[string]*flight{}, backoff: pace.Backoff{Min: minListBackoff, Max: maxListBackoff}}
 }
 
 // ByID returns the instance with the given cloud ID. It returns an error matching
@@ -235,8 +234,7 @@ func (c *Cache) listUntil(ctx context.Context, done func() bool) error {
 			}
 			continue // that list may not be recent enough
 		}
-		if now := c.opts.Now(); c.listErr != nil && now.Before(c.retryAt) {
-			err := fmt.Errorf("the instance list failed; next attempt in %s: %w", c.retryAt.Sub(now).Round(time.Millisecond), c.listErr)
+		if err := c.backoff.Hold(c.opts.Now(), "the instance list"); err != nil {
 			c.mu.Unlock()
 			return err
 		}
@@ -260,10 +258,9 @@ func (c *Cache) list(ctx context.Context, f *flight, started time.Time) {
 		c.byID, c.byName, c.pages, c.misses = byID, byName, pages, 0
 		c.listedAt = started
 		c.gen++
-		c.listErr, c.backoff = nil, 0
+		c.backoff.Succeeded()
 	} else {
-		c.backoff = min(max(2*c.backoff, minListBackoff), maxListBackoff)
-		c.listErr, c.retryAt = err, c.opts.Now().Add(c.backoff)
+		c.backoff.Failed(c.opts.Now(), err)
 	}
 	c.listing = nil
 	f.err = err
