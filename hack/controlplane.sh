@@ -22,7 +22,7 @@ fi
 mkdir -p "$out"
 version=$(cd e2e/tools && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 minor=$(echo "$version" | cut -d. -f2)
-echo "==> building the control plane for the e2e suite and the demo into $out (once; about 9 minutes on 2 cores, less with a warm Go build cache)"
+echo "==> building the control plane for the e2e suite and the demo into $out (once; about 10 minutes on 2 cores, about 3 when the e2e module is already built)"
 start=$SECONDS
 echo "    kube-apiserver $version (k8s.io/kubernetes/cmd/kube-apiserver)"
 (cd e2e/tools && go build -o "../../$out/kube-apiserver" -gcflags='k8s.io/kubernetes/...=-N -l' \

@@ -51,7 +51,7 @@ func BinaryDir() (string, error) {
 			break
 		}
 	}
-	return "", fmt.Errorf("no kube-apiserver and etcd binaries in .cache/controlplane above %s: run `make controlplane` in the repository root (the first build takes about 9 minutes on 2 cores), or set %s", wd, ControlPlaneDirEnv)
+	return "", fmt.Errorf("no kube-apiserver and etcd binaries in .cache/controlplane above %s: run `make controlplane` in the repository root (the first build takes about 10 minutes on 2 cores), or set %s", wd, ControlPlaneDirEnv)
 }
 
 func checkBinaries(dir string) error {

@@ -4,8 +4,9 @@
 // and from the e2e module so that neither carries k8s.io/kubernetes or its
 // replace directives. Build with `make controlplane` from the repository root.
 //
-// Every module it shares with the e2e module is kept at the e2e module's version
-// (`make versions-check`), so one Go build cache compiles those packages once.
+// Every module whose packages both this module's binaries and the e2e module build
+// is kept at the same version in both (`make versions-check`), so one Go build
+// cache compiles those packages once.
 module github.com/ccmkit/ccmkit/e2e/tools
 
 go 1.26.0
