@@ -41,7 +41,7 @@ vet:
 	cd e2e && go build ./... && go vet ./...
 
 $(BIN)/golangci-lint:
-	@echo "==> installing golangci-lint $(GOLANGCI_LINT_VERSION) (the first time takes a minute or two)"
+	@echo "==> installing golangci-lint $(GOLANGCI_LINT_VERSION) (the first time takes about 3 minutes on 2 cores)"
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 ## lint: golangci-lint with .golangci.yml.
