@@ -359,6 +359,7 @@ func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudap
 	for {
 		page, err := l.api.ListLoadBalancers(ctx, opts)
 		if err != nil {
+			err = cloudapi.ListError(cloudapi.OpListLoadBalancers, err) // never "the Service has none"
 			return nil, fmt.Errorf("looking up the load balancer of service %s/%s: %w", svc.Namespace, svc.Name, err)
 		}
 		for _, lb := range page.Items {

@@ -216,6 +216,7 @@ func (s *snapshot) list(ctx context.Context) (map[string]*serviceEntry, *targetS
 	for {
 		page, err := s.api.ListLoadBalancers(ctx, opts)
 		if err != nil {
+			err = cloudapi.ListError(cloudapi.OpListLoadBalancers, err)
 			return nil, nil, fmt.Errorf("listing the cluster's load balancers (page %d): %w", pages+1, err)
 		}
 		pages++

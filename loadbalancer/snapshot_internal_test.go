@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -277,4 +279,29 @@ func TestFailedListBacksOff(t *testing.T) {
 	require.True(t, ok, "the list works again")
 	require.Len(t, lbs, 1)
 	assert.Zero(t, s.backoff.Wait(), "a success resets the backoff")
+}
+
+// notFoundList answers every ListLoadBalancers with ErrNotFound, as a backend might for a
+// 404 of its list endpoint.
+type notFoundList struct{ cloudapi.LoadBalancerAPI }
+
+func (notFoundList) ListLoadBalancers(context.Context, cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+	return nil, cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpListLoadBalancers, "", nil)
+}
+
+// TestListNotFoundIsNeverNoLoadBalancer: a list answered "not found" must not read as "the
+// Service has no load balancer" (the class UpdateLoadBalancer returns for that), neither
+// in the owner-tag lookup nor in the cluster snapshot.
+func TestListNotFoundIsNeverNoLoadBalancer(t *testing.T) {
+	l := &LoadBalancer{api: notFoundList{}, opts: Options{ClusterID: "c1"}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "a"}}
+	_, err := l.find(t.Context(), svc)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+	assert.ErrorIs(t, err, cloudapi.ErrTransient)
+
+	s := newSnapshot(notFoundList{}, "c1", time.Minute, 0, time.Now)
+	err = s.refresh(t.Context())
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
 }

@@ -99,7 +99,7 @@ func (r *Routes) list(ctx context.Context) ([]cloudapi.Route, error) {
 	for {
 		page, err := r.api.ListRoutes(ctx, opts)
 		if err != nil {
-			return nil, fmt.Errorf("listing the cluster's routes: %w", err)
+			return nil, fmt.Errorf("listing the cluster's routes: %w", cloudapi.ListError(cloudapi.OpListRoutes, err))
 		}
 		for _, rt := range page.Items {
 			if cloudapi.MatchTags(rt.Tags, opts.Tags) { // a backend that ignored the filter must not make us touch others' routes

@@ -2,7 +2,6 @@ package instancecache
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -275,13 +274,8 @@ func (c *Cache) fetchAll(ctx context.Context) (map[string]*cloudapi.Instance, ma
 	pages := 0
 	for {
 		page, err := c.api.ListInstances(ctx, opts)
-		if errors.Is(err, cloudapi.ErrNotFound) {
-			// A list cannot find "nothing" of one instance: not-found comes only from the
-			// cloud's answer about that ID. Keep the text, drop the class.
-			return nil, nil, 0, cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpListInstances, "",
-				fmt.Errorf("listing instances (page %d): the cloud answered not found: %s", pages+1, err.Error()))
-		}
 		if err != nil {
+			err = cloudapi.ListError(cloudapi.OpListInstances, err) // never "instance gone"
 			return nil, nil, 0, fmt.Errorf("listing instances (page %d): %w", pages+1, err)
 		}
 		pages++

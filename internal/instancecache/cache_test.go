@@ -160,10 +160,7 @@ func TestConcurrentMissesShareOneList(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return c.lists.Load() == 1 }, 5*time.Second, time.Millisecond)
 	time.Sleep(20 * time.Millisecond) // let the others pile up behind the list
-	c.mu.Lock()
-	close(c.gate)
-	c.gate = nil
-	c.mu.Unlock()
+	c.openGate()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -362,10 +359,7 @@ func TestCanceledWaiterDoesNotFailOthers(t *testing.T) {
 	second := make(chan error, 1)
 	go func() { _, err := cache.ByID(context.Background(), "i-00002"); second <- err }()
 	cancel()
-	c.mu.Lock()
-	close(c.gate)
-	c.gate = nil
-	c.mu.Unlock()
+	c.openGate()
 	require.NoError(t, <-second)
 	err := <-first
 	if err != nil {
@@ -415,10 +409,7 @@ func TestStarterOfAListStopsWaitingWhenCanceled(t *testing.T) {
 
 	second := make(chan error, 1)
 	go func() { _, err := cache.ByName(context.Background(), "node-00002"); second <- err }()
-	c.mu.Lock()
-	close(c.gate)
-	c.gate = nil
-	c.mu.Unlock()
+	c.openGate()
 	require.NoError(t, <-second)
 	assert.EqualValues(t, 1, c.lists.Load(), "the second lookup shared the list the first started")
 }
@@ -440,4 +431,12 @@ func TestListNotFoundIsNeverGone(t *testing.T) {
 	inst, err := cache.ByID(ctx, "i-00002")
 	require.NoError(t, err)
 	assert.Equal(t, "i-00002", inst.ID)
+}
+
+// openGate lets the list held at the gate, and every later one, go on.
+func (c *cloud) openGate() {
+	c.mu.Lock()
+	close(c.gate)
+	c.gate = nil
+	c.mu.Unlock()
 }
