@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/paging"
 	"github.com/ccmkit/ccmkit/providerid"
 )
 
@@ -354,29 +355,27 @@ func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudap
 	if _, err := serviceUID(svc); err != nil {
 		return nil, err
 	}
-	opts := cloudapi.ListOptions{Tags: l.ownerTags(svc)}
-	var out []cloudapi.LoadBalancer
-	for {
-		page, err := l.api.ListLoadBalancers(ctx, opts)
+	tags := l.ownerTags(svc)
+	page := func(ctx context.Context, token string) ([]cloudapi.LoadBalancer, string, error) {
+		p, err := l.api.ListLoadBalancers(ctx, cloudapi.ListOptions{Tags: tags, PageToken: token})
 		if err != nil {
-			err = cloudapi.ListError(cloudapi.OpListLoadBalancers, err) // never "the Service has none"
-			return nil, fmt.Errorf("looking up the load balancer of service %s/%s: %w", svc.Namespace, svc.Name, err)
+			return nil, "", cloudapi.ListError(cloudapi.OpListLoadBalancers, err) // never "the Service has none"
 		}
-		for _, lb := range page.Items {
-			// Trust, but verify: a backend that ignored the filter must not make us touch
-			// another owner's load balancer.
-			if cloudapi.MatchTags(lb.Spec.Tags, opts.Tags) {
-				out = append(out, lb)
-			}
-		}
-		if page.NextPageToken == "" {
-			return out, nil
-		}
-		if page.NextPageToken == opts.PageToken {
-			return nil, fmt.Errorf("looking up the load balancer of service %s/%s: the cloud answered page token %q twice", svc.Namespace, svc.Name, page.NextPageToken)
-		}
-		opts.PageToken = page.NextPageToken
+		return p.Items, p.NextPageToken, nil
 	}
+	var out []cloudapi.LoadBalancer
+	_, err := paging.All(ctx, page, func(lb *cloudapi.LoadBalancer) bool {
+		// Trust, but verify: a backend that ignored the filter must not make us touch
+		// another owner's load balancer.
+		if cloudapi.MatchTags(lb.Spec.Tags, tags) {
+			out = append(out, *lb)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("looking up the load balancer of service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return out, nil
 }
 
 // dropDuplicates deletes all but one of several load balancers of one Service, which only

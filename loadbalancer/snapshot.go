@@ -12,6 +12,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/pace"
+	"github.com/ccmkit/ccmkit/internal/paging"
 )
 
 // DefaultMaxAge is how old the snapshot of the cluster's load balancers may get when
@@ -211,38 +212,31 @@ func (s *snapshot) list(ctx context.Context) (map[string]*serviceEntry, *targetS
 	services := map[string]*serviceEntry{}
 	sets := newTargetSets()
 	seen := map[string]bool{}
-	opts := cloudapi.ListOptions{Tags: s.filter, PageSize: s.pageSize}
-	pages := 0
-	for {
-		page, err := s.api.ListLoadBalancers(ctx, opts)
+	page := func(ctx context.Context, token string) ([]cloudapi.LoadBalancer, string, error) {
+		p, err := s.api.ListLoadBalancers(ctx, cloudapi.ListOptions{Tags: s.filter, PageSize: s.pageSize, PageToken: token})
 		if err != nil {
-			err = cloudapi.ListError(cloudapi.OpListLoadBalancers, err)
-			return nil, nil, fmt.Errorf("listing the cluster's load balancers (page %d): %w", pages+1, err)
+			return nil, "", cloudapi.ListError(cloudapi.OpListLoadBalancers, err)
 		}
-		pages++
-		for i := range page.Items {
-			lb := &page.Items[i]
-			uid := lb.Spec.Tags[cloudapi.TagService]
-			if uid == "" || !cloudapi.MatchTags(lb.Spec.Tags, s.filter) || seen[lb.ID] {
-				continue
-			}
-			seen[lb.ID] = true
-			e := services[uid]
-			if e == nil {
-				e = &serviceEntry{}
-				services[uid] = e
-			}
-			// compact copies the load balancer, so the page and its target lists are
-			// garbage once the list is done.
-			e.lbs = append(e.lbs, sets.compact(lb))
+		return p.Items, p.NextPageToken, nil
+	}
+	pages, err := paging.All(ctx, page, func(lb *cloudapi.LoadBalancer) bool {
+		uid := lb.Spec.Tags[cloudapi.TagService]
+		if uid == "" || !cloudapi.MatchTags(lb.Spec.Tags, s.filter) || seen[lb.ID] {
+			return true
 		}
-		if page.NextPageToken == "" {
-			break
+		seen[lb.ID] = true
+		e := services[uid]
+		if e == nil {
+			e = &serviceEntry{}
+			services[uid] = e
 		}
-		if page.NextPageToken == opts.PageToken {
-			return nil, nil, fmt.Errorf("listing the cluster's load balancers: the cloud answered page token %q twice", page.NextPageToken)
-		}
-		opts.PageToken = page.NextPageToken
+		// compact copies the load balancer, so the page and its target lists are
+		// garbage once the list is done.
+		e.lbs = append(e.lbs, sets.compact(lb))
+		return true
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing the cluster's load balancers: %w", err)
 	}
 	klog.FromContext(ctx).V(4).Info("Listed the cluster's load balancers", "loadBalancers", len(seen), "services", len(services), "pages", pages)
 	return services, sets, nil

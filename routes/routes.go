@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/paging"
 )
 
 var _ cloudprovider.Routes = (*Routes)(nil)
@@ -94,25 +95,28 @@ func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 
 // list lists the routes with the cluster's tag, all pages.
 func (r *Routes) list(ctx context.Context) ([]cloudapi.Route, error) {
-	opts := cloudapi.ListOptions{Tags: r.clusterTags(), PageSize: r.opts.PageSize}
+	tags := r.clusterTags()
 	var out []cloudapi.Route
-	for {
-		page, err := r.api.ListRoutes(ctx, opts)
+	_, err := paging.All(ctx, r.page(tags), func(rt *cloudapi.Route) bool {
+		if cloudapi.MatchTags(rt.Tags, tags) { // a backend that ignored the filter must not make us touch others' routes
+			out = append(out, *rt)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the cluster's routes: %w", err)
+	}
+	return out, nil
+}
+
+// page fetches one page of the routes with tags (all routes when tags is nil).
+func (r *Routes) page(tags map[string]string) paging.Page[cloudapi.Route] {
+	return func(ctx context.Context, token string) ([]cloudapi.Route, string, error) {
+		p, err := r.api.ListRoutes(ctx, cloudapi.ListOptions{Tags: tags, PageSize: r.opts.PageSize, PageToken: token})
 		if err != nil {
-			return nil, fmt.Errorf("listing the cluster's routes: %w", cloudapi.ListError(cloudapi.OpListRoutes, err))
+			return nil, "", cloudapi.ListError(cloudapi.OpListRoutes, err)
 		}
-		for _, rt := range page.Items {
-			if cloudapi.MatchTags(rt.Tags, opts.Tags) { // a backend that ignored the filter must not make us touch others' routes
-				out = append(out, rt)
-			}
-		}
-		if page.NextPageToken == "" {
-			return out, nil
-		}
-		if page.NextPageToken == opts.PageToken {
-			return nil, fmt.Errorf("listing the cluster's routes: the cloud answered page token %q twice", page.NextPageToken)
-		}
-		opts.PageToken = page.NextPageToken
+		return p.Items, p.NextPageToken, nil
 	}
 }
 
@@ -177,25 +181,18 @@ func (r *Routes) findID(ctx context.Context, id string) (*cloudapi.Route, error)
 }
 
 func (r *Routes) findFunc(ctx context.Context, match func(cloudapi.Route) bool) (*cloudapi.Route, error) {
-	opts := cloudapi.ListOptions{PageSize: r.opts.PageSize}
-	for {
-		page, err := r.api.ListRoutes(ctx, opts)
-		if err != nil {
-			return nil, err
+	var found *cloudapi.Route
+	_, err := paging.All(ctx, r.page(nil), func(rt *cloudapi.Route) bool {
+		if match(*rt) {
+			found = rt
+			return false
 		}
-		for _, rt := range page.Items {
-			if match(rt) {
-				return &rt, nil
-			}
-		}
-		if page.NextPageToken == "" {
-			return nil, nil
-		}
-		if page.NextPageToken == opts.PageToken {
-			return nil, fmt.Errorf("listing routes: the cloud answered page token %q twice", page.NextPageToken)
-		}
-		opts.PageToken = page.NextPageToken
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing routes: %w", err)
 	}
+	return found, nil
 }
 
 // DeleteRoute deletes a route that ListRoutes returned. A route that is gone is success; a

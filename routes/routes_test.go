@@ -24,6 +24,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/internal/instancecache"
+	"github.com/ccmkit/ccmkit/internal/paging"
 	"github.com/ccmkit/ccmkit/routes"
 )
 
@@ -259,4 +260,31 @@ func TestRouteControllerConvergesUnderFaults(t *testing.T) {
 	}
 	t.Logf("%d cloud calls, %d faults injected", injected.Calls, faults)
 	assert.Positive(t, injected.Faults[faultinject.Ambiguous], "ambiguous writes really happened")
+}
+
+// cyclingRoutes answers page tokens in a cycle a→b→a, without end.
+type cyclingRoutes struct {
+	cloudapi.RouteAPI
+	pages int
+}
+
+func (c *cyclingRoutes) ListRoutes(_ context.Context, opts cloudapi.ListOptions) (*cloudapi.RoutePage, error) {
+	c.pages++
+	return &cloudapi.RoutePage{NextPageToken: map[string]string{"": "a", "a": "b", "b": "a"}[opts.PageToken]}, nil
+}
+
+// A cloud whose page tokens cycle ends every route list with a clear error after three
+// pages: the cluster's routes, and the whole table that a delete looks a route up in.
+func TestPageTokenCycleEndsEveryList(t *testing.T) {
+	api := &cyclingRoutes{}
+	r, err := routes.New(api, routes.Options{ClusterID: "c1", Lookup: instancecache.New(nil, instancecache.Options{})})
+	require.NoError(t, err)
+	_, err = r.ListRoutes(t.Context(), "c")
+	require.ErrorIs(t, err, paging.ErrBadPaging)
+	assert.Equal(t, 3, api.pages)
+
+	api.pages = 0
+	err = r.DeleteRoute(t.Context(), "c", &cloudprovider.Route{Name: "r-unknown", DestinationCIDR: "10.0.0.0/24"})
+	require.ErrorIs(t, err, paging.ErrBadPaging, "the lookup before deleting a route the last list did not confirm")
+	assert.Equal(t, 3, api.pages)
 }

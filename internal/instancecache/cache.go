@@ -2,7 +2,10 @@ package instancecache
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,7 +13,35 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/pace"
+	"github.com/ccmkit/ccmkit/internal/paging"
 )
+
+// Cache is the shared snapshot of the cloud's instances that instances, zones and routes
+// look Nodes up in. It answers "this instance does not exist" only when the cloud is
+// certain (see the package documentation) and is safe for concurrent use. The instances
+// it returns are shared: callers must not modify them.
+type Cache struct {
+	api  cloudapi.InstanceAPI
+	opts Options
+
+	mu        sync.RWMutex
+	byID      map[string]*cloudapi.Instance
+	byName    map[string][]*cloudapi.Instance // by nameKey
+	listedAt  time.Time                       // when the last completed list started; zero before the first
+	gen       int                             // completed lists
+	misses    int                             // by-ID fetches since that list
+	pages     int                             // pages the last list took
+	listing   *flight                         // the list in progress, if any
+	fetchByID map[string]*flight
+	// After a failed list, no new list starts until the backoff allows it; lookups get
+	// the list's error (ByID asks for its one instance instead).
+	backoff pace.Backoff
+	// vanished holds the instances that a list lost in a shrink (see SuspectShare): live
+	// in the list before, missing or terminated in it. Until one GetInstance confirms it,
+	// such an instance is never answered as gone. Entries leave when confirmed or when a
+	// list has the instance live again.
+	vanished map[string]*cloudapi.Instance
+}
 
 // Options tune a Cache.
 type Options struct {
@@ -21,27 +52,51 @@ type Options struct {
 	PageSize int
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// OnCheck, when set, is told of every answer "gone" that the Cache checked instead of
+	// trusting (see the package documentation); the provider counts them in a metric.
+	OnCheck func(reason CheckReason, result CheckResult)
 }
 
-// Cache is a shared snapshot of the cloud's instances. It is safe for concurrent use.
-// The instances it returns are shared: callers must not modify them.
-type Cache struct {
-	api  cloudapi.InstanceAPI
-	opts Options
+// CheckReason says why the Cache did not take an answer "gone" on the cloud's word.
+type CheckReason string
 
-	mu        sync.RWMutex
-	byID      map[string]*cloudapi.Instance
-	byName    map[string][]*cloudapi.Instance
-	listedAt  time.Time // when the last completed list started; zero before the first
-	gen       int       // completed lists
-	misses    int       // by-ID fetches since that list
-	pages     int       // pages the last list took
-	listing   *flight   // the list in progress, if any
-	fetchByID map[string]*flight
-	// After a failed list, no new list starts until the backoff allows it; lookups get
-	// the list's error (ByID asks for its one instance instead).
-	backoff pace.Backoff
-}
+// The reasons for a check.
+const (
+	// CheckListFailing: GetInstance answered not found while the instance list fails.
+	// Such an answer is never read as gone.
+	CheckListFailing CheckReason = "list_failing"
+	// CheckListShrank: a list lost the instance in a shrink; one GetInstance decides.
+	CheckListShrank CheckReason = "list_shrank"
+)
+
+// CheckResult is what a check found.
+type CheckResult string
+
+// The results of a check.
+const (
+	// CheckGone: GetInstance confirmed the instance is gone.
+	CheckGone CheckResult = "gone"
+	// CheckExists: GetInstance found the instance alive; the list was wrong.
+	CheckExists CheckResult = "exists"
+	// CheckRefused: the answer was not trusted and the lookup failed with
+	// ErrUnconfirmed.
+	CheckRefused CheckResult = "refused"
+	// CheckError: the GetInstance of the check failed.
+	CheckError CheckResult = "error"
+)
+
+// ErrUnconfirmed is matched (errors.Is) by the error of a lookup whose only evidence that
+// the instance is gone came from a cloud that is visibly unhealthy: a GetInstance not
+// found while the instance list is failing. It never matches cloudapi.ErrNotFound.
+var ErrUnconfirmed = errors.New("the cloud's not-found is not confirmed while its instance list fails")
+
+// SuspectShare is the share of the live instances of one list that the next list may
+// lose (miss, or answer as terminated) before the Cache suspects it: when a list loses at
+// least this share, each lost instance is confirmed by one GetInstance before any lookup
+// answers it as gone. A cloud answering an empty or truncated list in an incident so
+// costs one call per Node asked about, never a deleted Node; an ordinary scale-down of
+// less than this share between two lists costs nothing.
+const SuspectShare = 0.10
 
 // The wait after a failed list before the next one starts: it doubles with each failure
 // in a row, up to maxListBackoff, and resets when a list succeeds. Without it, every
@@ -66,92 +121,194 @@ func New(api cloudapi.InstanceAPI, opts Options) *Cache {
 	return &Cache{api: api, opts: opts, fetchByID: map[string]*flight{}, backoff: pace.Backoff{Min: minListBackoff, Max: maxListBackoff}}
 }
 
+// nameKey is the form of an instance or Node name that lookups by name compare: the
+// kubelet registers its hostname trimmed and in lower case, so instance "Worker-1" is
+// Node "worker-1".
+func nameKey(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
+
 // ByID returns the instance with the given cloud ID. It returns an error matching
-// cloudapi.ErrNotFound only when the cloud said so for this ID; any other failure is
-// returned as it is. When the snapshot is due for a refresh and the list fails (or
-// failed moments ago), it asks the cloud for this one instance instead.
+// cloudapi.ErrNotFound only when the cloud said so for this ID while its instance list
+// works; any other failure is returned as it is. When the snapshot is due for a refresh
+// and the list fails (or failed moments ago), it asks the cloud for this one instance
+// instead, and a not-found answer then fails with ErrUnconfirmed.
 func (c *Cache) ByID(ctx context.Context, id string) (*cloudapi.Instance, error) {
 	start := c.opts.Now()
 	if err := c.ensureFresh(ctx, start); err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		klog.FromContext(ctx).V(2).Info("Instance list failed; getting the one instance", "id", id, "err", err)
-		return c.get(ctx, id)
+		return c.getWhileListFails(ctx, id, err)
 	}
 	c.mu.RLock()
 	inst, ok := c.byID[id]
+	_, lost := c.vanished[id]
 	c.mu.RUnlock()
-	if ok {
+	switch {
+	case lost:
+		return c.confirm(ctx, id)
+	case ok:
 		return inst, nil
 	}
 	if c.relistCheaper() {
 		if err := c.relist(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil, err
-			}
-			klog.FromContext(ctx).V(2).Info("Instance list failed; getting the one instance", "id", id, "err", err)
-			return c.get(ctx, id)
+			return c.getWhileListFails(ctx, id, err)
 		}
 		c.mu.RLock()
 		inst, ok = c.byID[id]
+		_, lost = c.vanished[id]
 		c.mu.RUnlock()
-		if ok {
+		switch {
+		case lost:
+			return c.confirm(ctx, id)
+		case ok:
 			return inst, nil
 		}
 	}
 	return c.get(ctx, id)
 }
 
-// ByName returns the instance named name. When several instances share the name, the
+// getWhileListFails answers a lookup by ID with one GetInstance after the list failed
+// with listErr; a not-found answer is not trusted then.
+func (c *Cache) getWhileListFails(ctx context.Context, id string, listErr error) (*cloudapi.Instance, error) {
+	if ctx.Err() != nil {
+		return nil, listErr
+	}
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Instance list failed; getting the one instance", "id", id, "err", listErr)
+	inst, err := c.get(ctx, id)
+	if !cloudapi.IsNotFound(err) {
+		return inst, err
+	}
+	c.observe(CheckListFailing, CheckRefused)
+	logger.Info("Not trusting the cloud's not-found for an instance while its instance list fails", "id", id, "err", err, "listErr", listErr)
+	// The not-found is quoted, not wrapped: this error must never read as "gone".
+	return nil, fmt.Errorf("instance %q: %w: GetInstance answered %q, but listing instances fails: %w", id, ErrUnconfirmed, err.Error(), listErr)
+}
+
+// confirm asks the cloud for one instance that a shrunken list lost, and drops it from
+// the instances to confirm once the cloud answered for certain.
+func (c *Cache) confirm(ctx context.Context, id string) (*cloudapi.Instance, error) {
+	inst, err := c.get(ctx, id)
+	result := CheckError
+	switch {
+	case err == nil && inst.State != cloudapi.InstanceTerminated:
+		result = CheckExists
+	case err == nil || cloudapi.IsNotFound(err):
+		result = CheckGone
+	}
+	c.observe(CheckListShrank, result)
+	if result == CheckError {
+		return nil, err
+	}
+	klog.FromContext(ctx).V(2).Info("Checked an instance that the instance list lost", "id", id, "result", result)
+	c.mu.Lock()
+	delete(c.vanished, id)
+	if err == nil {
+		c.store(inst)
+	}
+	c.mu.Unlock()
+	return inst, err
+}
+
+func (c *Cache) observe(reason CheckReason, result CheckResult) {
+	if c.opts.OnCheck != nil {
+		c.opts.OnCheck(reason, result)
+	}
+}
+
+// store puts inst into the snapshot in place of any record with its ID. c.mu is held.
+func (c *Cache) store(inst *cloudapi.Instance) {
+	if c.byID == nil {
+		return // no list yet: the first list builds the snapshot
+	}
+	if old, ok := c.byID[inst.ID]; ok {
+		key := nameKey(old.Name)
+		c.byName[key] = slices.DeleteFunc(slices.Clone(c.byName[key]), func(i *cloudapi.Instance) bool { return i.ID == inst.ID })
+	}
+	c.byID[inst.ID] = inst
+	key := nameKey(inst.Name)
+	c.byName[key] = append(c.byName[key], inst)
+}
+
+// ByName returns the instance of the Node named name; names compare as the kubelet
+// derives Node names (trimmed, lower case). When several instances share the name, the
 // one that is not terminated wins; two live instances with one name are an error, since
-// the Node could be either. It returns an error matching cloudapi.ErrNotFound only when a
-// list that started after this lookup began has no such instance.
+// the Node could be either. It answers a terminated instance, or an error matching
+// cloudapi.ErrNotFound, only when a list that started after this lookup began has no
+// live instance of that name (and, after a shrunken list, GetInstance agreed).
 func (c *Cache) ByName(ctx context.Context, name string) (*cloudapi.Instance, error) {
 	start := c.opts.Now()
 	if err := c.ensureFresh(ctx, start); err != nil {
 		return nil, err
 	}
-	inst, found, err := c.lookupName(name)
-	if found || err != nil {
-		return inst, err
+	key := nameKey(name)
+	live, dead, err := c.lookupName(key)
+	if live != nil || err != nil {
+		return live, err
 	}
 	c.mu.RLock()
 	listedAfterStart := !c.listedAt.Before(start)
 	c.mu.RUnlock()
 	if !listedAfterStart {
-		// The snapshot predates this lookup: the instance may be new. Relist once.
+		// The snapshot predates this lookup: the instance may be new, or a new instance
+		// may have taken a terminated one's name. Relist once.
 		if err := c.listUntil(ctx, c.listedSince(start)); err != nil {
 			return nil, err
 		}
-		if inst, found, err = c.lookupName(name); found || err != nil {
-			return inst, err
+		if live, dead, err = c.lookupName(key); live != nil || err != nil {
+			return live, err
 		}
+	}
+	// A list that began after this lookup has no live instance of that name. If a shrunken
+	// list lost one, the cloud decides, instance by instance.
+	for _, id := range c.vanishedNamed(key) {
+		inst, err := c.confirm(ctx, id)
+		if err == nil && inst.State != cloudapi.InstanceTerminated && nameKey(inst.Name) == key {
+			return inst, nil
+		}
+		if err != nil && !cloudapi.IsNotFound(err) {
+			return nil, fmt.Errorf("checking instance %q, named %q before the instance list shrank: %w", id, name, err)
+		}
+	}
+	if dead != nil {
+		return dead, nil
 	}
 	return nil, cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpListInstances, "",
 		fmt.Errorf("no instance is named %q", name))
 }
 
-func (c *Cache) lookupName(name string) (*cloudapi.Instance, bool, error) {
+// lookupName returns the live instance named key, or else a terminated one.
+func (c *Cache) lookupName(key string) (live, dead *cloudapi.Instance, err error) {
 	c.mu.RLock()
-	candidates := c.byName[name]
+	candidates := c.byName[key]
 	c.mu.RUnlock()
-	var live []*cloudapi.Instance
+	var alive []*cloudapi.Instance
 	for _, inst := range candidates {
 		if inst.State != cloudapi.InstanceTerminated {
-			live = append(live, inst)
+			alive = append(alive, inst)
+		} else if dead == nil {
+			dead = inst
 		}
 	}
 	switch {
-	case len(live) == 1:
-		return live[0], true, nil
-	case len(live) > 1:
-		return nil, false, fmt.Errorf("%d running instances are named %q (%s and %s): set the Node's spec.providerID to choose one",
-			len(live), name, live[0].ID, live[1].ID)
-	case len(candidates) > 0:
-		return candidates[0], true, nil
+	case len(alive) == 1:
+		return alive[0], nil, nil
+	case len(alive) > 1:
+		return nil, nil, fmt.Errorf("%d running instances are named %q (%s and %s): set the Node's spec.providerID to choose one",
+			len(alive), key, alive[0].ID, alive[1].ID)
 	}
-	return nil, false, nil
+	return nil, dead, nil
+}
+
+// vanishedNamed returns the IDs of the lost instances named key, in ID order.
+func (c *Cache) vanishedNamed(key string) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var ids []string
+	for id, inst := range c.vanished {
+		if nameKey(inst.Name) == key {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // Invalidate makes the next lookup refresh the snapshot.
@@ -254,6 +411,7 @@ func (c *Cache) list(ctx context.Context, f *flight, started time.Time) {
 	byID, byName, pages, err := c.fetchAll(ctx)
 	c.mu.Lock()
 	if err == nil {
+		c.vanished = c.lost(ctx, byID)
 		c.byID, c.byName, c.pages, c.misses = byID, byName, pages, 0
 		c.listedAt = started
 		c.gen++
@@ -270,37 +428,69 @@ func (c *Cache) list(ctx context.Context, f *flight, started time.Time) {
 func (c *Cache) fetchAll(ctx context.Context) (map[string]*cloudapi.Instance, map[string][]*cloudapi.Instance, int, error) {
 	byID := make(map[string]*cloudapi.Instance, len(c.byID))
 	byName := make(map[string][]*cloudapi.Instance, len(c.byID))
-	opts := cloudapi.ListOptions{PageSize: c.opts.PageSize}
-	pages := 0
-	for {
-		page, err := c.api.ListInstances(ctx, opts)
+	page := func(ctx context.Context, token string) ([]cloudapi.Instance, string, error) {
+		p, err := c.api.ListInstances(ctx, cloudapi.ListOptions{PageSize: c.opts.PageSize, PageToken: token})
 		if err != nil {
-			err = cloudapi.ListError(cloudapi.OpListInstances, err) // never "instance gone"
-			return nil, nil, 0, fmt.Errorf("listing instances (page %d): %w", pages+1, err)
+			return nil, "", cloudapi.ListError(cloudapi.OpListInstances, err) // never "instance gone"
 		}
-		pages++
-		for i := range page.Items {
-			inst := &page.Items[i]
-			if _, dup := byID[inst.ID]; dup {
-				continue
-			}
+		return p.Items, p.NextPageToken, nil
+	}
+	pages, err := paging.All(ctx, page, func(inst *cloudapi.Instance) bool {
+		if _, dup := byID[inst.ID]; !dup {
 			byID[inst.ID] = inst
-			byName[inst.Name] = append(byName[inst.Name], inst)
+			key := nameKey(inst.Name)
+			byName[key] = append(byName[key], inst)
 		}
-		if page.NextPageToken == "" {
-			break
-		}
-		if page.NextPageToken == opts.PageToken {
-			return nil, nil, 0, fmt.Errorf("listing instances: the cloud returned the same page token %q twice", opts.PageToken)
-		}
-		opts.PageToken = page.NextPageToken
+		return true
+	})
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("listing instances: %w", err)
 	}
 	klog.FromContext(ctx).V(4).Info("Listed instances", "instances", len(byID), "pages", pages)
 	return byID, byName, pages, nil
 }
 
+// lost returns the instances to confirm once the list next installs: those lost before
+// and still not live in next, and, when next lost at least SuspectShare of the live
+// instances of the current snapshot, the ones it lost. c.mu is held.
+func (c *Cache) lost(ctx context.Context, next map[string]*cloudapi.Instance) map[string]*cloudapi.Instance {
+	isLive := func(m map[string]*cloudapi.Instance, id string) bool {
+		inst, ok := m[id]
+		return ok && inst.State != cloudapi.InstanceTerminated
+	}
+	out := map[string]*cloudapi.Instance{}
+	for id, inst := range c.vanished {
+		if !isLive(next, id) {
+			out[id] = inst
+		}
+	}
+	live := 0
+	var dropped []*cloudapi.Instance
+	for id, inst := range c.byID {
+		if inst.State == cloudapi.InstanceTerminated {
+			continue
+		}
+		live++
+		if !isLive(next, id) {
+			dropped = append(dropped, inst)
+		}
+	}
+	if len(dropped) > 0 && float64(len(dropped)) >= SuspectShare*float64(live) {
+		klog.FromContext(ctx).Info("The instance list lost a large share of the instances the list before had; each is checked with GetInstance before it reads as gone",
+			"lost", len(dropped), "live", live, "threshold", SuspectShare)
+		for _, inst := range dropped {
+			out[inst.ID] = inst
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // get fetches one instance by ID, sharing the call with concurrent lookups of the same
-// ID, and adds it to the snapshot.
+// ID, and adds it to the snapshot. The call runs on its own goroutine and context, so
+// that every caller, the one that started it too, stops waiting when its context ends.
 func (c *Cache) get(ctx context.Context, id string) (*cloudapi.Instance, error) {
 	c.mu.Lock()
 	f, ok := c.fetchByID[id]
@@ -308,23 +498,13 @@ func (c *Cache) get(ctx context.Context, id string) (*cloudapi.Instance, error) 
 		f = &flight{done: make(chan struct{})}
 		c.fetchByID[id] = f
 		c.misses++
-		c.mu.Unlock()
-		f.inst, f.err = c.api.GetInstance(context.WithoutCancel(ctx), id)
-		c.mu.Lock()
-		delete(c.fetchByID, id)
-		if _, listed := c.byID[id]; f.err == nil && f.inst != nil && c.byID != nil && !listed {
-			c.byID[id] = f.inst
-			c.byName[f.inst.Name] = append(c.byName[f.inst.Name], f.inst)
-		}
-		c.mu.Unlock()
-		close(f.done)
-	} else {
-		c.mu.Unlock()
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for instance %q: %w", id, ctx.Err())
-		}
+		go c.fetch(context.WithoutCancel(ctx), id, f)
+	}
+	c.mu.Unlock()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for instance %q: %w", id, ctx.Err())
 	}
 	if f.err != nil {
 		return nil, fmt.Errorf("getting instance %q: %w", id, f.err)
@@ -333,4 +513,19 @@ func (c *Cache) get(ctx context.Context, id string) (*cloudapi.Instance, error) 
 		return nil, fmt.Errorf("getting instance %q: the cloud answered neither an instance nor an error", id)
 	}
 	return f.inst, nil
+}
+
+// fetch makes the GetInstance of the flight f and adds a found instance to the snapshot.
+func (c *Cache) fetch(ctx context.Context, id string, f *flight) {
+	f.inst, f.err = c.api.GetInstance(ctx, id)
+	if f.err == nil && f.inst != nil && f.inst.ID != id {
+		f.err = fmt.Errorf("the cloud answered instance %q instead", f.inst.ID)
+	}
+	c.mu.Lock()
+	delete(c.fetchByID, id)
+	if _, listed := c.byID[id]; f.err == nil && f.inst != nil && !listed {
+		c.store(f.inst)
+	}
+	c.mu.Unlock()
+	close(f.done)
 }

@@ -252,8 +252,8 @@ func TestListErrorsAreErrors(t *testing.T) {
 
 // TestFailingListFallsBackToGet keeps the list failing: lookups by ID still answer, one
 // GetInstance each, and the whole list is not started again on every lookup but after a
-// backoff that doubles up to maxListBackoff. A missing instance is still only "gone" on
-// the cloud's own answer for it.
+// backoff that doubles up to maxListBackoff. While the list fails, a GetInstance
+// not-found is not "gone".
 func TestFailingListFallsBackToGet(t *testing.T) {
 	ctx := context.Background()
 	c := &failingLists{cloud: newCloud(10)}
@@ -270,7 +270,8 @@ func TestFailingListFallsBackToGet(t *testing.T) {
 	assert.EqualValues(t, 5, c.gets.Load())
 
 	_, err := cache.ByID(ctx, "i-missing")
-	require.ErrorIs(t, err, cloudapi.ErrNotFound, "the cloud's answer for this ID")
+	require.ErrorIs(t, err, ErrUnconfirmed, "a not-found while the list fails is not taken on the cloud's word")
+	require.NotErrorIs(t, err, cloudapi.ErrNotFound, "never \"gone\" while the list fails")
 
 	var waits []time.Duration
 	for range 7 {

@@ -5,11 +5,34 @@
 // Its rules keep the cloud API quiet without ever lying about an instance being gone:
 //
 //   - A lookup in a fresh snapshot costs no cloud call.
-//   - Concurrent lookups that need a refresh share one list (one fetch for all of them).
+//   - Concurrent lookups that need a refresh share one list (one fetch for all of them);
+//     concurrent lookups of one missing ID share one GetInstance. Every caller stops
+//     waiting when its own context ends, the one that started the call too.
 //   - An ID missing from a fresh snapshot is fetched by ID (one call), not by relisting;
 //     after more such misses than a relist costs in pages, the next miss relists instead.
-//   - "Not found" is only ever answered from the cloud's own authoritative answer: a
-//     GetInstance that returned ErrNotFound, or, for lookups by name (the cloud has no
-//     get-by-name), a list that completed after the lookup began.
-//   - Errors are never cached.
+//   - Names compare as the kubelet derives a Node's name from its hostname: trimmed and
+//     in lower case, so instance "Worker-1" is Node "worker-1".
+//   - Errors are never cached. A failed list is retried after a backoff (1 s doubling to
+//     30 s), not on every lookup; meanwhile a lookup by ID is one GetInstance.
+//   - Lists go through internal/paging: a page token answered twice or a list past
+//     paging.MaxPages pages is a failed list, never an endless one.
+//
+// "Gone" (an error matching cloudapi.ErrNotFound, or a terminated instance) is answered
+// only on the cloud's own authoritative word, and only while the cloud looks healthy:
+//
+//   - By ID: GetInstance answered ErrNotFound, or a list has the instance terminated.
+//     While the instance list is failing, a GetInstance not-found alone is not enough:
+//     the lookup fails with ErrUnconfirmed (an adapter that maps a proxy's or a wrong
+//     base path's 404 onto ErrNotFound would otherwise delete every NotReady Node).
+//   - By name (the cloud has no get-by-name): a list that began after the lookup has no
+//     live instance of that name. A terminated instance of that name in an older
+//     snapshot is not enough: a new instance may have taken the name since.
+//   - After a shrink: when a list loses (misses, or answers terminated) at least
+//     SuspectShare (10 %) of the instances live in the list before, as a cloud answering an
+//     empty or truncated list in an incident does, every lost instance is checked with
+//     one GetInstance before any lookup answers it as gone. It stays to be checked, across
+//     later lists, until GetInstance answers for it or a list has it live again.
+//
+// Options.OnCheck reports each of these checks; the provider counts them in the
+// cloudprovider_<name>_instance_gone_checks_total metric.
 package instancecache

@@ -1,0 +1,171 @@
+package paging
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// script is a cloud that answers page i (by the token it handed out) with items[i] and
+// next[i]; the first page is the empty token.
+type script struct {
+	items [][]int
+	next  []string
+	calls int
+}
+
+func (s *script) page(_ context.Context, token string) ([]int, string, error) {
+	s.calls++
+	i := 0
+	if token != "" {
+		n, err := strconv.Atoi(token[1:]) // tokens are "p<index>"
+		if err != nil {
+			return nil, "", err
+		}
+		i = n
+	}
+	if i >= len(s.next) {
+		return nil, "", errors.New("no such page")
+	}
+	return s.items[i], s.next[i], nil
+}
+
+func collect(t *testing.T, fetch Page[int]) ([]int, int, error) {
+	t.Helper()
+	var got []int
+	pages, err := All(context.Background(), fetch, func(v *int) bool { got = append(got, *v); return true })
+	return got, pages, err
+}
+
+func TestAllPages(t *testing.T) {
+	tests := []struct {
+		name      string
+		items     [][]int
+		next      []string
+		want      []int
+		wantPages int
+		wantErr   error
+	}{
+		{name: "one page", items: [][]int{{1, 2}}, next: []string{""}, want: []int{1, 2}, wantPages: 1},
+		{name: "three pages, one empty", items: [][]int{{1}, {}, {3}}, next: []string{"p1", "p2", ""}, want: []int{1, 3}, wantPages: 3},
+		{name: "token repeated at once", items: [][]int{{1}, {2}}, next: []string{"p1", "p1"}, wantPages: 2, wantErr: ErrBadPaging},
+		{name: "cycle a→b→a", items: [][]int{{1}, {2}, {3}}, next: []string{"p1", "p2", "p1"}, wantPages: 3, wantErr: ErrBadPaging},
+		{name: "cycle back through the first page", items: [][]int{{1}, {2}}, next: []string{"p1", "p0"}, wantPages: 3, wantErr: ErrBadPaging},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &script{items: tt.items, next: tt.next}
+			got, pages, err := collect(t, s.page)
+			assert.Equal(t, tt.wantPages, pages)
+			assert.Equal(t, tt.wantPages, s.calls)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestAllEndsAnEndlessList(t *testing.T) {
+	calls := 0
+	endless := func(_ context.Context, token string) ([]int, string, error) {
+		calls++
+		return []int{calls}, "t" + strconv.Itoa(calls), nil // a new token every time
+	}
+	_, pages, err := collect(t, endless)
+	require.ErrorIs(t, err, ErrBadPaging)
+	assert.Equal(t, MaxPages, pages)
+	assert.Equal(t, MaxPages, calls)
+}
+
+func TestAllStopsWhenTold(t *testing.T) {
+	s := &script{items: [][]int{{1, 2}, {3}}, next: []string{"p1", ""}}
+	var got []int
+	pages, err := All(context.Background(), s.page, func(v *int) bool { got = append(got, *v); return *v < 2 })
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2}, got)
+	assert.Equal(t, 1, pages)
+	assert.Equal(t, 1, s.calls, "no page after the one where each said stop")
+}
+
+func TestAllKeepsTheFetchError(t *testing.T) {
+	boom := errors.New("boom")
+	s := &script{items: [][]int{{1}}, next: []string{"p1"}} // page p1 does not exist
+	_, pages, err := collect(t, s.page)
+	assert.Equal(t, 1, pages)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrBadPaging)
+	assert.Contains(t, err.Error(), "page 2")
+
+	fail := func(context.Context, string) ([]int, string, error) { return nil, "", boom }
+	_, _, err = collect(t, fail)
+	require.ErrorIs(t, err, boom)
+}
+
+func TestAllStopsWhenTheContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	fetch := func(context.Context, string) ([]int, string, error) {
+		calls++
+		cancel() // the caller gives up during the first page
+		return []int{1}, "p1", nil
+	}
+	pages, err := All(ctx, fetch, func(*int) bool { return true })
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, pages)
+	assert.Equal(t, 1, calls)
+}
+
+// FuzzAll drives All with a cloud that answers an arbitrary sequence of page tokens:
+// whatever the sequence, the list ends, with every item or an error, within MaxPages
+// calls, and the error says why.
+func FuzzAll(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{1, 2, 3, 0})
+	f.Add([]byte{1, 2, 1})
+	f.Add([]byte{7, 7})
+	f.Add([]byte{0})
+	f.Fuzz(func(t *testing.T, tokens []byte) {
+		// Call i answers the token tokens[i] (0 = the last page), and the last-page token
+		// once the script is exhausted, or, when the script's last byte is odd, tokens
+		// without end.
+		endless := len(tokens) > 0 && tokens[len(tokens)-1]%2 == 1
+		calls := 0
+		fetch := func(context.Context, string) ([]int, string, error) {
+			i := calls
+			calls++
+			switch {
+			case i < len(tokens) && tokens[i] == 0:
+				return []int{i}, "", nil
+			case i < len(tokens):
+				return []int{i}, "t" + strconv.Itoa(int(tokens[i])), nil
+			case endless:
+				return []int{i}, "n" + strconv.Itoa(i), nil
+			}
+			return []int{i}, "", nil
+		}
+		items := 0
+		pages, err := All(context.Background(), fetch, func(*int) bool { items++; return true })
+		require.LessOrEqual(t, calls, MaxPages)
+		assert.Equal(t, calls, pages)
+		assert.Equal(t, calls, items)
+		if err != nil {
+			require.ErrorIs(t, err, ErrBadPaging)
+			return
+		}
+		// A list that ended well saw no token twice.
+		seen := map[byte]bool{}
+		for _, tok := range tokens[:min(calls, len(tokens))] {
+			if tok != 0 {
+				require.False(t, seen[tok], "token t%d answered twice but the list succeeded", tok)
+				seen[tok] = true
+			}
+		}
+	})
+}
