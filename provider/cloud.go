@@ -121,7 +121,11 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		return nil, err
 	}
 	c := &Cloud{cfg: cfg, opts: opts, client: instrumented, providerID: format}
-	c.snapshot = instancecache.New(instrumented.Instances(), instancecache.Options{MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, Now: opts.Now})
+	checks, err := instanceChecks(opts)
+	if err != nil {
+		return nil, err
+	}
+	c.snapshot = instancecache.New(instrumented.Instances(), instancecache.Options{MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, Now: opts.Now, OnCheck: checks})
 	if cfg.InstancesEnabled() {
 		c.instances, err = instances.New(instrumented.Instances(), instances.Options{
 			ProviderID:       format,

@@ -1,10 +1,13 @@
 package provider
 
 import (
+	"fmt"
+
 	"k8s.io/component-base/metrics"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/cloudclient"
+	"github.com/ccmkit/ccmkit/internal/instancecache"
 )
 
 // MetricsRegistry is where the cloud API metrics are registered.
@@ -33,4 +36,29 @@ func instrument(client cloudapi.Client, cfg Config, opts Options) (cloudapi.Clie
 		return nil, err
 	}
 	return c, nil
+}
+
+// InstanceChecksMetric is the name, after cloudprovider_<provider>_, of the counter of
+// answers "instance gone" that the instance snapshot checked instead of trusting, by
+// reason (list_failing, list_shrank) and result (gone, exists, refused, error). A rising
+// list_failing/refused or list_shrank/exists count means the cloud answers not-found for
+// instances that exist: look at the adapter's error mapping and the cloud's health.
+const InstanceChecksMetric = "instance_gone_checks_total"
+
+// instanceChecks returns the hook that counts the snapshot's checks in
+// InstanceChecksMetric.
+func instanceChecks(opts Options) (func(instancecache.CheckReason, instancecache.CheckResult), error) {
+	var reg cloudclient.Registerer
+	if opts.Metrics != nil {
+		reg = opts.Metrics
+	}
+	counter, err := cloudclient.NewCounterVec(reg, opts.ProviderName, InstanceChecksMetric,
+		"Answers \"instance gone\" that were checked instead of trusted: a GetInstance not found while the instance list fails (reason list_failing, result refused), or an instance a shrunken list lost (reason list_shrank; result gone, exists or error).",
+		"reason", "result")
+	if err != nil {
+		return nil, fmt.Errorf("provider: %w", err)
+	}
+	return func(reason instancecache.CheckReason, result instancecache.CheckResult) {
+		counter.WithLabelValues(string(reason), string(result)).Inc()
+	}, nil
 }

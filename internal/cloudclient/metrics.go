@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -130,4 +131,25 @@ func register[M metrics.Registerable](reg Registerer, m M) (M, error) {
 		}
 	}
 	return m, fmt.Errorf("metric %s: %w", m.FQName(), err)
+}
+
+// NewCounterVec registers a counter named cloudprovider_<provider>_<name> with reg (nil
+// means the process-wide legacy registry), or returns the equal one reg holds already, so
+// that the provider's metrics that are not about single API calls sit beside the Client's
+// under the same name and registry rules.
+func NewCounterVec(reg Registerer, provider, name, help string, labels ...string) (*metrics.CounterVec, error) {
+	p := metricName(provider)
+	if p == "" {
+		return nil, fmt.Errorf("metric %s: provider name %q has no letter or digit", name, provider)
+	}
+	if reg == nil {
+		reg = RegistererFunc(legacyregistry.Register)
+	}
+	return register(reg, metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "cloudprovider",
+		Subsystem:      p,
+		Name:           name,
+		Help:           help,
+		StabilityLevel: metrics.ALPHA,
+	}, labels))
 }
