@@ -100,10 +100,13 @@ func (c *Client) do(ctx context.Context, op cloudapi.Operation, id, method, path
 	return nil
 }
 
-// statusError classifies a non-2xx answer, keeping the server's message in the cause.
+// statusError classifies a non-2xx answer, keeping the server's message in the cause. A
+// 404 is ErrNotFound only with the API's error body of code "not_found": any other 404
+// (a wrong base path, a proxy's page) says nothing about the resource.
 func statusError(op cloudapi.Operation, id string, resp *http.Response, cause error) *cloudapi.Error {
 	var msg struct{ Code, Message string }
-	if json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&msg) == nil && msg.Message != "" {
+	typed := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&msg) == nil
+	if typed && msg.Message != "" {
 		cause = fmt.Errorf("%w: %s: %s", cause, msg.Code, msg.Message)
 	}
 	secs, _ := strconv.Atoi(resp.Header.Get("Retry-After")) // absent or a date: no wait
@@ -114,8 +117,10 @@ func statusError(op cloudapi.Operation, id string, resp *http.Response, cause er
 		e := cloudapi.Throttled(op, wait, cause)
 		e.ID = id
 		return e
-	case code == http.StatusNotFound:
+	case code == http.StatusNotFound && typed && msg.Code == "not_found":
 		class = cloudapi.ErrNotFound
+	case code == http.StatusNotFound: // not the API's answer: retrying cannot help
+		class, cause = cloudapi.ErrInvalidRequest, fmt.Errorf("%w: the endpoint answered 404 without the API's not-found error body: check the endpoint's base URL", cause)
 	case code == http.StatusConflict:
 		class = cloudapi.ErrConflict
 	case code >= 400 && code < 500: // 400, 401, 403...: the same request cannot succeed

@@ -3,9 +3,13 @@
 // Blank-importing it registers the cloud provider "restcloud"; its cloud config has a
 // `restcloud:` section with the API endpoint, and the API token under credentials.
 //
-// Failures are *cloudapi.Error: 404 is ErrNotFound, 409 ErrConflict, 429 ErrThrottled
-// with the Retry-After wait, other 4xx (401 too) ErrInvalidRequest; 5xx, timeouts,
-// canceled contexts, lost connections and unreadable answers are ErrTransient. The token
-// is sent as a bearer token and appears in no error. The client neither retries, caches
-// nor rate-limits: ccmkit does that above it.
+// Failures are *cloudapi.Error: a 404 with the API's error body of code "not_found" is
+// ErrNotFound, 409 ErrConflict, 429 ErrThrottled with the Retry-After wait, other 4xx (401
+// too) ErrInvalidRequest; 5xx, timeouts, canceled contexts, lost connections and
+// unreadable answers are ErrTransient. Any other 404 (empty, HTML, plain text, JSON of
+// another code) is not the API's answer but a wrong base path in the endpoint or a proxy:
+// it is ErrInvalidRequest, never "gone", and its message says to check the endpoint.
+//
+// The token is sent as a bearer token and appears in no error. The client neither
+// retries, caches nor rate-limits: ccmkit does that above it.
 package adapter
