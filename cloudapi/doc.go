@@ -37,9 +37,9 @@
 // answers 404, and read as ErrNotFound it would make ccmkit delete every NotReady Node.
 // Map such a 404 (empty, HTML, plain text, JSON without the not-found code) to
 // ErrInvalidRequest, which is never "gone" and is not retried, with a message that names
-// the cause ("the endpoint answered 404 without the API's not-found error body: check the
-// endpoint's base URL"). The same holds for an SDK: trust its typed not-found error, not
-// the HTTP status under it.
+// the cause ("404 Not Found: not the API's not-found error: check the endpoint's base
+// URL"). The same holds for an SDK: trust its typed not-found error, not the HTTP status
+// under it.
 //
 // Do not retry, rate-limit or cache in the adapter: ccmkit wraps every client in one
 // decorator that does that, and counts on seeing every call. Do honour the context's

@@ -324,6 +324,65 @@ func TestWrongEndpointDeletesNoNode(t *testing.T) {
 	assert.ErrorContains(t, err, "check the endpoint")
 }
 
+// TestRetryAfter reads every kind of Retry-After header, on a throttled (429) and on a
+// failed (503) answer: the wait is never negative, never wrapped around and at most 24
+// hours, and a header that cannot be read asks for no wait at all.
+func TestRetryAfter(t *testing.T) {
+	const date = "Sun, 06 Nov 2033 08:49:37 GMT" // the answer's Date: the server's clock
+	const day = 24 * time.Hour
+	noDate := []string(nil) // a nil Date header makes the server send none
+	for _, tc := range []struct {
+		name, retryAfter string
+		date             []string
+		want             time.Duration
+	}{
+		{"absent", "", nil, 0},
+		{"seconds", "7", nil, 7 * time.Second},
+		{"zero", "0", nil, 0},
+		{"leading zeros", "0030", nil, 30 * time.Second},
+		{"one day", "86400", nil, day},
+		{"over one day", "86401", nil, day},
+		{"overflows when multiplied by time.Second", "9223372037", nil, day},
+		{"largest int64", "9223372036854775807", nil, day},
+		{"larger than any integer", "99999999999999999999", nil, day},
+		{"negative", "-5", nil, 0},
+		{"negative and huge", "-99999999999999999999", nil, 0},
+		{"plus sign", "+5", nil, 0},
+		{"fraction", "1.5", nil, 0},
+		{"exponent", "1e3", nil, 0},
+		{"not a number", "soon", nil, 0},
+		{"date two minutes after the answer's", "Sun, 06 Nov 2033 08:51:37 GMT", []string{date}, 2 * time.Minute},
+		{"date in RFC 850 form", "Sunday, 06-Nov-33 08:51:37 GMT", []string{date}, 2 * time.Minute},
+		{"date in asctime form", "Sun Nov  6 08:51:37 2033", []string{date}, 2 * time.Minute},
+		{"date equal to the answer's", date, []string{date}, 0},
+		{"date before the answer's", "Sun, 06 Nov 1994 08:49:37 GMT", []string{date}, 0},
+		{"date far after the answer's", "Fri, 31 Dec 9999 23:59:59 GMT", []string{date}, day},
+		{"date, the answer's Date unreadable", "Sun, 06 Nov 2033 08:51:37 GMT", []string{"yesterday"}, 0},
+		{"date, the answer without a Date", "Sun, 06 Nov 2033 08:51:37 GMT", noDate, 0},
+		{"garbled date", "Sun, 06 Nov 2033 25:61:00 GMT", []string{date}, 0},
+	} {
+		for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+			t.Run(fmt.Sprintf("%s %d", tc.name, status), func(t *testing.T) {
+				srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					w.Header()["Date"] = tc.date // nil: none at all
+					if tc.retryAfter != "" {
+						w.Header().Set("Retry-After", tc.retryAfter)
+					}
+					w.WriteHeader(status)
+				}))
+				_, err := adapter.New(srv.URL, testToken, srv.Client()).Instances().GetInstance(t.Context(), node.ID)
+				require.Error(t, err)
+				wait, ok := cloudapi.RetryAfter(err)
+				assert.Equal(t, tc.want, wait, "%v", err)
+				assert.Equal(t, tc.want > 0, ok)
+				var cerr *cloudapi.Error
+				require.ErrorAs(t, err, &cerr)
+				assert.GreaterOrEqual(t, cerr.RetryAfter, time.Duration(0), "never negative")
+			})
+		}
+	}
+}
+
 func TestTransportFailures(t *testing.T) {
 	blocked := make(chan struct{})
 	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

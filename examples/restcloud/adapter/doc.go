@@ -10,6 +10,13 @@
 // another code) is not the API's answer but a wrong base path in the endpoint or a proxy:
 // it is ErrInvalidRequest, never "gone", and its message says to check the endpoint.
 //
+// Retry-After (read on 429 and 5xx answers) is whole seconds or an HTTP date, counted
+// from the answer's Date header, so that the two clocks need not agree. A wait is at most
+// 24 hours: a larger value is cut to that, never overflowing into a negative or wrapped
+// duration (ccmkit caps the wait lower still). An absent, zero, negative, signed,
+// fractional or garbled value, a date in the past, or a date without a Date header asks
+// for no wait; ccmkit then backs off on its own.
+//
 // The token is sent as a bearer token and appears in no error. The client neither
 // retries, caches nor rate-limits: ccmkit does that above it.
 package adapter
