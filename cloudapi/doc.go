@@ -30,6 +30,17 @@
 // when the cloud says, with certainty, that the resource does not exist. A timeout or a
 // 5xx is ErrTransient; reading it as "not found" makes Kubernetes delete a healthy Node.
 //
+// Only the API's own typed not-found answer is authoritative: over HTTP, a 404 whose body
+// is the API's error with its not-found code (for example {"code": "not_found"}). A bare
+// HTTP 404 may be a wrong base path or API version in the endpoint, or a proxy, load
+// balancer or gateway in front of the API answering with its own page: then every call
+// answers 404, and read as ErrNotFound it would make ccmkit delete every NotReady Node.
+// Map such a 404 (empty, HTML, plain text, JSON without the not-found code) to
+// ErrInvalidRequest, which is never "gone" and is not retried, with a message that names
+// the cause ("404 Not Found: not the API's not-found error: check the endpoint's base
+// URL"). The same holds for an SDK: trust its typed not-found error, not the HTTP status
+// under it.
+//
 // Do not retry, rate-limit or cache in the adapter: ccmkit wraps every client in one
 // decorator that does that, and counts on seeing every call. Do honour the context's
 // deadline and cancellation.

@@ -12,8 +12,10 @@ import (
 // *Error, which matches its Class.
 var (
 	// ErrNotFound means the cloud is certain the resource does not exist. It must never be
-	// returned for a failure to find out (timeouts, throttling, server errors): ccmkit
-	// deletes Nodes and forgets load balancers on ErrNotFound.
+	// returned for a failure to find out (timeouts, throttling, server errors), nor for an
+	// answer that is not the API's own typed not-found (a bare HTTP 404 may come from a
+	// wrong base path or a proxy): ccmkit deletes Nodes and forgets load balancers on
+	// ErrNotFound.
 	ErrNotFound = errors.New("not found")
 
 	// ErrConflict means the request clashes with existing state: a resource with the same

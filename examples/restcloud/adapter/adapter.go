@@ -20,8 +20,7 @@ import (
 
 func init() {
 	provider.Register("restcloud", provider.Backend[Config]{
-		Name: "restcloud",
-		New: func(cfg *provider.Config, section Config) (cloudapi.Client, error) {
+		Name: "restcloud", New: func(cfg *provider.Config, section Config) (cloudapi.Client, error) {
 			if cfg.Credentials.Token == "" {
 				return nil, errors.New("credentials: the restcloud API needs a token")
 			}
@@ -100,32 +99,47 @@ func (c *Client) do(ctx context.Context, op cloudapi.Operation, id, method, path
 	return nil
 }
 
-// statusError classifies a non-2xx answer, keeping the server's message in the cause.
+// statusError classifies a non-2xx answer, keeping the server's message in the cause. Only
+// a 404 with the API's error body of code "not_found" is ErrNotFound.
 func statusError(op cloudapi.Operation, id string, resp *http.Response, cause error) *cloudapi.Error {
 	var msg struct{ Code, Message string }
-	if json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&msg) == nil && msg.Message != "" {
+	typed := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&msg) == nil
+	if typed && msg.Message != "" {
 		cause = fmt.Errorf("%w: %s: %s", cause, msg.Code, msg.Message)
 	}
-	secs, _ := strconv.Atoi(resp.Header.Get("Retry-After")) // absent or a date: no wait
-	wait := time.Duration(max(secs, 0)) * time.Second
-	class := cloudapi.ErrTransient // 5xx and anything unexpected: the outcome is unknown
+	e := cloudapi.NewError(cloudapi.ErrTransient, op, id, cause) // 5xx and anything unexpected: the outcome is unknown
 	switch code := resp.StatusCode; {
 	case code == http.StatusTooManyRequests:
-		e := cloudapi.Throttled(op, wait, cause)
-		e.ID = id
-		return e
-	case code == http.StatusNotFound:
-		class = cloudapi.ErrNotFound
+		e.Class = cloudapi.ErrThrottled
+	case code == http.StatusNotFound && typed && msg.Code == "not_found":
+		e.Class = cloudapi.ErrNotFound
+	case code == http.StatusNotFound: // from a wrong base path or a proxy, not from the API
+		e.Class, e.Err = cloudapi.ErrInvalidRequest, fmt.Errorf("%w: not the API's not-found error: check the endpoint's base URL", cause)
 	case code == http.StatusConflict:
-		class = cloudapi.ErrConflict
+		e.Class = cloudapi.ErrConflict
 	case code >= 400 && code < 500: // 400, 401, 403...: the same request cannot succeed
-		class = cloudapi.ErrInvalidRequest
+		e.Class = cloudapi.ErrInvalidRequest
 	}
-	e := cloudapi.NewError(class, op, id, cause)
-	if errors.Is(class, cloudapi.ErrTransient) {
-		e.RetryAfter = wait
+	if errors.Is(e.Class, cloudapi.ErrThrottled) || errors.Is(e.Class, cloudapi.ErrTransient) {
+		e.RetryAfter = retryAfter(resp.Header)
 	}
 	return e
+}
+
+// retryAfter reads Retry-After, whole seconds or an HTTP date counted from the answer's Date,
+// as a wait of 0 to 24 hours (ccmkit caps it lower still): longer ones are cut, so none can
+// overflow; absent, negative, past and garbled ones, or a date without a Date, are no wait.
+func retryAfter(h http.Header) time.Duration {
+	const most = 24 * time.Hour
+	v := h.Get("Retry-After")
+	if secs, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) { // too large: the largest uint64
+		return time.Duration(min(secs, uint64(most/time.Second))) * time.Second
+	}
+	at, err := http.ParseTime(v)
+	if now, errNow := http.ParseTime(h.Get("Date")); err == nil && errNow == nil {
+		return min(max(at.Sub(now), 0), most)
+	}
+	return 0
 }
 
 // listQuery encodes opts as the tag, pageSize and pageToken query parameters.
@@ -227,8 +241,7 @@ func call[W, C any](ctx context.Context, c *Client, op cloudapi.Operation, id, m
 	if err := c.do(ctx, op, id, method, path, in, &w); err != nil {
 		return nil, err
 	}
-	out := conv(w)
-	return &out, nil
+	return new(conv(w)), nil
 }
 
 // GetInstance answers GET /v1/instances/{id}.

@@ -2,6 +2,7 @@ package adapter_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -151,29 +152,31 @@ func TestServerThrottling(t *testing.T) {
 func TestStatusMapping(t *testing.T) {
 	for _, tc := range []struct {
 		status     int
+		code       string // the error body's code
 		retryAfter string
 		want       error
 		wantWait   time.Duration
 	}{
-		{http.StatusBadRequest, "", cloudapi.ErrInvalidRequest, 0},
-		{http.StatusUnauthorized, "", cloudapi.ErrInvalidRequest, 0},
-		{http.StatusForbidden, "", cloudapi.ErrInvalidRequest, 0},
-		{http.StatusNotFound, "", cloudapi.ErrNotFound, 0},
-		{http.StatusConflict, "", cloudapi.ErrConflict, 0},
-		{http.StatusTooManyRequests, "7", cloudapi.ErrThrottled, 7 * time.Second},
-		{http.StatusTooManyRequests, "", cloudapi.ErrThrottled, 0},
-		{http.StatusInternalServerError, "", cloudapi.ErrTransient, 0},
-		{http.StatusBadGateway, "", cloudapi.ErrTransient, 0},
-		{http.StatusServiceUnavailable, "30", cloudapi.ErrTransient, 30 * time.Second},
-		{http.StatusNotModified, "", cloudapi.ErrTransient, 0},
+		{http.StatusBadRequest, "invalid", "", cloudapi.ErrInvalidRequest, 0},
+		{http.StatusUnauthorized, "unauthorized", "", cloudapi.ErrInvalidRequest, 0},
+		{http.StatusForbidden, "test", "", cloudapi.ErrInvalidRequest, 0},
+		{http.StatusNotFound, "not_found", "", cloudapi.ErrNotFound, 0},
+		{http.StatusNotFound, "test", "", cloudapi.ErrInvalidRequest, 0},
+		{http.StatusConflict, "conflict", "", cloudapi.ErrConflict, 0},
+		{http.StatusTooManyRequests, "throttled", "7", cloudapi.ErrThrottled, 7 * time.Second},
+		{http.StatusTooManyRequests, "throttled", "", cloudapi.ErrThrottled, 0},
+		{http.StatusInternalServerError, "test", "", cloudapi.ErrTransient, 0},
+		{http.StatusBadGateway, "test", "", cloudapi.ErrTransient, 0},
+		{http.StatusServiceUnavailable, "unavailable", "30", cloudapi.ErrTransient, 30 * time.Second},
+		{http.StatusNotModified, "test", "", cloudapi.ErrTransient, 0},
 	} {
-		t.Run(fmt.Sprintf("%d retry-after %q", tc.status, tc.retryAfter), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d %s retry-after %q", tc.status, tc.code, tc.retryAfter), func(t *testing.T) {
 			srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				if tc.retryAfter != "" {
 					w.Header().Set("Retry-After", tc.retryAfter)
 				}
 				w.WriteHeader(tc.status)
-				_, _ = w.Write([]byte(`{"code":"test","message":"the test's answer"}`))
+				_, _ = fmt.Fprintf(w, `{"code":%q,"message":"the test's answer"}`, tc.code)
 			}))
 			client := adapter.New(srv.URL, testToken, srv.Client())
 			_, err := client.Instances().GetInstance(t.Context(), "i-1")
@@ -189,6 +192,194 @@ func TestStatusMapping(t *testing.T) {
 				assert.Contains(t, err.Error(), "the test's answer", "the server's message is kept")
 			}
 		})
+	}
+}
+
+// ops calls every operation of the adapter once, on IDs and names the tests' servers do
+// not know.
+var ops = []struct {
+	op   cloudapi.Operation
+	call func(context.Context, cloudapi.Client) error
+}{
+	{cloudapi.OpGetInstance, func(ctx context.Context, c cloudapi.Client) error {
+		_, err := c.Instances().GetInstance(ctx, node.ID)
+		return err
+	}},
+	{cloudapi.OpListInstances, func(ctx context.Context, c cloudapi.Client) error {
+		_, err := c.Instances().ListInstances(ctx, cloudapi.ListOptions{})
+		return err
+	}},
+	{cloudapi.OpGetLoadBalancer, func(ctx context.Context, c cloudapi.Client) error {
+		_, err := lbAPI(c).GetLoadBalancer(ctx, "lb-1")
+		return err
+	}},
+	{cloudapi.OpListLoadBalancers, func(ctx context.Context, c cloudapi.Client) error {
+		_, err := lbAPI(c).ListLoadBalancers(ctx, cloudapi.ListOptions{})
+		return err
+	}},
+	{cloudapi.OpCreateLoadBalancer, func(ctx context.Context, c cloudapi.Client) error {
+		_, err := lbAPI(c).CreateLoadBalancer(ctx, lbSpec)
+		return err
+	}},
+	{cloudapi.OpUpdateLoadBalancer, func(ctx context.Context, c cloudapi.Client) error {
+		_, err := lbAPI(c).UpdateLoadBalancer(ctx, "lb-1", cloudapi.LoadBalancerUpdate{Spec: lbSpec})
+		return err
+	}},
+	{cloudapi.OpDeleteLoadBalancer, func(ctx context.Context, c cloudapi.Client) error {
+		return lbAPI(c).DeleteLoadBalancer(ctx, "lb-1")
+	}},
+	{cloudapi.OpListRoutes, func(ctx context.Context, c cloudapi.Client) error {
+		_, err := routeAPI(c).ListRoutes(ctx, cloudapi.ListOptions{})
+		return err
+	}},
+	{cloudapi.OpCreateRoute, func(ctx context.Context, c cloudapi.Client) error {
+		_, err := routeAPI(c).CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: node.ID})
+		return err
+	}},
+	{cloudapi.OpDeleteRoute, func(ctx context.Context, c cloudapi.Client) error {
+		return routeAPI(c).DeleteRoute(ctx, "route-1")
+	}},
+}
+
+// lbSpec is a load balancer that the fake cloud accepts.
+var lbSpec = cloudapi.LoadBalancerSpec{Name: "web", Targets: []string{node.ID},
+	Listeners: []cloudapi.Listener{{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080}}}
+
+func lbAPI(c cloudapi.Client) cloudapi.LoadBalancerAPI { api, _ := c.LoadBalancers(); return api }
+func routeAPI(c cloudapi.Client) cloudapi.RouteAPI     { api, _ := c.Routes(); return api }
+
+// answer404 answers every request 404 with body, of the given content type.
+func answer404(contentType, body string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if contentType != "" {
+			w.Header().Set("Content-Type", contentType)
+		}
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(body))
+	})
+}
+
+// TestOnlyTheAPIsNotFoundIsNotFound sends every operation to 404 answers of every kind:
+// only the API's own error body with code "not_found" says that a resource does not
+// exist. Any other 404 (a wrong base path, a proxy's page, an empty answer) says nothing
+// about the resource; read as ErrNotFound it would make ccmkit delete every NotReady Node.
+func TestOnlyTheAPIsNotFoundIsNotFound(t *testing.T) {
+	api := serve(t, server.New(newCloud(t, fake.Config{}, node), server.Options{Token: testToken}))
+	for _, tc := range []struct {
+		name     string
+		endpoint string // the adapter's endpoint; empty: a test server of handler
+		handler  http.Handler
+		want     error
+	}{
+		{"the API's typed not found", "", answer404("application/json",
+			`{"code":"not_found","message":"no such resource"}`), cloudapi.ErrNotFound},
+		{"wrong base path", api.URL + "/wrong", nil, cloudapi.ErrInvalidRequest},
+		{"wrong API version", api.URL + "/v2", nil, cloudapi.ErrInvalidRequest},
+		{"proxy HTML page", "", answer404("text/html",
+			"<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1></body></html>"), cloudapi.ErrInvalidRequest},
+		{"empty answer", "", answer404("", ""), cloudapi.ErrInvalidRequest},
+		{"plain text", "", http.NotFoundHandler(), cloudapi.ErrInvalidRequest},
+		{"gateway JSON without a code", "", answer404("application/json",
+			`{"message":"no Route matched with those values"}`), cloudapi.ErrInvalidRequest},
+		{"JSON of another code", "", answer404("application/json",
+			`{"code":"unknown_path","message":"no such path"}`), cloudapi.ErrInvalidRequest},
+		{"truncated typed not found", "", answer404("application/json", `{"code":"not_found"`), cloudapi.ErrInvalidRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			endpoint := tc.endpoint
+			if endpoint == "" {
+				endpoint = serve(t, tc.handler).URL
+			}
+			client := adapter.New(endpoint, testToken, api.Client())
+			for _, op := range ops {
+				err := op.call(t.Context(), client)
+				require.ErrorIs(t, err, tc.want, "%s", op.op)
+				assert.Equal(t, tc.want, cloudapi.ClassOf(err), "%s: exactly one class: %v", op.op, err)
+				var cerr *cloudapi.Error
+				require.ErrorAs(t, err, &cerr)
+				assert.Equal(t, op.op, cerr.Op)
+				assert.Contains(t, err.Error(), "404", "%s: the status is kept", op.op)
+				if !errors.Is(tc.want, cloudapi.ErrNotFound) {
+					assert.Contains(t, err.Error(), "check the endpoint", "%s: the error says what to do", op.op)
+				}
+			}
+		})
+	}
+}
+
+// TestWrongEndpointDeletesNoNode builds the registered provider with an endpoint whose
+// base path is wrong: every call answers a bare 404, and InstanceExists must fail rather
+// than answer false, on which the node lifecycle controller deletes the Node.
+func TestWrongEndpointDeletesNoNode(t *testing.T) {
+	srv := serve(t, server.New(newCloud(t, fake.Config{}, node), server.Options{Token: testToken}))
+	cloud, err := cloudprovider.GetCloudProvider("restcloud", strings.NewReader(
+		"restcloud:\n  endpoint: "+srv.URL+"/api\ncluster: {id: c1}\ncredentials:\n  token: "+testToken+"\n"))
+	require.NoError(t, err)
+	iv2, ok := cloud.InstancesV2()
+	require.True(t, ok)
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}, Spec: corev1.NodeSpec{ProviderID: "restcloud://" + node.ID}}
+	exists, err := iv2.InstanceExists(t.Context(), n)
+	require.Error(t, err, "a wrong endpoint found out nothing about the instance (exists %t)", exists)
+	assert.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
+	assert.ErrorContains(t, err, "check the endpoint")
+}
+
+// TestRetryAfter reads every kind of Retry-After header, on a throttled (429) and on a
+// failed (503) answer: the wait is never negative, never wrapped around and at most 24
+// hours, and a header that cannot be read asks for no wait at all.
+func TestRetryAfter(t *testing.T) {
+	const date = "Sun, 06 Nov 2033 08:49:37 GMT" // the answer's Date: the server's clock
+	const day = 24 * time.Hour
+	noDate := []string(nil) // a nil Date header makes the server send none
+	for _, tc := range []struct {
+		name, retryAfter string
+		date             []string
+		want             time.Duration
+	}{
+		{"absent", "", nil, 0},
+		{"seconds", "7", nil, 7 * time.Second},
+		{"zero", "0", nil, 0},
+		{"leading zeros", "0030", nil, 30 * time.Second},
+		{"one day", "86400", nil, day},
+		{"over one day", "86401", nil, day},
+		{"overflows when multiplied by time.Second", "9223372037", nil, day},
+		{"largest int64", "9223372036854775807", nil, day},
+		{"larger than any integer", "99999999999999999999", nil, day},
+		{"negative", "-5", nil, 0},
+		{"negative and huge", "-99999999999999999999", nil, 0},
+		{"plus sign", "+5", nil, 0},
+		{"fraction", "1.5", nil, 0},
+		{"exponent", "1e3", nil, 0},
+		{"not a number", "soon", nil, 0},
+		{"date two minutes after the answer's", "Sun, 06 Nov 2033 08:51:37 GMT", []string{date}, 2 * time.Minute},
+		{"date in RFC 850 form", "Sunday, 06-Nov-33 08:51:37 GMT", []string{date}, 2 * time.Minute},
+		{"date in asctime form", "Sun Nov  6 08:51:37 2033", []string{date}, 2 * time.Minute},
+		{"date equal to the answer's", date, []string{date}, 0},
+		{"date before the answer's", "Sun, 06 Nov 1994 08:49:37 GMT", []string{date}, 0},
+		{"date far after the answer's", "Fri, 31 Dec 9999 23:59:59 GMT", []string{date}, day},
+		{"date, the answer's Date unreadable", "Sun, 06 Nov 2033 08:51:37 GMT", []string{"yesterday"}, 0},
+		{"date, the answer without a Date", "Sun, 06 Nov 2033 08:51:37 GMT", noDate, 0},
+		{"garbled date", "Sun, 06 Nov 2033 25:61:00 GMT", []string{date}, 0},
+	} {
+		for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+			t.Run(fmt.Sprintf("%s %d", tc.name, status), func(t *testing.T) {
+				srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					w.Header()["Date"] = tc.date // nil: none at all
+					if tc.retryAfter != "" {
+						w.Header().Set("Retry-After", tc.retryAfter)
+					}
+					w.WriteHeader(status)
+				}))
+				_, err := adapter.New(srv.URL, testToken, srv.Client()).Instances().GetInstance(t.Context(), node.ID)
+				require.Error(t, err)
+				wait, ok := cloudapi.RetryAfter(err)
+				assert.Equal(t, tc.want, wait, "%v", err)
+				assert.Equal(t, tc.want > 0, ok)
+				var cerr *cloudapi.Error
+				require.ErrorAs(t, err, &cerr)
+				assert.GreaterOrEqual(t, cerr.RetryAfter, time.Duration(0), "never negative")
+			})
+		}
 	}
 }
 

@@ -53,12 +53,18 @@
 //	204 No Content           a DELETE
 //	400 Bad Request          a malformed or unsupported request (code "invalid")
 //	401 Unauthorized         a missing or wrong bearer token (code "unauthorized")
-//	404 Not Found            the resource does not exist (code "not_found")
+//	404 Not Found            the resource does not exist (code "not_found"); see below
 //	409 Conflict             a name, destination or address is taken (code "conflict")
 //	429 Too Many Requests    over the rate limit; Retry-After says how many seconds to wait
 //	503 Service Unavailable  a temporary failure; the outcome of a write is unknown
 //
 // A request refused with 401 or 429 never reaches the cloud.
+//
+// Every answer about a resource that does not exist is 404 with the error body of code
+// "not_found", and only that answer says so. A path that is not in the list above (a
+// wrong base path or API version) is answered by Go's http.ServeMux: 404 with a plain
+// text body, which says nothing about any resource, just like the 404 page of a proxy in
+// front of the API. Clients must not read it as "not found".
 //
 // # Rate limit
 //

@@ -17,7 +17,9 @@ import (
 const token = "srv-token-42"
 
 // TestRequests checks the answers that the adapter's tests do not reach: malformed
-// requests and authentication.
+// requests and authentication, and the wire format of not-found that the adapter trusts:
+// code "not_found" for every resource that does not exist, a plain text 404 for an
+// unknown path.
 func TestRequests(t *testing.T) {
 	cloud, err := fake.New(fake.Config{})
 	require.NoError(t, err)
@@ -36,6 +38,11 @@ func TestRequests(t *testing.T) {
 		{"unknown field", "POST", "/v1/routes", "Bearer " + token, `{"destination":"10.0.0.0/24"}`, http.StatusBadRequest, `unknown field`},
 		{"invalid route", "POST", "/v1/routes", "Bearer " + token, `{"destinationCIDR":"nope","targetInstanceID":"i-1"}`, http.StatusBadRequest, `"code":"invalid"`},
 		{"delete unknown", "DELETE", "/v1/loadbalancers/lb-9", "Bearer " + token, "", http.StatusNotFound, `"code":"not_found"`},
+		{"unknown load balancer", "GET", "/v1/loadbalancers/lb-9", "Bearer " + token, "", http.StatusNotFound, `"code":"not_found"`},
+		{"update unknown", "PUT", "/v1/loadbalancers/lb-9", "Bearer " + token,
+			`{"name":"web","listeners":[{"name":"http","protocol":"TCP","port":80,"targetPort":30080}]}`, http.StatusNotFound, `"code":"not_found"`},
+		{"delete unknown route", "DELETE", "/v1/routes/r-9", "Bearer " + token, "", http.StatusNotFound, `"code":"not_found"`},
+		{"unknown path", "GET", "/v2/instances/i-9", "Bearer " + token, "", http.StatusNotFound, "404 page not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := httptest.NewRequestWithContext(t.Context(), tc.method, tc.target, strings.NewReader(tc.body))
