@@ -12,7 +12,24 @@
 //
 // Instances are found by the Node's spec.providerID (parsed strictly in the configured
 // format: a provider ID of another cloud is an error, never "not found"), and by the Node's
-// name when it has no provider ID yet.
+// name when it has no provider ID yet, compared as the kubelet derives Node names from
+// hostnames (trimmed, lower case: instance "Worker-1" is Node "worker-1").
+//
+// When the cloud itself misbehaves, "gone" is not taken on its word (the rules are in
+// internal/instancecache, and each check is counted in
+// cloudprovider_<provider>_instance_gone_checks_total):
+//
+//   - While the instance list fails, a GetInstance not-found is not enough: InstanceExists
+//     returns an error (the Node is kept) until a list succeeds. An adapter that reads a
+//     wrong base path's or a proxy's 404 as not found can so not delete every NotReady Node.
+//   - When a list loses at least 10 % of the instances live in the list before (missing,
+//     or answered terminated), as an empty or truncated list in an incident does, each
+//     lost instance is checked with one GetInstance before it reads as gone; it stays to be
+//     checked across later lists until the cloud answers for it or lists it again.
+//   - A terminated instance found by name counts only from a list begun after the
+//     lookup: a new instance may have taken the name of a replaced one.
+//   - A cloud whose page tokens repeat (a→b→a) or never end (past 10,000 pages) fails the
+//     list with an error; lookups then behave as above for a failing list.
 //
 // How instance states map (also in docs/architecture.md):
 //
