@@ -61,6 +61,10 @@
 //
 //   - Informers: a write to the simulated API server is an event delivered at once to the
 //     handlers; a restart delivers an add for every object.
+//   - Work queues, as client-go's rate-limited delaying queue: an event adds an item at
+//     once, and a failed sync adds it after its back-off (or its RetryAfter); a retry
+//     already scheduled stays scheduled, so an event whose sync fails again never
+//     postpones it (the failure still doubles the back-off of the retries after it).
 //   - Service controller: adds on create when the Service wants a load balancer or needs
 //     cleanup, on update when needsUpdate's fields changed or cleanup is needed; syncService
 //     with its cache (the Service as last synced), the UID-changed path, the delete path
