@@ -150,10 +150,12 @@ type recorder struct {
 	violations []violation
 	// nodeDeletions counts the Nodes the lifecycle controller deleted.
 	nodeDeletions int
+	// initialized holds when the cloud node controller last initialized each Node.
+	initialized map[string]time.Time
 }
 
 func newRecorder(cloud *fake.Cloud) *recorder {
-	return &recorder{cloud: cloud, ensured: map[types.UID]corev1.LoadBalancerStatus{}}
+	return &recorder{cloud: cloud, ensured: map[types.UID]corev1.LoadBalancerStatus{}, initialized: map[string]time.Time{}}
 }
 
 // lifecycleDeletes checks, at the moment the node lifecycle controller deletes the Node,
@@ -580,6 +582,7 @@ func (c *ccm) initNode(name string) error {
 		n.Spec.Taints = withoutTaint(n.Spec.Taints, cloudproviderapi.TaintExternalCloudProvider)
 		n.Status.Addresses = md.NodeAddresses
 	})
+	c.rec.initialized[name] = c.w.clock.Now()
 	return nil
 }
 

@@ -25,8 +25,9 @@
 //     controllers that lose all their in-memory state.
 //
 // After the history the faults stop, the controllers run for the settle window (the
-// service controller's maximum back-off of 300s, plus the instance snapshot's maximum age,
-// plus two rounds of the lifecycle and route controllers), and the end state is checked:
+// longest back-off of the service and cloud node controllers, 300s and 1000s, plus the
+// instance snapshot's maximum age, plus two rounds of the lifecycle and route
+// controllers), and the end state is checked:
 //
 //   - no Service ever had two load balancers at once (fake.Cloud.LoadBalancerHistory is
 //     replayed), and every update's Changes were its real diff, also for the client's

@@ -323,12 +323,16 @@ func TestSoakRegressions(t *testing.T) {
 		faults float64
 		only   string
 		pinned map[int]string
+		// initializedBy bounds when (after the run's start) Nodes were last initialized.
+		initializedBy map[string]time.Duration
 	}{
 		{
 			// node-2804 has no provider ID, so its initialization needs the whole instance
 			// list, which fails often (one attempt, two pages, 45% faults). The drain,
 			// exclude and start events make it fail again at once, each doubling its
-			// back-off; the retry pending from before the start event must still run.
+			// back-off. Its retry scheduled at 3m46s for 9m14s must still run then, after
+			// the faults stopped; the failed sync of the start event at 3m58s schedules
+			// the next one only for 14m53s.
 			name: "an event does not postpone a pending node initialization retry",
 			seed: 7, ops: 30000, faults: 0.45,
 			only: "29505,29699,29773,29774,29783,29784,29789,29858,29859,29864,29865,29866,29867,29920,29921,29922,29923,29924,29925,29944,29950,29953,29997",
@@ -338,6 +342,24 @@ func TestSoakRegressions(t *testing.T) {
 				29944: "exclude-node node-2804 exclude=true then",
 				29997: "start-node node-2804 then",
 			},
+			initializedBy: map[string]time.Duration{"node-2804": 9*time.Minute + 14*time.Second},
+		},
+		{
+			// node-2803 has no provider ID; its initialization fails for minutes while the
+			// instance list fails, the shutdown and start events adding failures. Its 18th
+			// failure, a scheduled retry at 3m50s shortly before the faults stop, sets its
+			// next retry 5ms*2^17 = 655s later: beyond the service controller's longest
+			// back-off, within the cloud node controller's (1000s).
+			name: "a node initialization retry after the service controller's longest back-off",
+			seed: 9, ops: 30000, faults: 0.45,
+			only: "29217,29262,29271,29272,29950,29951,29952,29953,29954,29955,29963,29964,29965,29966,29970,29971,29972,29973,29974,29975,29976,29977,29978,29979,29980,29981,29982,29983",
+			pinned: map[int]string{
+				29950: "add-node node-2803 then",
+				29955: "shutdown-node node-2803 then",
+				29964: "start-node node-2803 then",
+				29976: "start-node node-2803 then",
+			},
+			initializedBy: map[string]time.Duration{"node-2803": 14*time.Minute + 46*time.Second},
 		},
 	}
 	for _, tt := range tests {
@@ -353,6 +375,12 @@ func TestSoakRegressions(t *testing.T) {
 			res, err := run(paramsFor(tt.seed, tt.faults), ops)
 			require.NoError(t, err)
 			assert.Empty(t, res.violations)
+			for node, by := range tt.initializedBy {
+				at, ok := res.initialized[node]
+				if assert.True(t, ok, "node %s was never initialized", node) {
+					assert.LessOrEqual(t, at, by, "node %s was initialized late", node)
+				}
+			}
 		})
 	}
 }
