@@ -51,28 +51,53 @@ const (
 var clusterCIDR = netip.MustParsePrefix("10.64.0.0/10")
 
 // queue models a client-go rate-limited delaying work queue with a per-item exponential
-// failure rate limiter: an item waits until its due time; adding an item that is already
-// waiting keeps the earlier due time; AddRateLimited waits base*2^failures, capped.
+// failure rate limiter. It has two parts, as client-go's has:
+//
+//   - the queue proper (Add): an item waits there until a worker takes it; adding an item
+//     that is already there changes nothing;
+//   - the delayed adds (AddAfter, AddRateLimited): an item joins the queue at its time; a
+//     delayed add of an item that already has one keeps the earlier time, and neither an
+//     Add nor the worker taking the item removes a delayed add that is not due yet.
+//
+// So a retry once scheduled is never postponed: when an event makes an item sync at once
+// and that sync fails, the retry it schedules (after a longer back-off) does not replace
+// the earlier one. AddRateLimited waits base*2^failures, capped; Forget resets failures.
 type queue struct {
 	base, max time.Duration
-	due       map[string]time.Time
-	failures  map[string]int
+	// queued holds the items of the queue proper, with when they were added.
+	queued map[string]time.Time
+	// delayed holds the delayed adds: when each item joins the queue.
+	delayed  map[string]time.Time
+	failures map[string]int
 }
 
 func newQueue(base, limit time.Duration) *queue {
-	return &queue{base: base, max: limit, due: map[string]time.Time{}, failures: map[string]int{}}
+	return &queue{base: base, max: limit, queued: map[string]time.Time{}, delayed: map[string]time.Time{}, failures: map[string]int{}}
 }
 
-// add makes key due at t, or earlier if it already was.
-func (q *queue) add(key string, t time.Time) {
-	if d, ok := q.due[key]; !ok || t.Before(d) {
-		q.due[key] = t
+// add puts key into the queue at now (Add).
+func (q *queue) add(key string, now time.Time) {
+	if _, ok := q.queued[key]; !ok {
+		q.queued[key] = now
 	}
 }
 
-// addRateLimited makes key due after its back-off and counts a failure.
+// addAfter makes key join the queue d after now, or earlier if a delayed add of it
+// already was due earlier (AddAfter).
+func (q *queue) addAfter(key string, now time.Time, d time.Duration) {
+	if d <= 0 {
+		q.add(key, now)
+		return
+	}
+	t := now.Add(d)
+	if old, ok := q.delayed[key]; !ok || t.Before(old) {
+		q.delayed[key] = t
+	}
+}
+
+// addRateLimited adds key after its back-off and counts a failure (AddRateLimited).
 func (q *queue) addRateLimited(key string, now time.Time) {
-	q.add(key, now.Add(q.backoff(q.failures[key])))
+	q.addAfter(key, now, q.backoff(q.failures[key]))
 	q.failures[key]++
 }
 
@@ -91,17 +116,29 @@ func (q *queue) backoff(n int) time.Duration {
 // forget resets the failures of key.
 func (q *queue) forget(key string) { delete(q.failures, key) }
 
-// peek returns the earliest due item, ties broken by key.
+// peek returns the item a worker takes next and when: the earliest of the queued items
+// and the delayed adds, ties broken by key.
 func (q *queue) peek() (string, time.Time, bool) {
 	var key string
 	var at time.Time
 	found := false
-	for k, t := range q.due {
-		if !found || t.Before(at) || (t.Equal(at) && k < key) {
-			key, at, found = k, t, true
+	for _, m := range []map[string]time.Time{q.queued, q.delayed} {
+		for k, t := range m {
+			if !found || t.Before(at) || (t.Equal(at) && k < key) {
+				key, at, found = k, t, true
+			}
 		}
 	}
 	return key, at, found
+}
+
+// take removes key, which a worker takes at now, from the queue proper; a delayed add of
+// it that is due by now has joined the queue and goes with it, a later one stays.
+func (q *queue) take(key string, now time.Time) {
+	delete(q.queued, key)
+	if t, ok := q.delayed[key]; ok && !t.After(now) {
+		delete(q.delayed, key)
+	}
 }
 
 // recorder keeps what the checks need from the run itself: the last status each Service
@@ -113,10 +150,12 @@ type recorder struct {
 	violations []violation
 	// nodeDeletions counts the Nodes the lifecycle controller deleted.
 	nodeDeletions int
+	// initialized holds when the cloud node controller last initialized each Node.
+	initialized map[string]time.Time
 }
 
 func newRecorder(cloud *fake.Cloud) *recorder {
-	return &recorder{cloud: cloud, ensured: map[types.UID]corev1.LoadBalancerStatus{}}
+	return &recorder{cloud: cloud, ensured: map[types.UID]corev1.LoadBalancerStatus{}, initialized: map[string]time.Time{}}
 }
 
 // lifecycleDeletes checks, at the moment the node lifecycle controller deletes the Node,
@@ -231,27 +270,27 @@ func (c *ccm) runUntil(end time.Time) error {
 		now := c.w.clock.Now()
 		switch kind {
 		case workInitNode:
-			delete(c.initQ.due, key)
+			c.initQ.take(key, now)
 			if err := c.initNode(key); err != nil {
 				c.initQ.addRateLimited(key, now)
 			} else {
 				c.initQ.forget(key)
 			}
 		case workSyncNodes:
-			delete(c.nodeQ.due, key)
+			c.nodeQ.take(key, now)
 			for _, name := range c.syncNodes() {
 				c.svcQ.add(name, now)
 			}
 			c.nodeQ.forget(key)
 		case workSyncService:
-			delete(c.svcQ.due, key)
+			c.svcQ.take(key, now)
 			err := c.syncService(key)
 			var retry *cloudproviderapi.RetryError
 			switch {
 			case err == nil:
 				c.svcQ.forget(key)
 			case errors.As(err, &retry):
-				c.svcQ.add(key, now.Add(retry.RetryAfter()))
+				c.svcQ.addAfter(key, now, retry.RetryAfter())
 			default:
 				c.svcQ.addRateLimited(key, now)
 			}
@@ -543,6 +582,7 @@ func (c *ccm) initNode(name string) error {
 		n.Spec.Taints = withoutTaint(n.Spec.Taints, cloudproviderapi.TaintExternalCloudProvider)
 		n.Status.Addresses = md.NodeAddresses
 	})
+	c.rec.initialized[name] = c.w.clock.Now()
 	return nil
 }
 

@@ -25,8 +25,9 @@
 //     controllers that lose all their in-memory state.
 //
 // After the history the faults stop, the controllers run for the settle window (the
-// service controller's maximum back-off of 300s, plus the instance snapshot's maximum age,
-// plus two rounds of the lifecycle and route controllers), and the end state is checked:
+// longest back-off of the service and cloud node controllers, 300s and 1000s, plus the
+// instance snapshot's maximum age, plus two rounds of the lifecycle and route
+// controllers), and the end state is checked:
 //
 //   - no Service ever had two load balancers at once (fake.Cloud.LoadBalancerHistory is
 //     replayed), and every update's Changes were its real diff, also for the client's
@@ -61,6 +62,10 @@
 //
 //   - Informers: a write to the simulated API server is an event delivered at once to the
 //     handlers; a restart delivers an add for every object.
+//   - Work queues, as client-go's rate-limited delaying queue: an event adds an item at
+//     once, and a failed sync adds it after its back-off (or its RetryAfter); a retry
+//     already scheduled stays scheduled, so an event whose sync fails again never
+//     postpones it (the failure still doubles the back-off of the retries after it).
 //   - Service controller: adds on create when the Service wants a load balancer or needs
 //     cleanup, on update when needsUpdate's fields changed or cleanup is needed; syncService
 //     with its cache (the Service as last synced), the UID-changed path, the delete path

@@ -26,11 +26,12 @@ import (
 const clusterID = "soak"
 
 // settleWindow is how long the controllers run after the faults stop before the checks:
-// the service controller's longest back-off (serviceMaxRetryDelay), plus the instance
-// snapshot's maximum age (the lifecycle controller may see a deleted instance that long),
-// plus two lifecycle rounds and two route rounds for the work that follows a Node's
-// deletion.
-const settleWindow = serviceMaxRetryDelay + provider.DefaultCacheMaxAge + 2*nodeMonitorPeriod + 2*routeReconcilePeriod
+// the longest back-off of the service and cloud node controllers (a retry scheduled by the
+// last failure may wait that long), plus the instance snapshot's maximum age (the
+// lifecycle controller may see a deleted instance that long), plus two lifecycle rounds
+// and two route rounds for the work that follows a Node's deletion or initialization.
+const settleWindow = max(serviceMaxRetryDelay, nodeInitMaxRetryDelay) + provider.DefaultCacheMaxAge +
+	2*nodeMonitorPeriod + 2*routeReconcilePeriod
 
 // params are the knobs of one run. Everything but the history derives from the seed.
 type params struct {
@@ -105,6 +106,8 @@ type result struct {
 	nodeDeletions int
 	// virtual is the virtual time the run took.
 	virtual time.Duration
+	// initialized holds when, after the run's start, each Node was last initialized.
+	initialized map[string]time.Duration
 }
 
 // sim is one run: the world, the fake cloud behind a switch that gives every step its own
@@ -119,6 +122,8 @@ type sim struct {
 	rec   *recorder
 	ccm   *ccm
 	res   result
+	// start is when the run began.
+	start time.Time
 	// terminated holds when each terminated instance was terminated: the cloud forgets
 	// it terminatedRetention later.
 	terminated map[string]time.Time
@@ -147,7 +152,7 @@ func (s *sim) execute(ops []op) error {
 	if err := s.restart(); err != nil {
 		return err
 	}
-	start := s.clock.Now()
+	s.start = s.clock.Now()
 	for _, o := range ops {
 		fi := faultinjectWrap(s, o)
 		s.sw.set(fi)
@@ -163,7 +168,7 @@ func (s *sim) execute(ops []op) error {
 	if err := s.ccm.runUntil(s.clock.Now().Add(settleWindow)); err != nil {
 		return fmt.Errorf("while settling: %w", err)
 	}
-	s.res.virtual = s.clock.Now().Sub(start)
+	s.res.virtual = s.clock.Now().Sub(s.start)
 	return nil
 }
 
@@ -190,6 +195,10 @@ func (s *sim) finish() result {
 	s.res.calls = s.cloud.Calls()
 	s.res.lbWrites = len(s.cloud.LoadBalancerHistory())
 	s.res.nodeDeletions = s.rec.nodeDeletions
+	s.res.initialized = make(map[string]time.Duration, len(s.rec.initialized))
+	for name, at := range s.rec.initialized {
+		s.res.initialized[name] = at.Sub(s.start)
+	}
 	return s.res
 }
 
