@@ -41,6 +41,16 @@
 // URL"). The same holds for an SDK: trust its typed not-found error, not the HTTP status
 // under it.
 //
+// # When the cloud misbehaves anyway
+//
+// ccmkit does not rely on every adapter getting this right. A call answered with neither
+// a result nor an error is a transient failure (outcome unknown), never a nil to follow.
+// A list whose page tokens repeat or never end fails with an error. While the instance
+// list fails, a GetInstance ErrNotFound is not read as "gone"; and when a list suddenly
+// lacks a large share of the instances the list before had, each is checked with
+// GetInstance before it reads as gone (package instances says how). A Retry-After is
+// honoured up to a configurable cap.
+//
 // Do not retry, rate-limit or cache in the adapter: ccmkit wraps every client in one
 // decorator that does that, and counts on seeing every call. Do honour the context's
 // deadline and cancellation.

@@ -36,6 +36,7 @@ type beforeRetry[T any] func(ctx context.Context) (res T, done bool, err error)
 
 // callWith is call with a step before each retry (nil: none).
 func callWith[T any](ctx context.Context, c *Client, op cloudapi.Operation, key, value string, fn func(context.Context) (T, error), prepare beforeRetry[T]) (T, error) {
+	fn = answered(op, fn)
 	var zero T
 	logger := klog.FromContext(ctx).WithValues("operation", op)
 	if key != "" {
