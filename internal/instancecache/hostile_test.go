@@ -262,3 +262,57 @@ func TestOrdinaryScaleDownIsNotChecked(t *testing.T) {
 	assert.Empty(t, seen.counts())
 	assert.EqualValues(t, 0, s.gets.Load())
 }
+
+// scripted answers the list's page i with the token script[i] (0: the last page) and
+// one instance, and answers without end (a new token each page) past the script when its
+// last byte is odd.
+type scripted struct {
+	*cloud
+	script []byte
+	mu     sync.Mutex
+	calls  int
+}
+
+func (s *scripted) ListInstances(_ context.Context, _ cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.calls
+	s.calls++
+	page := &cloudapi.InstancePage{Items: []cloudapi.Instance{{ID: "i-" + strconv.Itoa(i), Name: "node-" + strconv.Itoa(i), State: cloudapi.InstanceRunning}}}
+	switch {
+	case i < len(s.script) && s.script[i] != 0:
+		page.NextPageToken = "t" + strconv.Itoa(int(s.script[i]))
+	case i >= len(s.script) && len(s.script) > 0 && s.script[len(s.script)-1]%2 == 1:
+		page.NextPageToken = "n" + strconv.Itoa(i)
+	}
+	return page, nil
+}
+
+// FuzzListPageTokens drives the instance snapshot's list with arbitrary page token
+// sequences: every lookup ends, with an instance, an error, or "not found" only after a
+// list that ended well, within paging.MaxPages pages.
+func FuzzListPageTokens(f *testing.F) {
+	f.Add([]byte{}, uint8(0))
+	f.Add([]byte{1, 2, 0}, uint8(1))
+	f.Add([]byte{1, 2, 1}, uint8(2))
+	f.Add([]byte{5, 5}, uint8(0))
+	f.Add([]byte{3}, uint8(9))
+	f.Fuzz(func(t *testing.T, script []byte, want uint8) {
+		s := &scripted{cloud: newCloud(0), script: script}
+		cache := New(s, Options{MaxAge: time.Minute})
+		inst, err := cache.ByName(context.Background(), "node-"+strconv.Itoa(int(want)))
+		s.mu.Lock()
+		calls := s.calls
+		s.mu.Unlock()
+		require.LessOrEqual(t, calls, paging.MaxPages)
+		switch {
+		case err == nil:
+			assert.Equal(t, "i-"+strconv.Itoa(int(want)), inst.ID)
+		case cloudapi.IsNotFound(err):
+			// Only after a list that ended well, and so saw every page.
+			assert.GreaterOrEqual(t, int(want), calls, "not found only for a name on no page listed")
+		default:
+			require.ErrorIs(t, err, paging.ErrBadPaging)
+		}
+	})
+}
