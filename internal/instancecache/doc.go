@@ -31,7 +31,10 @@
 //     SuspectShare (10 %) of the instances live in the list before, as a cloud answering an
 //     empty or truncated list in an incident does, every lost instance is checked with
 //     one GetInstance before any lookup answers it as gone. It stays to be checked, across
-//     later lists, until GetInstance answers for it or a list has it live again.
+//     later lists, until GetInstance answers for it or a list has it live again. The first
+//     list after a start has nothing to compare with; lookups by ID are safe then too (an
+//     ID missing from a list is always asked for with GetInstance), lookups by name (Nodes
+//     without a provider ID yet) rely on the list.
 //
 // Options.OnCheck reports each of these checks; the provider counts them in the
 // cloudprovider_<name>_instance_gone_checks_total metric.
