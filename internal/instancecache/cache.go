@@ -177,7 +177,7 @@ func (c *Cache) getWhileListFails(ctx context.Context, id string, listErr error)
 		return inst, err
 	}
 	c.observe(CheckListFailing, CheckRefused)
-	logger.Info("Not trusting the cloud's not-found for an instance while its instance list fails", "id", id, "err", err, "listErr", listErr)
+	logger.V(2).Info("Not trusting the cloud's not-found for an instance while its instance list fails", "id", id, "err", err, "listErr", listErr)
 	// The not-found is quoted, not wrapped: this error must never read as "gone".
 	return nil, fmt.Errorf("instance %q: %w: GetInstance answered %q, but listing instances fails: %w", id, ErrUnconfirmed, err.Error(), listErr)
 }
