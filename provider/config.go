@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/cloudclient"
 	"github.com/ccmkit/ccmkit/internal/strictyaml"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
@@ -37,6 +38,9 @@ const (
 	DefaultInitialBackoff = 200 * time.Millisecond
 	// DefaultMaxBackoff caps the wait between retries.
 	DefaultMaxBackoff = 10 * time.Second
+	// DefaultMaxRetryAfter caps how long a Retry-After from the cloud holds calls back;
+	// internal/cloudclient.DefaultMaxRetryAfter says why five minutes.
+	DefaultMaxRetryAfter = cloudclient.DefaultMaxRetryAfter
 	// DefaultCacheMaxAge is how old the shared instance snapshot may get before a lookup
 	// refreshes it.
 	DefaultCacheMaxAge = time.Minute
@@ -119,6 +123,11 @@ type CloudAPIConfig struct {
 	// PageSize is the page size ccmkit asks for when it lists (YAML "pageSize"); default
 	// 0, the backend's own default.
 	PageSize int `yaml:"pageSize"`
+	// MaxRetryAfter caps the wait that a Retry-After from the cloud imposes on the retry
+	// and on every other call (YAML "maxRetryAfter"); default 5m. A longer Retry-After is
+	// cut to it, so that a wrong or hostile answer cannot stop the controllers for long;
+	// a cloud that needs longer throttles the next call again.
+	MaxRetryAfter time.Duration `yaml:"maxRetryAfter"`
 }
 
 // RetryConfig is the retry policy: exponential backoff with jitter, for reads and for
@@ -216,6 +225,9 @@ func (c *Config) SetDefaults() {
 	if c.CloudAPI.Retry.MaxBackoff == 0 {
 		c.CloudAPI.Retry.MaxBackoff = DefaultMaxBackoff
 	}
+	if c.CloudAPI.MaxRetryAfter == 0 {
+		c.CloudAPI.MaxRetryAfter = DefaultMaxRetryAfter
+	}
 	if c.Cache.MaxAge == 0 {
 		c.Cache.MaxAge = DefaultCacheMaxAge
 	}
@@ -258,6 +270,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CloudAPI.PageSize < 0 {
 		bad("cloudAPI.pageSize: %d must be positive", c.CloudAPI.PageSize)
+	}
+	if c.CloudAPI.MaxRetryAfter < 0 {
+		bad("cloudAPI.maxRetryAfter: %s must be positive", c.CloudAPI.MaxRetryAfter)
 	}
 	for i, f := range c.Nodes.IPFamilies {
 		if !f.Valid() {

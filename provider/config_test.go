@@ -24,6 +24,7 @@ func TestReadConfigDefaults(t *testing.T) {
 	assert.Equal(t, DefaultTimeout, cfg.CloudAPI.Timeout)
 	assert.Equal(t, RetryConfig{MaxAttempts: DefaultMaxAttempts, InitialBackoff: DefaultInitialBackoff, MaxBackoff: DefaultMaxBackoff}, cfg.CloudAPI.Retry)
 	assert.Equal(t, DefaultCacheMaxAge, cfg.Cache.MaxAge)
+	assert.Equal(t, 5*time.Minute, cfg.CloudAPI.MaxRetryAfter)
 	assert.True(t, cfg.InstancesEnabled())
 	assert.True(t, cfg.LoadBalancersEnabled())
 	assert.False(t, cfg.RoutesEnabled(), "routes are off unless asked for")
@@ -40,6 +41,7 @@ cloudAPI:
   burst: 5
   timeout: 10s
   retry: {maxAttempts: 6, initialBackoff: 1s, maxBackoff: 1m}
+  maxRetryAfter: 90s
 cache: {maxAge: 30s}
 enable: {instances: true, loadBalancers: false, routes: true}
 loadBalancer: {annotationPrefix: lb.example.com/}
@@ -53,6 +55,7 @@ fake:
 	assert.Equal(t, "eu-1a", cfg.Zone)
 	assert.Equal(t, 2.5, cfg.CloudAPI.QPS)
 	assert.Equal(t, time.Minute, cfg.CloudAPI.Retry.MaxBackoff)
+	assert.Equal(t, 90*time.Second, cfg.CloudAPI.MaxRetryAfter)
 	assert.Equal(t, 30*time.Second, cfg.Cache.MaxAge)
 	assert.False(t, cfg.LoadBalancersEnabled())
 	assert.True(t, cfg.RoutesEnabled())
@@ -91,7 +94,7 @@ func TestConfigErrors(t *testing.T) {
 		{
 			name: "misspelt nested key",
 			file: "cluster:\n  id: a\ncloudAPI:\n  qsp: 5\n",
-			want: []string{`cloud config: line 4: unknown key "qsp" in cloudAPI (known keys: burst, pageSize, qps, retry, timeout)`},
+			want: []string{`cloud config: line 4: unknown key "qsp" in cloudAPI (known keys: burst, maxRetryAfter, pageSize, qps, retry, timeout)`},
 		},
 		{
 			name: "wrong type",
@@ -110,11 +113,12 @@ func TestConfigErrors(t *testing.T) {
 		},
 		{
 			name: "every problem at once",
-			file: "backend: fake\ncluster:\n  id: 'bad id!'\ncloudAPI:\n  qps: -1\n  retry: {initialBackoff: 1m, maxBackoff: 1s}\ncache: {maxAge: -1s}\nloadBalancer: {annotationPrefix: Not_A_Domain}\n",
+			file: "backend: fake\ncluster:\n  id: 'bad id!'\ncloudAPI:\n  qps: -1\n  maxRetryAfter: -1s\n  retry: {initialBackoff: 1m, maxBackoff: 1s}\ncache: {maxAge: -1s}\nloadBalancer: {annotationPrefix: Not_A_Domain}\n",
 			want: []string{
 				`cluster.id: "bad id!" must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`,
 				"cloudAPI.qps: -1 must be positive",
 				"cloudAPI.retry.initialBackoff: 1m0s is longer than cloudAPI.retry.maxBackoff 1s",
+				"cloudAPI.maxRetryAfter: -1s must be positive",
 				"cache.maxAge: -1s must be positive",
 				`loadBalancer.annotationPrefix: "Not_A_Domain" must be a DNS subdomain followed by one "/", like "loadbalancer.ccmkit.io/"`,
 			},

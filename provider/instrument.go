@@ -15,10 +15,11 @@ type MetricsRegistry = metrics.KubeRegistry
 // logging, tuned by the config's cloudAPI section.
 func instrument(client cloudapi.Client, cfg Config, opts Options) (cloudapi.Client, error) {
 	copts := cloudclient.Options{
-		ProviderName: opts.ProviderName,
-		QPS:          cfg.CloudAPI.QPS,
-		Burst:        cfg.CloudAPI.Burst,
-		Timeout:      cfg.CloudAPI.Timeout,
+		ProviderName:  opts.ProviderName,
+		QPS:           cfg.CloudAPI.QPS,
+		Burst:         cfg.CloudAPI.Burst,
+		Timeout:       cfg.CloudAPI.Timeout,
+		MaxRetryAfter: cfg.CloudAPI.MaxRetryAfter,
 		Retry: cloudclient.RetryPolicy{
 			MaxAttempts:    cfg.CloudAPI.Retry.MaxAttempts,
 			InitialBackoff: cfg.CloudAPI.Retry.InitialBackoff,

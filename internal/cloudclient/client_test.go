@@ -37,13 +37,14 @@ func TestValidate(t *testing.T) {
 		{"no name", cloudclient.Options{}, []string{`provider name "" has no letter or digit`}},
 		{"name without letters", cloudclient.Options{ProviderName: "-_-"}, []string{`provider name "-_-" has no letter or digit`}},
 		{"everything wrong", cloudclient.Options{
-			QPS: math.NaN(), Burst: -1, Timeout: -time.Second,
+			QPS: math.NaN(), Burst: -1, Timeout: -time.Second, MaxRetryAfter: -time.Minute,
 			Retry: cloudclient.RetryPolicy{MaxAttempts: -1, InitialBackoff: -time.Second, MaxBackoff: -time.Second, Jitter: 1.5},
 		}, []string{
 			`provider name "" has no letter or digit`,
 			"QPS is NaN",
 			"negative burst -1",
 			"negative timeout -1s",
+			"negative max Retry-After -1m0s",
 			"negative retry max attempts -1",
 			"negative retry initial backoff -1s",
 			"negative retry max backoff -1s",

@@ -27,6 +27,13 @@ const (
 	DefaultJitter = 0.2
 	// DefaultTimeout is the default Options.Timeout.
 	DefaultTimeout = 30 * time.Second
+	// DefaultMaxRetryAfter is the default Options.MaxRetryAfter. The throttling windows
+	// the big clouds' APIs publish are seconds to a minute, so five minutes honours every
+	// real Retry-After; longer than that, a wrong or hostile header would stop node
+	// initialization, node lifecycle and the service controller for longer than their own
+	// resync periods. A cloud that really needs longer answers the next call throttled
+	// again and the hold starts over, so it still sees about one call per five minutes.
+	DefaultMaxRetryAfter = 5 * time.Minute
 )
 
 // Options configure a Client. Only ProviderName is required; every other zero field means
@@ -51,6 +58,12 @@ type Options struct {
 	// runs at its full QPS. Zero means ceil(QPS), at least 1. It is ignored when QPS means
 	// no limit. While the rate is lowered after throttling the burst is 1.
 	Burst int
+
+	// MaxRetryAfter caps the wait that a Retry-After from the cloud imposes, on the retry
+	// of the call and on the hold of every other call; a longer Retry-After is cut to it
+	// (and logged at V(2) with both values). A Retry-After of zero or less is none. Zero
+	// means DefaultMaxRetryAfter; negative is an error.
+	MaxRetryAfter time.Duration
 
 	// Retry says how often and how patiently failed calls are retried.
 	Retry RetryPolicy
@@ -132,6 +145,9 @@ func (o Options) Validate() error {
 	if o.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("negative timeout %s", o.Timeout))
 	}
+	if o.MaxRetryAfter < 0 {
+		errs = append(errs, fmt.Errorf("negative max Retry-After %s", o.MaxRetryAfter))
+	}
 	r := o.Retry
 	if r.MaxAttempts < 0 {
 		errs = append(errs, fmt.Errorf("negative retry max attempts %d", r.MaxAttempts))
@@ -162,6 +178,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.MaxRetryAfter == 0 {
+		o.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	if o.Retry.MaxAttempts == 0 {
 		o.Retry.MaxAttempts = DefaultMaxAttempts
