@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -30,6 +31,12 @@ const (
 	DefaultQPS = 10
 	// DefaultBurst is how many cloud API calls may go out at once after a quiet period.
 	DefaultBurst = 20
+	// MinQPS is the lowest cloudAPI.qps, one call every 1000 s; a slower rate is no limit
+	// anyone means, and below about 1e-10 the interval between two calls would overflow.
+	MinQPS = cloudclient.MinQPS
+	// MaxBurst is the highest cloudAPI.burst, more calls at once than any cloud API
+	// accepts.
+	MaxBurst = cloudclient.MaxBurst
 	// DefaultTimeout bounds one attempt of one cloud API call.
 	DefaultTimeout = 30 * time.Second
 	// DefaultMaxAttempts is how often a retryable call is tried in all.
@@ -111,11 +118,18 @@ type CredentialsConfig struct {
 // CloudAPIConfig tunes how ccmkit calls the cloud API. All calls of all controllers share
 // one rate limit.
 type CloudAPIConfig struct {
-	// QPS is the sustained rate of calls per second (YAML "qps"); default 10. ccmkit also
-	// slows down on its own when the cloud answers "throttled".
+	// QPS is the sustained rate of calls per second (YAML "qps"); default 10, at least
+	// MinQPS (0.001), finite. ccmkit also slows down on its own when the cloud answers
+	// "throttled". Zero means the default, not "unlimited": see Unlimited.
 	QPS float64 `yaml:"qps"`
-	// Burst is how many calls may go out at once (YAML "burst"); default 20.
+	// Burst is how many calls may go out at once (YAML "burst"); default 20, at most
+	// MaxBurst (10000).
 	Burst int `yaml:"burst"`
+	// Unlimited turns the client-side rate limit off (YAML "unlimited"); default false.
+	// QPS and Burst must then be unset. ccmkit then only waits for the cloud's
+	// Retry-After and cannot lower its rate when the cloud throttles: for clouds that
+	// rate-limit on their side and tests, not for production.
+	Unlimited bool `yaml:"unlimited"`
 	// Timeout bounds one attempt of one call (YAML "timeout"); default 30s.
 	Timeout time.Duration `yaml:"timeout"`
 	// Retry is the retry policy for calls that are safe to repeat (YAML "retry").
@@ -207,10 +221,10 @@ func (c *Config) SetDefaults() {
 	if c.Cluster.Name == "" {
 		c.Cluster.Name = c.Cluster.ID
 	}
-	if c.CloudAPI.QPS == 0 {
+	if c.CloudAPI.QPS == 0 && !c.CloudAPI.Unlimited {
 		c.CloudAPI.QPS = DefaultQPS
 	}
-	if c.CloudAPI.Burst == 0 {
+	if c.CloudAPI.Burst == 0 && !c.CloudAPI.Unlimited {
 		c.CloudAPI.Burst = DefaultBurst
 	}
 	if c.CloudAPI.Timeout == 0 {
@@ -246,11 +260,14 @@ func (c *Config) Validate() error {
 	if c.Cluster.ID != "" && !clusterIDPattern.MatchString(c.Cluster.ID) {
 		bad("cluster.id: %q must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Cluster.ID)
 	}
-	if c.CloudAPI.QPS < 0 {
-		bad("cloudAPI.qps: %v must be positive", c.CloudAPI.QPS)
+	if q := c.CloudAPI.QPS; math.IsNaN(q) || math.IsInf(q, 0) || q < 0 || (q > 0 && q < MinQPS) {
+		bad("cloudAPI.qps: %v must be a finite number of calls per second of at least %v (unset: the default %d; no client-side limit: cloudAPI.unlimited: true)", q, MinQPS, DefaultQPS)
 	}
-	if c.CloudAPI.Burst < 0 {
-		bad("cloudAPI.burst: %d must be positive", c.CloudAPI.Burst)
+	if b := c.CloudAPI.Burst; b < 0 || b > MaxBurst {
+		bad("cloudAPI.burst: %d must be from 1 to %d (unset: the default %d)", b, MaxBurst, DefaultBurst)
+	}
+	if c.CloudAPI.Unlimited && (c.CloudAPI.QPS != 0 || c.CloudAPI.Burst != 0) {
+		bad("cloudAPI.unlimited: true turns the client-side rate limit off; leave cloudAPI.qps and cloudAPI.burst unset")
 	}
 	if c.CloudAPI.Timeout < 0 {
 		bad("cloudAPI.timeout: %s must be positive", c.CloudAPI.Timeout)

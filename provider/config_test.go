@@ -94,7 +94,7 @@ func TestConfigErrors(t *testing.T) {
 		{
 			name: "misspelt nested key",
 			file: "cluster:\n  id: a\ncloudAPI:\n  qsp: 5\n",
-			want: []string{`cloud config: line 4: unknown key "qsp" in cloudAPI (known keys: burst, maxRetryAfter, pageSize, qps, retry, timeout)`},
+			want: []string{`cloud config: line 4: unknown key "qsp" in cloudAPI (known keys: burst, maxRetryAfter, pageSize, qps, retry, timeout, unlimited)`},
 		},
 		{
 			name: "wrong type",
@@ -116,7 +116,7 @@ func TestConfigErrors(t *testing.T) {
 			file: "backend: fake\ncluster:\n  id: 'bad id!'\ncloudAPI:\n  qps: -1\n  maxRetryAfter: -1s\n  retry: {initialBackoff: 1m, maxBackoff: 1s}\ncache: {maxAge: -1s}\nloadBalancer: {annotationPrefix: Not_A_Domain}\n",
 			want: []string{
 				`cluster.id: "bad id!" must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`,
-				"cloudAPI.qps: -1 must be positive",
+				"cloudAPI.qps: -1 must be a finite number of calls per second of at least 0.001 (unset: the default 10; no client-side limit: cloudAPI.unlimited: true)",
 				"cloudAPI.retry.initialBackoff: 1m0s is longer than cloudAPI.retry.maxBackoff 1s",
 				"cloudAPI.maxRetryAfter: -1s must be positive",
 				"cache.maxAge: -1s must be positive",
@@ -136,6 +136,51 @@ func TestConfigErrors(t *testing.T) {
 			name: "annotation prefix not a subdomain",
 			file: "cluster: {id: a}\nloadBalancer: {annotationPrefix: -bad.example.com/}\n",
 			want: []string{`loadBalancer.annotationPrefix: "-bad.example.com/": a lowercase RFC 1123 subdomain`},
+		},
+		{
+			name: "qps NaN",
+			file: "cluster: {id: a}\ncloudAPI: {qps: .nan}\n",
+			want: []string{"cloudAPI.qps: NaN must be a finite number of calls per second of at least 0.001"},
+		},
+		{
+			name: "qps +Inf",
+			file: "cluster: {id: a}\ncloudAPI: {qps: .inf}\n",
+			want: []string{"cloudAPI.qps: +Inf must be a finite number of calls per second of at least 0.001 (unset: the default 10; no client-side limit: cloudAPI.unlimited: true)"},
+		},
+		{
+			name: "qps -Inf",
+			file: "cluster: {id: a}\ncloudAPI: {qps: -.inf}\n",
+			want: []string{"cloudAPI.qps: -Inf must be a finite number"},
+		},
+		{
+			name: "qps whose interval overflows",
+			file: "cluster: {id: a}\ncloudAPI: {qps: 1e-11}\n",
+			want: []string{"cloudAPI.qps: 1e-11 must be a finite number of calls per second of at least 0.001"},
+		},
+		{
+			name: "qps below the minimum",
+			file: "cluster: {id: a}\ncloudAPI: {qps: 0.0009}\n",
+			want: []string{"cloudAPI.qps: 0.0009 must be a finite number of calls per second of at least 0.001"},
+		},
+		{
+			name: "qps too small for a float64",
+			file: "cluster: {id: a}\ncloudAPI:\n  qps: 1e-400\n",
+			want: []string{"line 3: cloudAPI.qps: 1e-400 is too small to tell from 0"},
+		},
+		{
+			name: "burst above the maximum",
+			file: "cluster: {id: a}\ncloudAPI: {burst: 1000000}\n",
+			want: []string{"cloudAPI.burst: 1000000 must be from 1 to 10000 (unset: the default 20)"},
+		},
+		{
+			name: "burst that overflows int",
+			file: "cluster: {id: a}\ncloudAPI:\n  burst: 99999999999999999999\n",
+			want: []string{"line 3: cannot unmarshal"},
+		},
+		{
+			name: "unlimited with a rate",
+			file: "cluster: {id: a}\ncloudAPI: {unlimited: true, qps: 5}\n",
+			want: []string{"cloudAPI.unlimited: true turns the client-side rate limit off; leave cloudAPI.qps and cloudAPI.burst unset"},
 		},
 		{
 			name: "two credential sources",
@@ -160,6 +205,16 @@ func TestConfigErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestUnlimited(t *testing.T) {
+	cfg, err := ReadConfig(strings.NewReader("cluster: {id: a}\ncloudAPI: {unlimited: true}\n"), "ccmkit")
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	assert.Zero(t, cfg.CloudAPI.QPS, "no default rate is filled in")
+	assert.Zero(t, cfg.CloudAPI.Burst)
+	_, err = New(*cfg, instancesOnly(), testOptions())
+	require.NoError(t, err, "the client accepts no limit")
 }
 
 func TestCredentials(t *testing.T) {

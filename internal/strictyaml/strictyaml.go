@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -122,8 +123,24 @@ func check(n *yaml.Node, t reflect.Type, path string) []error {
 			errs = append(errs, check(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))...)
 		}
 		return errs
+	case reflect.Float32, reflect.Float64:
+		if n.Kind == yaml.ScalarNode && underflows(n.Value, t.Bits()) {
+			return []error{fmt.Errorf("line %d: %s: %s is too small to tell from 0", n.Line, where(path), n.Value)}
+		}
 	}
 	return nil
+}
+
+// underflows reports whether v is a number other than 0 that parses as 0 in a float of
+// the given size, which yaml would silently decode as 0 (often "use the default").
+func underflows(v string, bits int) bool {
+	v = strings.ReplaceAll(v, "_", "")
+	f, err := strconv.ParseFloat(v, bits)
+	if err != nil || f != 0 {
+		return false
+	}
+	mantissa, _, _ := strings.Cut(strings.ToLower(v), "e")
+	return strings.ContainsAny(mantissa, "123456789")
 }
 
 // fieldsOf returns the YAML keys of struct t with their types, following yaml.v3's naming

@@ -13,6 +13,8 @@ import (
 type inner struct {
 	Port    int           `yaml:"port"`
 	Timeout time.Duration `yaml:"timeout"`
+	Rate    float64       `yaml:"rate"`
+	Small   float32       `yaml:"small"`
 }
 
 type embedded struct {
@@ -36,7 +38,7 @@ func TestDecode(t *testing.T) {
 		yaml    string
 		wantErr []string
 	}{
-		{name: "all known", yaml: "name: a\nshared: s\nitems:\n- port: 1\n  timeout: 2s\nbyName:\n  x: {port: 2}\nptr: {port: 3}\nlabels: {anything: goes}\ndefault: true\n"},
+		{name: "all known", yaml: "name: a\nshared: s\nitems:\n- port: 1\n  timeout: 2s\nbyName:\n  x: {port: 2}\nptr: {port: 3, rate: -0.0e-999}\nlabels: {anything: goes}\ndefault: true\n"},
 		{name: "unknown top", yaml: "name: a\nnmae: b\n", wantErr: []string{`line 2: unknown key "nmae" in the top level (known keys: byName, default, items, labels, name, ptr, shared)`}},
 		{name: "unknown in list item", yaml: "items:\n- port: 1\n- prot: 2\n", wantErr: []string{`line 3: unknown key "prot" in items[1]`}},
 		{name: "unknown in map value", yaml: "byName:\n  x:\n    timeout: 1s\n    tiemout: 2s\n", wantErr: []string{`line 4: unknown key "tiemout" in byName.x`}},
@@ -44,6 +46,8 @@ func TestDecode(t *testing.T) {
 		{name: "skipped field is unknown", yaml: "skipped: x\n", wantErr: []string{`unknown key "skipped"`}},
 		{name: "every problem at once", yaml: "a: 1\nb: 2\n", wantErr: []string{`line 1: unknown key "a"`, `line 2: unknown key "b"`}},
 		{name: "type error has a line", yaml: "items:\n- port: many\n", wantErr: []string{"line 2", "many"}},
+		{name: "a float too small to tell from 0", yaml: "ptr:\n  rate: 1e-400\n", wantErr: []string{"line 2: ptr.rate: 1e-400 is too small to tell from 0"}},
+		{name: "too small for a float32", yaml: "ptr:\n  small: 1e-50\n", wantErr: []string{"line 2: ptr.small: 1e-50 is too small to tell from 0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
