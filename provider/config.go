@@ -107,12 +107,26 @@ type ClusterConfig struct {
 // token inline, a file holding it, the environment variable <PROVIDER>_CLOUD_TOKEN, or
 // the environment variable <PROVIDER>_CLOUD_TOKEN_FILE naming a file (PROVIDER is the
 // provider name in upper case, '-' and '.' as '_'). ReadConfig resolves them into Token.
+//
+// No error about the credentials quotes anything from them, neither a value nor a key,
+// tag or anchor of the YAML section, nor the token file's name (a token typed into
+// tokenFile would be printed as the name): errors say the line and column and what is
+// wrong. So the section may carry no YAML anchor or alias (a copy of the credential
+// elsewhere would be quoted by errors about that place), nor any tag but the standard
+// ones.
 type CredentialsConfig struct {
 	// Token is the credential (YAML "token"). Prefer TokenFile or the environment.
 	Token Secret `yaml:"token"`
 	// TokenFile is the path of a file holding the credential (YAML "tokenFile"), for
-	// example a mounted Kubernetes Secret. Surrounding white space is trimmed.
+	// example a mounted Kubernetes Secret: a regular file of at most 64 KiB. Surrounding
+	// white space is trimmed.
 	TokenFile string `yaml:"tokenFile"`
+
+	// tokenFileLine is the line of TokenFile in the config file, for errors; 0 when the
+	// Config was not read from a file.
+	tokenFileLine int
+	// fromFile is set when ReadConfig read Token from TokenFile: both are set then.
+	fromFile bool
 }
 
 // CloudAPIConfig tunes how ccmkit calls the cloud API. All calls of all controllers share
@@ -315,7 +329,7 @@ func (c *Config) Validate() error {
 			bad("loadBalancer.annotationPrefix: %w", err)
 		}
 	}
-	if c.Credentials.Token != "" && c.Credentials.TokenFile != "" {
+	if c.Credentials.Token != "" && c.Credentials.TokenFile != "" && !c.Credentials.fromFile {
 		bad("credentials: set token or tokenFile, not both")
 	}
 	for _, key := range slices.Sorted(maps.Keys(c.sections)) {
@@ -359,7 +373,7 @@ func ReadConfig(r io.Reader, providerName string) (*Config, error) {
 			}
 		}
 	}
-	if err := cfg.resolveCredentials(providerName, os.Getenv, os.ReadFile); err != nil {
+	if err := cfg.resolveCredentials(providerName, os.Getenv, readTokenFile); err != nil {
 		return nil, fmt.Errorf("cloud config: %w", err)
 	}
 	cfg.SetDefaults()
@@ -376,9 +390,20 @@ func decodeTop(node *yaml.Node, cfg *Config) error {
 	for _, k := range strictyaml.Keys[Config]() {
 		known[k] = true
 	}
+	var credentials *yaml.Node
 	common := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: node.Line, Column: node.Column}
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		key, val := node.Content[i], node.Content[i+1]
+		if key.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d column %d: a top-level key must be plain text, not %s", key.Line, key.Column, kindName(key))
+		}
+		if key.Value == credentialsKey {
+			if credentials != nil {
+				return fmt.Errorf("line %d: key %q appears twice", key.Line, credentialsKey)
+			}
+			credentials = val
+			continue
+		}
 		if known[key.Value] {
 			common.Content = append(common.Content, key, val)
 			continue
@@ -393,56 +418,23 @@ func decodeTop(node *yaml.Node, cfg *Config) error {
 		val.Line, val.Column = key.Line, key.Column
 		cfg.sections[key.Value] = val
 	}
-	return strictyaml.Decode(common, "", cfg)
-}
-
-// credentialEnv returns the names of the environment variables for providerName's token.
-func credentialEnv(providerName string) (token, file string) {
-	p := strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(providerName))
-	return p + "_CLOUD_TOKEN", p + "_CLOUD_TOKEN_FILE"
-}
-
-func (c *Config) resolveCredentials(providerName string, getenv func(string) string, readFile func(string) ([]byte, error)) error {
-	tokenEnv, fileEnv := credentialEnv(providerName)
-	var sources []string
-	if c.Credentials.Token != "" {
-		sources = append(sources, "credentials.token")
+	var errs []error
+	if credentials != nil {
+		if node.Anchor != "" && !isNull(credentials) {
+			// An alias of the whole file would copy the credentials elsewhere.
+			return fmt.Errorf("line %d column %d: the top-level mapping holds the credentials and must not carry a YAML anchor (&name)", node.Line, node.Column)
+		}
+		var copied bool
+		errs, copied = decodeCredentials(credentials, &cfg.Credentials)
+		if copied {
+			// The rest may quote the credential through an alias: report only this.
+			return errors.Join(errs...)
+		}
 	}
-	if c.Credentials.TokenFile != "" {
-		sources = append(sources, "credentials.tokenFile")
+	if err := strictyaml.Decode(common, "", cfg); err != nil {
+		errs = append(errs, err)
 	}
-	envToken, envFile := getenv(tokenEnv), getenv(fileEnv)
-	if envToken != "" {
-		sources = append(sources, "$"+tokenEnv)
-	}
-	if envFile != "" {
-		sources = append(sources, "$"+fileEnv)
-	}
-	if len(sources) > 1 {
-		return fmt.Errorf("credentials: set by %s: set exactly one", strings.Join(sources, " and "))
-	}
-	path := c.Credentials.TokenFile
-	switch {
-	case envToken != "":
-		c.Credentials.Token = Secret(envToken)
-		return nil
-	case envFile != "":
-		path = envFile
-	}
-	if path == "" {
-		return nil
-	}
-	data, err := readFile(path)
-	if err != nil {
-		// The path is not secret; the file's content never reaches the error.
-		return fmt.Errorf("credentials: reading token file: %w", err)
-	}
-	token := strings.TrimSpace(string(data))
-	if token == "" {
-		return fmt.Errorf("credentials: token file %q is empty", path)
-	}
-	c.Credentials.Token = Secret(token)
-	return nil
+	return errors.Join(errs...)
 }
 
 // Section decodes the top-level section key of cfg strictly into a value of type C. It

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,16 +34,59 @@ func Decode(node *yaml.Node, path string, out any) error {
 	return nil
 }
 
-// Parse parses data into a document node. An empty document yields a nil node.
+// ErrUnknownTag is matched (errors.Is) by the error about a YAML tag that is not one of
+// StandardTags.
+var ErrUnknownTag = errors.New("unknown YAML tag")
+
+// StandardTags are the YAML tags a document may carry explicitly ("!!str 0123"). Any
+// other tag ("!Secret x", "!!python/name:x") is refused: yaml would drop it silently and
+// decode what follows it, which is rarely what was meant, and a value that starts with
+// "!" unquoted, such as a token, would lose its first word to it.
+var StandardTags = []string{"!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!timestamp", "!!map", "!!seq", "!!merge"}
+
+// Parse parses data into a document node. An empty document yields a nil node. A node
+// with a tag outside StandardTags is an error (ErrUnknownTag), one per node, each with
+// its line and column. No error quotes a value, a tag or an anchor of the document, so
+// that a credential written in the wrong place cannot reach a log through it.
 func Parse(data []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("not valid YAML: %w", err)
+		return nil, fmt.Errorf("not valid YAML: %w", withoutAnchorName(err))
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, nil
 	}
+	if errs := unknownTags(doc.Content[0], nil); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
 	return doc.Content[0], nil
+}
+
+// unknownTags appends an error for every node under n (n included) whose explicit tag is
+// not standard. Aliases are not followed: the nodes they name are checked where they are.
+func unknownTags(n *yaml.Node, errs []error) []error {
+	if n.Style&yaml.TaggedStyle != 0 && !slices.Contains(StandardTags, n.Tag) {
+		errs = append(errs, fmt.Errorf("line %d column %d: %w: only the standard tags %s are allowed; quote a value that starts with \"!\"",
+			n.Line, n.Column, ErrUnknownTag, strings.Join(StandardTags, ", ")))
+	}
+	for _, c := range n.Content {
+		errs = unknownTags(c, errs)
+	}
+	return errs
+}
+
+// unknownAnchor is the one yaml parse error that quotes the document: an alias ("*x")
+// before or without its anchor. An unquoted value that starts with "*" is one.
+var unknownAnchor = regexp.MustCompile(`unknown anchor '.*' referenced`)
+
+// withoutAnchorName returns err with the name of an unknown anchor left out.
+func withoutAnchorName(err error) error {
+	msg := err.Error()
+	if !unknownAnchor.MatchString(msg) {
+		return err
+	}
+	return errors.New(unknownAnchor.ReplaceAllLiteralString(msg,
+		`an alias ("*name") names no anchor ("&name") before it; quote a value that starts with "*"`))
 }
 
 // typeError prefixes the path to yaml's own type errors, which already carry line numbers.
