@@ -357,6 +357,11 @@ func validateAnnotationPrefix(p string) error {
 // the credential from the file, the environment or a token file. It does not validate;
 // call Validate. A nil r yields the defaults, for backends that need no config.
 func ReadConfig(r io.Reader, providerName string) (*Config, error) {
+	return readConfig(r, providerName, os.Getenv, readTokenFile)
+}
+
+// readConfig is ReadConfig with the environment and the file system given.
+func readConfig(r io.Reader, providerName string, getenv func(string) string, readFile func(string) ([]byte, error)) (*Config, error) {
 	cfg := &Config{}
 	if r != nil {
 		data, err := io.ReadAll(r)
@@ -373,7 +378,7 @@ func ReadConfig(r io.Reader, providerName string) (*Config, error) {
 			}
 		}
 	}
-	if err := cfg.resolveCredentials(providerName, os.Getenv, readTokenFile); err != nil {
+	if err := cfg.resolveCredentials(providerName, getenv, readFile); err != nil {
 		return nil, fmt.Errorf("cloud config: %w", err)
 	}
 	cfg.SetDefaults()
