@@ -9,7 +9,7 @@ MOCKGEN_VERSION := $(shell go list -m -f '{{.Version}}' go.uber.org/mock)
 GOLANGCI_LINT_VERSION := v2.15.0
 MOCKS := $(shell git ls-files '*/cloudapimock/*.go' 2>/dev/null)
 
-.PHONY: test demo demo-inmemory controlplane e2e fmt-check vet lint mocks-check versions-check unit generate bench bench-fake benchmarks
+.PHONY: test demo demo-inmemory controlplane e2e fmt-check vet lint mocks-check versions-check unit generate bench bench-fake benchmarks fuzz
 
 ## demo: the cloud-controller-manager against a real kube-apiserver and etcd over the fake cloud
 ## of e2e/demo/cloud.yaml (builds the control plane first; ARGS='-keep' keeps it running).
@@ -98,6 +98,17 @@ bench:
 ## bench-fake: the fake cloud's cost per call at 5,000 instances.
 bench-fake:
 	go test -run '^$$' -bench . -benchmem ./fake
+
+## fuzz: run each fuzz target for FUZZTIME (go test's -fuzztime: a duration, or Nx runs).
+## Not part of `make test`: go test runs each target's seed corpus (and testdata/fuzz)
+## as a normal test anyway. A find is written to the package's testdata/fuzz; commit it
+## with the fix as a regression seed. One line per target.
+FUZZTIME ?= 30s
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzReadConfig$$' -fuzztime $(FUZZTIME) ./provider
+	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./providerid
+	go test -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime $(FUZZTIME) ./providerid
+	go test -run '^$$' -fuzz '^FuzzParseAnnotations$$' -fuzztime $(FUZZTIME) ./loadbalancer
 
 ## benchmarks: regenerate docs/benchmarks.md from a real run (several minutes).
 benchmarks:

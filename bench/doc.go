@@ -13,8 +13,8 @@
 // them (provider ID, labels, the provider's addresses, NetworkUnavailable=False), the
 // Services with their finalizer and load balancer status, and the cloud with a load
 // balancer per Service and a route per Node made by the provider under test; the fake
-// clientset drops Events. ccmkit runs without a client-side rate limit by default (-qps),
-// as the baseline has none. The figures:
+// clientset drops Events. ccmkit runs without a client-side rate limit by default (-qps
+// +Inf: cloudAPI.unlimited), as the baseline has none. The figures:
 //
 //   - P1, P1_outage: cloud calls per minute of a quiet cluster over simulated minutes, at
 //     the upstream default periods (node status every 5 min, node monitor every 5 s, route

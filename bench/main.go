@@ -41,7 +41,7 @@ func main() {
 	fs.IntVar(&cfg.minutes, "minutes", 10, "virtual minutes simulated for P1 and P1_outage")
 	fs.DurationVar(&cfg.latency, "latency", 100*time.Millisecond, "latency added to every cloud call in P3")
 	fs.IntVar(&cfg.p3Subset, "p3-subset", 50, "Nodes the baseline's P3 pass is timed on, then scaled to all Nodes")
-	fs.Float64Var(&cfg.qps, "qps", math.Inf(1), "ccmkit's cloudAPI.qps (+Inf: no client-side limit, as the baseline has none; 0: ccmkit's default)")
+	fs.Float64Var(&cfg.qps, "qps", math.Inf(1), "ccmkit's cloudAPI.qps (+Inf: cloudAPI.unlimited, no client-side limit, as the baseline has none; 0: ccmkit's default)")
 	fs.DurationVar(&cfg.quiet, "quiet", 500*time.Millisecond, "how long the cloud must see no call before the controllers count as synced")
 	fs.BoolVar(&cfg.klog, "klog", false, "show the controllers' and the provider's logs on stderr")
 	_ = fs.Parse(os.Args[1:])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"sync"
@@ -164,9 +165,13 @@ func (w *world) newProvider() (cloudprovider.Interface, error) {
 	switch w.kind {
 	case kindCcmkit:
 		enable := true
+		api := provider.CloudAPIConfig{PageSize: w.cfg.pageSize, QPS: w.cfg.qps}
+		if math.IsInf(api.QPS, 1) {
+			api.QPS, api.Unlimited = 0, true // -qps +Inf: no client-side limit
+		}
 		return provider.New(provider.Config{
 			Cluster:  provider.ClusterConfig{ID: clusterID},
-			CloudAPI: provider.CloudAPIConfig{PageSize: w.cfg.pageSize, QPS: w.cfg.qps},
+			CloudAPI: api,
 			Enable:   provider.EnableConfig{Routes: &enable},
 		}, w.tap, provider.Options{Metrics: metrics.NewKubeRegistry(), Now: w.clock.Now})
 	case kindBaseline:

@@ -54,7 +54,7 @@ func newCluster(tb testing.TB, n, notReady int, faults faultinject.Config) *clus
 	backend, err := fakecloud.New(cfg)
 	require.NoError(tb, err)
 	counter := faultinject.Wrap(backend, faults)
-	cloud, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "scale"}, CloudAPI: provider.CloudAPIConfig{PageSize: pageSize, QPS: 1e6, Burst: 1e6}},
+	cloud, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "scale"}, CloudAPI: provider.CloudAPIConfig{PageSize: pageSize, Unlimited: true}},
 		// The snapshot's clock stands still: a pass slowed down by a busy machine must not
 		// outlive cache.maxAge and list twice. Budgets are call counts, not times.
 		counter, provider.Options{Metrics: metrics.NewKubeRegistry(), Now: func() time.Time { return frozen }})

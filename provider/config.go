@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/cloudclient"
 	"github.com/ccmkit/ccmkit/internal/strictyaml"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
@@ -29,6 +31,12 @@ const (
 	DefaultQPS = 10
 	// DefaultBurst is how many cloud API calls may go out at once after a quiet period.
 	DefaultBurst = 20
+	// MinQPS is the lowest cloudAPI.qps, one call every 1000 s; a slower rate is no limit
+	// anyone means, and below about 1e-10 the interval between two calls would overflow.
+	MinQPS = cloudclient.MinQPS
+	// MaxBurst is the highest cloudAPI.burst, more calls at once than any cloud API
+	// accepts.
+	MaxBurst = cloudclient.MaxBurst
 	// DefaultTimeout bounds one attempt of one cloud API call.
 	DefaultTimeout = 30 * time.Second
 	// DefaultMaxAttempts is how often a retryable call is tried in all.
@@ -37,6 +45,9 @@ const (
 	DefaultInitialBackoff = 200 * time.Millisecond
 	// DefaultMaxBackoff caps the wait between retries.
 	DefaultMaxBackoff = 10 * time.Second
+	// DefaultMaxRetryAfter caps how long a Retry-After from the cloud holds calls back;
+	// internal/cloudclient.DefaultMaxRetryAfter says why five minutes.
+	DefaultMaxRetryAfter = cloudclient.DefaultMaxRetryAfter
 	// DefaultCacheMaxAge is how old the shared instance snapshot may get before a lookup
 	// refreshes it.
 	DefaultCacheMaxAge = time.Minute
@@ -96,22 +107,43 @@ type ClusterConfig struct {
 // token inline, a file holding it, the environment variable <PROVIDER>_CLOUD_TOKEN, or
 // the environment variable <PROVIDER>_CLOUD_TOKEN_FILE naming a file (PROVIDER is the
 // provider name in upper case, '-' and '.' as '_'). ReadConfig resolves them into Token.
+//
+// No error about the credentials quotes anything from them, neither a value nor a key,
+// tag or anchor of the YAML section, nor the token file's name (a token typed into
+// tokenFile would be printed as the name): errors say the line and column and what is
+// wrong. So the section may carry no YAML anchor or alias (a copy of the credential
+// elsewhere would be quoted by errors about that place), nor any tag but the standard
+// ones.
 type CredentialsConfig struct {
 	// Token is the credential (YAML "token"). Prefer TokenFile or the environment.
 	Token Secret `yaml:"token"`
 	// TokenFile is the path of a file holding the credential (YAML "tokenFile"), for
-	// example a mounted Kubernetes Secret. Surrounding white space is trimmed.
+	// example a mounted Kubernetes Secret: a regular file of at most 64 KiB. Surrounding
+	// white space is trimmed.
 	TokenFile string `yaml:"tokenFile"`
+
+	// tokenFileLine is the line of TokenFile in the config file, for errors; 0 when the
+	// Config was not read from a file.
+	tokenFileLine int
+	// fromFile is set when ReadConfig read Token from TokenFile: both are set then.
+	fromFile bool
 }
 
 // CloudAPIConfig tunes how ccmkit calls the cloud API. All calls of all controllers share
 // one rate limit.
 type CloudAPIConfig struct {
-	// QPS is the sustained rate of calls per second (YAML "qps"); default 10. ccmkit also
-	// slows down on its own when the cloud answers "throttled".
+	// QPS is the sustained rate of calls per second (YAML "qps"); default 10, at least
+	// MinQPS (0.001), finite. ccmkit also slows down on its own when the cloud answers
+	// "throttled". Zero means the default, not "unlimited": see Unlimited.
 	QPS float64 `yaml:"qps"`
-	// Burst is how many calls may go out at once (YAML "burst"); default 20.
+	// Burst is how many calls may go out at once (YAML "burst"); default 20, at most
+	// MaxBurst (10000).
 	Burst int `yaml:"burst"`
+	// Unlimited turns the client-side rate limit off (YAML "unlimited"); default false.
+	// QPS and Burst must then be unset. ccmkit then only waits for the cloud's
+	// Retry-After and cannot lower its rate when the cloud throttles: for clouds that
+	// rate-limit on their side and tests, not for production.
+	Unlimited bool `yaml:"unlimited"`
 	// Timeout bounds one attempt of one call (YAML "timeout"); default 30s.
 	Timeout time.Duration `yaml:"timeout"`
 	// Retry is the retry policy for calls that are safe to repeat (YAML "retry").
@@ -119,6 +151,11 @@ type CloudAPIConfig struct {
 	// PageSize is the page size ccmkit asks for when it lists (YAML "pageSize"); default
 	// 0, the backend's own default.
 	PageSize int `yaml:"pageSize"`
+	// MaxRetryAfter caps the wait that a Retry-After from the cloud imposes on the retry
+	// and on every other call (YAML "maxRetryAfter"); default 5m. A longer Retry-After is
+	// cut to it, so that a wrong or hostile answer cannot stop the controllers for long;
+	// a cloud that needs longer throttles the next call again.
+	MaxRetryAfter time.Duration `yaml:"maxRetryAfter"`
 }
 
 // RetryConfig is the retry policy: exponential backoff with jitter, for reads and for
@@ -198,10 +235,10 @@ func (c *Config) SetDefaults() {
 	if c.Cluster.Name == "" {
 		c.Cluster.Name = c.Cluster.ID
 	}
-	if c.CloudAPI.QPS == 0 {
+	if c.CloudAPI.QPS == 0 && !c.CloudAPI.Unlimited {
 		c.CloudAPI.QPS = DefaultQPS
 	}
-	if c.CloudAPI.Burst == 0 {
+	if c.CloudAPI.Burst == 0 && !c.CloudAPI.Unlimited {
 		c.CloudAPI.Burst = DefaultBurst
 	}
 	if c.CloudAPI.Timeout == 0 {
@@ -215,6 +252,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.CloudAPI.Retry.MaxBackoff == 0 {
 		c.CloudAPI.Retry.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.CloudAPI.MaxRetryAfter == 0 {
+		c.CloudAPI.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	if c.Cache.MaxAge == 0 {
 		c.Cache.MaxAge = DefaultCacheMaxAge
@@ -234,11 +274,14 @@ func (c *Config) Validate() error {
 	if c.Cluster.ID != "" && !clusterIDPattern.MatchString(c.Cluster.ID) {
 		bad("cluster.id: %q must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Cluster.ID)
 	}
-	if c.CloudAPI.QPS < 0 {
-		bad("cloudAPI.qps: %v must be positive", c.CloudAPI.QPS)
+	if q := c.CloudAPI.QPS; math.IsNaN(q) || math.IsInf(q, 0) || q < 0 || (q > 0 && q < MinQPS) {
+		bad("cloudAPI.qps: %v must be a finite number of calls per second of at least %v (unset: the default %d; no client-side limit: cloudAPI.unlimited: true)", q, MinQPS, DefaultQPS)
 	}
-	if c.CloudAPI.Burst < 0 {
-		bad("cloudAPI.burst: %d must be positive", c.CloudAPI.Burst)
+	if b := c.CloudAPI.Burst; b < 0 || b > MaxBurst {
+		bad("cloudAPI.burst: %d must be from 1 to %d (unset: the default %d)", b, MaxBurst, DefaultBurst)
+	}
+	if c.CloudAPI.Unlimited && (c.CloudAPI.QPS != 0 || c.CloudAPI.Burst != 0) {
+		bad("cloudAPI.unlimited: true turns the client-side rate limit off; leave cloudAPI.qps and cloudAPI.burst unset")
 	}
 	if c.CloudAPI.Timeout < 0 {
 		bad("cloudAPI.timeout: %s must be positive", c.CloudAPI.Timeout)
@@ -258,6 +301,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CloudAPI.PageSize < 0 {
 		bad("cloudAPI.pageSize: %d must be positive", c.CloudAPI.PageSize)
+	}
+	if c.CloudAPI.MaxRetryAfter < 0 {
+		bad("cloudAPI.maxRetryAfter: %s must be positive", c.CloudAPI.MaxRetryAfter)
 	}
 	for i, f := range c.Nodes.IPFamilies {
 		if !f.Valid() {
@@ -283,7 +329,7 @@ func (c *Config) Validate() error {
 			bad("loadBalancer.annotationPrefix: %w", err)
 		}
 	}
-	if c.Credentials.Token != "" && c.Credentials.TokenFile != "" {
+	if c.Credentials.Token != "" && c.Credentials.TokenFile != "" && !c.Credentials.fromFile {
 		bad("credentials: set token or tokenFile, not both")
 	}
 	for _, key := range slices.Sorted(maps.Keys(c.sections)) {
@@ -311,6 +357,11 @@ func validateAnnotationPrefix(p string) error {
 // the credential from the file, the environment or a token file. It does not validate;
 // call Validate. A nil r yields the defaults, for backends that need no config.
 func ReadConfig(r io.Reader, providerName string) (*Config, error) {
+	return readConfig(r, providerName, os.Getenv, readTokenFile)
+}
+
+// readConfig is ReadConfig with the environment and the file system given.
+func readConfig(r io.Reader, providerName string, getenv func(string) string, readFile func(string) ([]byte, error)) (*Config, error) {
 	cfg := &Config{}
 	if r != nil {
 		data, err := io.ReadAll(r)
@@ -327,7 +378,7 @@ func ReadConfig(r io.Reader, providerName string) (*Config, error) {
 			}
 		}
 	}
-	if err := cfg.resolveCredentials(providerName, os.Getenv, os.ReadFile); err != nil {
+	if err := cfg.resolveCredentials(providerName, getenv, readFile); err != nil {
 		return nil, fmt.Errorf("cloud config: %w", err)
 	}
 	cfg.SetDefaults()
@@ -344,9 +395,20 @@ func decodeTop(node *yaml.Node, cfg *Config) error {
 	for _, k := range strictyaml.Keys[Config]() {
 		known[k] = true
 	}
+	var credentials *yaml.Node
 	common := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: node.Line, Column: node.Column}
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		key, val := node.Content[i], node.Content[i+1]
+		if key.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d column %d: a top-level key must be plain text, not %s", key.Line, key.Column, kindName(key))
+		}
+		if key.Value == credentialsKey {
+			if credentials != nil {
+				return fmt.Errorf("line %d: key %q appears twice", key.Line, credentialsKey)
+			}
+			credentials = val
+			continue
+		}
 		if known[key.Value] {
 			common.Content = append(common.Content, key, val)
 			continue
@@ -361,56 +423,23 @@ func decodeTop(node *yaml.Node, cfg *Config) error {
 		val.Line, val.Column = key.Line, key.Column
 		cfg.sections[key.Value] = val
 	}
-	return strictyaml.Decode(common, "", cfg)
-}
-
-// credentialEnv returns the names of the environment variables for providerName's token.
-func credentialEnv(providerName string) (token, file string) {
-	p := strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(providerName))
-	return p + "_CLOUD_TOKEN", p + "_CLOUD_TOKEN_FILE"
-}
-
-func (c *Config) resolveCredentials(providerName string, getenv func(string) string, readFile func(string) ([]byte, error)) error {
-	tokenEnv, fileEnv := credentialEnv(providerName)
-	var sources []string
-	if c.Credentials.Token != "" {
-		sources = append(sources, "credentials.token")
+	var errs []error
+	if credentials != nil {
+		if node.Anchor != "" && !isNull(credentials) {
+			// An alias of the whole file would copy the credentials elsewhere.
+			return fmt.Errorf("line %d column %d: the top-level mapping holds the credentials and must not carry a YAML anchor (&name)", node.Line, node.Column)
+		}
+		var copied bool
+		errs, copied = decodeCredentials(credentials, &cfg.Credentials)
+		if copied {
+			// The rest may quote the credential through an alias: report only this.
+			return errors.Join(errs...)
+		}
 	}
-	if c.Credentials.TokenFile != "" {
-		sources = append(sources, "credentials.tokenFile")
+	if err := strictyaml.Decode(common, "", cfg); err != nil {
+		errs = append(errs, err)
 	}
-	envToken, envFile := getenv(tokenEnv), getenv(fileEnv)
-	if envToken != "" {
-		sources = append(sources, "$"+tokenEnv)
-	}
-	if envFile != "" {
-		sources = append(sources, "$"+fileEnv)
-	}
-	if len(sources) > 1 {
-		return fmt.Errorf("credentials: set by %s: set exactly one", strings.Join(sources, " and "))
-	}
-	path := c.Credentials.TokenFile
-	switch {
-	case envToken != "":
-		c.Credentials.Token = Secret(envToken)
-		return nil
-	case envFile != "":
-		path = envFile
-	}
-	if path == "" {
-		return nil
-	}
-	data, err := readFile(path)
-	if err != nil {
-		// The path is not secret; the file's content never reaches the error.
-		return fmt.Errorf("credentials: reading token file: %w", err)
-	}
-	token := strings.TrimSpace(string(data))
-	if token == "" {
-		return fmt.Errorf("credentials: token file %q is empty", path)
-	}
-	c.Credentials.Token = Secret(token)
-	return nil
+	return errors.Join(errs...)
 }
 
 // Section decodes the top-level section key of cfg strictly into a value of type C. It

@@ -3,7 +3,7 @@
 //
 // The default format is "<provider-name>://<instance-id>". A cloud migrating from an
 // existing cloud-controller-manager keeps its format with a template such as
-// "aws:///{zone}/{id}" or "gce://my-project/{zone}/{name}": Nodes registered by the old
+// "aws:///{zone}/{id}" or "gce://my-project/{zone}/{id}": Nodes registered by the old
 // controller keep working, and new ones get the same shape.
 //
 // Parsing is strict: a provider ID that does not match the template (another cloud's

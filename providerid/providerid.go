@@ -153,7 +153,8 @@ func (f Format) Uses(field string) bool {
 }
 
 // Format returns the provider ID for fields. Every placeholder of the template must have
-// a non-empty value without "/" (the separator of provider ID paths).
+// a non-empty value without "/" (the separator of provider ID paths) and without white
+// space around it: what Parse accepts, so that every provider ID Format makes parses.
 func (f Format) Format(fields Fields) (string, error) {
 	if len(f.segments) == 0 {
 		return "", errors.New("provider ID format is not initialized")
@@ -165,8 +166,8 @@ func (f Format) Format(fields Fields) (string, error) {
 			continue
 		}
 		v := fields.get(s.field)
-		if v == "" || strings.ContainsRune(v, '/') {
-			return "", fmt.Errorf("provider ID %q: {%s} value %q must be non-empty and contain no \"/\"", f.template, s.field, v)
+		if !validValue(v) {
+			return "", fmt.Errorf("provider ID %q: {%s} value %q must be non-empty, contain no \"/\" and have no white space around it", f.template, s.field, v)
 		}
 		b.WriteString(v)
 	}
@@ -200,7 +201,7 @@ func (f Format) Parse(providerID string) (Fields, error) {
 		} else {
 			v, rest = rest, ""
 		}
-		if v == "" || strings.ContainsRune(v, '/') || strings.TrimSpace(v) != v {
+		if !validValue(v) {
 			return Fields{}, f.malformed(providerID)
 		}
 		out.set(s.field, v)
@@ -215,6 +216,12 @@ func (f Format) Parse(providerID string) (Fields, error) {
 func (f Format) InstanceID(providerID string) (string, error) {
 	fields, err := f.Parse(providerID)
 	return fields.ID, err
+}
+
+// validValue reports whether v may be the value of a placeholder: not empty, no "/", no
+// white space around it.
+func validValue(v string) bool {
+	return v != "" && !strings.ContainsRune(v, '/') && strings.TrimSpace(v) == v
 }
 
 func (f Format) malformed(providerID string) error {

@@ -32,7 +32,7 @@ func BenchmarkGetInstance(b *testing.B) {
 		{"limited", 1e9},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			c, err := cloudclient.New(benchCloud(b), cloudclient.Options{ProviderName: "bench", QPS: bc.qps, Burst: 1 << 20, Registry: metrics.NewKubeRegistry()})
+			c, err := cloudclient.New(benchCloud(b), cloudclient.Options{ProviderName: "bench", QPS: bc.qps, Burst: cloudclient.MaxBurst, Registry: metrics.NewKubeRegistry()})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func BenchmarkGetInstance(b *testing.B) {
 // BenchmarkGetInstanceParallel measures the same from many goroutines, which share the
 // Client's lock and metrics.
 func BenchmarkGetInstanceParallel(b *testing.B) {
-	c, err := cloudclient.New(benchCloud(b), cloudclient.Options{ProviderName: "bench", QPS: 1e9, Burst: 1 << 20, Registry: metrics.NewKubeRegistry()})
+	c, err := cloudclient.New(benchCloud(b), cloudclient.Options{ProviderName: "bench", QPS: 1e9, Burst: cloudclient.MaxBurst, Registry: metrics.NewKubeRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -102,7 +102,11 @@ func callWith[T any](ctx context.Context, c *Client, op cloudapi.Operation, key,
 		}
 		backoff := c.backoff(attempt)
 		wait := backoff
-		retryAfter, hasRetryAfter := cloudapi.RetryAfter(err)
+		retryAfter, hasRetryAfter := cloudapi.RetryAfter(err) // none when zero or less
+		if hasRetryAfter && retryAfter > c.opts.MaxRetryAfter {
+			logger.V(2).Info("Cloud API Retry-After above the cap; waiting for the cap instead", "retryAfter", retryAfter, "maxRetryAfter", c.opts.MaxRetryAfter)
+			retryAfter = c.opts.MaxRetryAfter
+		}
 		if hasRetryAfter && retryAfter > wait {
 			wait = retryAfter
 		}
@@ -163,15 +167,26 @@ func isDelete(op cloudapi.Operation) bool {
 
 // backoff returns the wait before the retry that follows the given attempt (1-based):
 // InitialBackoff doubled attempt-1 times, capped at MaxBackoff, shortened by the jitter.
+// Nothing overflows, also with a MaxBackoff near the longest time.Duration.
 func (c *Client) backoff(attempt int) time.Duration {
 	p := c.opts.Retry
 	b := p.InitialBackoff
 	for i := 1; i < attempt && b < p.MaxBackoff; i++ {
+		if b > p.MaxBackoff/2 {
+			b = p.MaxBackoff
+			break
+		}
 		b *= 2
 	}
 	b = min(b, p.MaxBackoff)
 	u := min(max(c.opts.Rand(), 0), 1)
-	return max(b-time.Duration(float64(b)*p.Jitter*u), 0)
+	// The share to take off is at most b: computed in float64, it is converted only after
+	// it is known to fit, because converting a float64 of 2^63 or more is undefined.
+	off := float64(b) * p.Jitter * u
+	if off >= float64(b) {
+		return 0
+	}
+	return max(b-time.Duration(off), 0)
 }
 
 // admit waits until the Client may send one attempt: until the Retry-After hold is over

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +146,21 @@ func TestDeleteNotFoundAfterUnknownOutcome(t *testing.T) {
 	}
 }
 
+// doublings returns n waits that start at first and double up to limit, without
+// overflowing.
+func doublings(first, limit time.Duration, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i, d := 0, first; i < n; i++ {
+		out[i] = d
+		if d > limit/2 {
+			d = limit
+		} else {
+			d *= 2
+		}
+	}
+	return out
+}
+
 func TestBackoff(t *testing.T) {
 	transient := cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpGetInstance, "i-1", nil)
 	ms := func(v ...float64) []time.Duration {
@@ -165,6 +181,8 @@ func TestBackoff(t *testing.T) {
 		{"jitter shortens", cloudclient.RetryPolicy{MaxAttempts: 4}, 0.5, ms(180, 360, 720)},
 		{"custom jitter", cloudclient.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Second, Jitter: 1}, 0.25, ms(750, 1500)},
 		{"max backoff defaults to at least initial", cloudclient.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Minute}, 0, []time.Duration{time.Minute, time.Minute}},
+		{"doubling saturates at the longest max backoff", cloudclient.RetryPolicy{MaxAttempts: 40, InitialBackoff: time.Second, MaxBackoff: math.MaxInt64}, 0, doublings(time.Second, math.MaxInt64, 39)},
+		{"full jitter of the longest backoff", cloudclient.RetryPolicy{MaxAttempts: 2, InitialBackoff: math.MaxInt64, MaxBackoff: math.MaxInt64, Jitter: 1}, 0.75, []time.Duration{math.MaxInt64 / 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,6 +234,66 @@ func TestRetryAfter(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []time.Duration{2 * time.Second}, e.clock.Sleeps())
 	})
+}
+
+// TestRetryAfterIsCapped checks that a Retry-After beyond Options.MaxRetryAfter holds the
+// retry and every other call only as long as the cap, that one of zero or less is none,
+// and that the clamp is logged with both values.
+func TestRetryAfterIsCapped(t *testing.T) {
+	const hundredYears = 100 * 365 * 24 * time.Hour
+	tests := []struct {
+		name       string
+		max        time.Duration // Options.MaxRetryAfter
+		retryAfter time.Duration
+		want       time.Duration // the wait before the retry
+		clamped    bool
+	}{
+		{"a hundred years: the default cap", 0, hundredYears, cloudclient.DefaultMaxRetryAfter, true},
+		{"the longest duration: the default cap", 0, math.MaxInt64, cloudclient.DefaultMaxRetryAfter, true},
+		{"a configured cap", 30 * time.Second, time.Hour, 30 * time.Second, true},
+		{"at the cap", 0, cloudclient.DefaultMaxRetryAfter, cloudclient.DefaultMaxRetryAfter, false},
+		{"below the cap", 0, 4 * time.Minute, 4 * time.Minute, false},
+		{"negative: none, the backoff", 0, -time.Hour, 200 * time.Millisecond, false},
+		{"the most negative: none, the backoff", 0, math.MinInt64, 200 * time.Millisecond, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, func(o *cloudclient.Options) { o.MaxRetryAfter = tt.max })
+			start := e.clock.Now()
+			throttled := &cloudapi.Error{Class: cloudapi.ErrThrottled, Op: cloudapi.OpGetInstance, ID: "i-1", RetryAfter: tt.retryAfter}
+			gomock.InOrder(
+				e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(nil, throttled),
+				e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(&cloudapi.Instance{ID: "i-1"}, nil),
+			)
+			logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(2)))
+			_, err := e.client.Instances().GetInstance(klog.NewContext(e.ctx, logger), "i-1")
+			require.NoError(t, err)
+			assert.Equal(t, []time.Duration{tt.want}, e.clock.Take(), "one wait before the retry")
+
+			// The hold of every other call ends with the retry's wait: a call made now,
+			// with a deadline an hour away, goes out at once.
+			ctx, cancel := context.WithTimeout(e.ctx, time.Hour)
+			defer cancel()
+			e.mocks.in.EXPECT().ListInstances(gomock.Any(), listOpts).DoAndReturn(func(context.Context, cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
+				assert.Equal(t, tt.want, e.clock.Now().Sub(start), "sent when the hold is over")
+				return &cloudapi.InstancePage{}, nil
+			})
+			_, err = e.client.Instances().ListInstances(ctx, listOpts)
+			require.NoError(t, err)
+			assert.Empty(t, e.clock.Take(), "no further hold")
+
+			underlier, ok := logger.GetSink().(ktesting.Underlier)
+			require.True(t, ok)
+			logs := underlier.GetBuffer().String()
+			clampLog := fmt.Sprintf(`INFO Cloud API Retry-After above the cap; waiting for the cap instead operation="GetInstance" id="i-1" retryAfter=%q maxRetryAfter=%q`,
+				tt.retryAfter, tt.want)
+			if tt.clamped {
+				assert.Contains(t, logs, clampLog)
+			} else {
+				assert.NotContains(t, logs, "above the cap")
+			}
+		})
+	}
 }
 
 // TestThrottleHoldsEveryCall checks that a throttled answer holds back the calls of other

@@ -32,18 +32,23 @@ func TestValidate(t *testing.T) {
 			o.QPS, o.Burst, o.Timeout = 5, 10, time.Second
 			o.Retry = cloudclient.RetryPolicy{MaxAttempts: 1, InitialBackoff: time.Second, MaxBackoff: time.Second, Jitter: 1}
 		}), nil},
-		{"unlimited", valid(func(o *cloudclient.Options) { o.QPS = math.Inf(1) }), nil},
-		{"negative QPS is unlimited", valid(func(o *cloudclient.Options) { o.QPS = -1 }), nil},
+		{"bounds", valid(func(o *cloudclient.Options) { o.QPS, o.Burst = cloudclient.MinQPS, cloudclient.MaxBurst }), nil},
+		{"fast", valid(func(o *cloudclient.Options) { o.QPS = 1e12 }), nil},
+		{"+Inf QPS", valid(func(o *cloudclient.Options) { o.QPS = math.Inf(1) }), []string{"QPS +Inf must be 0 (no client-side limit) or a finite rate of at least 0.001"}},
+		{"negative QPS", valid(func(o *cloudclient.Options) { o.QPS = -1 }), []string{"QPS -1 must be 0 (no client-side limit) or a finite rate of at least 0.001"}},
+		{"QPS below the minimum", valid(func(o *cloudclient.Options) { o.QPS = 1e-11 }), []string{"QPS 1e-11 must be 0 (no client-side limit) or a finite rate of at least 0.001"}},
+		{"burst above the maximum", valid(func(o *cloudclient.Options) { o.QPS, o.Burst = 10, math.MaxInt }), []string{"burst 9223372036854775807 must be from 0 (ceil(QPS)) to 10000"}},
 		{"no name", cloudclient.Options{}, []string{`provider name "" has no letter or digit`}},
 		{"name without letters", cloudclient.Options{ProviderName: "-_-"}, []string{`provider name "-_-" has no letter or digit`}},
 		{"everything wrong", cloudclient.Options{
-			QPS: math.NaN(), Burst: -1, Timeout: -time.Second,
+			QPS: math.NaN(), Burst: -1, Timeout: -time.Second, MaxRetryAfter: -time.Minute,
 			Retry: cloudclient.RetryPolicy{MaxAttempts: -1, InitialBackoff: -time.Second, MaxBackoff: -time.Second, Jitter: 1.5},
 		}, []string{
 			`provider name "" has no letter or digit`,
-			"QPS is NaN",
-			"negative burst -1",
+			"QPS NaN must be 0 (no client-side limit) or a finite rate of at least 0.001",
+			"burst -1 must be from 0 (ceil(QPS)) to 10000",
 			"negative timeout -1s",
+			"negative max Retry-After -1m0s",
 			"negative retry max attempts -1",
 			"negative retry initial backoff -1s",
 			"negative retry max backoff -1s",

@@ -36,7 +36,17 @@
 //
 // The wait before retry n (n = 1, 2, ...) is InitialBackoff * 2^(n-1), capped at
 // MaxBackoff, shortened by a random share of up to Jitter; a longer Retry-After from the
-// cloud wins. The caller's context ends the call at once, also in the middle of a wait;
+// cloud wins.
+//
+// # Retry-After
+//
+// A Retry-After (cloudapi.Error.RetryAfter) sets the wait before the retry and the hold
+// of every call (below). It is capped at Options.MaxRetryAfter, DefaultMaxRetryAfter (5
+// minutes) unless set: a longer one is cut to the cap and logged at V(2) with both
+// values, so that a wrong or hostile answer ("retry after 100 years") cannot stop every
+// controller; a cloud that needs longer answers the next call throttled again. A
+// Retry-After of zero or less is none. The error returned to the caller is still the
+// cloud's, with the cloud's own value. The caller's context ends the call at once, also in the middle of a wait;
 // a wait that would outlast the context's deadline is not started. The error of the call
 // is the last attempt's error, still matching its class with errors.Is, with the number of
 // attempts in its message.

@@ -27,6 +27,25 @@ const (
 	DefaultJitter = 0.2
 	// DefaultTimeout is the default Options.Timeout.
 	DefaultTimeout = 30 * time.Second
+	// DefaultMaxRetryAfter is the default Options.MaxRetryAfter. The throttling windows
+	// the big clouds' APIs publish are seconds to a minute, so five minutes honours every
+	// real Retry-After; longer than that, a wrong or hostile header would stop node
+	// initialization, node lifecycle and the service controller for longer than their own
+	// resync periods. A cloud that really needs longer answers the next call throttled
+	// again and the hold starts over, so it still sees about one call per five minutes.
+	DefaultMaxRetryAfter = 5 * time.Minute
+)
+
+// Bounds of the client-side rate limit; Validate refuses values outside.
+const (
+	// MinQPS is the lowest rate Options.QPS may ask for, one call every 1000 s. A slower
+	// rate is no rate limit anyone means, and below about 1e-10 the interval between two
+	// calls would overflow time.Duration.
+	MinQPS = 0.001
+	// MaxBurst is the largest Options.Burst: ten thousand calls at once is more than any
+	// cloud API accepts, and at MinQPS the rate limiter's tolerance (Burst-1 intervals)
+	// stays far within time.Duration.
+	MaxBurst = 10000
 )
 
 // Options configure a Client. Only ProviderName is required; every other zero field means
@@ -39,18 +58,26 @@ type Options struct {
 	ProviderName string
 
 	// QPS is the most calls per second the Client sends to the cloud, summed over all
-	// operations and goroutines (a token bucket). Zero, a negative number or +Inf means no
+	// operations and goroutines (a token bucket), at least MinQPS. Zero means no
 	// client-side limit: the Client then only honours the cloud's Retry-After and cannot
-	// lower its rate on throttling, so production configurations should set it.
+	// lower its rate on throttling, so production configurations should set it. A
+	// negative rate, NaN, +Inf and a rate below MinQPS are errors.
 	//
 	// After the cloud throttles a call, the Client halves its rate (at most once per round
 	// of calls sent at the previous rate) and lets it grow back linearly by QPS every
 	// 10 seconds, never above QPS; see the package documentation.
 	QPS float64
 	// Burst is how many calls may be sent at once after a quiet period, while the Client
-	// runs at its full QPS. Zero means ceil(QPS), at least 1. It is ignored when QPS means
-	// no limit. While the rate is lowered after throttling the burst is 1.
+	// runs at its full QPS; at most MaxBurst. Zero means ceil(QPS), at least 1 and at most
+	// MaxBurst. It is ignored when QPS is zero (no limit). While the rate is lowered after
+	// throttling the burst is 1.
 	Burst int
+
+	// MaxRetryAfter caps the wait that a Retry-After from the cloud imposes, on the retry
+	// of the call and on the hold of every other call; a longer Retry-After is cut to it
+	// (and logged at V(2) with both values). A Retry-After of zero or less is none. Zero
+	// means DefaultMaxRetryAfter; negative is an error.
+	MaxRetryAfter time.Duration
 
 	// Retry says how often and how patiently failed calls are retried.
 	Retry RetryPolicy
@@ -123,14 +150,18 @@ func (o Options) Validate() error {
 	if metricName(o.ProviderName) == "" {
 		errs = append(errs, fmt.Errorf("provider name %q has no letter or digit", o.ProviderName))
 	}
-	if math.IsNaN(o.QPS) {
-		errs = append(errs, errors.New("QPS is NaN"))
+	switch {
+	case math.IsNaN(o.QPS), math.IsInf(o.QPS, 0), o.QPS < 0, o.QPS > 0 && o.QPS < MinQPS:
+		errs = append(errs, fmt.Errorf("QPS %v must be 0 (no client-side limit) or a finite rate of at least %v", o.QPS, MinQPS))
 	}
-	if o.Burst < 0 {
-		errs = append(errs, fmt.Errorf("negative burst %d", o.Burst))
+	if o.Burst < 0 || o.Burst > MaxBurst {
+		errs = append(errs, fmt.Errorf("burst %d must be from 0 (ceil(QPS)) to %d", o.Burst, MaxBurst))
 	}
 	if o.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("negative timeout %s", o.Timeout))
+	}
+	if o.MaxRetryAfter < 0 {
+		errs = append(errs, fmt.Errorf("negative max Retry-After %s", o.MaxRetryAfter))
 	}
 	r := o.Retry
 	if r.MaxAttempts < 0 {
@@ -152,16 +183,19 @@ func (o Options) Validate() error {
 }
 
 // limited reports whether the options ask for a client-side rate limit.
-func (o Options) limited() bool { return o.QPS > 0 && !math.IsInf(o.QPS, 1) }
+func (o Options) limited() bool { return o.QPS > 0 }
 
 // withDefaults returns the options with every zero field set to its default. It assumes
 // Validate passed.
 func (o Options) withDefaults() Options {
 	if o.limited() && o.Burst == 0 {
-		o.Burst = max(1, int(math.Min(math.Ceil(o.QPS), math.MaxInt32)))
+		o.Burst = max(1, int(math.Min(math.Ceil(o.QPS), MaxBurst)))
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.MaxRetryAfter == 0 {
+		o.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	if o.Retry.MaxAttempts == 0 {
 		o.Retry.MaxAttempts = DefaultMaxAttempts

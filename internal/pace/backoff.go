@@ -17,9 +17,13 @@ type Backoff struct {
 	wait  time.Duration // the last wait
 }
 
-// Failed records a failure at now.
+// Failed records a failure at now. The doubling saturates at Max, whatever Max is.
 func (b *Backoff) Failed(now time.Time, err error) {
-	b.wait = min(max(2*b.wait, b.Min), b.Max)
+	next := b.Max
+	if b.wait <= b.Max/2 {
+		next = 2 * b.wait
+	}
+	b.wait = min(max(next, b.Min), b.Max)
 	b.err, b.until = err, now.Add(b.wait)
 }
 

@@ -2,6 +2,7 @@ package pace
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -28,4 +29,14 @@ func TestBackoffDoublesAndResets(t *testing.T) {
 	assert.NoError(t, b.Hold(now, "list"))
 	b.Failed(now, cause)
 	assert.Equal(t, time.Second, b.Wait(), "a success starts the doubling over")
+}
+
+func TestBackoffDoublingSaturates(t *testing.T) {
+	b := Backoff{Min: time.Second, Max: math.MaxInt64}
+	now := time.Unix(0, 0)
+	for range 70 {
+		b.Failed(now, errors.New("503"))
+	}
+	assert.Equal(t, time.Duration(math.MaxInt64), b.Wait(), "the doubling stops at Max instead of overflowing back to Min")
+	assert.Error(t, b.Hold(now.Add(100*365*24*time.Hour), "list"), "the hold ends no earlier than the wait")
 }

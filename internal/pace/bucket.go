@@ -22,10 +22,26 @@ type Bucket struct {
 	tat       time.Time
 }
 
-// Set changes the rate (calls per second, positive) and the burst (at least 1).
+// Set changes the rate (calls per second, positive) and the burst (at least 1). Callers
+// validate both; out of range, nothing overflows and a bad rate never means "unlimited":
+// a rate so low that the interval between two slots exceeds the longest time.Duration
+// (below about 1.1e-10), zero, a negative rate and NaN give that longest interval, a
+// rate above 1e9 gives slots 1ns apart, and a burst whose tolerance would exceed the
+// longest time.Duration gets the longest.
 func (b *Bucket) Set(qps float64, burst int) {
-	b.interval = max(time.Duration(math.Round(float64(time.Second)/qps)), 1)
-	b.tolerance = time.Duration(max(burst, 1)-1) * b.interval
+	interval := float64(time.Second) / qps
+	switch {
+	case !(qps > 0) || interval >= math.MaxInt64:
+		b.interval = math.MaxInt64
+	default:
+		b.interval = max(time.Duration(math.Round(interval)), 1)
+	}
+	extra := time.Duration(max(burst, 1) - 1)
+	if extra > math.MaxInt64/b.interval {
+		b.tolerance = math.MaxInt64
+	} else {
+		b.tolerance = extra * b.interval
+	}
 }
 
 // Next returns the earliest slot free at now, without taking it.

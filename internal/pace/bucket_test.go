@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -74,5 +75,28 @@ func TestBucket(t *testing.T) {
 		assert.Equal(t, ms(50), s, "the old line is forgotten")
 		b.Take(s)
 		assert.Equal(t, ms(300), b.Next(ms(50)), "burst 1 at the new rate")
+	})
+
+	t.Run("a rate too slow for time.Duration is the slowest, not unlimited", func(t *testing.T) {
+		for _, qps := range []float64{1e-11, 1e-300, 0, -1, math.NaN()} {
+			var b Bucket
+			b.Set(qps, 1)
+			b.Take(b.Next(t0))
+			assert.True(t, b.Next(t0).After(t0.Add(100*365*24*time.Hour)), "qps %v: the second slot is centuries away", qps)
+		}
+	})
+
+	t.Run("a huge burst saturates instead of overflowing", func(t *testing.T) {
+		for _, burst := range []int{math.MaxInt, math.MaxInt64 / 1000} {
+			var b Bucket
+			b.Set(1, burst)
+			for range 1000 {
+				s := b.Next(t0)
+				if !assert.Equal(t, t0, s, "burst %d: a thousand calls go out at once", burst) {
+					break
+				}
+				b.Take(s)
+			}
+		}
 	})
 }

@@ -244,7 +244,7 @@ func (s *sim) restart() error {
 	cloud, err := provider.New(provider.Config{
 		Cluster: provider.ClusterConfig{ID: clusterID},
 		CloudAPI: provider.CloudAPIConfig{
-			QPS: math.Inf(1), // no client-side limit: waits would be real time
+			Unlimited: true, // no client-side limit: waits would be real time
 			Retry: provider.RetryConfig{
 				MaxAttempts:    s.p.maxAttempts,
 				InitialBackoff: time.Microsecond,

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -32,16 +34,59 @@ func Decode(node *yaml.Node, path string, out any) error {
 	return nil
 }
 
-// Parse parses data into a document node. An empty document yields a nil node.
+// ErrUnknownTag is matched (errors.Is) by the error about a YAML tag that is not one of
+// StandardTags.
+var ErrUnknownTag = errors.New("unknown YAML tag")
+
+// StandardTags are the YAML tags a document may carry explicitly ("!!str 0123"). Any
+// other tag ("!Secret x", "!!python/name:x") is refused: yaml would drop it silently and
+// decode what follows it, which is rarely what was meant, and a value that starts with
+// "!" unquoted, such as a token, would lose its first word to it.
+var StandardTags = []string{"!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!timestamp", "!!map", "!!seq", "!!merge"}
+
+// Parse parses data into a document node. An empty document yields a nil node. A node
+// with a tag outside StandardTags is an error (ErrUnknownTag), one per node, each with
+// its line and column. No error quotes a value, a tag or an anchor of the document, so
+// that a credential written in the wrong place cannot reach a log through it.
 func Parse(data []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("not valid YAML: %w", err)
+		return nil, fmt.Errorf("not valid YAML: %w", withoutAnchorName(err))
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, nil
 	}
+	if errs := unknownTags(doc.Content[0], nil); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
 	return doc.Content[0], nil
+}
+
+// unknownTags appends an error for every node under n (n included) whose explicit tag is
+// not standard. Aliases are not followed: the nodes they name are checked where they are.
+func unknownTags(n *yaml.Node, errs []error) []error {
+	if n.Style&yaml.TaggedStyle != 0 && !slices.Contains(StandardTags, n.Tag) {
+		errs = append(errs, fmt.Errorf("line %d column %d: %w: only the standard tags %s are allowed; quote a value that starts with \"!\"",
+			n.Line, n.Column, ErrUnknownTag, strings.Join(StandardTags, ", ")))
+	}
+	for _, c := range n.Content {
+		errs = unknownTags(c, errs)
+	}
+	return errs
+}
+
+// unknownAnchor is the one yaml parse error that quotes the document: an alias ("*x")
+// before or without its anchor. An unquoted value that starts with "*" is one.
+var unknownAnchor = regexp.MustCompile(`unknown anchor '.*' referenced`)
+
+// withoutAnchorName returns err with the name of an unknown anchor left out.
+func withoutAnchorName(err error) error {
+	msg := err.Error()
+	if !unknownAnchor.MatchString(msg) {
+		return err
+	}
+	return errors.New(unknownAnchor.ReplaceAllLiteralString(msg,
+		`an alias ("*name") names no anchor ("&name") before it; quote a value that starts with "*"`))
 }
 
 // typeError prefixes the path to yaml's own type errors, which already carry line numbers.
@@ -122,8 +167,24 @@ func check(n *yaml.Node, t reflect.Type, path string) []error {
 			errs = append(errs, check(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))...)
 		}
 		return errs
+	case reflect.Float32, reflect.Float64:
+		if n.Kind == yaml.ScalarNode && underflows(n.Value, t.Bits()) {
+			return []error{fmt.Errorf("line %d: %s: %s is too small to tell from 0", n.Line, where(path), n.Value)}
+		}
 	}
 	return nil
+}
+
+// underflows reports whether v is a number other than 0 that parses as 0 in a float of
+// the given size, which yaml would silently decode as 0 (often "use the default").
+func underflows(v string, bits int) bool {
+	v = strings.ReplaceAll(v, "_", "")
+	f, err := strconv.ParseFloat(v, bits)
+	if err != nil || f != 0 {
+		return false
+	}
+	mantissa, _, _ := strings.Cut(strings.ToLower(v), "e")
+	return strings.ContainsAny(mantissa, "123456789")
 }
 
 // fieldsOf returns the YAML keys of struct t with their types, following yaml.v3's naming

@@ -1,6 +1,7 @@
 package strictyaml_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 type inner struct {
 	Port    int           `yaml:"port"`
 	Timeout time.Duration `yaml:"timeout"`
+	Rate    float64       `yaml:"rate"`
+	Small   float32       `yaml:"small"`
 }
 
 type embedded struct {
@@ -36,7 +39,7 @@ func TestDecode(t *testing.T) {
 		yaml    string
 		wantErr []string
 	}{
-		{name: "all known", yaml: "name: a\nshared: s\nitems:\n- port: 1\n  timeout: 2s\nbyName:\n  x: {port: 2}\nptr: {port: 3}\nlabels: {anything: goes}\ndefault: true\n"},
+		{name: "all known", yaml: "name: a\nshared: s\nitems:\n- port: 1\n  timeout: 2s\nbyName:\n  x: {port: 2}\nptr: {port: 3, rate: -0.0e-999}\nlabels: {anything: goes}\ndefault: true\n"},
 		{name: "unknown top", yaml: "name: a\nnmae: b\n", wantErr: []string{`line 2: unknown key "nmae" in the top level (known keys: byName, default, items, labels, name, ptr, shared)`}},
 		{name: "unknown in list item", yaml: "items:\n- port: 1\n- prot: 2\n", wantErr: []string{`line 3: unknown key "prot" in items[1]`}},
 		{name: "unknown in map value", yaml: "byName:\n  x:\n    timeout: 1s\n    tiemout: 2s\n", wantErr: []string{`line 4: unknown key "tiemout" in byName.x`}},
@@ -44,6 +47,8 @@ func TestDecode(t *testing.T) {
 		{name: "skipped field is unknown", yaml: "skipped: x\n", wantErr: []string{`unknown key "skipped"`}},
 		{name: "every problem at once", yaml: "a: 1\nb: 2\n", wantErr: []string{`line 1: unknown key "a"`, `line 2: unknown key "b"`}},
 		{name: "type error has a line", yaml: "items:\n- port: many\n", wantErr: []string{"line 2", "many"}},
+		{name: "a float too small to tell from 0", yaml: "ptr:\n  rate: 1e-400\n", wantErr: []string{"line 2: ptr.rate: 1e-400 is too small to tell from 0"}},
+		{name: "too small for a float32", yaml: "ptr:\n  small: 1e-50\n", wantErr: []string{"line 2: ptr.small: 1e-50 is too small to tell from 0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,4 +91,45 @@ func TestParse(t *testing.T) {
 	assert.ErrorContains(t, err, "not valid YAML")
 	var x inner
 	assert.Error(t, strictyaml.Decode(nil, "", x), "a non-pointer target is refused")
+}
+
+func TestParseRefusesUnknownTags(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string // one per refused node; none: accepted
+	}{
+		{name: "standard tags", yaml: "a: !!str 0123\nb: !!int 1\nc: !<tag:yaml.org,2002:str> x\nd: !!binary aGk=\ne: !!map {x: !!null ~}\n"},
+		{name: "non-specific tag", yaml: "a: ! x\n"},
+		{name: "local tag", yaml: "a: b\nc: !Tag hunter2\n", want: []string{"line 2 column 4: unknown YAML tag: only the standard tags"}},
+		{name: "unknown in the !! namespace", yaml: "a: !!python/object x\n", want: []string{"line 1 column 4: unknown YAML tag"}},
+		{name: "global tag", yaml: "a: !<tag:example.com,2000:x> y\n", want: []string{"line 1 column 4: unknown YAML tag"}},
+		{name: "on a mapping, a key and a list item", yaml: "!mtag {!ktag a: [!itag 1]}\n", want: []string{"line 1 column 1", "line 1 column 8", "line 1 column 18"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node, err := strictyaml.Parse([]byte(tt.yaml))
+			if len(tt.want) == 0 {
+				require.NoError(t, err)
+				require.NotNil(t, node)
+				return
+			}
+			require.ErrorIs(t, err, strictyaml.ErrUnknownTag)
+			lines := strings.Split(err.Error(), "\n")
+			require.Len(t, lines, len(tt.want), "one error per tag: %s", err)
+			for i, want := range tt.want {
+				assert.Contains(t, lines[i], want)
+			}
+			for _, quoted := range []string{"Tag", "hunter2", "python", "example.com", "mtag", "ktag", "itag"} {
+				assert.NotContains(t, err.Error(), quoted, "no tag or value is quoted")
+			}
+		})
+	}
+}
+
+func TestParseQuotesNoAnchorName(t *testing.T) {
+	_, err := strictyaml.Parse([]byte("token: *hunter2\n"))
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "hunter2")
+	assert.Contains(t, err.Error(), `not valid YAML: yaml: an alias ("*name") names no anchor ("&name") before it; quote a value that starts with "*"`)
 }
