@@ -25,7 +25,8 @@ import (
 // calls fail (timeouts, 5xx-like transients, throttling). The snapshot is disabled
 // (MaxAge 0), so every answer comes from fresh, faulty cloud calls. An instance that
 // exists must never be reported gone; one that does not may be reported gone or fail, but
-// never reported present.
+// never reported present. (A not-found is gone only when the list worked; while it
+// fails, the lookup fails.)
 func TestNoFalseNotExistUnderFaults(t *testing.T) {
 	const (
 		live    = 100
@@ -49,9 +50,15 @@ func TestNoFalseNotExistUnderFaults(t *testing.T) {
 	})
 	format, err := providerid.Default("ccmkit")
 	require.NoError(t, err)
+	var ticks atomic.Int64
 	inst, err := instances.New(faulty.Instances(), instances.Options{
 		ProviderID: format,
-		Lookup:     instancecache.New(faulty.Instances(), instancecache.Options{MaxAge: 0}),
+		// A clock that moves a minute each time it is read: no list is ever held back by
+		// the backoff after a failed one, so every lookup lists afresh, and a GetInstance
+		// not-found counts as gone whenever the list before it succeeded.
+		Lookup: instancecache.New(faulty.Instances(), instancecache.Options{MaxAge: 0, Now: func() time.Time {
+			return time.Unix(0, 0).Add(time.Duration(ticks.Add(1)) * time.Minute)
+		}}),
 	})
 	require.NoError(t, err)
 
