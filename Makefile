@@ -109,6 +109,8 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./providerid
 	go test -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime $(FUZZTIME) ./providerid
 	go test -run '^$$' -fuzz '^FuzzParseAnnotations$$' -fuzztime $(FUZZTIME) ./loadbalancer
+	go test -run '^$$' -fuzz '^FuzzAll$$' -fuzztime $(FUZZTIME) ./internal/paging
+	go test -run '^$$' -fuzz '^FuzzListPageTokens$$' -fuzztime $(FUZZTIME) ./internal/instancecache
 
 ## benchmarks: regenerate docs/benchmarks.md from a real run (several minutes).
 benchmarks:
