@@ -10,10 +10,10 @@
 //			{ID: "i-2", Name: "node-2", Zone: "eu-1b"},
 //		},
 //	}))
-//	ctrl, err := nodelifecycle.NewCloudNodeLifecycleController(nodes, kube, c.Provider, 5*time.Second, 1)
-//	// ... run the controller ...
+//	ctrl, err := servicecontroller.New(c.Provider, kube, services, nodes, "test", utilfeature.DefaultFeatureGate)
+//	// ... run the controller, create a Service of type LoadBalancer ...
 //	assert.Len(t, c.Fake.Inventory().LoadBalancers, 1, c.Describe())
-//	assert.Equal(t, fake.Calls{cloudapi.OpListInstances: 1}, c.Fake.Calls())
+//	assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: 2, cloudapi.OpCreateLoadBalancer: 1}, c.Fake.Calls())
 //
 // The same cloud in YAML, as the `fake:` section of a cloud config file, with the
 // provider's settings beside it:
@@ -43,8 +43,8 @@
 //
 // # Time
 //
-// The provider's caches and the fake's provisioning read a clock that starts at Start and
-// moves only with Cloud.Advance, so that the calls a test counts do not depend on how fast
+// The provider's caches and the fake's provisioning read a clock that starts at a fixed
+// instant (Cloud.Now) and moves only with Cloud.Advance, so that the calls a test counts do not depend on how fast
 // the machine runs. ccmkit answers from its instance and load balancer snapshots until
 // they are older than cache.maxAge (one minute): after changing the cloud behind the
 // provider's back (Fake.DeleteInstance, Fake.SetInstanceState), call c.ExpireSnapshots()
@@ -53,8 +53,9 @@
 //
 // # Cleanup and failures
 //
-// New starts no goroutine, and leaves none behind: the provider's calls to the fake end
-// with the test's own calls. It registers a cleanup with testing.TB.Cleanup that, when the
+// New starts no goroutine. ccmkit runs its lookups on goroutines of their own, which end
+// with the fake's answer, so nothing outlives the test (this package's tests check that
+// with go.uber.org/goleak). New registers a cleanup with testing.TB.Cleanup that, when the
 // test has failed, logs what the fake cloud held and the calls it received
 // (Cloud.Describe), so that a failure says what the cloud saw. The provider's Initialize
 // is not called: nothing in ccmkit needs it to answer, and a test that wants its events

@@ -1,6 +1,7 @@
 package providertest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -59,7 +60,13 @@ func WithYAML(cloudConfig string) Option {
 //
 //	providertest.WithConfig(func(c *provider.Config) { c.CloudAPI.Retry.MaxAttempts = 4 })
 func WithConfig(tweak func(*provider.Config)) Option {
-	return func(s *settings) { tweak(&s.cfg) }
+	return func(s *settings) {
+		if tweak == nil {
+			s.errs = append(s.errs, errors.New("WithConfig: the function is nil"))
+			return
+		}
+		tweak(&s.cfg)
+	}
 }
 
 // WithFaults puts a fault injector configured with cfg between the provider and the fake

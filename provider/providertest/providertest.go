@@ -34,8 +34,8 @@ const (
 	DefaultMaxAttempts = 1
 )
 
-// Start is the time on a Cloud's clock when New returns.
-var Start = time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)
+// start is the time on a Cloud's clock when New returns.
+var start = time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // Cloud is ccmkit's provider over an in-memory fake cloud, made by New for one test.
 // Its fields are set by New and must not be changed.
@@ -91,16 +91,18 @@ func New(tb testing.TB, opts ...Option) *Cloud {
 // build does New's work without a test to fail.
 func build(tb testing.TB, opts []Option) (*Cloud, error) {
 	var s settings
-	for _, o := range opts {
-		if o != nil {
-			o(&s)
+	for i, o := range opts {
+		if o == nil {
+			s.errs = append(s.errs, fmt.Errorf("option %d is nil", i))
+			continue
 		}
+		o(&s)
 	}
 
 	c := &Cloud{tb: tb}
 	popts := s.opts
 	if popts.Now == nil {
-		c.clock = &clock{now: Start}
+		c.clock = &clock{now: start}
 		popts.Now = c.clock.Now
 	}
 	c.now = popts.Now
@@ -157,7 +159,7 @@ func build(tb testing.TB, opts []Option) (*Cloud, error) {
 }
 
 // Now returns the time on the clock that the provider's caches and the fake's
-// provisioning read. It starts at Start and moves only with Advance.
+// provisioning read. It starts at 2030-01-01 00:00 UTC and moves only with Advance.
 func (c *Cloud) Now() time.Time { return c.now() }
 
 // Advance moves the clock of the provider and the fake by d. Time stands still otherwise,

@@ -54,7 +54,7 @@ func TestEverySubInterfaceIsOn(t *testing.T) {
 	assert.Equal(t, provider.DefaultProviderName, p.ProviderName())
 	assert.Nil(t, c.Faults, "no fault injector unless asked for")
 	assert.Empty(t, c.Fake.Inventory().Instances, "an empty cloud")
-	assert.Equal(t, providertest.Start, c.Now())
+	assert.Equal(t, time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC), c.Now(), "a fixed instant")
 }
 
 // The same cloud and settings described in Go and in YAML give the same provider.
@@ -251,6 +251,11 @@ func TestBadInputFailsTheTestSayingWhatIsWrong(t *testing.T) {
 			want: []string{`cluster.id: "not an id" must be 1-63 letters`, "cloudAPI.burst: -1 must be positive"},
 		},
 		{
+			name: "nil options",
+			opts: []providertest.Option{nil, providertest.WithConfig(nil)},
+			want: []string{"option 0 is nil", "WithConfig: the function is nil"},
+		},
+		{
 			name: "an unknown section in the YAML",
 			opts: []providertest.Option{providertest.WithYAML("cluster: {id: c1}\nfkae: {}\n")},
 			want: []string{`line 2: unknown key "fkae" at the top level (the backend section is "fake"`},
@@ -307,6 +312,7 @@ func TestAFailedTestShowsTheCloud(t *testing.T) {
 func TestAdvance(t *testing.T) {
 	t.Parallel()
 	c := providertest.New(t, providertest.WithFake(fake.Config{Instances: []fake.Instance{{ID: "i-1", Name: "node-1"}}}))
+	start := c.Now()
 	iv2, _ := c.Provider.InstancesV2()
 	n := node("node-1", "ccmkit://i-1")
 	exists, err := iv2.InstanceExists(t.Context(), n)
@@ -325,7 +331,7 @@ func TestAdvance(t *testing.T) {
 	assert.True(t, exists, "a snapshot as old as cache.maxAge is still fresh")
 
 	c.Advance(time.Nanosecond)
-	assert.Equal(t, providertest.Start.Add(provider.DefaultCacheMaxAge+time.Nanosecond), c.Now())
+	assert.Equal(t, start.Add(provider.DefaultCacheMaxAge+time.Nanosecond), c.Now())
 	exists, err = iv2.InstanceExists(t.Context(), n)
 	require.NoError(t, err)
 	assert.False(t, exists, "the snapshot expired: relisted, and the instance is gone")
@@ -342,6 +348,7 @@ func TestExpireSnapshots(t *testing.T) {
 			c := providertest.New(t,
 				providertest.WithFake(fake.Config{Instances: []fake.Instance{{ID: "i-1", Name: "node-1"}, {ID: "i-2", Name: "node-2"}}}),
 				providertest.WithConfig(func(c *provider.Config) { c.Cache.MaxAge = maxAge }))
+			start := c.Now()
 			iv2, _ := c.Provider.InstancesV2()
 			for _, stopped := range []bool{false, true} {
 				down, err := iv2.InstanceShutdown(t.Context(), node("node-2", ""))
@@ -351,7 +358,7 @@ func TestExpireSnapshots(t *testing.T) {
 				c.ExpireSnapshots()
 			}
 			assert.Equal(t, fake.Calls{cloudapi.OpListInstances: 2}, c.Fake.Calls())
-			assert.Equal(t, providertest.Start.Add(2*(c.Provider.Config().Cache.MaxAge+time.Nanosecond)), c.Now())
+			assert.Equal(t, start.Add(2*(c.Provider.Config().Cache.MaxAge+time.Nanosecond)), c.Now())
 		})
 	}
 }
