@@ -69,7 +69,7 @@ func lbService(name string, ports ...int32) *corev1.Service {
 	return svc
 }
 
-func readyNode(name, providerID string, ready corev1.ConditionStatus) *corev1.Node {
+func newNode(name, providerID string, ready corev1.ConditionStatus) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       corev1.NodeSpec{ProviderID: providerID},
@@ -206,7 +206,7 @@ func TestServiceControllerEnsureUpdateDelete(t *testing.T) {
 		assert.Equal(t, []string{"create", "get-zone", "create", "get-zone"}, cloud.Calls, "interface methods, not cloud calls")
 
 		// Update: a Node joins; both load balancers are updated with it.
-		s.addNode(t, readyNode("node-1", "ccmkit://i-1", corev1.ConditionTrue))
+		s.addNode(t, newNode("node-1", "ccmkit://i-1", corev1.ConditionTrue))
 		eventually(t, func() bool { _, u := rec.counts(); return u == 2 }, "both load balancers get the Node")
 		for _, u := range rec.updates {
 			require.Len(t, u.Hosts, 1)
@@ -251,7 +251,7 @@ func TestServiceControllerEnsureUpdateDelete(t *testing.T) {
 
 		// Update: a Node joins; both load balancers target its instance, in place.
 		c.Fake.ResetCalls()
-		s.addNode(t, readyNode("node-1", "ccmkit://i-1", corev1.ConditionTrue))
+		s.addNode(t, newNode("node-1", "ccmkit://i-1", corev1.ConditionTrue))
 		eventually(t, func() bool {
 			return slices.Equal(owned("web")[0].Spec.Targets, []string{"i-1"}) && slices.Equal(owned("api")[0].Spec.Targets, []string{"i-1"})
 		}, "both load balancers target the Node's instance")
@@ -298,9 +298,9 @@ func setRecorder(t *testing.T, ctrl *nodelifecycle.CloudNodeLifecycleController)
 // NotReady Node whose instance has vanished.
 func lifecycleNodes() *kubefake.Clientset {
 	return kubefake.NewClientset(
-		readyNode("node-1", "ccmkit://i-1", corev1.ConditionTrue),
-		readyNode("node-2", "ccmkit://i-2", corev1.ConditionFalse),
-		readyNode("node-3", "ccmkit://i-3", corev1.ConditionFalse),
+		newNode("node-1", "ccmkit://i-1", corev1.ConditionTrue),
+		newNode("node-2", "ccmkit://i-2", corev1.ConditionFalse),
+		newNode("node-3", "ccmkit://i-3", corev1.ConditionFalse),
 	)
 }
 
@@ -396,7 +396,7 @@ func TestNodeLifecycleWithAVanishedInstance(t *testing.T) {
 		assert.Equal(t, map[string]bool{"node-1": false, "node-2": false, "node-3": false}, nodeStates(t, kube),
 			"a cloud error is never an instance gone")
 		iv2, _ := c.Provider.InstancesV2()
-		_, err := iv2.InstanceExists(t.Context(), readyNode("node-3", "ccmkit://i-3", corev1.ConditionFalse))
+		_, err := iv2.InstanceExists(t.Context(), newNode("node-3", "ccmkit://i-3", corev1.ConditionFalse))
 		require.ErrorIs(t, err, cloudapi.ErrTransient, "the error is typed")
 		assert.Empty(t, c.Fake.Calls(), "no call reached the cloud")
 
