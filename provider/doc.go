@@ -16,7 +16,8 @@
 //	}
 //
 // Tests and programs that want no global registry build a provider with New from a Config
-// and a cloudapi.Client, or with Factory from a config file.
+// and a cloudapi.Client, or with Factory from a config file. Tests over the fake cloud get
+// one, with the fake at hand, from package providertest in one call.
 //
 // The order of things follows the cloud-controller-manager: ReadConfig decodes and
 // resolves credentials (the only I/O), Validate reports every problem at once, New
