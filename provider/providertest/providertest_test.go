@@ -240,7 +240,7 @@ func TestBadInputFailsTheTestSayingWhatIsWrong(t *testing.T) {
 				providertest.WithYAML("cloudAPI: {qps: -1}\nunknown: 1\n"),
 				providertest.WithFaults(faultinject.Config{Timeout: -time.Second}),
 			},
-			want: []string{"cloudAPI.qps: -1 must be positive", `line 2: unknown key "unknown" at the top level`, "WithFaults: negative timeout -1s"},
+			want: []string{"cloudAPI.qps: -1 must be a finite number of calls per second of at least 0.001", `line 2: unknown key "unknown" at the top level`, "WithFaults: negative timeout -1s"},
 		},
 		{
 			name: "the provider's config",
@@ -248,7 +248,7 @@ func TestBadInputFailsTheTestSayingWhatIsWrong(t *testing.T) {
 				c.Cluster.ID = "not an id"
 				c.CloudAPI.Burst = -1
 			})},
-			want: []string{`cluster.id: "not an id" must be 1-63 letters`, "cloudAPI.burst: -1 must be positive"},
+			want: []string{`cluster.id: "not an id" must be 1-63 letters`, "cloudAPI.burst: -1 must be from 1 to 10000"},
 		},
 		{
 			name: "nil options",
