@@ -102,15 +102,17 @@ bench-fake:
 ## fuzz: run each fuzz target for FUZZTIME (go test's -fuzztime: a duration, or Nx runs).
 ## Not part of `make test`: go test runs each target's seed corpus (and testdata/fuzz)
 ## as a normal test anyway. A find is written to the package's testdata/fuzz; commit it
-## with the fix as a regression seed. One line per target.
+## with the fix as a regression seed. New interesting inputs are minimized for at most 5 s
+## (go's default, 60 s, took most of a short run). One line per target.
 FUZZTIME ?= 30s
+FUZZ = go test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -fuzz
 fuzz:
-	go test -run '^$$' -fuzz '^FuzzReadConfig$$' -fuzztime $(FUZZTIME) ./provider
-	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./providerid
-	go test -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime $(FUZZTIME) ./providerid
-	go test -run '^$$' -fuzz '^FuzzParseAnnotations$$' -fuzztime $(FUZZTIME) ./loadbalancer
-	go test -run '^$$' -fuzz '^FuzzAll$$' -fuzztime $(FUZZTIME) ./internal/paging
-	go test -run '^$$' -fuzz '^FuzzListPageTokens$$' -fuzztime $(FUZZTIME) ./internal/instancecache
+	$(FUZZ) '^FuzzReadConfig$$' ./provider
+	$(FUZZ) '^FuzzParse$$' ./providerid
+	$(FUZZ) '^FuzzFormat$$' ./providerid
+	$(FUZZ) '^FuzzParseAnnotations$$' ./loadbalancer
+	$(FUZZ) '^FuzzAll$$' ./internal/paging
+	$(FUZZ) '^FuzzListPageTokens$$' ./internal/instancecache
 
 ## benchmarks: regenerate docs/benchmarks.md from a real run (several minutes).
 benchmarks:
