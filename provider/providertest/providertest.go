@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/component-base/metrics"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
@@ -60,7 +60,7 @@ type Cloud struct {
 
 	tb    testing.TB
 	now   func() time.Time
-	clock *clock // nil when WithOptions set the provider's clock
+	clock *clocktesting.FakePassiveClock // nil when WithOptions set the provider's clock
 }
 
 // New builds, for the test tb, a fake cloud and ccmkit's provider over it, as the options
@@ -102,7 +102,7 @@ func build(tb testing.TB, opts []Option) (*Cloud, error) {
 	c := &Cloud{tb: tb}
 	popts := s.opts
 	if popts.Now == nil {
-		c.clock = &clock{now: start}
+		c.clock = clocktesting.NewFakePassiveClock(start)
 		popts.Now = c.clock.Now
 	}
 	c.now = popts.Now
@@ -177,7 +177,7 @@ func (c *Cloud) Advance(d time.Duration) {
 		c.tb.Fatalf("providertest: Advance moves the clock New made, but WithOptions set provider.Options.Now: advance that clock instead")
 		return
 	}
-	c.clock.advance(d)
+	c.clock.SetTime(c.clock.Now().Add(d))
 }
 
 // ExpireSnapshots advances the clock just past cache.maxAge (provider.DefaultCacheMaxAge,
@@ -217,22 +217,4 @@ func (c *Cloud) Describe() string {
 		fmt.Fprintf(&b, "route %s %s -> %s blackhole=%t tags=%v\n", r.ID, r.DestinationCIDR, r.TargetInstanceID, r.Blackhole, r.Tags)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// clock is a Cloud's clock: it stands still until advanced.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
