@@ -19,7 +19,8 @@
 // internal/instancecache, and each check is counted in
 // cloudprovider_<provider>_instance_gone_checks_total):
 //
-//   - While the instance list fails, a GetInstance not-found is not enough: InstanceExists
+//   - Once a refresh of the instance list has failed (the snapshot is refreshed after
+//     cache.maxAge), a GetInstance not-found is not enough: InstanceExists
 //     returns an error (the Node is kept) until a list succeeds. An adapter that reads a
 //     wrong base path's or a proxy's 404 as not found can so not delete every NotReady Node.
 //   - When a list loses at least 10 % of the instances live in the list before (missing,

@@ -41,6 +41,10 @@ type Cache struct {
 	// such an instance is never answered as gone. Entries leave when confirmed or when a
 	// list has the instance live again.
 	vanished map[string]*cloudapi.Instance
+	// fetched holds the IDs that a GetInstance put into the snapshot since the last list:
+	// the cloud vouched for them, so a list that does not have them live again loses them,
+	// whatever share of the whole that is.
+	fetched map[string]bool
 }
 
 // Options tune a Cache.
@@ -223,6 +227,10 @@ func (c *Cache) store(inst *cloudapi.Instance) {
 		c.byName[key] = slices.DeleteFunc(slices.Clone(c.byName[key]), func(i *cloudapi.Instance) bool { return i.ID == inst.ID })
 	}
 	c.byID[inst.ID] = inst
+	if c.fetched == nil {
+		c.fetched = map[string]bool{}
+	}
+	c.fetched[inst.ID] = true
 	key := nameKey(inst.Name)
 	c.byName[key] = append(c.byName[key], inst)
 }
@@ -239,7 +247,7 @@ func (c *Cache) ByName(ctx context.Context, name string) (*cloudapi.Instance, er
 		return nil, err
 	}
 	key := nameKey(name)
-	live, dead, err := c.lookupName(key)
+	live, dead, lost, err := c.lookupName(key)
 	if live != nil || err != nil {
 		return live, err
 	}
@@ -252,13 +260,13 @@ func (c *Cache) ByName(ctx context.Context, name string) (*cloudapi.Instance, er
 		if err := c.listUntil(ctx, c.listedSince(start)); err != nil {
 			return nil, err
 		}
-		if live, dead, err = c.lookupName(key); live != nil || err != nil {
+		if live, dead, lost, err = c.lookupName(key); live != nil || err != nil {
 			return live, err
 		}
 	}
 	// A list that began after this lookup has no live instance of that name. If a shrunken
 	// list lost one, the cloud decides, instance by instance.
-	for _, id := range c.vanishedNamed(key) {
+	for _, id := range lost {
 		inst, err := c.confirm(ctx, id)
 		if err == nil && inst.State != cloudapi.InstanceTerminated && nameKey(inst.Name) == key {
 			return inst, nil
@@ -274,11 +282,20 @@ func (c *Cache) ByName(ctx context.Context, name string) (*cloudapi.Instance, er
 		fmt.Errorf("no instance is named %q", name))
 }
 
-// lookupName returns the live instance named key, or else a terminated one.
-func (c *Cache) lookupName(key string) (live, dead *cloudapi.Instance, err error) {
+// lookupName returns the live instance named key, or else a terminated one and the IDs
+// of the lost instances (to check) of that name, in ID order. It reads the snapshot and
+// the instances to check under one lock: a check that another lookup finishes meanwhile
+// moves an instance from one to the other, never out of both.
+func (c *Cache) lookupName(key string) (live, dead *cloudapi.Instance, lost []string, err error) {
 	c.mu.RLock()
 	candidates := c.byName[key]
+	for id, inst := range c.vanished {
+		if nameKey(inst.Name) == key {
+			lost = append(lost, id)
+		}
+	}
 	c.mu.RUnlock()
+	slices.Sort(lost)
 	var alive []*cloudapi.Instance
 	for _, inst := range candidates {
 		if inst.State != cloudapi.InstanceTerminated {
@@ -289,26 +306,12 @@ func (c *Cache) lookupName(key string) (live, dead *cloudapi.Instance, err error
 	}
 	switch {
 	case len(alive) == 1:
-		return alive[0], nil, nil
+		return alive[0], nil, nil, nil
 	case len(alive) > 1:
-		return nil, nil, fmt.Errorf("%d running instances are named %q (%s and %s): set the Node's spec.providerID to choose one",
+		return nil, nil, nil, fmt.Errorf("%d running instances are named %q (%s and %s): set the Node's spec.providerID to choose one",
 			len(alive), key, alive[0].ID, alive[1].ID)
 	}
-	return nil, dead, nil
-}
-
-// vanishedNamed returns the IDs of the lost instances named key, in ID order.
-func (c *Cache) vanishedNamed(key string) []string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	var ids []string
-	for id, inst := range c.vanished {
-		if nameKey(inst.Name) == key {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
+	return nil, dead, lost, nil
 }
 
 // Invalidate makes the next lookup refresh the snapshot.
@@ -408,11 +411,14 @@ func (c *Cache) listUntil(ctx context.Context, done func() bool) error {
 
 // list makes one list for the flight f, begun at started, and installs it.
 func (c *Cache) list(ctx context.Context, f *flight, started time.Time) {
-	byID, byName, pages, err := c.fetchAll(ctx)
+	c.mu.RLock()
+	sizeHint := len(c.byID)
+	c.mu.RUnlock()
+	byID, byName, pages, err := c.fetchAll(ctx, sizeHint)
 	c.mu.Lock()
 	if err == nil {
 		c.vanished = c.lost(ctx, byID)
-		c.byID, c.byName, c.pages, c.misses = byID, byName, pages, 0
+		c.byID, c.byName, c.pages, c.misses, c.fetched = byID, byName, pages, 0, nil
 		c.listedAt = started
 		c.gen++
 		c.backoff.Succeeded()
@@ -425,9 +431,9 @@ func (c *Cache) list(ctx context.Context, f *flight, started time.Time) {
 	close(f.done)
 }
 
-func (c *Cache) fetchAll(ctx context.Context) (map[string]*cloudapi.Instance, map[string][]*cloudapi.Instance, int, error) {
-	byID := make(map[string]*cloudapi.Instance, len(c.byID))
-	byName := make(map[string][]*cloudapi.Instance, len(c.byID))
+func (c *Cache) fetchAll(ctx context.Context, sizeHint int) (map[string]*cloudapi.Instance, map[string][]*cloudapi.Instance, int, error) {
+	byID := make(map[string]*cloudapi.Instance, sizeHint)
+	byName := make(map[string][]*cloudapi.Instance, sizeHint)
 	page := func(ctx context.Context, token string) ([]cloudapi.Instance, string, error) {
 		p, err := c.api.ListInstances(ctx, cloudapi.ListOptions{PageSize: c.opts.PageSize, PageToken: token})
 		if err != nil {
@@ -473,6 +479,11 @@ func (c *Cache) lost(ctx context.Context, next map[string]*cloudapi.Instance) ma
 		live++
 		if !isLive(next, id) {
 			dropped = append(dropped, inst)
+		}
+	}
+	for id := range c.fetched {
+		if inst, ok := c.byID[id]; ok && inst.State != cloudapi.InstanceTerminated && !isLive(next, id) {
+			out[id] = inst
 		}
 	}
 	if len(dropped) > 0 && float64(len(dropped)) >= SuspectShare*float64(live) {

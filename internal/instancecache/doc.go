@@ -31,7 +31,9 @@
 //     SuspectShare (10 %) of the instances live in the list before, as a cloud answering an
 //     empty or truncated list in an incident does, every lost instance is checked with
 //     one GetInstance before any lookup answers it as gone. It stays to be checked, across
-//     later lists, until GetInstance answers for it or a list has it live again. The first
+//     later lists, until GetInstance answers for it or a list has it live again; and an
+//     instance a GetInstance found running is checked again whenever the next list lacks
+//     it, whatever share of the whole that list lost. The first
 //     list after a start has nothing to compare with; lookups by ID are safe then too (an
 //     ID missing from a list is always asked for with GetInstance), lookups by name (Nodes
 //     without a provider ID yet) rely on the list.

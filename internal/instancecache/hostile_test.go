@@ -316,3 +316,21 @@ func FuzzListPageTokens(f *testing.F) {
 		}
 	})
 }
+
+// An instance that a check found running stays to be checked when the next list loses
+// it again, even when that list loses too few instances to be suspect on its own.
+func TestCheckedInstanceLostAgainIsCheckedAgain(t *testing.T) {
+	ctx := context.Background()
+	s, cache, clk, seen := newShrinking(t, 20)
+	s.cut(15) // 5 of 20 lost: suspect
+	clk.Advance(2 * time.Minute)
+	inst, err := cache.ByName(ctx, "node-00017")
+	require.NoError(t, err)
+	assert.Equal(t, "i-00017", inst.ID)
+
+	clk.Advance(2 * time.Minute) // the next list loses only i-00017 again: 1 of 16
+	inst, err = cache.ByName(ctx, "node-00017")
+	require.NoError(t, err, "a running instance never reads as gone because a list keeps leaving it out")
+	assert.Equal(t, "i-00017", inst.ID)
+	assert.Equal(t, map[string]int{"list_shrank/exists": 2}, seen.counts())
+}

@@ -440,10 +440,10 @@ func TestNoGoroutineLeftBehind(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel() // a caller that gave up: ccmkit's list goes on without it, and must end
 		iv2, _ := c.Provider.InstancesV2()
-		_, err := iv2.InstanceExists(ctx, node("node-1", "ccmkit://i-1"))
-		require.Error(t, err)
+		// Either answer is right: the list may end before the lookup sees its context ended.
+		_, _ = iv2.InstanceExists(ctx, node("node-1", "ccmkit://i-1"))
 		lb, _ := c.Provider.LoadBalancer()
-		_, err = lb.EnsureLoadBalancer(t.Context(), "test", &corev1.Service{
+		_, err := lb.EnsureLoadBalancer(t.Context(), "test", &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
 			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}},
 		}, []*corev1.Node{node("node-1", "ccmkit://i-1")})
