@@ -26,7 +26,9 @@ import (
 	"k8s.io/cloud-provider/options"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/provider/builtin"
 )
 
 const baseDir = "base"
@@ -402,12 +404,12 @@ func TestCloudConfigSecret(t *testing.T) {
 	cfg, err := provider.ReadConfig(strings.NewReader(data), provider.DefaultProviderName)
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
-	assert.Equal(t, provider.FakeBackendName, cfg.Backend)
+	assert.Equal(t, fake.SectionName, cfg.Backend)
 	assert.NotEmpty(t, cfg.Cluster.ID, "cluster.id: load balancers need it")
 	assert.False(t, cfg.RoutesEnabled(), "routes are on in the config but the Deployment runs --controllers=*,-route")
 
 	// The whole provider builds from it, the backend section included.
-	cloud, err := provider.Factory(provider.FakeBackend(), provider.Options{ProviderName: provider.DefaultProviderName})(strings.NewReader(data))
+	cloud, err := provider.Factory(builtin.Backend(), provider.Options{ProviderName: provider.DefaultProviderName})(strings.NewReader(data))
 	require.NoError(t, err)
 	assert.True(t, cloud.HasClusterID())
 	_, ok = cloud.LoadBalancer()

@@ -10,6 +10,10 @@ import (
 	"github.com/ccmkit/ccmkit/internal/strictyaml"
 )
 
+// SectionName is the cloud config's key of the fake cloud's section (`fake:`) and the name
+// of the fake cloud as a backend (the config's `backend: fake`).
+const SectionName = "fake"
+
 // Defaults of Config, applied by SetDefaults.
 const (
 	// DefaultPageSize is the most items a List call returns in one page when

@@ -374,7 +374,7 @@ func TestSecretNeverPrints(t *testing.T) {
 			if !tt.raw {
 				file = "cluster: {id: a}\n" + file
 			}
-			_, err := Factory(FakeBackend(), testOptions())(strings.NewReader(file))
+			_, err := Factory(fakeBackend(), testOptions())(strings.NewReader(file))
 			if tt.wantErr == "" {
 				require.NoError(t, err)
 				cfg, err := ReadConfig(strings.NewReader(file), DefaultProviderName)

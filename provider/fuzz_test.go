@@ -189,11 +189,11 @@ func FuzzReadConfig(f *testing.F) {
 		if err != nil {
 			texts = append(texts, err.Error(), fmt.Sprintf("%+v", err))
 		} else {
-			cfg.Backend = FakeBackendName
+			cfg.Backend = fake.SectionName
 			if err := cfg.Validate(); err != nil {
 				texts = append(texts, err.Error())
 			}
-			if _, _, err := Section[fake.Config](cfg, FakeBackendName); err != nil {
+			if _, _, err := Section[fake.Config](cfg, fake.SectionName); err != nil {
 				texts = append(texts, err.Error())
 			}
 			texts = append(texts, fmt.Sprintf("%+v", *cfg), fmt.Sprintf("%#v", *cfg))

@@ -30,6 +30,17 @@ func fakeCloud(lbs, routes bool) *fake.Cloud {
 	return c
 }
 
+// fakeBackend serves the fake cloud from the config's `fake:` section, as the built-in
+// provider (package builtin, which imports this one) does.
+func fakeBackend() Backend[fake.Config] {
+	return Backend[fake.Config]{
+		Name: fake.SectionName,
+		New: func(_ *Config, section fake.Config) (cloudapi.Client, error) {
+			return fake.New(section)
+		},
+	}
+}
+
 type stubSection struct {
 	Endpoint string `yaml:"endpoint"`
 }

@@ -48,12 +48,12 @@ func NewCloud(cloudConfig []byte, faults faultinject.Config) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	section, ok, err := provider.Section[fake.Config](cfg, provider.FakeBackendName)
+	section, ok, err := provider.Section[fake.Config](cfg, fake.SectionName)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("the cloud config has no %q section describing the fake cloud", provider.FakeBackendName)
+		return nil, fmt.Errorf("the cloud config has no %q section describing the fake cloud", fake.SectionName)
 	}
 	if section.Region == "" {
 		section.Region = cfg.Region
@@ -72,7 +72,7 @@ func NewCloud(cloudConfig []byte, faults faultinject.Config) (*Cloud, error) {
 func Use(c *Cloud) {
 	register.Do(func() {
 		backend := provider.Backend[fake.Config]{
-			Name: provider.FakeBackendName,
+			Name: fake.SectionName,
 			New: func(*provider.Config, fake.Config) (cloudapi.Client, error) {
 				c := current.Load()
 				if c == nil {

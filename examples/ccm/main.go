@@ -20,7 +20,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric on /metrics
 	"k8s.io/klog/v2"
 
-	_ "github.com/ccmkit/ccmkit/provider" // registers the "ccmkit" cloud provider
+	_ "github.com/ccmkit/ccmkit/provider/builtin" // registers the "ccmkit" cloud provider over the fake cloud
 )
 
 func main() {

@@ -45,6 +45,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/provider/builtin"
 )
 
 //go:embed cloud.yaml
@@ -115,9 +116,9 @@ func run(args []string, out io.Writer) error {
 	// The provider is built the way a cloud-controller-manager builds it from
 	// --cloud-config, with the fake cloud wrapped in a fault injector that is off for now.
 	backend := provider.Backend[fake.Config]{
-		Name: provider.FakeBackendName,
+		Name: fake.SectionName,
 		New: func(cfg *provider.Config, section fake.Config) (cloudapi.Client, error) {
-			c, err := provider.FakeBackend().New(cfg, section)
+			c, err := builtin.Backend().New(cfg, section)
 			if err != nil {
 				return nil, err
 			}

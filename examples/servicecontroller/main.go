@@ -6,7 +6,8 @@
 //	go run ./examples/servicecontroller --kubeconfig ~/.kube/config --cloud-config cloud.yaml
 //
 // It uses the provider registered as --cloud-provider (default ccmkit, the built-in one on
-// the fake cloud; a cloud team blank-imports its adapter instead) and stops cleanly on
+// the fake cloud, from the blank import of provider/builtin; a cloud team blank-imports
+// its adapter instead) and stops cleanly on
 // SIGINT or SIGTERM.
 package main
 
@@ -29,7 +30,7 @@ import (
 	_ "k8s.io/controller-manager/pkg/features/register" // the controllers' feature gates
 	"k8s.io/klog/v2"
 
-	_ "github.com/ccmkit/ccmkit/provider" // registers the "ccmkit" cloud provider
+	_ "github.com/ccmkit/ccmkit/provider/builtin" // registers the "ccmkit" cloud provider over the fake cloud
 )
 
 func main() {

@@ -16,6 +16,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/provider/builtin"
 )
 
 const cloudYAML = `
@@ -32,7 +33,7 @@ fake:
 // the fake cloud, and deleting it deletes the load balancer.
 func TestServiceGetsAndLosesItsLoadBalancer(t *testing.T) {
 	var cloud *fake.Cloud
-	backend := provider.FakeBackend()
+	backend := builtin.Backend()
 	newFake := backend.New
 	backend.New = func(cfg *provider.Config, section fake.Config) (cloudapi.Client, error) {
 		c, err := newFake(cfg, section)

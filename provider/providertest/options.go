@@ -103,12 +103,12 @@ func parseYAML(doc, providerName string) (provider.Config, fake.Config, bool, er
 		return provider.Config{}, fake.Config{}, false, fmt.Errorf("WithYAML: %w", err)
 	}
 	switch cfg.Backend {
-	case "", provider.FakeBackendName:
-		cfg.Backend = provider.FakeBackendName
+	case "", fake.SectionName:
+		cfg.Backend = fake.SectionName
 	default:
-		return provider.Config{}, fake.Config{}, false, fmt.Errorf("WithYAML: backend: %q is not the fake cloud; leave the key out or write %q", cfg.Backend, provider.FakeBackendName)
+		return provider.Config{}, fake.Config{}, false, fmt.Errorf("WithYAML: backend: %q is not the fake cloud; leave the key out or write %q", cfg.Backend, fake.SectionName)
 	}
-	section, ok, err := provider.Section[fake.Config](cfg, provider.FakeBackendName)
+	section, ok, err := provider.Section[fake.Config](cfg, fake.SectionName)
 	if err != nil {
 		return provider.Config{}, fake.Config{}, false, fmt.Errorf("WithYAML: %w", err)
 	}

@@ -113,7 +113,7 @@ func build(tb testing.TB, opts []Option) (*Cloud, error) {
 
 	cfg := s.cfg
 	if cfg.Backend == "" {
-		cfg.Backend = provider.FakeBackendName
+		cfg.Backend = fake.SectionName
 	}
 	if cfg.Cluster.ID == "" {
 		cfg.Cluster.ID = DefaultClusterID

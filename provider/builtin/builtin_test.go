@@ -1,4 +1,4 @@
-package provider
+package builtin_test
 
 import (
 	"os"
@@ -11,11 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/component-base/metrics"
+
+	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/provider/builtin"
 )
 
 func TestBuiltinProviderIsRegistered(t *testing.T) {
-	assert.True(t, cloudprovider.IsCloudProvider(DefaultProviderName), "blank-importing provider registers %q", DefaultProviderName)
-	_, err := cloudprovider.GetCloudProvider(DefaultProviderName, nil)
+	assert.True(t, cloudprovider.IsCloudProvider(provider.DefaultProviderName), "blank-importing builtin registers %q", provider.DefaultProviderName)
+	_, err := cloudprovider.GetCloudProvider(provider.DefaultProviderName, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `provider "ccmkit" needs a cloud config: start the cloud-controller-manager with --cloud-config=<file>`)
 }
@@ -23,7 +26,7 @@ func TestBuiltinProviderIsRegistered(t *testing.T) {
 // TestBuiltinProviderFromExampleConfig builds the built-in provider from a cloud config
 // that describes its fake cloud, and asks it about a Node, through the instrumented client.
 func TestBuiltinProviderFromExampleConfig(t *testing.T) {
-	cloudYAML, err := os.ReadFile("../fake/testdata/cloud.yaml")
+	cloudYAML, err := os.ReadFile("../../fake/testdata/cloud.yaml")
 	require.NoError(t, err)
 	var doc strings.Builder
 	doc.WriteString("backend: fake\ncluster: {id: demo}\nfake:\n")
@@ -31,7 +34,7 @@ func TestBuiltinProviderFromExampleConfig(t *testing.T) {
 		doc.WriteString("  " + line)
 	}
 	reg := metrics.NewKubeRegistry()
-	iface, err := Factory(FakeBackend(), Options{Metrics: reg})(strings.NewReader(doc.String()))
+	iface, err := provider.Factory(builtin.Backend(), provider.Options{Metrics: reg})(strings.NewReader(doc.String()))
 	require.NoError(t, err)
 	assert.Equal(t, "ccmkit", iface.ProviderName())
 
@@ -82,7 +85,7 @@ func TestBuiltinProviderFromExampleConfig(t *testing.T) {
 }
 
 func TestBuiltinProviderConfigErrors(t *testing.T) {
-	factory := Factory(FakeBackend(), Options{Metrics: metrics.NewKubeRegistry()})
+	factory := provider.Factory(builtin.Backend(), provider.Options{Metrics: metrics.NewKubeRegistry()})
 	_, err := factory(strings.NewReader("cluster: {id: demo}\nfake:\n  pageSize: -1\n  instances:\n    - {id: i-1, zone: a, flavour: big}\n"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `line 5: unknown key "flavour"`)
