@@ -1,6 +1,12 @@
 // Package instances implements cloudprovider.InstancesV2 and the legacy
 // cloudprovider.Instances over cloudapi.InstanceAPI, answering from the shared instance
-// snapshot.
+// snapshot, and owns that snapshot: NewLookup builds the one Lookup that Instances,
+// package zones and package routes share.
+//
+// provider.New builds all three over the provider's instrumented client. A program that
+// composes its own cloudprovider.Interface builds them with NewLookup, New, zones.New and
+// routes.New (see the example); it then has none of the provider's cloud config, rate
+// limit, retries or metrics.
 //
 // Who calls it, and why it must be cheap and careful: the cloud node controller calls
 // InstanceMetadata when a Node is initialized and for every Node every 5 minutes; the

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/netip"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,37 +14,12 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
-	"github.com/ccmkit/ccmkit/internal/instancecache"
 	"github.com/ccmkit/ccmkit/providerid"
 )
 
-// Lookup finds instances; the shared instance snapshot implements it. ByID and ByName
-// return an error matching cloudapi.ErrNotFound only when the cloud said so.
-type Lookup interface {
-	// ByID returns the instance with the given cloud ID.
-	ByID(ctx context.Context, id string) (*cloudapi.Instance, error)
-	// ByName returns the instance with the given name.
-	ByName(ctx context.Context, name string) (*cloudapi.Instance, error)
-}
-
-// Options configure Instances.
-type Options struct {
-	// ProviderID is the provider ID format. Required.
-	ProviderID providerid.Format
-	// Region is reported for instances whose cloud record has no region.
-	Region string
-	// AdditionalLabels are put on every Node at initialization. Keys under kubernetes.io
-	// and k8s.io are refused: those belong to Kubernetes.
-	AdditionalLabels map[string]string
-	// IPFamilies is the order of address families in NodeAddresses, primary first, as the
-	// cluster expects (its primary service/pod family). Default IPv4 then IPv6.
-	IPFamilies []cloudapi.IPFamily
-	// Lookup is the shared instance snapshot. Nil builds a private one over the API with
-	// the default maximum age.
-	Lookup Lookup
-}
-
-// Instances implements cloudprovider.InstancesV2 and cloudprovider.Instances.
+// Instances implements cloudprovider.InstancesV2 and the legacy cloudprovider.Instances
+// over a Lookup: InstanceExists answers false only on the cloud's certain word (see the
+// package documentation), every other failure is an error and the Node is kept.
 type Instances struct {
 	lookup Lookup
 	opts   Options
@@ -56,12 +30,13 @@ var (
 	_ cloudprovider.Instances   = (*Instances)(nil)
 )
 
-// DefaultMaxAge is the snapshot age used when New builds its own snapshot.
-const DefaultMaxAge = time.Minute
-
-// New returns Instances over api. It validates opts and makes no cloud call.
-func New(api cloudapi.InstanceAPI, opts Options) (*Instances, error) {
+// New returns Instances that find instances through lookup (NewLookup, shared with zones
+// and routes). It validates opts and makes no cloud call.
+func New(lookup Lookup, opts Options) (*Instances, error) {
 	var errs []error
+	if lookup == nil {
+		errs = append(errs, errors.New("instances: an instance lookup is required (instances.NewLookup)"))
+	}
 	if opts.ProviderID.String() == "" {
 		errs = append(errs, errors.New("instances: a provider ID format is required"))
 	}
@@ -81,10 +56,21 @@ func New(api cloudapi.InstanceAPI, opts Options) (*Instances, error) {
 	if len(opts.IPFamilies) == 0 {
 		opts.IPFamilies = []cloudapi.IPFamily{cloudapi.IPv4, cloudapi.IPv6}
 	}
-	if opts.Lookup == nil {
-		opts.Lookup = instancecache.New(api, instancecache.Options{MaxAge: DefaultMaxAge})
-	}
-	return &Instances{lookup: opts.Lookup, opts: opts}, nil
+	return &Instances{lookup: lookup, opts: opts}, nil
+}
+
+// Options configure Instances.
+type Options struct {
+	// ProviderID is the provider ID format. Required.
+	ProviderID providerid.Format
+	// Region is reported for instances whose cloud record has no region.
+	Region string
+	// AdditionalLabels are put on every Node at initialization. Keys under kubernetes.io
+	// and k8s.io are refused: those belong to Kubernetes.
+	AdditionalLabels map[string]string
+	// IPFamilies is the order of address families in NodeAddresses, primary first, as the
+	// cluster expects (its primary service/pod family). Default IPv4 then IPv6.
+	IPFamilies []cloudapi.IPFamily
 }
 
 // validateLabelKey refuses label keys that Kubernetes reserves for itself.

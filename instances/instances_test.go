@@ -80,11 +80,11 @@ func newInstances(t *testing.T, l Lookup, tweak func(*Options)) *Instances {
 	t.Helper()
 	format, err := providerid.Default("ccmkit")
 	require.NoError(t, err)
-	opts := Options{ProviderID: format, Lookup: l}
+	opts := Options{ProviderID: format}
 	if tweak != nil {
 		tweak(&opts)
 	}
-	i, err := New(nil, opts)
+	i, err := New(l, opts)
 	require.NoError(t, err)
 	return i
 }
@@ -289,7 +289,8 @@ func TestNewValidates(t *testing.T) {
 	require.NoError(t, err)
 	_, err = New(nil, Options{})
 	assert.ErrorContains(t, err, "a provider ID format is required")
-	_, err = New(nil, Options{ProviderID: format, AdditionalLabels: map[string]string{
+	assert.ErrorContains(t, err, "an instance lookup is required")
+	_, err = New(newLookup(), Options{ProviderID: format, AdditionalLabels: map[string]string{
 		"node.kubernetes.io/x": "a", "k8s.io/y": "b", "example.com/ok": "c", "plain": "d",
 	}, IPFamilies: []cloudapi.IPFamily{"IPv5"}})
 	require.Error(t, err)

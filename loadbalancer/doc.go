@@ -72,4 +72,10 @@
 // a load balancer in status error is a plain error, with the controller's back-off. When
 // an annotation is malformed, UpdateLoadBalancer still applies the node set to the
 // targets and then reports the annotation's error.
+//
+// # Building it
+//
+// provider.New builds it over the provider's instrumented client. A program that wants
+// only Service load balancers builds it with New over a cloudapi.LoadBalancerAPI (see the
+// example); it then has none of the provider's rate limit, retries or metrics.
 package loadbalancer

@@ -16,7 +16,6 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/instances"
-	"github.com/ccmkit/ccmkit/internal/instancecache"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/providerid"
 	"github.com/ccmkit/ccmkit/routes"
@@ -66,7 +65,7 @@ type Cloud struct {
 	opts       Options
 	client     cloudapi.Client
 	providerID providerid.Format
-	snapshot   *instancecache.Cache
+	lookup     instances.Lookup
 	instances  *instances.Instances       // nil when disabled
 	zones      *zones.Zones               // nil when disabled
 	lbs        *loadbalancer.LoadBalancer // nil when disabled or absent
@@ -125,19 +124,25 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.snapshot = instancecache.New(instrumented.Instances(), instancecache.Options{MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, Now: opts.Now, OnCheck: checks})
+	lookupOpts := instances.LookupOptions{MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, OnCheck: checks}
+	if opts.Now != nil {
+		lookupOpts.Clock = nowClock(opts.Now)
+	}
+	c.lookup, err = instances.NewLookup(instrumented.Instances(), lookupOpts)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.InstancesEnabled() {
-		c.instances, err = instances.New(instrumented.Instances(), instances.Options{
+		c.instances, err = instances.New(c.lookup, instances.Options{
 			ProviderID:       format,
 			Region:           cfg.Region,
 			AdditionalLabels: cfg.Nodes.AdditionalLabels,
 			IPFamilies:       cfg.Nodes.IPFamilies,
-			Lookup:           c.snapshot,
 		})
 		if err != nil {
 			errs = append(errs, err)
 		}
-		c.zones, err = zones.New(instrumented.Instances(), zones.Options{ProviderID: format, Zone: cfg.Zone, Region: cfg.Region, Lookup: c.snapshot})
+		c.zones, err = zones.New(c.lookup, zones.Options{ProviderID: format, Zone: cfg.Zone, Region: cfg.Region})
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -156,7 +161,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		}
 	}
 	if api, ok := instrumented.Routes(); ok && cfg.RoutesEnabled() {
-		c.routes, err = routes.New(api, routes.Options{ClusterID: cfg.Cluster.ID, Lookup: c.snapshot})
+		c.routes, err = routes.New(api, c.lookup, routes.Options{ClusterID: cfg.Cluster.ID})
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -283,3 +288,9 @@ func (c clusters) Master(_ context.Context, clusterName string) (string, error) 
 	}
 	return c.cfg.Master, nil
 }
+
+// nowClock reads the time from Options.Now. It goes when Options takes a clock.
+type nowClock func() time.Time
+
+func (n nowClock) Now() time.Time                  { return n() }
+func (n nowClock) Since(t time.Time) time.Duration { return n().Sub(t) }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/cloudclient"
-	"github.com/ccmkit/ccmkit/internal/instancecache"
 )
 
 // MetricsRegistry is where the cloud API metrics are registered.
@@ -52,7 +51,7 @@ const InstanceChecksMetric = "instance_gone_checks_total"
 
 // instanceChecks returns the hook that counts the snapshot's checks in
 // InstanceChecksMetric.
-func instanceChecks(opts Options) (func(instancecache.CheckReason, instancecache.CheckResult), error) {
+func instanceChecks(opts Options) (func(reason, result string), error) {
 	var reg cloudclient.Registerer
 	if opts.Metrics != nil {
 		reg = opts.Metrics
@@ -63,7 +62,7 @@ func instanceChecks(opts Options) (func(instancecache.CheckReason, instancecache
 	if err != nil {
 		return nil, fmt.Errorf("provider: %w", err)
 	}
-	return func(reason instancecache.CheckReason, result instancecache.CheckResult) {
-		counter.WithLabelValues(string(reason), string(result)).Inc()
+	return func(reason, result string) {
+		counter.WithLabelValues(reason, result).Inc()
 	}, nil
 }

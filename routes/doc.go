@@ -32,4 +32,11 @@
 // ListRoutes reports routes with EnableNodeAddresses false: the cloud keeps one next hop,
 // not the Node's address list, and reporting a list it cannot keep would make the route
 // controller replace the route on every reconcile.
+//
+// # Building it
+//
+// provider.New builds it over the provider's instrumented client and instance lookup. A
+// program that composes its own cloudprovider.Interface builds it with New over the
+// client's RouteAPI and an instances.NewLookup shared with package instances (see that
+// package's example); it then has none of the provider's rate limit, retries or metrics.
 package routes

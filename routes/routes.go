@@ -14,17 +14,42 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/internal/paging"
 )
 
+// Routes implements cloudprovider.Routes: the cluster's routes are the route table's
+// entries tagged with its cloudapi.TagCluster, the Node of each from its cloudapi.TagNode;
+// a Node's instance is found through the instance lookup shared with package instances.
+// Another owner's route is never changed or deleted.
+type Routes struct {
+	api    cloudapi.RouteAPI
+	lookup instances.Lookup
+	opts   Options
+
+	mu   sync.Mutex
+	ours map[string]bool // IDs the last ListRoutes confirmed as the cluster's
+}
+
 var _ cloudprovider.Routes = (*Routes)(nil)
 
-// Lookup finds the instance of a Node by the Node's name; the shared instance snapshot
-// implements it. It returns an error matching cloudapi.ErrNotFound only when the cloud
-// said so.
-type Lookup interface {
-	// ByName returns the instance with the given name.
-	ByName(ctx context.Context, name string) (*cloudapi.Instance, error)
+// New returns Routes over api, finding Nodes' instances through lookup
+// (instances.NewLookup, shared with package instances). It makes no cloud call.
+func New(api cloudapi.RouteAPI, lookup instances.Lookup, opts Options) (*Routes, error) {
+	var errs []error
+	if api == nil {
+		errs = append(errs, errors.New("no route API"))
+	}
+	if lookup == nil {
+		errs = append(errs, errors.New("an instance lookup is required (instances.NewLookup)"))
+	}
+	if opts.ClusterID == "" {
+		errs = append(errs, errors.New("a cluster ID is required: it marks the routes this cluster owns"))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("routes: %w", errors.Join(errs...))
+	}
+	return &Routes{api: api, lookup: lookup, opts: opts, ours: map[string]bool{}}, nil
 }
 
 // Options configure Routes.
@@ -32,37 +57,8 @@ type Options struct {
 	// ClusterID is the cluster's ID, the value of cloudapi.TagCluster on its routes.
 	// Required.
 	ClusterID string
-	// Lookup finds a Node's instance. Required.
-	Lookup Lookup
 	// PageSize is the page size ListRoutes asks for; zero asks for the backend's default.
 	PageSize int
-}
-
-// Routes implements cloudprovider.Routes.
-type Routes struct {
-	api  cloudapi.RouteAPI
-	opts Options
-
-	mu   sync.Mutex
-	ours map[string]bool // IDs the last ListRoutes confirmed as the cluster's
-}
-
-// New returns Routes. It makes no cloud call.
-func New(api cloudapi.RouteAPI, opts Options) (*Routes, error) {
-	var errs []error
-	if api == nil {
-		errs = append(errs, errors.New("no route API"))
-	}
-	if opts.ClusterID == "" {
-		errs = append(errs, errors.New("a cluster ID is required: it marks the routes this cluster owns"))
-	}
-	if opts.Lookup == nil {
-		errs = append(errs, errors.New("an instance lookup is required"))
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("routes: %w", errors.Join(errs...))
-	}
-	return &Routes{api: api, opts: opts, ours: map[string]bool{}}, nil
 }
 
 func (r *Routes) clusterTags() map[string]string {
@@ -129,7 +125,7 @@ func (r *Routes) CreateRoute(ctx context.Context, _ string, nameHint string, rou
 		return fmt.Errorf("route to node %s: destination %q is not a CIDR: %w", route.TargetNode, route.DestinationCIDR, err)
 	}
 	dst = dst.Masked()
-	inst, err := r.opts.Lookup.ByName(ctx, string(route.TargetNode))
+	inst, err := r.lookup.ByName(ctx, string(route.TargetNode))
 	if err != nil {
 		return fmt.Errorf("route %s to node %s: finding the node's instance: %w", dst, route.TargetNode, err)
 	}

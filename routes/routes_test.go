@@ -44,7 +44,7 @@ func newEnv(t testing.TB, n int, cfg fake.Config) *env {
 	chaos := faultinject.Wrap(cloud, faultinject.Config{})
 	api, ok := chaos.Routes()
 	require.True(t, ok)
-	r, err := routes.New(api, routes.Options{ClusterID: "c1", Lookup: instancecache.New(chaos.Instances(), instancecache.Options{MaxAge: time.Minute})})
+	r, err := routes.New(api, instancecache.New(chaos.Instances(), instancecache.Options{MaxAge: time.Minute}), routes.Options{ClusterID: "c1"})
 	require.NoError(t, err)
 	return &env{cloud: cloud, chaos: chaos, routes: r}
 }
@@ -277,7 +277,7 @@ func (c *cyclingRoutes) ListRoutes(_ context.Context, opts cloudapi.ListOptions)
 // pages: the cluster's routes, and the whole table that a delete looks a route up in.
 func TestPageTokenCycleEndsEveryList(t *testing.T) {
 	api := &cyclingRoutes{}
-	r, err := routes.New(api, routes.Options{ClusterID: "c1", Lookup: instancecache.New(nil, instancecache.Options{})})
+	r, err := routes.New(api, instancecache.New(nil, instancecache.Options{}), routes.Options{ClusterID: "c1"})
 	require.NoError(t, err)
 	_, err = r.ListRoutes(t.Context(), "c")
 	require.ErrorIs(t, err, paging.ErrBadPaging)

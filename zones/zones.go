@@ -2,24 +2,40 @@ package zones
 
 import (
 	"context"
-	"fmt"
-	"time"
+	"errors"
 
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
-	"github.com/ccmkit/ccmkit/internal/instancecache"
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/providerid"
 )
 
-// Lookup finds instances; the shared instance snapshot implements it. Both methods return
-// an error matching cloudapi.ErrNotFound only when the cloud said so.
-type Lookup interface {
-	// ByID returns the instance with the given cloud ID.
-	ByID(ctx context.Context, id string) (*cloudapi.Instance, error)
-	// ByName returns the instance with the given name.
-	ByName(ctx context.Context, name string) (*cloudapi.Instance, error)
+// Zones implements cloudprovider.Zones: GetZone from configuration (the
+// cloud-controller-manager does not run on the Node it would describe), and the zone of a
+// Node's instance through the instance lookup shared with package instances.
+type Zones struct {
+	lookup instances.Lookup
+	opts   Options
+}
+
+var _ cloudprovider.Zones = (*Zones)(nil)
+
+// New returns Zones that find instances through lookup (instances.NewLookup, shared with
+// package instances). It makes no cloud call.
+func New(lookup instances.Lookup, opts Options) (*Zones, error) {
+	var errs []error
+	if lookup == nil {
+		errs = append(errs, errors.New("zones: an instance lookup is required (instances.NewLookup)"))
+	}
+	if opts.ProviderID.String() == "" {
+		errs = append(errs, errors.New("zones: a provider ID format is required"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &Zones{lookup: lookup, opts: opts}, nil
 }
 
 // Options configure Zones.
@@ -30,27 +46,6 @@ type Options struct {
 	// on the node it would describe, so only configuration can answer. An empty Zone makes
 	// GetZone answer cloudprovider.NotImplemented.
 	Zone, Region string
-	// Lookup is the shared instance snapshot. Nil builds a private one over the API.
-	Lookup Lookup
-}
-
-// Zones implements cloudprovider.Zones.
-type Zones struct {
-	lookup Lookup
-	opts   Options
-}
-
-var _ cloudprovider.Zones = (*Zones)(nil)
-
-// New returns Zones over api. It makes no cloud call.
-func New(api cloudapi.InstanceAPI, opts Options) (*Zones, error) {
-	if opts.ProviderID.String() == "" {
-		return nil, fmt.Errorf("zones: a provider ID format is required")
-	}
-	if opts.Lookup == nil {
-		opts.Lookup = instancecache.New(api, instancecache.Options{MaxAge: time.Minute})
-	}
-	return &Zones{lookup: opts.Lookup, opts: opts}, nil
 }
 
 // GetZone returns the configured zone and region, or cloudprovider.NotImplemented when no

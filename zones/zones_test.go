@@ -47,7 +47,7 @@ func TestZones(t *testing.T) {
 		{ID: "i-2", Name: "b", Zone: "eu-1b", State: cloudapi.InstanceRunning},
 		{ID: "i-3", Name: "c", Zone: "eu-1c", State: cloudapi.InstanceTerminated},
 	}}
-	z, err := New(nil, Options{ProviderID: format, Region: "eu-default", Lookup: l})
+	z, err := New(l, Options{ProviderID: format, Region: "eu-default"})
 	require.NoError(t, err)
 
 	got, err := z.GetZoneByProviderID(ctx, "ccmkit://i-1")
@@ -66,7 +66,7 @@ func TestZones(t *testing.T) {
 
 	_, err = z.GetZone(ctx)
 	assert.Equal(t, cloudprovider.NotImplemented, err, "no zone configured")
-	z2, err := New(nil, Options{ProviderID: format, Zone: "eu-1a", Region: "eu-1", Lookup: l})
+	z2, err := New(l, Options{ProviderID: format, Zone: "eu-1a", Region: "eu-1"})
 	require.NoError(t, err)
 	got, err = z2.GetZone(ctx)
 	require.NoError(t, err)

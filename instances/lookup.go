@@ -1,0 +1,85 @@
+package instances
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/instancecache"
+)
+
+// Lookup finds a cloud's instances: the one way Instances, package zones and package
+// routes reach them, so that all three share one snapshot (NewLookup). Both methods
+// return an error matching cloudapi.ErrNotFound only when the cloud is certain the
+// instance does not exist; a terminated instance is returned with its state.
+type Lookup interface {
+	// ByID returns the instance with the given cloud ID.
+	ByID(ctx context.Context, id string) (*cloudapi.Instance, error)
+	// ByName returns the instance of the Node named name. Names compare as the kubelet
+	// derives Node names from hostnames: trimmed and in lower case.
+	ByName(ctx context.Context, name string) (*cloudapi.Instance, error)
+}
+
+// NewLookup returns the shared instance snapshot over api: a Lookup that answers from one
+// paginated list of the cloud's instances while it is younger than LookupOptions.MaxAge,
+// refreshes it with one list shared by concurrent callers, asks GetInstance for an ID the
+// snapshot lacks, and does not take "gone" on the word of a cloud that looks unhealthy
+// (see the package documentation). It validates opts, makes no call until the first
+// lookup and starts no goroutine until then.
+func NewLookup(api cloudapi.InstanceAPI, opts LookupOptions) (Lookup, error) {
+	var errs []error
+	if api == nil {
+		errs = append(errs, errors.New("instances: NewLookup needs an instance API"))
+	}
+	if opts.MaxAge < 0 {
+		errs = append(errs, fmt.Errorf("instances: lookup MaxAge %s is negative", opts.MaxAge))
+	}
+	if opts.PageSize < 0 {
+		errs = append(errs, fmt.Errorf("instances: lookup PageSize %d is negative", opts.PageSize))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if opts.MaxAge == 0 {
+		opts.MaxAge = DefaultLookupMaxAge
+	}
+	cacheOpts := instancecache.Options{MaxAge: opts.MaxAge, PageSize: opts.PageSize}
+	if opts.Clock != nil {
+		cacheOpts.Now = opts.Clock.Now
+	}
+	if opts.OnCheck != nil {
+		onCheck := opts.OnCheck
+		cacheOpts.OnCheck = func(reason instancecache.CheckReason, result instancecache.CheckResult) {
+			onCheck(string(reason), string(result))
+		}
+	}
+	return instancecache.New(api, cacheOpts), nil
+}
+
+// DefaultLookupMaxAge is how old the snapshot may get when LookupOptions.MaxAge is zero.
+const DefaultLookupMaxAge = time.Minute
+
+// LookupOptions tune the snapshot NewLookup builds.
+type LookupOptions struct {
+	// MaxAge is how old the snapshot may get before a lookup refreshes it. Zero means
+	// DefaultLookupMaxAge. An instance missing from a fresh snapshot is always asked for
+	// with GetInstance, so a longer MaxAge never reads a live instance as gone.
+	MaxAge time.Duration
+	// PageSize is the page size asked for when listing; zero asks for the backend's
+	// default.
+	PageSize int
+	// Clock tells the snapshot's age. Nil means the real clock; tests pass a fake one
+	// (k8s.io/utils/clock/testing).
+	Clock clock.PassiveClock
+	// OnCheck, when set, is told of every answer "gone" the snapshot checked instead of
+	// trusting, with why (reason "list_failing": GetInstance answered not found while the
+	// instance list fails; "list_shrank": a list lost at least a tenth of the instances the
+	// list before had) and what the check found (result "gone", "exists", "refused": the
+	// lookup failed instead, or "error": the check's own call failed). The provider counts
+	// them in cloudprovider_<provider>_instance_gone_checks_total.
+	OnCheck func(reason, result string)
+}
