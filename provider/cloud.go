@@ -175,9 +175,12 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 // Config returns the effective config, defaults applied.
 func (c *Cloud) Config() Config { return c.cfg }
 
-// Initialize sets up the event recorder through which ccmkit reports problems on Services
-// and Nodes. The cloud-controller-manager calls it after leader election, before any
-// controller runs; nothing cloud-facing happens before. Events stop when stop closes.
+// Initialize sets up the event recorder that EventRecorder returns, with a client the
+// client builder names "<provider>-cloud-provider". The cloud-controller-manager calls it
+// after leader election, before any controller runs; nothing cloud-facing happens before.
+// The recorder stops when stop closes. The sub-interfaces report problems through their
+// errors, which the upstream controllers turn into events on the Service or Node; the
+// recorder is there for what ccmkit has to say beyond an error.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logger := klog.FromContext(ctx).WithValues("provider", c.opts.ProviderName)

@@ -171,12 +171,16 @@ type RetryConfig struct {
 	MaxBackoff time.Duration `yaml:"maxBackoff"`
 }
 
-// CacheConfig tunes the instance snapshot that node initialization, node lifecycle, zones
-// and routes share.
+// CacheConfig tunes the provider's two snapshots: the instance snapshot that node
+// initialization, node lifecycle, zones and routes share, and the snapshot of the
+// cluster's load balancers.
 type CacheConfig struct {
-	// MaxAge is how old the snapshot may get before a lookup refreshes it (YAML "maxAge");
-	// default 1m. An instance missing from the snapshot is always confirmed with the cloud
-	// before anyone is told it is gone, so a longer MaxAge never deletes a Node.
+	// MaxAge is how old either snapshot may get before a lookup refreshes it (YAML
+	// "maxAge"); default 1m. An instance missing from the instance snapshot is always
+	// confirmed with the cloud before anyone is told it is gone, so a longer MaxAge never
+	// deletes a Node; every load balancer write is based on a fresh read, so a longer
+	// MaxAge never makes a write wrong, but a load balancer changed behind ccmkit's back
+	// while the snapshot still matches its Service is repaired up to MaxAge later.
 	MaxAge time.Duration `yaml:"maxAge"`
 }
 
