@@ -47,7 +47,9 @@
 // types, not spellings: an alias is written as the type it stands for, interface{} as
 // any, byte and rune as uint8 and int32, so that rewording a declaration changes nothing.
 // Nothing in a line depends on the Go release that wrote it, save for a kind of type that
-// Go adds in the future, which is an error until describe.go learns to write it.
+// Go adds in the future, which is an error until describe.go learns to write it. The
+// packages are read as built for the host's GOOS and GOARCH; no public package has a
+// file for one platform only, so the description is the same on every machine.
 //
 // # Verdicts
 //
