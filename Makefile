@@ -9,7 +9,7 @@ MOCKGEN_VERSION := $(shell go list -m -f '{{.Version}}' go.uber.org/mock)
 GOLANGCI_LINT_VERSION := v2.15.0
 MOCKS := $(shell git ls-files '*/cloudapimock/*.go' 2>/dev/null)
 
-.PHONY: test demo demo-inmemory controlplane e2e fmt-check vet lint mocks-check versions-check unit generate bench bench-fake benchmarks fuzz
+.PHONY: test demo demo-inmemory controlplane e2e fmt-check vet api api-check lint mocks-check versions-check unit generate bench bench-fake benchmarks fuzz
 
 ## demo: the cloud-controller-manager against a real kube-apiserver and etcd over the fake cloud
 ## of e2e/demo/cloud.yaml (builds the control plane first; ARGS='-keep' keeps it running).
@@ -24,9 +24,10 @@ demo-inmemory:
 controlplane:
 	@bash hack/controlplane.sh
 
-## test: everything CI checks: formatting, vet, lint, generated mocks, race-enabled unit
-## tests, then the e2e suite against a real control plane.
-test: fmt-check vet lint mocks-check versions-check unit e2e
+## test: everything CI checks: formatting, vet, the exported API against api/ccmkit.txt,
+## lint, generated mocks, race-enabled unit tests, then the e2e suite against a real
+## control plane.
+test: fmt-check vet api-check lint mocks-check versions-check unit e2e
 
 fmt-check:
 	@echo "==> gofmt"
@@ -39,6 +40,18 @@ vet:
 	go build ./...
 	go vet ./...
 	cd e2e && go build ./... && go vet ./...
+
+## api: write api/ccmkit.txt, the description of the exported API of the public packages
+## (docs/versioning.md), from the code; commit it with the change that changed the API.
+api:
+	go run ./hack/apicheck -w api/ccmkit.txt
+
+## api-check: fail, listing each change and whether it breaks callers or implementers,
+## when the exported API differs from api/ccmkit.txt (hack/apicheck/doc.go). It reads the
+## export data that `make vet`'s go build left in the build cache: a few seconds after it.
+api-check:
+	@echo "==> exported API matches api/ccmkit.txt"
+	@go run ./hack/apicheck api/ccmkit.txt
 
 $(BIN)/golangci-lint:
 	@echo "==> installing golangci-lint $(GOLANGCI_LINT_VERSION) (the first time takes about 3 minutes on 2 cores)"
