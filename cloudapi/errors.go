@@ -125,14 +125,3 @@ func ClassOf(err error) error {
 
 // IsNotFound reports whether err says, with certainty, that the resource does not exist.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
-
-// ListError returns err, the failure of a list call of op, so that it never matches
-// ErrNotFound: a list has no resource to not find, so a backend's not-found there (a 404
-// of the list endpoint, say) says nothing about any instance, load balancer or route. Such
-// an error becomes ErrTransient with its text kept; any other error is returned as it is.
-func ListError(op Operation, err error) error {
-	if !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	return NewError(ErrTransient, op, "", fmt.Errorf("the list answered not found: %s", err.Error()))
-}

@@ -113,15 +113,3 @@ func TestMatchTags(t *testing.T) {
 	assert.False(t, cloudapi.MatchTags(tags, map[string]string{cloudapi.TagNode: ""}), "a missing key does not match an empty value")
 	assert.False(t, cloudapi.MatchTags(nil, map[string]string{cloudapi.TagCluster: "c1"}))
 }
-
-func TestListErrorIsNeverNotFound(t *testing.T) {
-	notFound := cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpListRoutes, "", errors.New("HTTP 404: no such endpoint"))
-	err := cloudapi.ListError(cloudapi.OpListRoutes, fmt.Errorf("page 2: %w", notFound))
-	assert.NotErrorIs(t, err, cloudapi.ErrNotFound, "a list has nothing to not find")
-	assert.ErrorIs(t, err, cloudapi.ErrTransient)
-	assert.Contains(t, err.Error(), "HTTP 404: no such endpoint", "the cloud's text is kept")
-
-	throttled := cloudapi.Throttled(cloudapi.OpListRoutes, time.Second, nil)
-	assert.Same(t, throttled, cloudapi.ListError(cloudapi.OpListRoutes, throttled), "other errors pass as they are")
-	assert.NoError(t, cloudapi.ListError(cloudapi.OpListRoutes, nil))
-}

@@ -359,12 +359,12 @@ func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudap
 	page := func(ctx context.Context, token string) ([]cloudapi.LoadBalancer, string, error) {
 		p, err := l.api.ListLoadBalancers(ctx, cloudapi.ListOptions{Tags: tags, PageToken: token})
 		if err != nil {
-			return nil, "", cloudapi.ListError(cloudapi.OpListLoadBalancers, err) // never "the Service has none"
+			return nil, "", err
 		}
 		return p.Items, p.NextPageToken, nil
 	}
 	var out []cloudapi.LoadBalancer
-	_, err := paging.All(ctx, page, func(lb *cloudapi.LoadBalancer) bool {
+	_, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, func(lb *cloudapi.LoadBalancer) bool {
 		// Trust, but verify: a backend that ignored the filter must not make us touch
 		// another owner's load balancer.
 		if cloudapi.MatchTags(lb.Spec.Tags, tags) {

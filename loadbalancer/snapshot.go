@@ -215,11 +215,11 @@ func (s *snapshot) list(ctx context.Context) (map[string]*serviceEntry, *targetS
 	page := func(ctx context.Context, token string) ([]cloudapi.LoadBalancer, string, error) {
 		p, err := s.api.ListLoadBalancers(ctx, cloudapi.ListOptions{Tags: s.filter, PageSize: s.pageSize, PageToken: token})
 		if err != nil {
-			return nil, "", cloudapi.ListError(cloudapi.OpListLoadBalancers, err)
+			return nil, "", err
 		}
 		return p.Items, p.NextPageToken, nil
 	}
-	pages, err := paging.All(ctx, page, func(lb *cloudapi.LoadBalancer) bool {
+	pages, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, func(lb *cloudapi.LoadBalancer) bool {
 		uid := lb.Spec.Tags[cloudapi.TagService]
 		if uid == "" || !cloudapi.MatchTags(lb.Spec.Tags, s.filter) || seen[lb.ID] {
 			return true

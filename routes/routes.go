@@ -93,7 +93,7 @@ func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 func (r *Routes) list(ctx context.Context) ([]cloudapi.Route, error) {
 	tags := r.clusterTags()
 	var out []cloudapi.Route
-	_, err := paging.All(ctx, r.page(tags), func(rt *cloudapi.Route) bool {
+	_, err := paging.All(ctx, cloudapi.OpListRoutes, r.page(tags), func(rt *cloudapi.Route) bool {
 		if cloudapi.MatchTags(rt.Tags, tags) { // a backend that ignored the filter must not make us touch others' routes
 			out = append(out, *rt)
 		}
@@ -110,7 +110,7 @@ func (r *Routes) page(tags map[string]string) paging.Page[cloudapi.Route] {
 	return func(ctx context.Context, token string) ([]cloudapi.Route, string, error) {
 		p, err := r.api.ListRoutes(ctx, cloudapi.ListOptions{Tags: tags, PageSize: r.opts.PageSize, PageToken: token})
 		if err != nil {
-			return nil, "", cloudapi.ListError(cloudapi.OpListRoutes, err)
+			return nil, "", err
 		}
 		return p.Items, p.NextPageToken, nil
 	}
@@ -178,7 +178,7 @@ func (r *Routes) findID(ctx context.Context, id string) (*cloudapi.Route, error)
 
 func (r *Routes) findFunc(ctx context.Context, match func(cloudapi.Route) bool) (*cloudapi.Route, error) {
 	var found *cloudapi.Route
-	_, err := paging.All(ctx, r.page(nil), func(rt *cloudapi.Route) bool {
+	_, err := paging.All(ctx, cloudapi.OpListRoutes, r.page(nil), func(rt *cloudapi.Route) bool {
 		if match(*rt) {
 			found = rt
 			return false

@@ -437,11 +437,11 @@ func (c *Cache) fetchAll(ctx context.Context, sizeHint int) (map[string]*cloudap
 	page := func(ctx context.Context, token string) ([]cloudapi.Instance, string, error) {
 		p, err := c.api.ListInstances(ctx, cloudapi.ListOptions{PageSize: c.opts.PageSize, PageToken: token})
 		if err != nil {
-			return nil, "", cloudapi.ListError(cloudapi.OpListInstances, err) // never "instance gone"
+			return nil, "", err
 		}
 		return p.Items, p.NextPageToken, nil
 	}
-	pages, err := paging.All(ctx, page, func(inst *cloudapi.Instance) bool {
+	pages, err := paging.All(ctx, cloudapi.OpListInstances, page, func(inst *cloudapi.Instance) bool {
 		if _, dup := byID[inst.ID]; !dup {
 			byID[inst.ID] = inst
 			key := nameKey(inst.Name)

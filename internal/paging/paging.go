@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
 )
 
 // MaxPages is the most pages one list may take. It is far past any sane list: 10,000
@@ -19,13 +21,16 @@ var ErrBadPaging = errors.New("the cloud's page tokens do not end")
 // its items and the token of the next page, empty on the last page.
 type Page[T any] func(ctx context.Context, token string) (items []T, next string, err error)
 
-// All fetches the pages of a list from the first until one has an empty next token and
-// hands every item to each, in order; when each returns false, All stops there, without
-// fetching further pages. It returns the number of pages fetched. The error of a fetch is
-// returned as it is, wrapped with the page number; a token answered twice or a list past
+// All fetches the pages of a list of op from the first until one has an empty next token
+// and hands every item to each, in order; when each returns false, All stops there,
+// without fetching further pages. It returns the number of pages fetched. The error of a
+// fetch is returned wrapped with the page number, and never matches cloudapi.ErrNotFound:
+// a list has no resource to not find, so a backend's not-found there (a 404 of the list
+// endpoint, say) says nothing about any instance, load balancer or route; it becomes
+// cloudapi.ErrTransient with its text kept. A token answered twice or a list past
 // MaxPages pages ends with an error matching ErrBadPaging; ctx ending between pages ends
 // it with an error matching ctx.Err().
-func All[T any](ctx context.Context, fetch Page[T], each func(*T) bool) (int, error) {
+func All[T any](ctx context.Context, op cloudapi.Operation, fetch Page[T], each func(*T) bool) (int, error) {
 	seen := map[string]bool{"": true}
 	token := ""
 	for pages := 1; ; pages++ {
@@ -37,7 +42,7 @@ func All[T any](ctx context.Context, fetch Page[T], each func(*T) bool) (int, er
 		}
 		items, next, err := fetch(ctx, token)
 		if err != nil {
-			return pages - 1, fmt.Errorf("page %d: %w", pages, err)
+			return pages - 1, fmt.Errorf("page %d: %w", pages, neverNotFound(op, err))
 		}
 		for i := range items {
 			if !each(&items[i]) {
@@ -53,4 +58,13 @@ func All[T any](ctx context.Context, fetch Page[T], each func(*T) bool) (int, er
 		seen[next] = true
 		token = next
 	}
+}
+
+// neverNotFound returns err, the failure of a list call of op, so that it never matches
+// cloudapi.ErrNotFound (see All); any other error is returned as it is.
+func neverNotFound(op cloudapi.Operation, err error) error {
+	if !errors.Is(err, cloudapi.ErrNotFound) {
+		return err
+	}
+	return cloudapi.NewError(cloudapi.ErrTransient, op, "", fmt.Errorf("the list answered not found: %s", err.Error()))
 }

@@ -3,12 +3,19 @@ package paging
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
 )
+
+// op is the operation the lists of these tests page through.
+const op = cloudapi.OpListRoutes
 
 // script is a cloud that answers page i (by the token it handed out) with items[i] and
 // next[i]; the first page is the empty token.
@@ -37,7 +44,7 @@ func (s *script) page(_ context.Context, token string) ([]int, string, error) {
 func collect(t *testing.T, fetch Page[int]) ([]int, int, error) {
 	t.Helper()
 	var got []int
-	pages, err := All(context.Background(), fetch, func(v *int) bool { got = append(got, *v); return true })
+	pages, err := All(context.Background(), op, fetch, func(v *int) bool { got = append(got, *v); return true })
 	return got, pages, err
 }
 
@@ -87,7 +94,7 @@ func TestAllEndsAnEndlessList(t *testing.T) {
 func TestAllStopsWhenTold(t *testing.T) {
 	s := &script{items: [][]int{{1, 2}, {3}}, next: []string{"p1", ""}}
 	var got []int
-	pages, err := All(context.Background(), s.page, func(v *int) bool { got = append(got, *v); return *v < 2 })
+	pages, err := All(context.Background(), op, s.page, func(v *int) bool { got = append(got, *v); return *v < 2 })
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 2}, got)
 	assert.Equal(t, 1, pages)
@@ -116,7 +123,7 @@ func TestAllStopsWhenTheContextEnds(t *testing.T) {
 		cancel() // the caller gives up during the first page
 		return []int{1}, "p1", nil
 	}
-	pages, err := All(ctx, fetch, func(*int) bool { return true })
+	pages, err := All(ctx, op, fetch, func(*int) bool { return true })
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, pages)
 	assert.Equal(t, 1, calls)
@@ -151,7 +158,7 @@ func FuzzAll(f *testing.F) {
 			return []int{i}, "", nil
 		}
 		items := 0
-		pages, err := All(context.Background(), fetch, func(*int) bool { items++; return true })
+		pages, err := All(context.Background(), op, fetch, func(*int) bool { items++; return true })
 		require.LessOrEqual(t, calls, MaxPages)
 		assert.Equal(t, calls, pages)
 		assert.Equal(t, calls, items)
@@ -168,4 +175,43 @@ func FuzzAll(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A list's not-found (a 404 of the list endpoint, on any page) says nothing about any
+// resource: it never matches cloudapi.ErrNotFound, keeps the cloud's text and is
+// transient; every other error passes as it is.
+func TestListErrorIsNeverNotFound(t *testing.T) {
+	notFound := cloudapi.NewError(cloudapi.ErrNotFound, op, "", errors.New("HTTP 404: no such endpoint"))
+	throttled := cloudapi.Throttled(op, time.Second, nil)
+	for _, tt := range []struct {
+		name      string
+		err       error
+		transient bool
+	}{
+		{"not found", notFound, true},
+		{"wrapped not found", fmt.Errorf("backend: %w", notFound), true},
+		{"throttled", throttled, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			fetch := func(_ context.Context, token string) ([]int, string, error) {
+				calls++
+				if token == "" {
+					return []int{1}, "p1", nil
+				}
+				return nil, "", tt.err
+			}
+			_, err := All(t.Context(), op, fetch, func(*int) bool { return true })
+			require.Error(t, err)
+			assert.Equal(t, 2, calls)
+			assert.NotErrorIs(t, err, cloudapi.ErrNotFound, "a list has nothing to not find")
+			assert.Contains(t, err.Error(), "page 2")
+			if tt.transient {
+				assert.ErrorIs(t, err, cloudapi.ErrTransient)
+				assert.Contains(t, err.Error(), "HTTP 404: no such endpoint", "the cloud's text is kept")
+			} else {
+				assert.ErrorIs(t, err, tt.err, "other errors pass as they are")
+			}
+		})
+	}
 }
