@@ -1,7 +1,6 @@
 package loadbalancer_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/clocktest"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/providerid"
 )
@@ -149,7 +149,7 @@ func TestConvergesUnderFaults(t *testing.T) {
 			{Probability: 0.05, Kind: faultinject.Timeout},
 		},
 		Timeout: time.Millisecond,
-		Sleep:   func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		Clock:   clocktest.NewStepping(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)), // timeouts end at once
 	})
 	api, ok := chaos.LoadBalancers()
 	require.True(t, ok)

@@ -19,6 +19,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/clocktest"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -174,15 +175,16 @@ func (s *sim) execute(ops []op) error {
 
 // faultinjectWrap returns the fault injector of the step of o: seeded by the run's seed
 // and the operation's index, so that the step's faults do not depend on the steps before.
-// Timeouts and the throttle's Retry-After are tiny, and the injector does not sleep: the
-// real waits of the provider's client are the only wall time the faults cost.
+// Timeouts and the throttle's Retry-After are tiny, and the injector's waits end at once
+// on a fake clock of its own (not the simulation's clock, which only the scheduler moves):
+// the real waits of the provider's client are the only wall time the faults cost.
 func faultinjectWrap(s *sim, o op) *faultinject.Client {
 	return faultinject.Wrap(s.cloud, faultinject.Config{
 		Seed:               int64(mix(uint64(s.p.seed), uint64(o.Index))),
 		Rules:              faultRules(s.p.faultRate),
 		Timeout:            time.Millisecond,
 		ThrottleRetryAfter: time.Microsecond,
-		Sleep:              func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		Clock:              clocktest.NewStepping(time.Unix(0, 0)),
 	})
 }
 
