@@ -51,15 +51,12 @@ func TestNoFalseNotExistUnderFaults(t *testing.T) {
 	})
 	format, err := providerid.Default("ccmkit")
 	require.NoError(t, err)
-	var ticks atomic.Int64
 	inst, err := instances.New(faulty.Instances(), instances.Options{
 		ProviderID: format,
 		// A clock that moves a minute each time it is read: no list is ever held back by
 		// the backoff after a failed one, so every lookup lists afresh, and a GetInstance
 		// not-found counts as gone whenever the list before it succeeded.
-		Lookup: instancecache.New(faulty.Instances(), instancecache.Options{MaxAge: 0, Now: func() time.Time {
-			return time.Unix(0, 0).Add(time.Duration(ticks.Add(1)) * time.Minute)
-		}}),
+		Lookup: instancecache.New(faulty.Instances(), instancecache.Options{MaxAge: 0, Clock: clocktest.NewTicking(time.Unix(0, 0), time.Minute)}),
 	})
 	require.NoError(t, err)
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/instances"
@@ -41,9 +41,10 @@ type Options struct {
 	// cloud-controller-manager's global registry (served on /metrics); tests pass their
 	// own.
 	Metrics MetricsRegistry
-	// Now returns the current time for the provider's caches (how old a snapshot is). Nil
-	// means time.Now; simulations and tests pass a virtual clock.
-	Now func() time.Time
+	// Clock is the clock the provider's caches age by (how old a snapshot is, when a
+	// failed list may be retried). Nil means the real clock, clock.RealClock{};
+	// simulations and tests pass a fake one (k8s.io/utils/clock/testing).
+	Clock clock.PassiveClock
 }
 
 func (o Options) withDefaults() Options {
@@ -125,7 +126,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.snapshot = instancecache.New(instrumented.Instances(), instancecache.Options{MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, Now: opts.Now, OnCheck: checks})
+	c.snapshot = instancecache.New(instrumented.Instances(), instancecache.Options{MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, Clock: opts.Clock, OnCheck: checks})
 	if cfg.InstancesEnabled() {
 		c.instances, err = instances.New(instrumented.Instances(), instances.Options{
 			ProviderID:       format,
@@ -149,7 +150,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			AnnotationPrefix: cfg.LoadBalancer.AnnotationPrefix,
 			MaxAge:           cfg.Cache.MaxAge,
 			PageSize:         cfg.CloudAPI.PageSize,
-			Now:              opts.Now,
+			Clock:            opts.Clock,
 		})
 		if err != nil {
 			errs = append(errs, err)

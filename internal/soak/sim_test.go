@@ -15,6 +15,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
@@ -116,7 +117,7 @@ type result struct {
 type sim struct {
 	p     params
 	ctx   context.Context
-	clock *clock
+	clock *clocktesting.FakePassiveClock
 	w     *world
 	cloud *fake.Cloud
 	sw    *switchClient
@@ -222,7 +223,7 @@ func newSim(p params) (*sim, error) {
 		PageSize:      p.pageSize,
 		RoutePageSize: p.routePageSize,
 		Provisioning:  fake.Provisioning{Reads: p.provisioningReads},
-	}, fake.WithClock(c.Now))
+	}, fake.WithClock(c))
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +255,7 @@ func (s *sim) restart() error {
 			},
 		},
 		Enable: provider.EnableConfig{Routes: &routesOn},
-	}, s.sw, provider.Options{Metrics: metrics.NewKubeRegistry(), Now: s.clock.Now})
+	}, s.sw, provider.Options{Metrics: metrics.NewKubeRegistry(), Clock: s.clock})
 	if err != nil {
 		return err
 	}
