@@ -20,9 +20,10 @@
 //     the upstream default periods (node status every 5 min, node monitor every 5 s, route
 //     reconcile every 10 s), with every Node Ready and with a zone's Nodes NotReady. The
 //     passes are called in virtual-time order and the provider's clock
-//     (provider.Options.Now) is moved to each pass's time: UpdateNodeStatus and
-//     MonitorNodes directly; the route controller's reconcile, which is not exported, runs
-//     in its own Run loop behind a gate that releases one reconcile per tick.
+//     (provider.Options.Clock, a k8s.io/utils/clock/testing fake clock) is moved to each
+//     pass's time: UpdateNodeStatus and MonitorNodes directly; the route controller's
+//     reconcile, which is not exported, runs in its own Run loop behind a gate that
+//     releases one reconcile per tick.
 //   - P2: reads and writes of a converged EnsureLoadBalancer, writes of an
 //     UpdateLoadBalancer with unchanged nodes, with ccmkit's load balancer snapshot fresh
 //     (the virtual clock stands still). When it has expired, the first call after expiry

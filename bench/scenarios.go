@@ -242,7 +242,7 @@ func simulate(ctx context.Context, w *world, notReady int, log *progress) (fakec
 		if t >= window {
 			break
 		}
-		w.clock.Set(origin.Add(t))
+		w.clock.SetTime(origin.Add(t))
 		for _, tk := range tickers {
 			if tk.next == t {
 				if err := tk.pass(); err != nil {
@@ -256,7 +256,7 @@ func simulate(ctx context.Context, w *world, notReady int, log *progress) (fakec
 			log.printf("%s: virtual %v: %d calls so far", w.kind, m, w.cloud.Calls().Sub(before).Total())
 		}
 	}
-	w.clock.Set(origin.Add(window))
+	w.clock.SetTime(origin.Add(window))
 	return w.cloud.Calls().Sub(before), s.kube.writes.Load() - writesBefore, nil
 }
 
@@ -293,7 +293,7 @@ func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
 		}
 		defer sub.stop()
 	}
-	w.clock.Advance(nodeStatusUpdateFrequency)
+	w.clock.Step(nodeStatusUpdateFrequency)
 	w.tap.setLatency(w.cfg.latency)
 	defer w.tap.setLatency(0)
 	before := w.cloud.Calls()
@@ -339,7 +339,7 @@ func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
 	// The kubelet registers the Node a moment after the instance appeared, later than the
 	// provider's last instance list (the node controller's status pass at start): move the
 	// provider's clock on as real time would, or a lookup by name would trust that list.
-	w.clock.Advance(time.Second)
+	w.clock.Step(time.Second)
 	done := w.tap.watch(inst.ID, len(w.services))
 	before, writesBefore := w.cloud.Calls(), k.writes.Load()
 	start := time.Now()

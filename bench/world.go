@@ -21,6 +21,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/component-base/metrics"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/bench/baseline"
 	"github.com/ccmkit/ccmkit/cloudapi"
@@ -56,7 +57,7 @@ type world struct {
 	kind  kind
 	cloud *fakecloud.Cloud
 	tap   *tap
-	clock *virtualClock
+	clock *clocktesting.FakeClock // the provider's: virtual time, moved by the scenarios
 	cidr  *net.IPNet
 
 	nodes    []*corev1.Node
@@ -102,7 +103,7 @@ func newWorld(ctx context.Context, cfg config, k kind, log *progress) (*world, e
 	if err != nil {
 		return nil, err
 	}
-	w := &world{cfg: cfg, kind: k, cloud: cloud, tap: newTap(cloud), clock: newVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), cidr: cidr}
+	w := &world{cfg: cfg, kind: k, cloud: cloud, tap: newTap(cloud), clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), cidr: cidr}
 
 	// The provider that converges the cloud; dropped afterwards.
 	p, err := w.newProvider()
@@ -173,7 +174,7 @@ func (w *world) newProvider() (cloudprovider.Interface, error) {
 			Cluster:  provider.ClusterConfig{ID: clusterID},
 			CloudAPI: api,
 			Enable:   provider.EnableConfig{Routes: &enable},
-		}, w.tap, provider.Options{Metrics: metrics.NewKubeRegistry(), Now: w.clock.Now})
+		}, w.tap, provider.Options{Metrics: metrics.NewKubeRegistry(), Clock: w.clock})
 	case kindBaseline:
 		return baseline.New(w.tap, baseline.Options{ClusterID: clusterID})
 	}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
 
@@ -18,8 +20,8 @@ import (
 // deleted) and inspect it (every load balancer and route with its owner tags, and how
 // often each operation was called). It is safe for concurrent use.
 type Cloud struct {
-	cfg Config
-	now func() time.Time
+	cfg   Config
+	clock clock.PassiveClock
 
 	calls []atomic.Int64 // by index in operations
 
@@ -53,10 +55,14 @@ type loadBalancer struct {
 // Option customises New.
 type Option func(*Cloud)
 
-// WithClock makes the cloud read time from now instead of time.Now. Provisioning.Duration
-// is measured on it.
-func WithClock(now func() time.Time) Option {
-	return func(c *Cloud) { c.now = now }
+// WithClock makes the cloud read the time from clk instead of the real clock.
+// Provisioning.Duration is measured on it. A nil clk means the real clock.
+func WithClock(clk clock.PassiveClock) Option {
+	return func(c *Cloud) {
+		if clk != nil {
+			c.clock = clk
+		}
+	}
 }
 
 // New returns a cloud as cfg describes it. It validates cfg (after SetDefaults on a copy)
@@ -69,7 +75,7 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 	c := &Cloud{
 		cfg:      cfg,
 		calls:    make([]atomic.Int64, len(operations)),
-		now:      time.Now,
+		clock:    clock.RealClock{},
 		lbNames:  map[string]string{},
 		inUse:    map[netip.Addr]string{},
 		pools:    map[poolKey]*pool{},

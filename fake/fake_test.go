@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
@@ -212,9 +213,7 @@ func TestProvisioningByReads(t *testing.T) {
 }
 
 func TestProvisioningByDuration(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cloud := newCloud(t, fake.Config{Provisioning: fake.Provisioning{Duration: time.Minute}}, fake.WithClock(clock))
 	api := lbAPI(t, cloud)
 	ctx := t.Context()
@@ -225,9 +224,7 @@ func TestProvisioningByDuration(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, cloudapi.LoadBalancerProvisioning, got.Status)
 	}
-	mu.Lock()
-	now = now.Add(time.Minute)
-	mu.Unlock()
+	clock.Step(time.Minute)
 	got, err := api.GetLoadBalancer(ctx, lb.ID)
 	require.NoError(t, err)
 	assert.Equal(t, cloudapi.LoadBalancerActive, got.Status)

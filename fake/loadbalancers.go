@@ -85,7 +85,7 @@ func (a lbAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalance
 			Addresses: addrs,
 			Status:    cloudapi.LoadBalancerActive,
 		},
-		created: c.now(),
+		created: c.clock.Now(),
 	}
 	if c.cfg.Provisioning.Reads > 0 || c.cfg.Provisioning.Duration > 0 {
 		rec.lb.Status = cloudapi.LoadBalancerProvisioning
@@ -169,7 +169,7 @@ func (c *Cloud) observe(rec *loadBalancer) {
 	if rec.lb.Status != cloudapi.LoadBalancerProvisioning {
 		return
 	}
-	if rec.reads >= c.cfg.Provisioning.Reads && c.now().Sub(rec.created) >= c.cfg.Provisioning.Duration {
+	if rec.reads >= c.cfg.Provisioning.Reads && c.clock.Now().Sub(rec.created) >= c.cfg.Provisioning.Duration {
 		rec.lb.Status = cloudapi.LoadBalancerActive
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	fakecloud "github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/clocktest"
 	"github.com/ccmkit/ccmkit/internal/instancecache"
 	"github.com/ccmkit/ccmkit/providerid"
 )
@@ -46,18 +47,15 @@ func TestNoFalseNotExistUnderFaults(t *testing.T) {
 			{Probability: 0.12, Kind: faultinject.Transient},
 			{Probability: 0.12, Kind: faultinject.Throttle},
 		},
-		Sleep: func(context.Context, time.Duration) error { return nil }, // timeouts without waiting
+		Clock: clocktest.NewStepping(time.Unix(0, 0)), // timeouts end at once, on a clock of their own
 	})
 	format, err := providerid.Default("ccmkit")
 	require.NoError(t, err)
-	var ticks atomic.Int64
 	inst, err := instances.New(
 		// A clock that moves a minute each time it is read: no list is ever held back by
 		// the backoff after a failed one, so every lookup lists afresh, and a GetInstance
 		// not-found counts as gone whenever the list before it succeeded.
-		instancecache.New(faulty.Instances(), instancecache.Options{MaxAge: 0, Now: func() time.Time {
-			return time.Unix(0, 0).Add(time.Duration(ticks.Add(1)) * time.Minute)
-		}}),
+		instancecache.New(faulty.Instances(), instancecache.Options{MaxAge: 0, Clock: clocktest.NewTicking(time.Unix(0, 0), time.Minute)}),
 		instances.Options{ProviderID: format})
 	require.NoError(t, err)
 

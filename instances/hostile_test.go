@@ -21,6 +21,7 @@ import (
 	"k8s.io/cloud-provider/controllers/nodelifecycle"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	fakecloud "github.com/ccmkit/ccmkit/fake"
@@ -93,8 +94,7 @@ type hostileCluster struct {
 	kube    *fake.Clientset
 	ctrl    *nodelifecycle.CloudNodeLifecycleController
 	events  *record.FakeRecorder
-	now     time.Time
-	mu      sync.Mutex
+	clock   *clocktesting.FakeClock // the provider's
 }
 
 // setRecorder gives the controller the event recorder that its Run would create: the
@@ -125,13 +125,13 @@ func newHostileCluster(t *testing.T, n int, withProviderID bool) *hostileCluster
 	}
 	cloud, err := fakecloud.New(cfg)
 	require.NoError(t, err)
-	c := &hostileCluster{cloud: cloud, hostile: &hostile{Client: cloud, keep: -1}, reg: metrics.NewKubeRegistry(), now: time.Unix(1_800_000_000, 0)}
+	c := &hostileCluster{cloud: cloud, hostile: &hostile{Client: cloud, keep: -1}, reg: metrics.NewKubeRegistry(), clock: clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))}
 	p, err := provider.New(provider.Config{
 		Cluster: provider.ClusterConfig{ID: "c1"},
 		// One attempt a call: the retries' backoff is real time, and this test counts
 		// answers, not attempts.
 		CloudAPI: provider.CloudAPIConfig{QPS: 1000, Burst: 1000, Retry: provider.RetryConfig{MaxAttempts: 1}},
-	}, c.hostile, provider.Options{Metrics: c.reg, Now: c.clock})
+	}, c.hostile, provider.Options{Metrics: c.reg, Clock: c.clock})
 	require.NoError(t, err)
 	c.kube = fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(c.kube, 0)
@@ -146,15 +146,11 @@ func newHostileCluster(t *testing.T, n int, withProviderID bool) *hostileCluster
 	return c
 }
 
-func (c *hostileCluster) clock() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
 // monitor runs MonitorNodes passes times, 5 s of the provider's clock apart.
 func (c *hostileCluster) monitor(passes int) {
 	for range passes {
 		c.ctrl.MonitorNodes(context.Background())
-		c.mu.Lock()
-		c.now = c.now.Add(5 * time.Second)
-		c.mu.Unlock()
+		c.clock.Step(5 * time.Second)
 	}
 }
 

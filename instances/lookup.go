@@ -47,10 +47,7 @@ func NewLookup(api cloudapi.InstanceAPI, opts LookupOptions) (Lookup, error) {
 	if opts.MaxAge == 0 {
 		opts.MaxAge = DefaultLookupMaxAge
 	}
-	cacheOpts := instancecache.Options{MaxAge: opts.MaxAge, PageSize: opts.PageSize}
-	if opts.Clock != nil {
-		cacheOpts.Now = opts.Clock.Now
-	}
+	cacheOpts := instancecache.Options{MaxAge: opts.MaxAge, PageSize: opts.PageSize, Clock: opts.Clock}
 	if opts.OnCheck != nil {
 		onCheck := opts.OnCheck
 		cacheOpts.OnCheck = func(reason instancecache.CheckReason, result instancecache.CheckResult) {

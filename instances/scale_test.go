@@ -17,6 +17,7 @@ import (
 	nodecontroller "k8s.io/cloud-provider/controllers/node"
 	"k8s.io/cloud-provider/controllers/nodelifecycle"
 	"k8s.io/component-base/metrics"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	fakecloud "github.com/ccmkit/ccmkit/fake"
@@ -57,7 +58,7 @@ func newCluster(tb testing.TB, n, notReady int, faults faultinject.Config) *clus
 	cloud, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "scale"}, CloudAPI: provider.CloudAPIConfig{PageSize: pageSize, Unlimited: true}},
 		// The snapshot's clock stands still: a pass slowed down by a busy machine must not
 		// outlive cache.maxAge and list twice. Budgets are call counts, not times.
-		counter, provider.Options{Metrics: metrics.NewKubeRegistry(), Now: func() time.Time { return frozen }})
+		counter, provider.Options{Metrics: metrics.NewKubeRegistry(), Clock: clocktesting.NewFakePassiveClock(frozen)})
 	require.NoError(tb, err)
 
 	var objs []corev1.Node

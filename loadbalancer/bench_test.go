@@ -12,8 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/clocktest"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/providerid"
 )
@@ -30,14 +32,10 @@ func BenchmarkEnsureConverged5000Nodes(b *testing.B) {
 // with a snapshot that has expired at every ensure: one list (one page) per ensure, the
 // most a converged ensure costs.
 func BenchmarkEnsureConverged5000NodesExpiredSnapshot(b *testing.B) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	benchmarkEnsureConverged(b, func() time.Time {
-		now = now.Add(loadbalancer.DefaultMaxAge + time.Second) // one goroutine: no lock needed
-		return now
-	})
+	benchmarkEnsureConverged(b, clocktest.NewTicking(t0, loadbalancer.DefaultMaxAge+time.Second))
 }
 
-func benchmarkEnsureConverged(b *testing.B, now func() time.Time) {
+func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock) {
 	const n = 5000
 	ctx := klog.NewContext(context.Background(), klog.Logger{}) // the zero logger discards
 	instances := make([]fake.Instance, n)
@@ -56,7 +54,7 @@ func benchmarkEnsureConverged(b *testing.B, now func() time.Time) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format, Now: now})
+	lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format, Clock: clk})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package loadbalancer_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/clocktest"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/providerid"
 )
@@ -149,7 +149,7 @@ func TestConvergesUnderFaults(t *testing.T) {
 			{Probability: 0.05, Kind: faultinject.Timeout},
 		},
 		Timeout: time.Millisecond,
-		Sleep:   func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		Clock:   clocktest.NewStepping(t0), // timeouts end at once
 	})
 	api, ok := chaos.LoadBalancers()
 	require.True(t, ok)
@@ -157,11 +157,7 @@ func TestConvergesUnderFaults(t *testing.T) {
 	require.NoError(t, err)
 	// The snapshot ages by 20 s with every call, so that it is refreshed every few calls,
 	// under the same faults.
-	clk := newClock()
-	lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: chaosCluster, ProviderID: format, Now: func() time.Time {
-		clk.Advance(chaosTick)
-		return clk.Now()
-	}})
+	lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: chaosCluster, ProviderID: format, Clock: clocktest.NewTicking(t0, chaosTick)})
 	require.NoError(t, err)
 
 	services := make([]*chaosServiceState, chaosServices)

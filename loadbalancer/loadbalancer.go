@@ -12,6 +12,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/paging"
@@ -48,9 +49,9 @@ type Options struct {
 	// PageSize is the page size asked for when listing the snapshot. Zero means the
 	// backend's default.
 	PageSize int
-	// Now returns the current time, by which the snapshot ages. Nil means time.Now;
-	// simulations and tests pass a virtual clock.
-	Now func() time.Time
+	// Clock is the clock the snapshot ages by. Nil means the real clock,
+	// clock.RealClock{}; simulations and tests pass a fake one.
+	Clock clock.PassiveClock
 }
 
 // LoadBalancer implements cloudprovider.LoadBalancer over a cloudapi.LoadBalancerAPI. A
@@ -94,13 +95,13 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	if opts.MaxAge == 0 {
 		opts.MaxAge = DefaultMaxAge
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	return &LoadBalancer{
 		api:   api,
 		opts:  opts,
-		snap:  newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Now),
+		snap:  newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock),
 		locks: map[string]*serviceLock{},
 	}, nil
 }

@@ -3,7 +3,6 @@ package loadbalancer_test
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cloud-provider/api"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
@@ -27,38 +27,20 @@ type env struct {
 	cloud *fake.Cloud
 	lb    *loadbalancer.LoadBalancer
 	nodes []*corev1.Node
-	clock *clock
+	// clock is the clock the snapshot ages by: a test moves it by hand, so that the
+	// snapshot's age is the test's choice, not the machine's speed.
+	clock *clocktesting.FakeClock
 }
 
-// clock is a virtual clock that a test moves by hand, so that the snapshot's age is the
-// test's choice, not the machine's speed.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-// Now returns the clock's time.
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// t0 is the time on the tests' fake clocks when they begin.
+var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // expire moves the clock past the snapshot's maximum age.
-func (e *env) expire() { e.clock.Advance(loadbalancer.DefaultMaxAge + time.Second) }
+func (e *env) expire() { e.clock.Step(loadbalancer.DefaultMaxAge + time.Second) }
 
 func newEnv(t *testing.T, cfg fake.Config, wrap ...func(cloudapi.Client) cloudapi.Client) *env {
 	t.Helper()
-	e := &env{clock: newClock()}
+	e := &env{clock: clocktesting.NewFakeClock(t0)}
 	for i := range 5 {
 		id := fmt.Sprintf("i-%d", i)
 		cfg.Instances = append(cfg.Instances, fake.Instance{ID: id, Name: fmt.Sprintf("node-%d", i)})
@@ -75,7 +57,7 @@ func newEnv(t *testing.T, cfg fake.Config, wrap ...func(cloudapi.Client) cloudap
 	require.True(t, ok)
 	format, err := providerid.Default("ccmkit")
 	require.NoError(t, err)
-	e.lb, err = loadbalancer.New(apiLB, loadbalancer.Options{ClusterID: "c1", ProviderID: format, Now: e.clock.Now})
+	e.lb, err = loadbalancer.New(apiLB, loadbalancer.Options{ClusterID: "c1", ProviderID: format, Clock: e.clock})
 	require.NoError(t, err)
 	return e
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/pace"
@@ -33,7 +34,7 @@ type snapshot struct {
 	filter   map[string]string // the cluster tag: the list's filter
 	maxAge   time.Duration
 	pageSize int
-	now      func() time.Time
+	clock    clock.PassiveClock
 
 	mu       sync.Mutex
 	services map[string]*serviceEntry // by Service UID (cloudapi.TagService)
@@ -72,13 +73,13 @@ type listFlight struct {
 	err  error
 }
 
-func newSnapshot(api cloudapi.LoadBalancerAPI, clusterID string, maxAge time.Duration, pageSize int, now func() time.Time) *snapshot {
+func newSnapshot(api cloudapi.LoadBalancerAPI, clusterID string, maxAge time.Duration, pageSize int, clk clock.PassiveClock) *snapshot {
 	return &snapshot{
 		api:      api,
 		filter:   map[string]string{cloudapi.TagCluster: clusterID},
 		maxAge:   maxAge,
 		pageSize: pageSize,
-		now:      now,
+		clock:    clk,
 		services: map[string]*serviceEntry{},
 		sets:     newTargetSets(),
 		backoff:  pace.Backoff{Min: minListBackoff, Max: maxListBackoff},
@@ -137,7 +138,7 @@ func (s *snapshot) forget(uid string) {
 // and context, so that one caller giving up does not fail the others, and every caller
 // whose context ends stops waiting, the one that started the list included.
 func (s *snapshot) refresh(ctx context.Context) error {
-	start := s.now()
+	start := s.clock.Now()
 	for {
 		s.mu.Lock()
 		if !s.listedAt.IsZero() && !s.listedAt.Before(start.Add(-s.maxAge)) {
@@ -156,13 +157,13 @@ func (s *snapshot) refresh(ctx context.Context) error {
 			}
 			continue // it may have begun too early for this caller
 		}
-		if err := s.backoff.Hold(s.now(), "the list of the cluster's load balancers"); err != nil {
+		if err := s.backoff.Hold(s.clock.Now(), "the list of the cluster's load balancers"); err != nil {
 			s.mu.Unlock()
 			return err
 		}
 		f := &listFlight{done: make(chan struct{})}
 		s.listing = f
-		began, beganSeq := s.now(), s.seq
+		began, beganSeq := s.clock.Now(), s.seq
 		s.mu.Unlock()
 
 		// The list runs on its own goroutine: the caller that started it waits for it
@@ -180,7 +181,7 @@ func (s *snapshot) run(ctx context.Context, f *listFlight, began time.Time, bega
 		s.install(services, sets, began, beganSeq)
 		s.backoff.Succeeded()
 	} else {
-		s.backoff.Failed(s.now(), err)
+		s.backoff.Failed(s.clock.Now(), err)
 	}
 	s.listing = nil
 	f.err = err

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -53,13 +55,13 @@ func (h *heldList) ListLoadBalancers(context.Context, cloudapi.ListOptions) (*cl
 // was under way is newer than what the list saw, and the list must not put the older
 // view back; a list that begins later replaces it.
 func TestListKeepsWhatChangedWhileItRan(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := &heldList{
 		lbs:     []cloudapi.LoadBalancer{testLB("lb-1", "a", "i-1"), testLB("lb-2", "b", "i-1")},
 		started: make(chan struct{}, 10),
 		release: make(chan struct{}),
 	}
-	s := newSnapshot(h, "c1", time.Minute, 0, func() time.Time { return now })
+	s := newSnapshot(h, "c1", time.Minute, 0, clk)
 
 	listed := make(chan error)
 	go func() { listed <- s.refresh(t.Context()) }()
@@ -86,7 +88,7 @@ func TestListKeepsWhatChangedWhileItRan(t *testing.T) {
 	assert.True(t, ok)
 	assert.Empty(t, lbs, "absent from the list")
 
-	now = now.Add(2 * time.Minute)
+	clk.Step(2 * time.Minute)
 	lbs, ok = s.lookup(t.Context(), "a")
 	require.True(t, ok)
 	require.Len(t, lbs, 1)
@@ -182,7 +184,7 @@ func (g *generatedList) ListLoadBalancers(_ context.Context, opts cloudapi.ListO
 // retainedHeap returns the bytes of heap that a snapshot of g keeps after a refresh: live
 // heap after a garbage collection, with the snapshot filled, less the same before.
 func retainedHeap(t testing.TB, g *generatedList) uint64 {
-	s := newSnapshot(g, "c1", time.Minute, 500, time.Now)
+	s := newSnapshot(g, "c1", time.Minute, 500, clock.RealClock{})
 	var m runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m)
@@ -247,10 +249,10 @@ func (f *failingList) ListLoadBalancers(context.Context, cloudapi.ListOptions) (
 // without listing again on every call; the list is retried after a backoff that doubles
 // from minListBackoff to maxListBackoff, and a success resets it.
 func TestFailedListBacksOff(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	f := &failingList{}
 	f.fail.Store(true)
-	s := newSnapshot(f, "c1", time.Minute, 0, func() time.Time { return now })
+	s := newSnapshot(f, "c1", time.Minute, 0, clk)
 
 	for range 5 {
 		_, ok := s.lookup(t.Context(), "a")
@@ -264,7 +266,7 @@ func TestFailedListBacksOff(t *testing.T) {
 		waited := time.Duration(0)
 		for f.calls.Load() == before {
 			require.Less(t, waited, time.Minute)
-			now = now.Add(250 * time.Millisecond)
+			clk.Step(250 * time.Millisecond)
 			waited += 250 * time.Millisecond
 			_, ok := s.lookup(t.Context(), "a")
 			require.False(t, ok)
@@ -274,7 +276,7 @@ func TestFailedListBacksOff(t *testing.T) {
 	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}, waits)
 
 	f.fail.Store(false)
-	now = now.Add(maxListBackoff)
+	clk.Step(maxListBackoff)
 	lbs, ok := s.lookup(t.Context(), "a")
 	require.True(t, ok, "the list works again")
 	require.Len(t, lbs, 1)
@@ -300,7 +302,7 @@ func TestListNotFoundIsNeverNoLoadBalancer(t *testing.T) {
 	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
 	assert.ErrorIs(t, err, cloudapi.ErrTransient)
 
-	s := newSnapshot(notFoundList{}, "c1", time.Minute, 0, time.Now)
+	s := newSnapshot(notFoundList{}, "c1", time.Minute, 0, clock.RealClock{})
 	err = s.refresh(t.Context())
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)

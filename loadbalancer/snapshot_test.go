@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
@@ -57,9 +58,9 @@ func TestRestartOnAConvergedClusterIsOneSnapshot(t *testing.T) {
 	api, _ := cloud.LoadBalancers()
 	format, err := providerid.Default("ccmkit")
 	require.NoError(t, err)
-	clk := newClock()
+	clk := clocktesting.NewFakeClock(t0)
 	start := func() *loadbalancer.LoadBalancer {
-		lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format, PageSize: pageSize, Now: clk.Now})
+		lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format, PageSize: pageSize, Clock: clk})
 		require.NoError(t, err)
 		return lb
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/instances"
@@ -40,9 +40,10 @@ type Options struct {
 	// cloud-controller-manager's global registry (served on /metrics); tests pass their
 	// own.
 	Metrics MetricsRegistry
-	// Now returns the current time for the provider's caches (how old a snapshot is). Nil
-	// means time.Now; simulations and tests pass a virtual clock.
-	Now func() time.Time
+	// Clock is the clock the provider's caches age by (how old a snapshot is, when a
+	// failed list may be retried). Nil means the real clock, clock.RealClock{};
+	// simulations and tests pass a fake one (k8s.io/utils/clock/testing).
+	Clock clock.PassiveClock
 }
 
 func (o Options) withDefaults() Options {
@@ -124,11 +125,8 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	lookupOpts := instances.LookupOptions{MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, OnCheck: checks}
-	if opts.Now != nil {
-		lookupOpts.Clock = nowClock(opts.Now)
-	}
-	c.lookup, err = instances.NewLookup(instrumented.Instances(), lookupOpts)
+	c.lookup, err = instances.NewLookup(instrumented.Instances(), instances.LookupOptions{
+		MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, Clock: opts.Clock, OnCheck: checks})
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +152,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			AnnotationPrefix: cfg.LoadBalancer.AnnotationPrefix,
 			MaxAge:           cfg.Cache.MaxAge,
 			PageSize:         cfg.CloudAPI.PageSize,
-			Now:              opts.Now,
+			Clock:            opts.Clock,
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -291,9 +289,3 @@ func (c clusters) Master(_ context.Context, clusterName string) (string, error) 
 	}
 	return c.cfg.Master, nil
 }
-
-// nowClock reads the time from Options.Now. It goes when Options takes a clock.
-type nowClock func() time.Time
-
-func (n nowClock) Now() time.Time                  { return n() }
-func (n nowClock) Since(t time.Time) time.Duration { return n().Sub(t) }

@@ -1,7 +1,6 @@
 package faultinject
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,8 +9,9 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/ccmkit/ccmkit/cloudapi"
-	"github.com/ccmkit/ccmkit/internal/pace"
 )
 
 // Defaults used when the matching Config field is zero.
@@ -172,13 +172,12 @@ type Config struct {
 	// the next token, rounded up to a whole millisecond and at least one millisecond.
 	RateLimit *RateLimit
 
-	// Now returns the current time; the rate limiter reads it, with the Client's lock
-	// held, so Now must not call the Client. Nil means time.Now.
-	Now func() time.Time
-	// Sleep waits for d or until ctx is done, whichever comes first, and returns nil or,
-	// when ctx ended first, a non-nil error (ctx.Err()). Latency and Timeout faults wait
-	// with it. Nil means SleepContext. Tests set it to record waits and return at once.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock is the Client's clock: the rate limiter reads its time, with the Client's
+	// lock held, and Latency and Timeout faults wait on its timers (a wait ends early when
+	// the call's context ends). Nil means the real clock, clock.RealClock{}. Tests pass a
+	// fake clock (k8s.io/utils/clock/testing) to make waits instant and the rate limiter
+	// reproducible.
+	Clock clock.Clock
 }
 
 // Validate reports every problem of the configuration, joined with errors.Join, or nil.
@@ -212,11 +211,6 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
-
-// SleepContext waits for d or until ctx is done, whichever comes first. It returns nil
-// after d and ctx.Err() when ctx ended first (also when it had ended before the call).
-// It is the default of Config.Sleep.
-func SleepContext(ctx context.Context, d time.Duration) error { return pace.SleepContext(ctx, d) }
 
 // cloneRules returns a copy of rules that shares no memory with it.
 func cloneRules(rules []Rule) []Rule {

@@ -38,7 +38,7 @@
 // Wrap. Then, while the Client is enabled:
 //
 //  1. Latency: the operation's Latency (Config.OpLatency, else Config.Latency) is sampled
-//     and waited for with Config.Sleep. If the context ends first, the call fails with
+//     and waited for on Config.Clock. If the context ends first, the call fails with
 //     cloudapi.ErrTransient wrapping the context's error; the inner client never sees it.
 //  2. Script: if a Fault is queued for the operation (Client.Script), the first one
 //     decides the call and is removed; steps 3 and 4 are skipped.
@@ -74,7 +74,7 @@
 // that makes its calls from one goroutine is fully reproducible; one that calls an
 // operation from several goroutines gets the same outcomes for the first n calls of that
 // operation, though which goroutine gets which may vary. Scripted faults are not random:
-// they go to the next calls in order. The rate limiter depends on Config.Now, so it is
+// they go to the next calls in order. The rate limiter depends on Config.Clock, so it is
 // reproducible with a fake clock.
 //
 // Counters (Client.Injected) record, per operation, the calls made and passed on and the

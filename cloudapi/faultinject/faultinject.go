@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/pace"
@@ -27,8 +28,7 @@ type Client struct {
 	timeout            time.Duration
 	throttleRetryAfter time.Duration
 	qps                float64
-	now                func() time.Time
-	sleep              func(context.Context, time.Duration) error
+	clock              clock.Clock
 
 	mu      sync.Mutex
 	enabled bool
@@ -52,8 +52,7 @@ func Wrap(inner cloudapi.Client, cfg Config) *Client {
 		opLatency:          maps.Clone(cfg.OpLatency),
 		timeout:            cfg.Timeout,
 		throttleRetryAfter: cfg.ThrottleRetryAfter,
-		now:                cfg.Now,
-		sleep:              cfg.Sleep,
+		clock:              cfg.Clock,
 		enabled:            true,
 		rules:              cloneRules(cfg.Rules),
 		bucket:             newBucket(cfg.RateLimit),
@@ -67,11 +66,8 @@ func Wrap(inner cloudapi.Client, cfg Config) *Client {
 	if c.throttleRetryAfter <= 0 {
 		c.throttleRetryAfter = DefaultThrottleRetryAfter
 	}
-	if c.now == nil {
-		c.now = time.Now
-	}
-	if c.sleep == nil {
-		c.sleep = SleepContext
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
 	}
 	if c.bucket != nil {
 		c.qps = cfg.RateLimit.QPS
@@ -235,7 +231,7 @@ func (c *Client) outcomeLocked(op cloudapi.Operation, k uint64) outcome {
 		return outcome{kind: f.Kind}
 	}
 	if c.bucket != nil {
-		if wait := refuse(c.bucket, c.now()); wait > 0 {
+		if wait := refuse(c.bucket, c.clock.Now()); wait > 0 {
 			return outcome{wait: wait}
 		}
 	}
@@ -278,7 +274,7 @@ func do[T any](ctx context.Context, c *Client, op cloudapi.Operation, id string,
 	}
 	if lat := c.latencyFor(op); lat != nil {
 		if d := lat.Sample(uniform(c.seed, op, k, streamLatency)); d > 0 {
-			if err := c.sleep(ctx, d); err != nil {
+			if err := pace.Sleep(ctx, c.clock, d); err != nil {
 				c.mu.Lock()
 				c.opCounts(op).Canceled++
 				c.mu.Unlock()
@@ -307,7 +303,7 @@ func do[T any](ctx context.Context, c *Client, op cloudapi.Operation, id string,
 			Err: fmt.Errorf("%w: too many requests", ErrInjected)}
 	case Timeout:
 		cause := fmt.Errorf("%w: no answer within %s: %w", ErrInjected, c.timeout, context.DeadlineExceeded)
-		if err := c.sleep(ctx, c.timeout); err != nil {
+		if err := pace.Sleep(ctx, c.clock, c.timeout); err != nil {
 			cause = fmt.Errorf("%w: context ended while waiting for an answer: %w", ErrInjected, err)
 		}
 		return zero, &cloudapi.Error{Class: cloudapi.ErrTransient, Op: op, ID: id, Err: cause}

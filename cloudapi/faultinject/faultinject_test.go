@@ -49,11 +49,11 @@ func TestZeroConfigPassesThrough(t *testing.T) {
 func TestZeroConfigAddsNoWait(t *testing.T) {
 	m := newMocks(t)
 	m.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(&cloudapi.Instance{ID: "i-1"}, nil)
-	var s sleeps
-	c := faultinject.Wrap(m.client, faultinject.Config{Sleep: s.Sleep})
+	s := newClock()
+	c := faultinject.Wrap(m.client, faultinject.Config{Clock: s})
 	_, err := c.Instances().GetInstance(t.Context(), "i-1")
 	require.NoError(t, err)
-	assert.Empty(t, s.Got())
+	assert.Empty(t, s.Waits())
 }
 
 func TestCapabilitiesPassThrough(t *testing.T) {
@@ -96,8 +96,8 @@ func TestKinds(t *testing.T) {
 						// The call is applied: the inner client sees it exactly once.
 						tc.expect(m, 1, nil)
 					}
-					var s sleeps
-					cfg := faultinject.Config{Timeout: timeout, ThrottleRetryAfter: retryAfter, Sleep: s.Sleep}
+					s := newClock()
+					cfg := faultinject.Config{Timeout: timeout, ThrottleRetryAfter: retryAfter, Clock: s}
 					if how == "rule" {
 						cfg.Rules = []faultinject.Rule{{Probability: 1, Kind: kind}}
 					}
@@ -135,7 +135,7 @@ func TestKinds(t *testing.T) {
 						_, ok := cloudapi.RetryAfter(err)
 						assert.False(t, ok)
 					}
-					assert.Equal(t, wantSleeps, s.Got())
+					assert.Equal(t, wantSleeps, s.Waits())
 					assert.Equal(t, faultinject.OpCounts{
 						Calls: 1, Passed: wantPassed, Faults: map[faultinject.Kind]int{kind: 1},
 					}, c.Injected().Ops[tc.op])
@@ -166,13 +166,13 @@ func TestAmbiguousHidesTheInnerAnswer(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	m := newMocks(t)
-	var s sleeps
-	c := faultinject.Wrap(m.client, faultinject.Config{Sleep: s.Sleep})
+	s := newClock()
+	c := faultinject.Wrap(m.client, faultinject.Config{Clock: s})
 	c.Script(cloudapi.OpGetInstance, faultinject.Fault{Kind: faultinject.Timeout}, faultinject.Fault{Kind: faultinject.Throttle})
 
 	_, err := c.Instances().GetInstance(t.Context(), "i-1")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, []time.Duration{faultinject.DefaultTimeout}, s.Got())
+	assert.Equal(t, []time.Duration{faultinject.DefaultTimeout}, s.Waits())
 	assert.Equal(t, time.Second, faultinject.DefaultTimeout)
 
 	_, err = c.Instances().GetInstance(t.Context(), "i-1")
@@ -211,7 +211,7 @@ func TestTimeoutEndsWithTheContext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newMocks(t)
-			// The real, timer-based Sleep: the wait must end with the context.
+			// The real clock: the wait must end with the context.
 			c := faultinject.Wrap(m.client, faultinject.Config{Timeout: time.Hour})
 			c.Script(cloudapi.OpDeleteRoute, faultinject.Fault{Kind: faultinject.Timeout})
 			rt, _ := c.Routes()
@@ -314,8 +314,8 @@ func TestDeterminism(t *testing.T) {
 		{Probability: 0.2, Kind: faultinject.Throttle},
 	}
 	newClient := func(seed int64) *faultinject.Client {
-		var s sleeps
-		return faultinject.Wrap(&stubCloud{}, faultinject.Config{Seed: seed, Rules: rules, Sleep: s.Sleep})
+		s := newClock()
+		return faultinject.Wrap(&stubCloud{}, faultinject.Config{Seed: seed, Rules: rules, Clock: s})
 	}
 	get, list := cloudapi.OpGetInstance, cloudapi.OpListInstances
 
@@ -388,15 +388,13 @@ func TestScript(t *testing.T) {
 	inst := &cloudapi.Instance{ID: "i-1"}
 	// Called for the scripted Fault{} and for the Ambiguous rule once the script is done.
 	m.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(inst, nil).Times(2)
-	clock := newFakeClock()
-	var s sleeps
+	s := newClock()
 	c := faultinject.Wrap(m.client, faultinject.Config{
 		// Every unscripted call is ambiguous, and only one token is ever free: the
 		// script must win over both.
 		Rules:     []faultinject.Rule{{Probability: 1, Kind: faultinject.Ambiguous}},
 		RateLimit: &faultinject.RateLimit{QPS: 0.001, Burst: 1},
-		Now:       clock.Now,
-		Sleep:     s.Sleep,
+		Clock:     s,
 	})
 	c.Script(cloudapi.OpGetInstance,
 		faultinject.Fault{Kind: faultinject.Transient},
@@ -472,10 +470,10 @@ func TestRateLimit(t *testing.T) {
 	m := newMocks(t)
 	m.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(&cloudapi.Instance{}, nil).AnyTimes()
 	m.rt.EXPECT().CreateRoute(gomock.Any(), rtSpec).Return(&cloudapi.Route{}, nil).AnyTimes()
-	clock := newFakeClock()
+	clock := newClock()
 	c := faultinject.Wrap(m.client, faultinject.Config{
 		RateLimit: &faultinject.RateLimit{QPS: 10, Burst: 5},
-		Now:       clock.Now,
+		Clock:     clock,
 	})
 	rt, _ := c.Routes()
 	// Calls alternate between two operations: the bucket is shared.
@@ -503,13 +501,13 @@ func TestRateLimit(t *testing.T) {
 		require.NoError(t, call(), "burst call %d", n+1)
 	}
 	requireThrottled(t, 100*time.Millisecond)
-	clock.Advance(40 * time.Millisecond)
+	clock.Step(40 * time.Millisecond)
 	requireThrottled(t, 60*time.Millisecond)
-	clock.Advance(60 * time.Millisecond)
+	clock.Step(60 * time.Millisecond)
 	require.NoError(t, call(), "one token came back")
 	requireThrottled(t, 100*time.Millisecond)
 
-	clock.Advance(time.Hour)
+	clock.Step(time.Hour)
 	for n := range 5 {
 		require.NoError(t, call(), "refilled to the burst, call %d", n+1)
 	}
@@ -535,19 +533,19 @@ func TestRateLimitRetryAfterRounding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := newFakeClock()
+			clock := newClock()
 			c := faultinject.Wrap(&stubCloud{}, faultinject.Config{
 				RateLimit: &faultinject.RateLimit{QPS: tt.qps, Burst: 0}, // counts as 1
-				Now:       clock.Now,
+				Clock:     clock,
 			})
 			_, err := c.Instances().GetInstance(t.Context(), "i-1")
 			require.NoError(t, err)
-			clock.Advance(tt.advance)
+			clock.Step(tt.advance)
 			_, err = c.Instances().GetInstance(t.Context(), "i-1")
 			ra, ok := cloudapi.RetryAfter(err)
 			require.True(t, ok, "throttled: %v", err)
 			assert.Equal(t, tt.want, ra)
-			clock.Advance(ra)
+			clock.Step(ra)
 			_, err = c.Instances().GetInstance(t.Context(), "i-1")
 			require.NoError(t, err, "waiting RetryAfter is enough")
 		})
@@ -575,12 +573,12 @@ func TestLatency(t *testing.T) {
 		sampled = append(sampled, d)
 		return d
 	})
-	var s sleeps
-	c := faultinject.Wrap(&stubCloud{}, faultinject.Config{Seed: 3, Latency: recording, Sleep: s.Sleep})
+	s := newClock()
+	c := faultinject.Wrap(&stubCloud{}, faultinject.Config{Seed: 3, Latency: recording, Clock: s})
 	callN(t, c, cloudapi.OpGetInstance, 50)
 
 	require.Len(t, sampled, 50)
-	assert.Equal(t, sampled, s.Got(), "the client waits what the Latency samples")
+	assert.Equal(t, sampled, s.Waits(), "the client waits what the Latency samples")
 	for _, u := range us {
 		assert.GreaterOrEqual(t, u, 0.0)
 		assert.Less(t, u, 1.0)
@@ -588,12 +586,12 @@ func TestLatency(t *testing.T) {
 	assert.Greater(t, len(uniqueFloats(us)), 45, "each call draws its own u")
 
 	t.Run("reproducible", func(t *testing.T) {
-		var s2 sleeps
+		s2 := newClock()
 		c2 := faultinject.Wrap(&stubCloud{}, faultinject.Config{Seed: 3, Latency: faultinject.LatencyFunc(func(u float64) time.Duration {
 			return time.Duration(u * float64(time.Second))
-		}), Sleep: s2.Sleep})
+		}), Clock: s2})
 		callN(t, c2, cloudapi.OpGetInstance, 50)
-		assert.Equal(t, s.Got(), s2.Got())
+		assert.Equal(t, s.Waits(), s2.Waits())
 	})
 }
 
@@ -610,14 +608,14 @@ func TestOpLatency(t *testing.T) {
 	m.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(&cloudapi.Instance{}, nil)
 	m.in.EXPECT().ListInstances(gomock.Any(), listOpts).Return(&cloudapi.InstancePage{}, nil)
 	m.rt.EXPECT().DeleteRoute(gomock.Any(), "rt-1").Return(nil)
-	var s sleeps
+	s := newClock()
 	c := faultinject.Wrap(m.client, faultinject.Config{
 		Latency: faultinject.Fixed(time.Millisecond),
 		OpLatency: map[cloudapi.Operation]faultinject.Latency{
 			cloudapi.OpGetInstance:   faultinject.Fixed(7 * time.Millisecond),
 			cloudapi.OpListInstances: nil, // none
 		},
-		Sleep: s.Sleep,
+		Clock: s,
 	})
 	_, err := c.Instances().GetInstance(t.Context(), "i-1")
 	require.NoError(t, err)
@@ -625,14 +623,14 @@ func TestOpLatency(t *testing.T) {
 	require.NoError(t, err)
 	rt, _ := c.Routes()
 	require.NoError(t, rt.DeleteRoute(t.Context(), "rt-1"))
-	assert.Equal(t, []time.Duration{7 * time.Millisecond, time.Millisecond}, s.Got())
+	assert.Equal(t, []time.Duration{7 * time.Millisecond, time.Millisecond}, s.Waits())
 }
 
 func TestLatencyEndsWithTheContext(t *testing.T) {
 	t.Run("fake sleep", func(t *testing.T) {
 		m := newMocks(t) // no inner call expected
-		var s sleeps
-		c := faultinject.Wrap(m.client, faultinject.Config{Latency: faultinject.Fixed(time.Second), Sleep: s.Sleep})
+		s := newClock()
+		c := faultinject.Wrap(m.client, faultinject.Config{Latency: faultinject.Fixed(time.Second), Clock: s})
 		c.Script(cloudapi.OpGetInstance, faultinject.Fault{Kind: faultinject.Throttle})
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
@@ -667,18 +665,17 @@ func TestSetEnabled(t *testing.T) {
 	m := newMocks(t)
 	const n = 20
 	m.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(&cloudapi.Instance{}, nil).Times(n)
+	s := newClock()
 	c := faultinject.Wrap(m.client, faultinject.Config{
 		Rules:     []faultinject.Rule{{Probability: 1, Kind: faultinject.Transient}},
 		RateLimit: &faultinject.RateLimit{QPS: 0.001, Burst: 1},
 		Latency:   faultinject.Fixed(time.Hour),
-		Sleep: func(context.Context, time.Duration) error {
-			t.Error("a disabled client waits")
-			return nil
-		},
+		Clock:     s,
 	})
 	c.SetEnabled(false)
 	assert.Equal(t, make([]faultinject.Kind, n), callN(t, c, cloudapi.OpGetInstance, n))
 	assert.Equal(t, faultinject.OpCounts{Calls: n, Passed: n}, c.Injected().Ops[cloudapi.OpGetInstance])
+	assert.Empty(t, s.Waits(), "a disabled client does not wait")
 }
 
 func TestSetRules(t *testing.T) {
@@ -701,14 +698,14 @@ func TestWrapCopiesConfig(t *testing.T) {
 		Rules:     []faultinject.Rule{{Probability: 1, Kind: faultinject.Throttle}},
 		OpLatency: map[cloudapi.Operation]faultinject.Latency{},
 	}
-	var s sleeps
-	cfg.Sleep = s.Sleep
+	s := newClock()
+	cfg.Clock = s
 	c := faultinject.Wrap(&stubCloud{}, cfg)
 	cfg.Rules[0].Kind = faultinject.Transient
 	cfg.OpLatency[cloudapi.OpGetInstance] = faultinject.Fixed(time.Second)
 
 	assert.Equal(t, faultinject.Throttle, callN(t, c, cloudapi.OpGetInstance, 1)[0])
-	assert.Empty(t, s.Got())
+	assert.Empty(t, s.Waits())
 }
 
 func TestRuleOfKindNoneShields(t *testing.T) {
@@ -817,15 +814,6 @@ func TestKindString(t *testing.T) {
 			assert.Equal(t, tt.valid, tt.kind.Valid())
 		})
 	}
-}
-
-func TestSleepContext(t *testing.T) {
-	require.NoError(t, faultinject.SleepContext(t.Context(), 0))
-	require.NoError(t, faultinject.SleepContext(t.Context(), time.Millisecond))
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	require.ErrorIs(t, faultinject.SleepContext(ctx, 0), context.Canceled, "an ended context is reported even for no wait")
-	require.ErrorIs(t, faultinject.SleepContext(ctx, time.Hour), context.Canceled)
 }
 
 func TestRuleValidate(t *testing.T) {

@@ -3,7 +3,6 @@ package faultinject_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/cloudapimock"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
+	"github.com/ccmkit/ccmkit/internal/clocktest"
 )
 
 // mocks is a gomock cloud: a Client whose sub-APIs are mocks with no expectations, so
@@ -200,47 +200,12 @@ func (s *stubCloud) ListInstances(context.Context, cloudapi.ListOptions) (*cloud
 	return &cloudapi.InstancePage{}, nil
 }
 
-// fakeClock is a settable clock for Config.Now.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// t0 is the time on the fake clocks of the tests when they begin.
+var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// sleeps records the waits asked of Config.Sleep and returns at once: nil, or ctx.Err()
-// when the context is done.
-type sleeps struct {
-	mu sync.Mutex
-	ds []time.Duration
-}
-
-func (s *sleeps) Sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.ds = append(s.ds, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func (s *sleeps) Got() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Duration(nil), s.ds...)
-}
+// newClock returns a fake clock for Config.Clock that ends every wait at once and
+// records it.
+func newClock() *clocktest.Clock { return clocktest.NewStepping(t0) }
 
 // outcome classifies the answer of a call for sequence comparisons.
 func outcome(err error) faultinject.Kind {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/pace"
 )
 
 const (
@@ -59,11 +60,11 @@ func callWith[T any](ctx context.Context, c *Client, op cloudapi.Operation, key,
 				return res, err
 			}
 		}
-		waitStart := c.opts.Now()
+		waitStart := c.opts.Clock.Now()
 		if err := c.admit(ctx); err != nil {
 			return zero, r.notSent(lastErr, attempt-1, err)
 		}
-		sent := c.opts.Now()
+		sent := c.opts.Clock.Now()
 		c.metrics.wait.Observe(sent.Sub(waitStart).Seconds())
 		if attempt > 1 {
 			c.metrics.retries.WithLabelValues(opLabel).Inc()
@@ -75,7 +76,7 @@ func callWith[T any](ctx context.Context, c *Client, op cloudapi.Operation, key,
 		// order cannot mistake the end of ctx for a timeout of the attempt.
 		timedOut := errors.Is(attemptCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
-		now := c.opts.Now()
+		now := c.opts.Clock.Now()
 		took := now.Sub(sent)
 		c.metrics.duration.WithLabelValues(opLabel).Observe(took.Seconds())
 
@@ -131,7 +132,7 @@ func callWith[T any](ctx context.Context, c *Client, op cloudapi.Operation, key,
 			r.maybeApplied = true
 		}
 		logger.V(2).Info("Retrying cloud API call", "attempt", attempt, "backoff", wait, "err", err)
-		if err := c.opts.Sleep(ctx, wait); err != nil {
+		if err := pace.Sleep(ctx, c.opts.Clock, wait); err != nil {
 			return zero, r.final(lastErr, attempt, "stopped waiting to retry", err)
 		}
 	}
@@ -198,7 +199,7 @@ func (c *Client) admit(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		now := c.opts.Now()
+		now := c.opts.Clock.Now()
 		c.mu.Lock()
 		hold := c.notBefore.Sub(now)
 		gen := c.gen
@@ -221,13 +222,13 @@ func (c *Client) admit(ctx context.Context) error {
 			if tooLate(ctx, hold) {
 				return &waitTooLongError{wait: hold, reason: "the cloud asked to wait until after the context's deadline"}
 			}
-			if err := c.opts.Sleep(ctx, hold); err != nil {
+			if err := pace.Sleep(ctx, c.opts.Clock, hold); err != nil {
 				return err
 			}
 			continue // the hold may have been extended meanwhile
 		}
 		if delay > 0 {
-			if err := c.opts.Sleep(ctx, delay); err != nil {
+			if err := pace.Sleep(ctx, c.opts.Clock, delay); err != nil {
 				c.mu.Lock()
 				if gen == c.gen {
 					c.bucket.GiveBack(before, after)
@@ -242,7 +243,7 @@ func (c *Client) admit(ctx context.Context) error {
 		// While this call waited for its slot, the cloud may have throttled another one:
 		// then wait for the hold, and take a slot at the lowered rate.
 		c.mu.Lock()
-		current := gen == c.gen && !c.opts.Now().Before(c.notBefore)
+		current := gen == c.gen && !c.opts.Clock.Now().Before(c.notBefore)
 		c.mu.Unlock()
 		if current {
 			return nil

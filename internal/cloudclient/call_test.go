@@ -100,7 +100,7 @@ func TestSuccessAfterFailures(t *testing.T) {
 				assert.Same(t, want, got)
 			}
 			// Backoffs 200ms and 400ms (no jitter); nothing else waited.
-			assert.Equal(t, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}, e.clock.Sleeps())
+			assert.Equal(t, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}, e.clock.Waits())
 			assert.Equal(t, 2.0, e.counter(t, "retries_total", nil))
 		})
 	}
@@ -193,7 +193,7 @@ func TestBackoff(t *testing.T) {
 			e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(nil, transient).Times(len(tt.want) + 1)
 			_, err := e.client.Instances().GetInstance(e.ctx, "i-1")
 			require.ErrorIs(t, err, cloudapi.ErrTransient)
-			assert.Equal(t, tt.want, e.clock.Sleeps())
+			assert.Equal(t, tt.want, e.clock.Waits())
 		})
 	}
 }
@@ -221,7 +221,7 @@ func TestRetryAfter(t *testing.T) {
 			)
 			_, err := e.client.Instances().GetInstance(e.ctx, "i-1")
 			require.NoError(t, err)
-			assert.Equal(t, []time.Duration{tt.want}, e.clock.Sleeps(), "one wait, as long as the larger of Retry-After and backoff")
+			assert.Equal(t, []time.Duration{tt.want}, e.clock.Waits(), "one wait, as long as the larger of Retry-After and backoff")
 		})
 	}
 
@@ -232,7 +232,7 @@ func TestRetryAfter(t *testing.T) {
 		e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(&cloudapi.Instance{}, nil)
 		_, err := e.client.Instances().GetInstance(e.ctx, "i-1")
 		require.NoError(t, err)
-		assert.Equal(t, []time.Duration{2 * time.Second}, e.clock.Sleeps())
+		assert.Equal(t, []time.Duration{2 * time.Second}, e.clock.Waits())
 	})
 }
 
@@ -268,7 +268,7 @@ func TestRetryAfterIsCapped(t *testing.T) {
 			logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(2)))
 			_, err := e.client.Instances().GetInstance(klog.NewContext(e.ctx, logger), "i-1")
 			require.NoError(t, err)
-			assert.Equal(t, []time.Duration{tt.want}, e.clock.Take(), "one wait before the retry")
+			assert.Equal(t, []time.Duration{tt.want}, e.clock.TakeWaits(), "one wait before the retry")
 
 			// The hold of every other call ends with the retry's wait: a call made now,
 			// with a deadline an hour away, goes out at once.
@@ -280,7 +280,7 @@ func TestRetryAfterIsCapped(t *testing.T) {
 			})
 			_, err = e.client.Instances().ListInstances(ctx, listOpts)
 			require.NoError(t, err)
-			assert.Empty(t, e.clock.Take(), "no further hold")
+			assert.Empty(t, e.clock.TakeWaits(), "no further hold")
 
 			underlier, ok := logger.GetSink().(ktesting.Underlier)
 			require.True(t, ok)
@@ -304,11 +304,11 @@ func TestThrottleHoldsEveryCall(t *testing.T) {
 	e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(nil, cloudapi.Throttled(cloudapi.OpGetInstance, 2*time.Second, nil))
 	_, err := e.client.Instances().GetInstance(e.ctx, "i-1")
 	require.ErrorIs(t, err, cloudapi.ErrThrottled)
-	require.Empty(t, e.clock.Sleeps(), "no retry with MaxAttempts 1")
+	require.Empty(t, e.clock.Waits(), "no retry with MaxAttempts 1")
 
 	// Within the hold, a call whose context ends before the hold does is not sent: it
 	// answers ErrThrottled at once, with the rest of the hold as RetryAfter.
-	e.clock.Advance(500 * time.Millisecond)
+	e.clock.Step(500 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(e.ctx, time.Second)
 	defer cancel()
 	_, err = e.client.Instances().ListInstances(ctx, listOpts)
@@ -317,7 +317,7 @@ func TestThrottleHoldsEveryCall(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 1500*time.Millisecond, retryAfter)
 	assert.Contains(t, err.Error(), "attempts: 0")
-	assert.Empty(t, e.clock.Sleeps())
+	assert.Empty(t, e.clock.Waits())
 
 	// Another operation waits for the rest of the hold, then goes out.
 	rts, _ := e.client.Routes()
@@ -327,13 +327,13 @@ func TestThrottleHoldsEveryCall(t *testing.T) {
 	})
 	_, err = rts.ListRoutes(e.ctx, listOpts)
 	require.NoError(t, err)
-	assert.Equal(t, []time.Duration{1500 * time.Millisecond}, e.clock.Sleeps())
+	assert.Equal(t, []time.Duration{1500 * time.Millisecond}, e.clock.Waits())
 
 	// After the hold, calls go out at once.
 	e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-2").Return(&cloudapi.Instance{}, nil)
 	_, err = e.client.Instances().GetInstance(e.ctx, "i-2")
 	require.NoError(t, err)
-	assert.Len(t, e.clock.Sleeps(), 1)
+	assert.Len(t, e.clock.Waits(), 1)
 }
 
 func TestNoRetryPastDeadline(t *testing.T) {
@@ -347,7 +347,7 @@ func TestNoRetryPastDeadline(t *testing.T) {
 		_, err := e.client.Instances().GetInstance(ctx, "i-1")
 		require.ErrorIs(t, err, cloudapi.ErrTransient)
 		assert.Contains(t, err.Error(), "attempts: 1; no retry")
-		assert.Empty(t, e.clock.Sleeps())
+		assert.Empty(t, e.clock.Waits())
 		assert.Equal(t, 0.0, e.counter(t, "retries_total", nil))
 	})
 
@@ -362,7 +362,7 @@ func TestNoRetryPastDeadline(t *testing.T) {
 		require.ErrorIs(t, err, cloudapi.ErrTransient, "the last answer is kept")
 		assert.NotErrorIs(t, err, cloudapi.ErrThrottled)
 		assert.Contains(t, err.Error(), "attempts: 1; no retry: the client-side rate limit")
-		assert.Equal(t, []time.Duration{200 * time.Millisecond}, e.clock.Sleeps())
+		assert.Equal(t, []time.Duration{200 * time.Millisecond}, e.clock.Waits())
 		assert.Equal(t, 0.0, e.counter(t, "retries_total", nil))
 	})
 }
@@ -443,16 +443,23 @@ func TestParentContextStops(t *testing.T) {
 		_, err := e.client.Instances().GetInstance(ctx, "i-1")
 		require.ErrorIs(t, err, cloudapi.ErrTransient)
 		assert.Contains(t, err.Error(), "attempts: 1")
-		assert.Empty(t, e.clock.Sleeps(), "no backoff")
+		assert.Empty(t, e.clock.Waits(), "no backoff")
 	})
 
 	t.Run("during the backoff", func(t *testing.T) {
 		e := newEnv(t)
+		e.clock.SetStepping(false) // the backoff lasts until the context ends
 		ctx, cancel := context.WithCancel(e.ctx)
 		defer cancel()
-		e.clock.onSleep = func(time.Duration) { cancel() }
 		e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(nil, transient)
-		_, err := e.client.Instances().GetInstance(ctx, "i-1")
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.client.Instances().GetInstance(ctx, "i-1")
+			done <- err
+		}()
+		require.NoError(t, e.clock.AwaitWaits(t.Context(), 1))
+		cancel()
+		err := <-done
 		require.ErrorIs(t, err, context.Canceled)
 		require.ErrorIs(t, err, cloudapi.ErrTransient, "the last answer is kept")
 		assert.Contains(t, err.Error(), "attempts: 1; stopped waiting to retry")
@@ -465,12 +472,18 @@ func TestParentContextStops(t *testing.T) {
 		_, err := e.client.Instances().GetInstance(e.ctx, "i-1")
 		require.NoError(t, err)
 
+		e.clock.SetStepping(false) // the wait for the slot lasts until the context ends
 		ctx, cancel := context.WithCancel(e.ctx)
 		defer cancel()
-		e.clock.onSleep = func(time.Duration) { cancel() }
-		_, err = e.client.Instances().GetInstance(ctx, "i-1")
-		require.ErrorIs(t, err, context.Canceled)
-		assert.Equal(t, []time.Duration{time.Second}, e.clock.Sleeps())
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.client.Instances().GetInstance(ctx, "i-1")
+			done <- err
+		}()
+		require.NoError(t, e.clock.AwaitWaits(t.Context(), 1))
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+		assert.Equal(t, []time.Duration{time.Second}, e.clock.Waits())
 	})
 }
 

@@ -3,8 +3,6 @@ package cloudclient_test
 import (
 	"context"
 	"errors"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,85 +14,35 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/cloudapimock"
+	"github.com/ccmkit/ccmkit/internal/clocktest"
 	"github.com/ccmkit/ccmkit/internal/cloudclient"
 )
 
-// clock is a fake clock: Sleep records the wait and advances the time at once.
-type clock struct {
-	mu     sync.Mutex
-	now    time.Time
-	sleeps []time.Duration
-	// onSleep, when set, runs before each Sleep returns (without the lock held).
-	onSleep func(d time.Duration)
-}
-
-func newClock() *clock { return &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.sleeps = append(c.sleeps, d)
-	c.now = c.now.Add(d)
-	hook := c.onSleep
-	c.mu.Unlock()
-	if hook != nil {
-		hook(d)
-	}
-	return ctx.Err()
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// Take returns the waits so far and forgets them.
-func (c *clock) Take() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.sleeps
-	c.sleeps = nil
-	return s
-}
-
-// Sleeps returns the waits so far.
-func (c *clock) Sleeps() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.sleeps)
-}
+// start is the time on the fake clock of every Client under test when it is made.
+var start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // env is a Client under test over gomock mocks, with a fake clock and its own registry.
 type env struct {
 	// ctx logs to the test.
 	ctx    context.Context
 	client *cloudclient.Client
-	clock  *clock
+	clock  *clocktest.Clock
 	reg    metrics.KubeRegistry
 	mocks  *mocks
 }
 
 // newEnv returns a Client over fresh mocks whose options are the test defaults (provider
-// "test", no jitter, fake clock, own registry) changed by tweaks.
+// "test", no jitter, a fake clock that ends every wait at once, own registry) changed by
+// tweaks.
 func newEnv(t *testing.T, tweaks ...func(*cloudclient.Options)) *env {
 	t.Helper()
 	m := newMocks(t)
-	clk := newClock()
+	clk := clocktest.NewStepping(start)
 	reg := metrics.NewKubeRegistry()
 	opts := cloudclient.Options{
 		ProviderName: "test",
 		Registry:     reg,
-		Now:          clk.Now,
-		Sleep:        clk.Sleep,
+		Clock:        clk,
 		Rand:         func() float64 { return 0 },
 	}
 	for _, tweak := range tweaks {

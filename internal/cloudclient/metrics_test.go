@@ -15,6 +15,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/clocktest"
 	"github.com/ccmkit/ccmkit/internal/cloudclient"
 )
 
@@ -56,7 +57,7 @@ cloudprovider_test_api_throttled_total{operation="GetInstance"} 1
 	// waited 1s (Retry-After) and 400ms (backoff), which covered their slots; the delete,
 	// 1.4s after the decrease, waited one interval at 6.4/s.
 	wantWaits := []time.Duration{time.Second, 400 * time.Millisecond, 156250 * time.Microsecond}
-	assert.Equal(t, wantWaits, e.clock.Sleeps())
+	assert.Equal(t, wantWaits, e.clock.Waits())
 	n, sum := e.histogram(t, "rate_limiter_wait_seconds", nil)
 	assert.Equal(t, uint64(4), n, "one sample per attempt")
 	assert.InDelta(t, wantWaits[2].Seconds(), sum, 1e-9, "only the delete waited for the rate limit")
@@ -65,7 +66,7 @@ cloudprovider_test_api_throttled_total{operation="GetInstance"} 1
 func TestMetricNamesAreSanitized(t *testing.T) {
 	reg := metrics.NewKubeRegistry()
 	m := newMocks(t)
-	c, err := cloudclient.New(m.client, cloudclient.Options{ProviderName: "My-Cloud.v2", Registry: reg, Sleep: newClock().Sleep})
+	c, err := cloudclient.New(m.client, cloudclient.Options{ProviderName: "My-Cloud.v2", Registry: reg, Clock: clocktest.NewStepping(start)})
 	require.NoError(t, err)
 	m.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(nil, cloudapi.NewError(cloudapi.ErrTransient, "", "", nil))
 	m.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(&cloudapi.Instance{}, nil)

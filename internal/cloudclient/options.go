@@ -1,7 +1,6 @@
 package cloudclient
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -10,8 +9,7 @@ import (
 	"time"
 
 	"k8s.io/component-base/metrics"
-
-	"github.com/ccmkit/ccmkit/internal/pace"
+	"k8s.io/utils/clock"
 )
 
 // Defaults used when the matching field of Options or RetryPolicy is zero.
@@ -94,16 +92,13 @@ type Options struct {
 	// read metric values pass their own metrics.NewKubeRegistry().
 	Registry Registerer
 
-	// Now returns the current time; it times the rate limiter, Retry-After holds and the
-	// request duration metric. Nil means time.Now. Tests set it with Sleep to a fake clock.
-	Now func() time.Time
-	// Sleep waits for d or until ctx is done, whichever comes first, and returns nil, or
-	// ctx.Err() when ctx ended first. Every wait of the Client (rate limiter, Retry-After,
-	// backoff) goes through it. Nil means a timer-based wait. Tests set it to record the
-	// waits and advance a fake clock instead of sleeping. A wait is not started when it
-	// would outlast the context's deadline, which is real time: the Client compares the
-	// wait with time.Until(deadline).
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock is the Client's clock. It times the rate limiter, Retry-After holds and the
+	// request duration metric, and every wait of the Client (rate limiter, Retry-After,
+	// backoff) is a timer of it that ends early when the call's context does. Nil means
+	// the real clock, clock.RealClock{}. Tests pass a fake clock (k8s.io/utils/clock/testing)
+	// and step it. A wait is not started when it would outlast the context's deadline,
+	// which is real time: the Client compares the wait with time.Until(deadline).
+	Clock clock.Clock
 	// Rand returns a number in [0, 1) that draws the jitter of a backoff; it must be safe
 	// for concurrent use. Nil means math/rand/v2. Tests set it to make backoffs exact.
 	Rand func() float64
@@ -209,11 +204,8 @@ func (o Options) withDefaults() Options {
 	if o.Retry.Jitter == 0 {
 		o.Retry.Jitter = DefaultJitter
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Sleep == nil {
-		o.Sleep = pace.SleepContext
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64

@@ -33,7 +33,7 @@ func TestRateLimit(t *testing.T) {
 				_, err := e.client.Instances().GetInstance(e.ctx, "i-1")
 				require.NoError(t, err)
 			}
-			assert.Equal(t, tt.want, e.clock.Sleeps())
+			assert.Equal(t, tt.want, e.clock.Waits())
 
 			n, sum := e.histogram(t, "rate_limiter_wait_seconds", nil)
 			assert.Equal(t, uint64(tt.calls), n, "one wait sample per attempt")
@@ -57,7 +57,7 @@ func TestRateLimit(t *testing.T) {
 		require.NoError(t, err)
 		lbs, _ := e.client.LoadBalancers()
 		require.NoError(t, lbs.DeleteLoadBalancer(e.ctx, "lb-1"))
-		assert.Equal(t, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond}, e.clock.Sleeps())
+		assert.Equal(t, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond}, e.clock.Waits())
 	})
 
 	t.Run("no token before the deadline", func(t *testing.T) {
@@ -72,13 +72,13 @@ func TestRateLimit(t *testing.T) {
 		require.ErrorIs(t, err, cloudapi.ErrThrottled)
 		retryAfter, _ := cloudapi.RetryAfter(err)
 		assert.Equal(t, 2*time.Second, retryAfter)
-		assert.Empty(t, e.clock.Sleeps())
+		assert.Empty(t, e.clock.Waits())
 
 		// The refused call did not use up the token.
-		e.clock.Advance(2 * time.Second)
+		e.clock.Step(2 * time.Second)
 		_, err = e.client.Instances().GetInstance(e.ctx, "i-1")
 		require.NoError(t, err)
-		assert.Empty(t, e.clock.Sleeps())
+		assert.Empty(t, e.clock.Waits())
 	})
 }
 
@@ -103,7 +103,7 @@ func TestThrottleLowersRate(t *testing.T) {
 		_, err := e.client.Instances().GetInstance(e.ctx, "i-1")
 		require.ErrorIs(t, err, cloudapi.ErrThrottled)
 	}
-	waits := e.clock.Take
+	waits := e.clock.TakeWaits
 
 	ok(5) // the burst
 	require.Empty(t, waits())
@@ -121,10 +121,10 @@ func TestThrottleLowersRate(t *testing.T) {
 
 	// 5 seconds after the decrease, the full rate and burst are back; the bucket fills
 	// up to the burst again at the full rate.
-	e.clock.Advance(5 * time.Second)
+	e.clock.Step(5 * time.Second)
 	ok(1)
 	assert.Empty(t, waits())
-	e.clock.Advance(500 * time.Millisecond)
+	e.clock.Step(500 * time.Millisecond)
 	ok(5)
 	assert.Empty(t, waits(), "the burst of 5 is back")
 	ok(1)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/pace"
@@ -54,8 +55,9 @@ type Options struct {
 	MaxAge time.Duration
 	// PageSize is the page size asked for when listing; zero means the backend's default.
 	PageSize int
-	// Now returns the current time; nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock the snapshot ages by and the backoff after a failed list is
+	// timed by. Nil means the real clock, clock.RealClock{}.
+	Clock clock.PassiveClock
 	// OnCheck, when set, is told of every answer "gone" that the Cache checked instead of
 	// trusting (see the package documentation); the provider counts them in a metric.
 	OnCheck func(reason CheckReason, result CheckResult)
@@ -119,8 +121,8 @@ type flight struct {
 
 // New returns a Cache over api. It makes no call until the first lookup.
 func New(api cloudapi.InstanceAPI, opts Options) *Cache {
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	return &Cache{api: api, opts: opts, fetchByID: map[string]*flight{}, backoff: pace.Backoff{Min: minListBackoff, Max: maxListBackoff}}
 }
@@ -136,7 +138,7 @@ func nameKey(name string) string { return strings.ToLower(strings.TrimSpace(name
 // and the list fails (or failed moments ago), it asks the cloud for this one instance
 // instead, and a not-found answer then fails with ErrUnconfirmed.
 func (c *Cache) ByID(ctx context.Context, id string) (*cloudapi.Instance, error) {
-	start := c.opts.Now()
+	start := c.opts.Clock.Now()
 	if err := c.ensureFresh(ctx, start); err != nil {
 		return c.getWhileListFails(ctx, id, err)
 	}
@@ -242,7 +244,7 @@ func (c *Cache) store(inst *cloudapi.Instance) {
 // cloudapi.ErrNotFound, only when a list that started after this lookup began has no
 // live instance of that name (and, after a shrunken list, GetInstance agreed).
 func (c *Cache) ByName(ctx context.Context, name string) (*cloudapi.Instance, error) {
-	start := c.opts.Now()
+	start := c.opts.Clock.Now()
 	if err := c.ensureFresh(ctx, start); err != nil {
 		return nil, err
 	}
@@ -393,13 +395,13 @@ func (c *Cache) listUntil(ctx context.Context, done func() bool) error {
 			}
 			continue // that list may not be recent enough
 		}
-		if err := c.backoff.Hold(c.opts.Now(), "the instance list"); err != nil {
+		if err := c.backoff.Hold(c.opts.Clock.Now(), "the instance list"); err != nil {
 			c.mu.Unlock()
 			return err
 		}
 		f := &flight{done: make(chan struct{})}
 		c.listing = f
-		started := c.opts.Now()
+		started := c.opts.Clock.Now()
 		c.mu.Unlock()
 
 		// The list runs on its own goroutine and context, so that no caller giving up,
@@ -423,7 +425,7 @@ func (c *Cache) list(ctx context.Context, f *flight, started time.Time) {
 		c.gen++
 		c.backoff.Succeeded()
 	} else {
-		c.backoff.Failed(c.opts.Now(), err)
+		c.backoff.Failed(c.opts.Clock.Now(), err)
 	}
 	c.listing = nil
 	f.err = err

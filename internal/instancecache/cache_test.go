@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -104,21 +105,12 @@ func (c *cloud) ListInstances(_ context.Context, opts cloudapi.ListOptions) (*cl
 
 func (c *cloud) calls() int64 { return c.lists.Load() + c.gets.Load() }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// t0 is the time on the tests' fake clocks when they begin.
+var t0 = time.Unix(1_800_000_000, 0)
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func newCache(c *cloud, maxAge time.Duration) (*Cache, *clock) {
-	clk := &clock{now: time.Unix(1_800_000_000, 0)}
-	return New(c, Options{MaxAge: maxAge, PageSize: 500, Now: clk.Now}), clk
+func newCache(c *cloud, maxAge time.Duration) (*Cache, *clocktesting.FakeClock) {
+	clk := clocktesting.NewFakeClock(t0)
+	return New(c, Options{MaxAge: maxAge, PageSize: 500, Clock: clk}), clk
 }
 
 func TestFreshSnapshotCostsNothing(t *testing.T) {
@@ -133,12 +125,12 @@ func TestFreshSnapshotCostsNothing(t *testing.T) {
 	assert.EqualValues(t, 3, c.lists.Load(), "one paginated list of 3 pages")
 	assert.EqualValues(t, 0, c.gets.Load())
 
-	clk.Advance(time.Minute)
+	clk.Step(time.Minute)
 	_, err := cache.ByName(ctx, "node-00042")
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, c.calls(), "still fresh at MaxAge")
 
-	clk.Advance(time.Nanosecond)
+	clk.Step(time.Nanosecond)
 	_, err = cache.ByID(ctx, "i-00001")
 	require.NoError(t, err)
 	assert.EqualValues(t, 6, c.calls(), "stale after MaxAge: one more list")
@@ -244,7 +236,7 @@ func TestListErrorsAreErrors(t *testing.T) {
 	require.ErrorIs(t, err, cloudapi.ErrThrottled, "within the backoff: the last list's error, no new list")
 	assert.EqualValues(t, 1, c.lists.Load())
 
-	clk.Advance(minListBackoff)
+	clk.Step(minListBackoff)
 	_, err = cache.ByName(ctx, "node-00001")
 	require.NoError(t, err, "after the backoff the next lookup lists again")
 	assert.EqualValues(t, 2, c.lists.Load())
@@ -278,7 +270,7 @@ func TestFailingListFallsBackToGet(t *testing.T) {
 		before := c.lists.Load()
 		for d := time.Duration(0); c.lists.Load() == before; d += 250 * time.Millisecond {
 			require.Less(t, d, time.Minute, "a list is retried within a minute")
-			clk.Advance(250 * time.Millisecond)
+			clk.Step(250 * time.Millisecond)
 			_, err := cache.ByID(ctx, "i-00003")
 			require.NoError(t, err)
 			if c.lists.Load() > before {
@@ -290,7 +282,7 @@ func TestFailingListFallsBackToGet(t *testing.T) {
 		"the backoff doubles from 1s and stops at 30s")
 
 	c.fail.Store(false)
-	clk.Advance(maxListBackoff)
+	clk.Step(maxListBackoff)
 	_, err = cache.ByID(ctx, "i-00004")
 	require.NoError(t, err)
 	gets := c.gets.Load()
@@ -342,7 +334,7 @@ func TestByName(t *testing.T) {
 	require.ErrorIs(t, err, cloudapi.ErrNotFound, "the list that answered began with this lookup")
 	assert.Equal(t, before, c.calls(), "the clock has not moved: the snapshot is from this instant")
 
-	clk.Advance(time.Second)
+	clk.Step(time.Second)
 	c.add("i-late", "late", cloudapi.InstanceRunning)
 	inst, err = cache.ByName(ctx, "late")
 	require.NoError(t, err, "a name missing from an older snapshot relists before answering")

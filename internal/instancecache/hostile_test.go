@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/paging"
@@ -25,14 +26,14 @@ func TestTerminatedNameIsConfirmedByANewerList(t *testing.T) {
 	require.NoError(t, err)
 
 	// Inside maxAge, a terminated match is confirmed by a list begun after the lookup.
-	clk.Advance(time.Second)
+	clk.Step(time.Second)
 	inst, err := cache.ByName(ctx, "worker-1")
 	require.NoError(t, err)
 	assert.Equal(t, cloudapi.InstanceTerminated, inst.State, "the newer list agrees: gone")
 	assert.EqualValues(t, 2, c.lists.Load())
 
 	// The VM is replaced by a new one of the same name: the newer list has it.
-	clk.Advance(time.Second)
+	clk.Step(time.Second)
 	c.add("i-new", "worker-1", cloudapi.InstanceRunning)
 	inst, err = cache.ByName(ctx, "worker-1")
 	require.NoError(t, err)
@@ -183,12 +184,12 @@ func (c *checks) counts() map[string]int {
 	return out
 }
 
-func newShrinking(t *testing.T, n int) (*shrinking, *Cache, *clock, *checks) {
+func newShrinking(t *testing.T, n int) (*shrinking, *Cache, *clocktesting.FakeClock, *checks) {
 	t.Helper()
 	s := &shrinking{cloud: newCloud(n), keep: -1}
 	seen := &checks{got: map[string]int{}}
-	clk := &clock{now: time.Unix(1_800_000_000, 0)}
-	cache := New(s, Options{MaxAge: time.Minute, PageSize: 500, Now: clk.Now, OnCheck: seen.observe})
+	clk := clocktesting.NewFakeClock(t0)
+	cache := New(s, Options{MaxAge: time.Minute, PageSize: 500, Clock: clk, OnCheck: seen.observe})
 	_, err := cache.ByID(context.Background(), "i-00000")
 	require.NoError(t, err)
 	return s, cache, clk, seen
@@ -203,7 +204,7 @@ func TestShrunkenListIsConfirmedInstanceByInstance(t *testing.T) {
 	s.cut(2)            // the list now answers i-00000 and i-00001 only
 
 	for round := range 2 { // two lists in a row, both truncated
-		clk.Advance(2 * time.Minute)
+		clk.Step(2 * time.Minute)
 		gets := s.gets.Load()
 		inst, err := cache.ByName(ctx, "node-00007")
 		require.NoError(t, err, "round %d: a Node whose instance runs is not gone because the list lost it", round)
@@ -219,7 +220,7 @@ func TestShrunkenListIsConfirmedInstanceByInstance(t *testing.T) {
 		"node-00007 and i-00008 checked once for each list that lost them, node-00019 once")
 
 	s.cut(-1) // the cloud recovers: every lost instance is live again, nothing left to check
-	clk.Advance(2 * time.Minute)
+	clk.Step(2 * time.Minute)
 	_, err = cache.ByID(ctx, "i-00000")
 	require.NoError(t, err)
 	assert.Empty(t, cache.vanished)
@@ -234,7 +235,7 @@ func TestListAnsweringMostTerminatedIsConfirmed(t *testing.T) {
 	}
 	lying := &terminatedLists{shrinking: s, truth: newCloud(10)}
 	cache.api = lying
-	clk.Advance(2 * time.Minute)
+	clk.Step(2 * time.Minute)
 	inst, err := cache.ByID(ctx, "i-00003")
 	require.NoError(t, err)
 	assert.Equal(t, cloudapi.InstanceRunning, inst.State, "GetInstance says it runs")
@@ -256,7 +257,7 @@ func TestOrdinaryScaleDownIsNotChecked(t *testing.T) {
 	ctx := context.Background()
 	s, cache, clk, seen := newShrinking(t, 20)
 	s.remove("i-00005") // 1 of 20: 5 %
-	clk.Advance(2 * time.Minute)
+	clk.Step(2 * time.Minute)
 	_, err := cache.ByName(ctx, "node-00005")
 	require.ErrorIs(t, err, cloudapi.ErrNotFound)
 	assert.Empty(t, seen.counts())
@@ -323,12 +324,12 @@ func TestCheckedInstanceLostAgainIsCheckedAgain(t *testing.T) {
 	ctx := context.Background()
 	s, cache, clk, seen := newShrinking(t, 20)
 	s.cut(15) // 5 of 20 lost: suspect
-	clk.Advance(2 * time.Minute)
+	clk.Step(2 * time.Minute)
 	inst, err := cache.ByName(ctx, "node-00017")
 	require.NoError(t, err)
 	assert.Equal(t, "i-00017", inst.ID)
 
-	clk.Advance(2 * time.Minute) // the next list loses only i-00017 again: 1 of 16
+	clk.Step(2 * time.Minute) // the next list loses only i-00017 again: 1 of 16
 	inst, err = cache.ByName(ctx, "node-00017")
 	require.NoError(t, err, "a running instance never reads as gone because a list keeps leaving it out")
 	assert.Equal(t, "i-00017", inst.ID)

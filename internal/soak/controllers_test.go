@@ -266,7 +266,7 @@ func (c *ccm) runUntil(end time.Time) error {
 		if n >= maxWorkPerRun {
 			return fmt.Errorf("livelock: more than %d work items before %s", maxWorkPerRun, end.Format(time.RFC3339))
 		}
-		c.w.clock.advanceTo(at)
+		advanceTo(c.w.clock, at)
 		now := c.w.clock.Now()
 		switch kind {
 		case workInitNode:
@@ -302,7 +302,7 @@ func (c *ccm) runUntil(end time.Time) error {
 			c.nextRoutes = now.Add(routeReconcilePeriod)
 		}
 	}
-	c.w.clock.advanceTo(end)
+	advanceTo(c.w.clock, end)
 	return nil
 }
 

@@ -15,10 +15,12 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/clocktest"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -115,7 +117,7 @@ type result struct {
 type sim struct {
 	p     params
 	ctx   context.Context
-	clock *clock
+	clock *clocktesting.FakePassiveClock
 	w     *world
 	cloud *fake.Cloud
 	sw    *switchClient
@@ -174,15 +176,16 @@ func (s *sim) execute(ops []op) error {
 
 // faultinjectWrap returns the fault injector of the step of o: seeded by the run's seed
 // and the operation's index, so that the step's faults do not depend on the steps before.
-// Timeouts and the throttle's Retry-After are tiny, and the injector does not sleep: the
-// real waits of the provider's client are the only wall time the faults cost.
+// Timeouts and the throttle's Retry-After are tiny, and the injector's waits end at once
+// on a fake clock of its own (not the simulation's clock, which only the scheduler moves):
+// the real waits of the provider's client are the only wall time the faults cost.
 func faultinjectWrap(s *sim, o op) *faultinject.Client {
 	return faultinject.Wrap(s.cloud, faultinject.Config{
 		Seed:               int64(mix(uint64(s.p.seed), uint64(o.Index))),
 		Rules:              faultRules(s.p.faultRate),
 		Timeout:            time.Millisecond,
 		ThrottleRetryAfter: time.Microsecond,
-		Sleep:              func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		Clock:              clocktest.NewStepping(time.Unix(0, 0)),
 	})
 }
 
@@ -220,7 +223,7 @@ func newSim(p params) (*sim, error) {
 		PageSize:      p.pageSize,
 		RoutePageSize: p.routePageSize,
 		Provisioning:  fake.Provisioning{Reads: p.provisioningReads},
-	}, fake.WithClock(c.Now))
+	}, fake.WithClock(c))
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +255,7 @@ func (s *sim) restart() error {
 			},
 		},
 		Enable: provider.EnableConfig{Routes: &routesOn},
-	}, s.sw, provider.Options{Metrics: metrics.NewKubeRegistry(), Now: s.clock.Now})
+	}, s.sw, provider.Options{Metrics: metrics.NewKubeRegistry(), Clock: s.clock})
 	if err != nil {
 		return err
 	}

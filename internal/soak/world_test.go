@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // namespace is the namespace of every Service of the simulation.
@@ -18,30 +18,17 @@ const namespace = "default"
 // firstNodePort is where the simulated API server starts allocating node ports.
 const firstNodePort = 30000
 
-// clock is the simulation's virtual clock. The provider's instance snapshot and the fake
-// cloud read it; only the scheduler moves it, forward.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
+// newClock returns the simulation's virtual clock. The provider's instance snapshot and
+// the fake cloud read it; only the scheduler moves it, forward (advanceTo).
+func newClock() *clocktesting.FakePassiveClock {
+	return clocktesting.NewFakePassiveClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
-func newClock() *clock {
-	return &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-// Now returns the virtual time.
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// advanceTo moves the clock to t, unless it is already later.
-func (c *clock) advanceTo(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.After(c.now) {
-		c.now = t
+// advanceTo moves clk to t, unless it is already later. Only the scheduler's goroutine
+// moves the clock.
+func advanceTo(clk *clocktesting.FakePassiveClock, t time.Time) {
+	if t.After(clk.Now()) {
+		clk.SetTime(t)
 	}
 }
 
@@ -60,7 +47,7 @@ type watcher interface {
 // port allocator, finalizers and deletion timestamps. Reads return deep copies, so no
 // controller can change an object except through a write, and every write is an event.
 type world struct {
-	clock    *clock
+	clock    *clocktesting.FakePassiveClock
 	services map[string]*corev1.Service // by name; all in namespace
 	nodes    map[string]*corev1.Node    // by name
 	rv       int                        // last resource version
@@ -69,7 +56,7 @@ type world struct {
 	watch    watcher                    // the running controllers; nil while none runs
 }
 
-func newWorld(c *clock) *world {
+func newWorld(c *clocktesting.FakePassiveClock) *world {
 	return &world{clock: c, services: map[string]*corev1.Service{}, nodes: map[string]*corev1.Node{}, nodePort: firstNodePort - 1}
 }
 

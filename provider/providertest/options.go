@@ -86,8 +86,8 @@ func WithFaults(cfg faultinject.Config) Option {
 // WithOptions sets the provider's options: its name (the scheme of provider IDs, the
 // prefix of metric names), the provider ID template and the annotation prefix of an
 // adapter whose behaviour the test reproduces. A nil Metrics is a registry of the test's
-// own. A non-nil Now replaces the clock New makes, for the provider and the fake; Advance
-// then fails the test.
+// own. A non-nil Clock replaces the clock New makes, for the provider and the fake;
+// Advance then fails the test.
 func WithOptions(opts provider.Options) Option {
 	return func(s *settings) { s.opts = opts }
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/component-base/metrics"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
@@ -59,8 +60,8 @@ type Cloud struct {
 	Metrics provider.MetricsRegistry
 
 	tb    testing.TB
-	now   func() time.Time
-	clock *clocktesting.FakePassiveClock // nil when WithOptions set the provider's clock
+	clock clock.PassiveClock             // the provider's and the fake's clock
+	made  *clocktesting.FakePassiveClock // the clock New made; nil when WithOptions set one
 }
 
 // New builds, for the test tb, a fake cloud and ccmkit's provider over it, as the options
@@ -101,11 +102,11 @@ func build(tb testing.TB, opts []Option) (*Cloud, error) {
 
 	c := &Cloud{tb: tb}
 	popts := s.opts
-	if popts.Now == nil {
-		c.clock = clocktesting.NewFakePassiveClock(start)
-		popts.Now = c.clock.Now
+	if popts.Clock == nil {
+		c.made = clocktesting.NewFakePassiveClock(start)
+		popts.Clock = c.made
 	}
-	c.now = popts.Now
+	c.clock = popts.Clock
 	if popts.Metrics == nil {
 		popts.Metrics = metrics.NewKubeRegistry()
 	}
@@ -139,7 +140,7 @@ func build(tb testing.TB, opts []Option) (*Cloud, error) {
 	// Report every problem at once: the options', the cloud's and the config's.
 	errs := s.errs
 	var err error
-	c.Fake, err = fake.New(fakeCfg, fake.WithClock(popts.Now))
+	c.Fake, err = fake.New(fakeCfg, fake.WithClock(popts.Clock))
 	if err != nil {
 		return nil, errors.Join(append(errs, err)...)
 	}
@@ -160,7 +161,7 @@ func build(tb testing.TB, opts []Option) (*Cloud, error) {
 
 // Now returns the time on the clock that the provider's caches and the fake's
 // provisioning read. It starts at 2030-01-01 00:00 UTC and moves only with Advance.
-func (c *Cloud) Now() time.Time { return c.now() }
+func (c *Cloud) Now() time.Time { return c.clock.Now() }
 
 // Advance moves the clock of the provider and the fake by d. Time stands still otherwise,
 // so that what a test counts does not depend on how fast the machine runs. Advance when
@@ -173,11 +174,11 @@ func (c *Cloud) Now() time.Time { return c.now() }
 // one instead.
 func (c *Cloud) Advance(d time.Duration) {
 	c.tb.Helper()
-	if c.clock == nil {
-		c.tb.Fatalf("providertest: Advance moves the clock New made, but WithOptions set provider.Options.Now: advance that clock instead")
+	if c.made == nil {
+		c.tb.Fatalf("providertest: Advance moves the clock New made, but WithOptions set provider.Options.Clock: advance that clock instead")
 		return
 	}
-	c.clock.SetTime(c.clock.Now().Add(d))
+	c.made.SetTime(c.made.Now().Add(d))
 }
 
 // ExpireSnapshots advances the clock just past cache.maxAge (provider.DefaultCacheMaxAge,

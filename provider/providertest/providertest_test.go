@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
@@ -369,12 +370,12 @@ func TestAdvanceNeedsTheKitsClock(t *testing.T) {
 	r := &recorder{TB: t}
 	var now time.Time
 	r.run(func(tb testing.TB) {
-		c := providertest.New(tb, providertest.WithOptions(provider.Options{Now: func() time.Time { return own }}))
+		c := providertest.New(tb, providertest.WithOptions(provider.Options{Clock: clocktesting.NewFakePassiveClock(own)}))
 		now = c.Now()
 		c.Advance(time.Second)
 	})
 	assert.Equal(t, own, now)
-	assert.Contains(t, r.fatal, "providertest: Advance moves the clock New made, but WithOptions set provider.Options.Now")
+	assert.Contains(t, r.fatal, "providertest: Advance moves the clock New made, but WithOptions set provider.Options.Clock")
 }
 
 // Faults go between the provider and the fake: an injected error reaches the caller

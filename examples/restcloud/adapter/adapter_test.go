@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/cloudapitest"
@@ -110,12 +111,10 @@ func (r *retryAfterRecorder) last() string {
 // TestServerThrottling drives the server's token bucket with a clock of its own: the
 // contract suite does not retry, so throttling is checked here, call by call.
 func TestServerThrottling(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	clock := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	cloud := newCloud(t, fake.Config{}, node)
 	rec := &retryAfterRecorder{next: server.New(cloud, server.Options{
-		Token: testToken, RateLimit: &server.RateLimit{QPS: 0.5, Burst: 2}, Now: clock,
+		Token: testToken, RateLimit: &server.RateLimit{QPS: 0.5, Burst: 2}, Clock: clock,
 	})}
 	srv := serve(t, rec)
 	client := adapter.New(srv.URL, testToken, srv.Client())
@@ -139,9 +138,7 @@ func TestServerThrottling(t *testing.T) {
 	assert.Zero(t, cloud.Calls()[cloudapi.OpCreateRoute], "a throttled request never reaches the cloud")
 	assert.Empty(t, cloud.Inventory().Routes, "a throttled create is not applied")
 
-	mu.Lock()
-	now = now.Add(wait)
-	mu.Unlock()
+	clock.Step(wait)
 	_, err = routes.CreateRoute(t.Context(), cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: node.ID})
 	require.NoError(t, err, "after the wait the bucket has a token again")
 	assert.Len(t, cloud.Inventory().Routes, 1)

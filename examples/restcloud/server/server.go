@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
 )
@@ -24,8 +26,9 @@ type Options struct {
 	Token string
 	// RateLimit limits the rate of all requests; nil means no limit.
 	RateLimit *RateLimit
-	// Now is the server's clock for the rate limit; nil means time.Now.
-	Now func() time.Time
+	// Clock is the server's clock for the rate limit. Nil means the real clock,
+	// clock.RealClock{}.
+	Clock clock.PassiveClock
 }
 
 // RateLimit is a token bucket over all requests.
@@ -43,7 +46,7 @@ type Handler struct {
 	mux   *http.ServeMux
 
 	limit  *RateLimit
-	now    func() time.Time
+	clock  clock.PassiveClock
 	mu     sync.Mutex // guards tokens and last
 	tokens float64
 	last   time.Time
@@ -54,13 +57,13 @@ var _ http.Handler = (*Handler)(nil)
 // New returns a Handler serving cloud's instances, load balancers and routes. The cloud
 // must have load balancers and routes enabled.
 func New(cloud *fake.Cloud, opts Options) *Handler {
-	h := &Handler{cloud: cloud, token: opts.Token, mux: http.NewServeMux(), limit: opts.RateLimit, now: opts.Now}
-	if h.now == nil {
-		h.now = time.Now
+	h := &Handler{cloud: cloud, token: opts.Token, mux: http.NewServeMux(), limit: opts.RateLimit, clock: opts.Clock}
+	if h.clock == nil {
+		h.clock = clock.RealClock{}
 	}
 	if h.limit != nil {
 		h.tokens = float64(max(h.limit.Burst, 1))
-		h.last = h.now()
+		h.last = h.clock.Now()
 	}
 	h.mux.HandleFunc("GET /v1/instances", h.listInstances)
 	h.mux.HandleFunc("GET /v1/instances/{id}", h.getInstance)
@@ -99,7 +102,7 @@ func (h *Handler) take() (int, bool) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	now := h.now()
+	now := h.clock.Now()
 	burst := float64(max(h.limit.Burst, 1))
 	h.tokens = min(burst, h.tokens+now.Sub(h.last).Seconds()*h.limit.QPS)
 	h.last = now
