@@ -19,7 +19,59 @@ import (
 	"github.com/ccmkit/ccmkit/providerid"
 )
 
+// LoadBalancer implements cloudprovider.LoadBalancer over a cloudapi.LoadBalancerAPI. A
+// Service's load balancer is the one that carries the cluster's ID and the Service's UID in
+// its tags (cloudapi.TagCluster, cloudapi.TagService); names are for humans.
+//
+// It keeps a snapshot of the cluster's load balancers (see Options.MaxAge), so that a
+// call that would change nothing costs no cloud call; see the package documentation.
+type LoadBalancer struct {
+	api  cloudapi.LoadBalancerAPI
+	opts Options
+	snap *snapshot
+	memo targetMemo // the targets of the last node set
+
+	mu    sync.Mutex
+	locks map[string]*serviceLock // by Service UID
+}
+
+type serviceLock struct {
+	sync.Mutex
+	users int
+}
+
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
+
+// New returns a LoadBalancer. It makes no cloud call.
+func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
+	if api == nil {
+		return nil, errors.New("loadbalancer: no load balancer API")
+	}
+	if opts.ClusterID == "" {
+		return nil, errors.New("loadbalancer: a cluster ID is required: it marks the load balancers this cluster owns")
+	}
+	if opts.ProviderID.String() == "" {
+		return nil, errors.New("loadbalancer: a provider ID format is required")
+	}
+	if opts.MaxAge < 0 || opts.PageSize < 0 {
+		return nil, fmt.Errorf("loadbalancer: MaxAge (%s) and PageSize (%d) must not be negative", opts.MaxAge, opts.PageSize)
+	}
+	if opts.AnnotationPrefix == "" {
+		opts.AnnotationPrefix = DefaultAnnotationPrefix
+	}
+	if opts.MaxAge == 0 {
+		opts.MaxAge = DefaultMaxAge
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &LoadBalancer{
+		api:   api,
+		opts:  opts,
+		snap:  newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock),
+		locks: map[string]*serviceLock{},
+	}, nil
+}
 
 // ProvisioningRetryDelay is how long the service controller waits before it asks again
 // about a load balancer that the cloud is still provisioning.
@@ -52,58 +104,6 @@ type Options struct {
 	// Clock is the clock the snapshot ages by. Nil means the real clock,
 	// clock.RealClock{}; simulations and tests pass a fake one.
 	Clock clock.PassiveClock
-}
-
-// LoadBalancer implements cloudprovider.LoadBalancer over a cloudapi.LoadBalancerAPI. A
-// Service's load balancer is the one that carries the cluster's ID and the Service's UID in
-// its tags (cloudapi.TagCluster, cloudapi.TagService); names are for humans.
-//
-// It keeps a snapshot of the cluster's load balancers (see Options.MaxAge), so that a
-// call that would change nothing costs no cloud call; see the package documentation.
-type LoadBalancer struct {
-	api  cloudapi.LoadBalancerAPI
-	opts Options
-	snap *snapshot
-	memo targetMemo // the targets of the last node set
-
-	mu    sync.Mutex
-	locks map[string]*serviceLock // by Service UID
-}
-
-type serviceLock struct {
-	sync.Mutex
-	users int
-}
-
-// New returns a LoadBalancer. It makes no cloud call.
-func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
-	if api == nil {
-		return nil, errors.New("loadbalancer: no load balancer API")
-	}
-	if opts.ClusterID == "" {
-		return nil, errors.New("loadbalancer: a cluster ID is required: it marks the load balancers this cluster owns")
-	}
-	if opts.ProviderID.String() == "" {
-		return nil, errors.New("loadbalancer: a provider ID format is required")
-	}
-	if opts.MaxAge < 0 || opts.PageSize < 0 {
-		return nil, fmt.Errorf("loadbalancer: MaxAge (%s) and PageSize (%d) must not be negative", opts.MaxAge, opts.PageSize)
-	}
-	if opts.AnnotationPrefix == "" {
-		opts.AnnotationPrefix = DefaultAnnotationPrefix
-	}
-	if opts.MaxAge == 0 {
-		opts.MaxAge = DefaultMaxAge
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	return &LoadBalancer{
-		api:   api,
-		opts:  opts,
-		snap:  newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock),
-		locks: map[string]*serviceLock{},
-	}, nil
 }
 
 // lock serializes the calls for one Service: the service controller's sync and its node

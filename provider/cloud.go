@@ -22,43 +22,6 @@ import (
 	"github.com/ccmkit/ccmkit/zones"
 )
 
-// Options customise a provider beyond its cloud config: what an adapter decides once for
-// all its users.
-type Options struct {
-	// ProviderName is the name of the provider (--cloud-provider), the scheme of default
-	// provider IDs and part of the cloud API metric names. Default "ccmkit".
-	ProviderName string
-	// ProviderIDTemplate is the format of Node provider IDs; see package providerid.
-	// Default "<ProviderName>://{id}". A cloud migrating from an existing
-	// cloud-controller-manager sets the format that one used.
-	ProviderIDTemplate string
-	// AnnotationPrefix is the adapter's default prefix of load balancer annotations, used
-	// when the config's loadBalancer.annotationPrefix is empty. Default
-	// "loadbalancer.ccmkit.io/".
-	AnnotationPrefix string
-	// Metrics is where the cloud API metrics are registered. Nil means the
-	// cloud-controller-manager's global registry (served on /metrics); tests pass their
-	// own.
-	Metrics MetricsRegistry
-	// Clock is the clock the provider's caches age by (how old a snapshot is, when a
-	// failed list may be retried). Nil means the real clock, clock.RealClock{};
-	// simulations and tests pass a fake one (k8s.io/utils/clock/testing).
-	Clock clock.PassiveClock
-}
-
-func (o Options) withDefaults() Options {
-	if o.ProviderName == "" {
-		o.ProviderName = DefaultProviderName
-	}
-	if o.ProviderIDTemplate == "" {
-		o.ProviderIDTemplate = o.ProviderName + "://{" + providerid.FieldID + "}"
-	}
-	if o.AnnotationPrefix == "" {
-		o.AnnotationPrefix = DefaultAnnotationPrefix
-	}
-	return o
-}
-
 // Cloud is ccmkit's cloudprovider.Interface: it holds the config and the instrumented
 // cloud client and hands out the sub-interface implementations.
 type Cloud struct {
@@ -168,6 +131,43 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		return nil, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// Options customise a provider beyond its cloud config: what an adapter decides once for
+// all its users.
+type Options struct {
+	// ProviderName is the name of the provider (--cloud-provider), the scheme of default
+	// provider IDs and part of the cloud API metric names. Default "ccmkit".
+	ProviderName string
+	// ProviderIDTemplate is the format of Node provider IDs; see package providerid.
+	// Default "<ProviderName>://{id}". A cloud migrating from an existing
+	// cloud-controller-manager sets the format that one used.
+	ProviderIDTemplate string
+	// AnnotationPrefix is the adapter's default prefix of load balancer annotations, used
+	// when the config's loadBalancer.annotationPrefix is empty. Default
+	// "loadbalancer.ccmkit.io/".
+	AnnotationPrefix string
+	// Metrics is where the cloud API metrics are registered. Nil means the
+	// cloud-controller-manager's global registry (served on /metrics); tests pass their
+	// own.
+	Metrics MetricsRegistry
+	// Clock is the clock the provider's caches age by (how old a snapshot is, when a
+	// failed list may be retried). Nil means the real clock, clock.RealClock{};
+	// simulations and tests pass a fake one (k8s.io/utils/clock/testing).
+	Clock clock.PassiveClock
+}
+
+func (o Options) withDefaults() Options {
+	if o.ProviderName == "" {
+		o.ProviderName = DefaultProviderName
+	}
+	if o.ProviderIDTemplate == "" {
+		o.ProviderIDTemplate = o.ProviderName + "://{" + providerid.FieldID + "}"
+	}
+	if o.AnnotationPrefix == "" {
+		o.AnnotationPrefix = DefaultAnnotationPrefix
+	}
+	return o
 }
 
 // Config returns the effective config, defaults applied.
