@@ -38,13 +38,13 @@ const (
 	// accepts.
 	MaxBurst = cloudclient.MaxBurst
 	// DefaultTimeout bounds one attempt of one cloud API call.
-	DefaultTimeout = 30 * time.Second
+	DefaultTimeout = cloudclient.DefaultTimeout
 	// DefaultMaxAttempts is how often a retryable call is tried in all.
-	DefaultMaxAttempts = 4
+	DefaultMaxAttempts = cloudclient.DefaultMaxAttempts
 	// DefaultInitialBackoff is the wait before the first retry.
-	DefaultInitialBackoff = 200 * time.Millisecond
+	DefaultInitialBackoff = cloudclient.DefaultInitialBackoff
 	// DefaultMaxBackoff caps the wait between retries.
-	DefaultMaxBackoff = 10 * time.Second
+	DefaultMaxBackoff = cloudclient.DefaultMaxBackoff
 	// DefaultMaxRetryAfter caps how long a Retry-After from the cloud holds calls back;
 	// internal/cloudclient.DefaultMaxRetryAfter says why five minutes.
 	DefaultMaxRetryAfter = cloudclient.DefaultMaxRetryAfter
