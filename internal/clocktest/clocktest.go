@@ -71,7 +71,7 @@ func (c *Clock) begin(d time.Duration) {
 	step := c.stepping
 	c.mu.Unlock()
 	if step {
-		c.FakeClock.Step(d)
+		c.Step(d)
 	}
 }
 
