@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
-	"github.com/ccmkit/ccmkit/internal/pace"
 	"github.com/ccmkit/ccmkit/internal/paging"
+	"github.com/ccmkit/ccmkit/internal/sharedlist"
 )
 
 // DefaultMaxAge is how old the snapshot of the cluster's load balancers may get when
@@ -41,19 +41,12 @@ type snapshot struct {
 	sets     *targetSets              // the target sets of services
 	listedAt time.Time                // when the list behind services began; zero before the first
 	seq      uint64                   // counts the changes of single entries (record, forget)
-	listing  *listFlight              // the list in progress, if any
-	// After a failed list, no new list starts until the backoff allows it: lookups answer
-	// "do not know" and the caller reads its Service's load balancer fresh.
-	backoff pace.Backoff
+	// lists runs the lists, one at a time. After a failed list, no new list starts until
+	// its backoff allows it: lookups answer "do not know" and the caller reads its
+	// Service's load balancer fresh, so an outage costs each call one fresh read, not a
+	// list and a read.
+	lists *sharedlist.Lister
 }
-
-// The wait after a failed list of the cluster's load balancers before the next one: it
-// doubles with each failure in a row up to maxListBackoff and resets on success, so an
-// outage costs each call one fresh read, not a list and a read.
-const (
-	minListBackoff = time.Second
-	maxListBackoff = 30 * time.Second
-)
 
 // serviceEntry is what the snapshot knows about the load balancers of one Service.
 type serviceEntry struct {
@@ -67,14 +60,8 @@ type serviceEntry struct {
 	seq uint64
 }
 
-// listFlight is one list of the cluster's load balancers that concurrent lookups share.
-type listFlight struct {
-	done chan struct{}
-	err  error
-}
-
 func newSnapshot(api cloudapi.LoadBalancerAPI, clusterID string, maxAge time.Duration, pageSize int, clk clock.PassiveClock) *snapshot {
-	return &snapshot{
+	s := &snapshot{
 		api:      api,
 		filter:   map[string]string{cloudapi.TagCluster: clusterID},
 		maxAge:   maxAge,
@@ -82,8 +69,9 @@ func newSnapshot(api cloudapi.LoadBalancerAPI, clusterID string, maxAge time.Dur
 		clock:    clk,
 		services: map[string]*serviceEntry{},
 		sets:     newTargetSets(),
-		backoff:  pace.Backoff{Min: minListBackoff, Max: maxListBackoff},
 	}
+	s.lists = sharedlist.New(&s.mu, clk, "the list of the cluster's load balancers")
+	return s
 }
 
 // lookup returns the load balancers of the Service with UID uid, from a snapshot no older
@@ -136,57 +124,25 @@ func (s *snapshot) forget(uid string) {
 // refresh lists the cluster's load balancers unless a list began no earlier than maxAge
 // before the call. Concurrent callers share one list; the list runs on its own goroutine
 // and context, so that one caller giving up does not fail the others, and every caller
-// whose context ends stops waiting, the one that started the list included.
+// whose context ends stops waiting, the one that started the list included (see
+// internal/sharedlist).
 func (s *snapshot) refresh(ctx context.Context) error {
-	start := s.clock.Now()
-	for {
-		s.mu.Lock()
-		if !s.listedAt.IsZero() && !s.listedAt.Before(start.Add(-s.maxAge)) {
-			s.mu.Unlock()
-			return nil
-		}
-		if f := s.listing; f != nil {
-			s.mu.Unlock()
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return fmt.Errorf("waiting for the list of the cluster's load balancers: %w", ctx.Err())
-			}
-			if f.err != nil {
-				return f.err
-			}
-			continue // it may have begun too early for this caller
-		}
-		if err := s.backoff.Hold(s.clock.Now(), "the list of the cluster's load balancers"); err != nil {
-			s.mu.Unlock()
-			return err
-		}
-		f := &listFlight{done: make(chan struct{})}
-		s.listing = f
-		began, beganSeq := s.clock.Now(), s.seq
-		s.mu.Unlock()
-
-		// The list runs on its own goroutine: the caller that started it waits for it
-		// like the others, and stops waiting when its context ends.
-		go s.run(context.WithoutCancel(ctx), f, began, beganSeq)
-	}
+	oldest := s.clock.Now().Add(-s.maxAge)
+	return s.lists.Until(ctx, func() bool {
+		return !s.listedAt.IsZero() && !s.listedAt.Before(oldest)
+	}, s.beginList)
 }
 
-// run makes the list of flight f, begun at began when the entries' sequence was beganSeq,
-// and installs it.
-func (s *snapshot) run(ctx context.Context, f *listFlight, began time.Time, beganSeq uint64) {
-	services, sets, err := s.list(ctx)
-	s.mu.Lock()
-	if err == nil {
-		s.install(services, sets, began, beganSeq)
-		s.backoff.Succeeded()
-	} else {
-		s.backoff.Failed(s.clock.Now(), err)
+// beginList returns the list to make now. s.mu is held.
+func (s *snapshot) beginList() sharedlist.List {
+	began, beganSeq := s.clock.Now(), s.seq
+	return func(ctx context.Context) (func(), error) {
+		services, sets, err := s.list(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return func() { s.install(services, sets, began, beganSeq) }, nil // s.mu is held
 	}
-	s.listing = nil
-	f.err = err
-	s.mu.Unlock()
-	close(f.done)
 }
 
 // install makes a completed list the snapshot, except for the entries changed after the

@@ -19,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/sharedlist"
 )
 
 func testLB(id, uid string, targets ...string) cloudapi.LoadBalancer {
@@ -247,7 +248,7 @@ func (f *failingList) ListLoadBalancers(context.Context, cloudapi.ListOptions) (
 
 // TestFailedListBacksOff: while the cluster list fails, lookups answer "do not know"
 // without listing again on every call; the list is retried after a backoff that doubles
-// from minListBackoff to maxListBackoff, and a success resets it.
+// from sharedlist.MinBackoff to sharedlist.MaxBackoff, and a success resets it.
 func TestFailedListBacksOff(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	f := &failingList{}
@@ -276,11 +277,13 @@ func TestFailedListBacksOff(t *testing.T) {
 	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}, waits)
 
 	f.fail.Store(false)
-	clk.Step(maxListBackoff)
+	clk.Step(sharedlist.MaxBackoff)
 	lbs, ok := s.lookup(t.Context(), "a")
 	require.True(t, ok, "the list works again")
 	require.Len(t, lbs, 1)
-	assert.Zero(t, s.backoff.Wait(), "a success resets the backoff")
+	s.mu.Lock()
+	assert.Zero(t, s.lists.Backoff(), "a success resets the backoff")
+	s.mu.Unlock()
 }
 
 // notFoundList answers every ListLoadBalancers with ErrNotFound, as a backend might for a

@@ -91,8 +91,16 @@ func (c *Clock) TakeWaits() []time.Duration {
 	return w
 }
 
-// AwaitWaits blocks until n waits in all have started on the clock (TakeWaits does not
-// change the count), or until ctx ends, and returns ctx's error then.
+// Started returns how many waits have started on the clock in all (TakeWaits does not
+// change the count).
+func (c *Clock) Started() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started
+}
+
+// AwaitWaits blocks until n waits in all have started on the clock (see Started), or
+// until ctx ends, and returns ctx's error then.
 func (c *Clock) AwaitWaits(ctx context.Context, n int) error {
 	for {
 		c.mu.Lock()

@@ -448,18 +448,11 @@ func TestParentContextStops(t *testing.T) {
 
 	t.Run("during the backoff", func(t *testing.T) {
 		e := newEnv(t)
-		e.clock.SetStepping(false) // the backoff lasts until the context ends
-		ctx, cancel := context.WithCancel(e.ctx)
-		defer cancel()
 		e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(nil, transient)
-		done := make(chan error, 1)
-		go func() {
+		err := e.cancelDuringWait(t, func(ctx context.Context) error {
 			_, err := e.client.Instances().GetInstance(ctx, "i-1")
-			done <- err
-		}()
-		require.NoError(t, e.clock.AwaitWaits(t.Context(), 1))
-		cancel()
-		err := <-done
+			return err
+		})
 		require.ErrorIs(t, err, context.Canceled)
 		require.ErrorIs(t, err, cloudapi.ErrTransient, "the last answer is kept")
 		assert.Contains(t, err.Error(), "attempts: 1; stopped waiting to retry")
@@ -472,17 +465,11 @@ func TestParentContextStops(t *testing.T) {
 		_, err := e.client.Instances().GetInstance(e.ctx, "i-1")
 		require.NoError(t, err)
 
-		e.clock.SetStepping(false) // the wait for the slot lasts until the context ends
-		ctx, cancel := context.WithCancel(e.ctx)
-		defer cancel()
-		done := make(chan error, 1)
-		go func() {
+		err = e.cancelDuringWait(t, func(ctx context.Context) error {
 			_, err := e.client.Instances().GetInstance(ctx, "i-1")
-			done <- err
-		}()
-		require.NoError(t, e.clock.AwaitWaits(t.Context(), 1))
-		cancel()
-		require.ErrorIs(t, <-done, context.Canceled)
+			return err
+		})
+		require.ErrorIs(t, err, context.Canceled)
 		assert.Equal(t, []time.Duration{time.Second}, e.clock.Waits())
 	})
 }

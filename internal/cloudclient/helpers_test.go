@@ -54,6 +54,22 @@ func newEnv(t *testing.T, tweaks ...func(*cloudclient.Options)) *env {
 	return &env{ctx: ctx, client: c, clock: clk, reg: reg, mocks: m}
 }
 
+// cancelDuringWait makes call with a context that ends once the call waits on the
+// Client's clock, and returns the call's error. From then on the clock holds its waits
+// until the test steps it.
+func (e *env) cancelDuringWait(t *testing.T, call func(ctx context.Context) error) error {
+	t.Helper()
+	e.clock.SetStepping(false)
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	started := e.clock.Started()
+	done := make(chan error, 1)
+	go func() { done <- call(ctx) }()
+	require.NoError(t, e.clock.AwaitWaits(t.Context(), started+1))
+	cancel()
+	return <-done
+}
+
 // counter returns the value of a counter of the "test" provider with the given labels.
 func (e *env) counter(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()

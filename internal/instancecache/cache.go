@@ -13,8 +13,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
-	"github.com/ccmkit/ccmkit/internal/pace"
 	"github.com/ccmkit/ccmkit/internal/paging"
+	"github.com/ccmkit/ccmkit/internal/sharedlist"
 )
 
 // Cache is the shared snapshot of the cloud's instances that instances, zones and routes
@@ -32,11 +32,11 @@ type Cache struct {
 	gen       int                             // completed lists
 	misses    int                             // by-ID fetches since that list
 	pages     int                             // pages the last list took
-	listing   *flight                         // the list in progress, if any
 	fetchByID map[string]*flight
-	// After a failed list, no new list starts until the backoff allows it; lookups get
-	// the list's error (ByID asks for its one instance instead).
-	backoff pace.Backoff
+	// lists runs the lists, one at a time; after a failed list, no new list starts
+	// until its backoff allows it, and lookups get the list's error (ByID asks for its
+	// one instance instead).
+	lists *sharedlist.Lister
 	// vanished holds the instances that a list lost in a shrink (see SuspectShare): live
 	// in the list before, missing or terminated in it. Until one GetInstance confirms it,
 	// such an instance is never answered as gone. Entries leave when confirmed or when a
@@ -104,18 +104,10 @@ var ErrUnconfirmed = errors.New("the cloud's not-found is not confirmed while it
 // less than this share between two lists costs nothing.
 const SuspectShare = 0.10
 
-// The wait after a failed list before the next one starts: it doubles with each failure
-// in a row, up to maxListBackoff, and resets when a list succeeds. Without it, every
-// lookup while the cloud fails would start the whole paginated list again.
-const (
-	minListBackoff = time.Second
-	maxListBackoff = 30 * time.Second
-)
-
-// flight is one cloud call that several lookups wait for.
+// flight is one GetInstance that several lookups of an ID wait for.
 type flight struct {
 	done chan struct{}
-	inst *cloudapi.Instance // by-ID fetches only
+	inst *cloudapi.Instance
 	err  error
 }
 
@@ -124,7 +116,11 @@ func New(api cloudapi.InstanceAPI, opts Options) *Cache {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Cache{api: api, opts: opts, fetchByID: map[string]*flight{}, backoff: pace.Backoff{Min: minListBackoff, Max: maxListBackoff}}
+	c := &Cache{api: api, opts: opts, fetchByID: map[string]*flight{}}
+	// After a failed list, the next waits for the backoff: without it, every lookup while
+	// the cloud fails would start the whole paginated list again.
+	c.lists = sharedlist.New(&c.mu, opts.Clock, "the instance list")
+	return c
 }
 
 // nameKey is the form of an instance or Node name that lookups by name compare: the
@@ -369,7 +365,7 @@ func (c *Cache) relistCheaper() bool {
 }
 
 // listUntil makes sure done holds, joining a list in progress or starting one until it
-// does. done is evaluated with c.mu held.
+// does (see internal/sharedlist). done is evaluated with c.mu held.
 func (c *Cache) listUntil(ctx context.Context, done func() bool) error {
 	c.mu.RLock()
 	ok := done()
@@ -377,60 +373,24 @@ func (c *Cache) listUntil(ctx context.Context, done func() bool) error {
 	if ok {
 		return nil
 	}
-	for {
-		c.mu.Lock()
-		if done() {
-			c.mu.Unlock()
-			return nil
-		}
-		if f := c.listing; f != nil {
-			c.mu.Unlock()
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return fmt.Errorf("waiting for the instance list: %w", ctx.Err())
-			}
-			if f.err != nil {
-				return f.err
-			}
-			continue // that list may not be recent enough
-		}
-		if err := c.backoff.Hold(c.opts.Clock.Now(), "the instance list"); err != nil {
-			c.mu.Unlock()
-			return err
-		}
-		f := &flight{done: make(chan struct{})}
-		c.listing = f
-		started := c.opts.Clock.Now()
-		c.mu.Unlock()
-
-		// The list runs on its own goroutine and context, so that no caller giving up,
-		// the one that started it included, fails the others or waits for it; it keeps
-		// the first caller's values (logger). The loop then waits for it like any caller.
-		go c.list(context.WithoutCancel(ctx), f, started)
-	}
+	return c.lists.Until(ctx, done, c.beginList)
 }
 
-// list makes one list for the flight f, begun at started, and installs it.
-func (c *Cache) list(ctx context.Context, f *flight, started time.Time) {
-	c.mu.RLock()
-	sizeHint := len(c.byID)
-	c.mu.RUnlock()
-	byID, byName, pages, err := c.fetchAll(ctx, sizeHint)
-	c.mu.Lock()
-	if err == nil {
-		c.vanished = c.lost(ctx, byID)
-		c.byID, c.byName, c.pages, c.misses, c.fetched = byID, byName, pages, 0, nil
-		c.listedAt = started
-		c.gen++
-		c.backoff.Succeeded()
-	} else {
-		c.backoff.Failed(c.opts.Clock.Now(), err)
+// beginList returns the list to make now. c.mu is held.
+func (c *Cache) beginList() sharedlist.List {
+	started, sizeHint := c.opts.Clock.Now(), len(c.byID)
+	return func(ctx context.Context) (func(), error) {
+		byID, byName, pages, err := c.fetchAll(ctx, sizeHint)
+		if err != nil {
+			return nil, err
+		}
+		return func() { // c.mu is held
+			c.vanished = c.lost(ctx, byID)
+			c.byID, c.byName, c.pages, c.misses, c.fetched = byID, byName, pages, 0, nil
+			c.listedAt = started
+			c.gen++
+		}, nil
 	}
-	c.listing = nil
-	f.err = err
-	c.mu.Unlock()
-	close(f.done)
 }
 
 func (c *Cache) fetchAll(ctx context.Context, sizeHint int) (map[string]*cloudapi.Instance, map[string][]*cloudapi.Instance, int, error) {

@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/sharedlist"
 )
 
 // cloud is a small paginated instance API that counts calls. gate, when set, holds every
@@ -236,7 +237,7 @@ func TestListErrorsAreErrors(t *testing.T) {
 	require.ErrorIs(t, err, cloudapi.ErrThrottled, "within the backoff: the last list's error, no new list")
 	assert.EqualValues(t, 1, c.lists.Load())
 
-	clk.Step(minListBackoff)
+	clk.Step(sharedlist.MinBackoff)
 	_, err = cache.ByName(ctx, "node-00001")
 	require.NoError(t, err, "after the backoff the next lookup lists again")
 	assert.EqualValues(t, 2, c.lists.Load())
@@ -244,7 +245,7 @@ func TestListErrorsAreErrors(t *testing.T) {
 
 // TestFailingListFallsBackToGet keeps the list failing: lookups by ID still answer, one
 // GetInstance each, and the whole list is not started again on every lookup but after a
-// backoff that doubles up to maxListBackoff. While the list fails, a GetInstance
+// backoff that doubles up to sharedlist.MaxBackoff. While the list fails, a GetInstance
 // not-found is not "gone".
 func TestFailingListFallsBackToGet(t *testing.T) {
 	ctx := context.Background()
@@ -282,7 +283,7 @@ func TestFailingListFallsBackToGet(t *testing.T) {
 		"the backoff doubles from 1s and stops at 30s")
 
 	c.fail.Store(false)
-	clk.Step(maxListBackoff)
+	clk.Step(sharedlist.MaxBackoff)
 	_, err = cache.ByID(ctx, "i-00004")
 	require.NoError(t, err)
 	gets := c.gets.Load()

@@ -12,11 +12,9 @@ import (
 	"github.com/ccmkit/ccmkit/internal/clocktest"
 )
 
-var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-
 func TestSleep(t *testing.T) {
 	t.Run("no wait", func(t *testing.T) {
-		clk := clocktest.NewHolding(t0)
+		clk := clocktest.NewHolding(time.Unix(0, 0))
 		require.NoError(t, Sleep(t.Context(), clk, 0))
 		require.NoError(t, Sleep(t.Context(), clk, -time.Second))
 		assert.Empty(t, clk.Waits(), "no timer for a wait of zero or less")
@@ -25,14 +23,14 @@ func TestSleep(t *testing.T) {
 	t.Run("an ended context, even for no wait", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		clk := clocktest.NewHolding(t0)
+		clk := clocktest.NewHolding(time.Unix(0, 0))
 		require.ErrorIs(t, Sleep(ctx, clk, 0), context.Canceled)
 		require.ErrorIs(t, Sleep(ctx, clk, time.Hour), context.Canceled)
 		assert.Empty(t, clk.Waits())
 	})
 
 	t.Run("ends when the clock has passed the wait", func(t *testing.T) {
-		clk := clocktest.NewHolding(t0)
+		clk := clocktest.NewHolding(time.Unix(0, 0))
 		done := make(chan error, 1)
 		go func() { done <- Sleep(t.Context(), clk, time.Minute) }()
 		require.NoError(t, clk.AwaitWaits(t.Context(), 1))
@@ -48,7 +46,7 @@ func TestSleep(t *testing.T) {
 	})
 
 	t.Run("ends with the context", func(t *testing.T) {
-		clk := clocktest.NewHolding(t0)
+		clk := clocktest.NewHolding(time.Unix(0, 0))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- Sleep(ctx, clk, time.Hour) }()
