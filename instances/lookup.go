@@ -10,6 +10,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/instancecache"
+	"github.com/ccmkit/ccmkit/internal/sharedlist"
 )
 
 // Lookup finds a cloud's instances: the one way Instances, package zones and package
@@ -58,7 +59,7 @@ func NewLookup(api cloudapi.InstanceAPI, opts LookupOptions) (Lookup, error) {
 }
 
 // DefaultLookupMaxAge is how old the snapshot may get when LookupOptions.MaxAge is zero.
-const DefaultLookupMaxAge = time.Minute
+const DefaultLookupMaxAge = sharedlist.DefaultMaxAge
 
 // LookupOptions tune the snapshot NewLookup builds.
 type LookupOptions struct {

@@ -18,7 +18,7 @@ import (
 
 // DefaultMaxAge is how old the snapshot of the cluster's load balancers may get when
 // Options.MaxAge is zero.
-const DefaultMaxAge = time.Minute
+const DefaultMaxAge = sharedlist.DefaultMaxAge
 
 // snapshot is the cluster's load balancers as the last list by the cluster tag saw them,
 // each Service's entry replaced since by what the cloud answered to a fresh read or a

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/cloudclient"
+	"github.com/ccmkit/ccmkit/internal/sharedlist"
 	"github.com/ccmkit/ccmkit/internal/strictyaml"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
@@ -50,7 +51,7 @@ const (
 	DefaultMaxRetryAfter = cloudclient.DefaultMaxRetryAfter
 	// DefaultCacheMaxAge is how old the shared instance snapshot may get before a lookup
 	// refreshes it.
-	DefaultCacheMaxAge = time.Minute
+	DefaultCacheMaxAge = sharedlist.DefaultMaxAge
 )
 
 // Config is a provider's cloud config, the YAML file given to the cloud-controller-manager

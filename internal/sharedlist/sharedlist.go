@@ -20,6 +20,13 @@ const (
 	MaxBackoff = 30 * time.Second
 )
 
+// DefaultMaxAge is how old a snapshot may get before a lookup refreshes it, unless
+// configured: the one default behind provider.DefaultCacheMaxAge (the cloud config's
+// cache.maxAge), loadbalancer.DefaultMaxAge and instances.DefaultLookupMaxAge. A minute
+// is one list a minute for each snapshot, while the node lifecycle controller asks about
+// NotReady Nodes every 5 seconds.
+const DefaultMaxAge = time.Minute
+
 // Lister runs the lists of one snapshot: one at a time, shared by every caller that needs
 // it, held back by a backoff after a failure (see the package documentation). Its state
 // is guarded by the lock given to New.
