@@ -9,7 +9,7 @@ MOCKGEN_VERSION := $(shell go list -m -f '{{.Version}}' go.uber.org/mock)
 GOLANGCI_LINT_VERSION := v2.15.0
 MOCKS := $(shell git ls-files '*/cloudapimock/*.go' 2>/dev/null)
 
-.PHONY: test demo demo-inmemory controlplane e2e fmt-check vet api api-check lint mocks-check versions-check unit generate bench bench-fake benchmarks fuzz
+.PHONY: test demo demo-inmemory controlplane e2e fmt-check vet api api-check lint mocks-check versions-check unit compat vendor-check generate bench bench-fake benchmarks fuzz
 
 ## demo: the cloud-controller-manager against a real kube-apiserver and etcd over the fake cloud
 ## of e2e/demo/cloud.yaml (builds the control plane first; ARGS='-keep' keeps it running).
@@ -25,9 +25,10 @@ controlplane:
 	@bash hack/controlplane.sh
 
 ## test: everything CI checks: formatting, vet, the exported API against api/ccmkit.txt,
-## lint, generated mocks, race-enabled unit tests, then the e2e suite against a real
-## control plane.
-test: fmt-check vet api-check lint mocks-check versions-check unit e2e
+## lint, generated mocks, race-enabled unit tests (at the Kubernetes minor go.mod requires),
+## vendoring into consumer modules, the e2e suite against a real control plane, then the
+## other supported Kubernetes minors (docs/versioning.md).
+test: fmt-check vet api-check lint mocks-check versions-check unit vendor-check e2e compat
 
 fmt-check:
 	@echo "==> gofmt"
@@ -96,6 +97,22 @@ unit: vet
 	pkgs=$$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -vxE 'github.com/ccmkit/ccmkit/(deploy|examples/restcloud)'); \
 	go test -race -vet=off -count=1 $$pkgs
 	go test -vet=off -count=1 ./deploy ./examples/restcloud
+
+## compat: build and test the library against the newest patch of each supported Kubernetes
+## minor above the floor go.mod requires, and the next minor's newest pre-release (an
+## allowed failure), in scratch copies (hack/compat.sh). COMPAT_TARGETS='0.35 0.36 0.37 0.38-pre'
+## picks the targets (0.35, the floor, is what `make unit` tests under -race).
+COMPAT_TARGETS ?= 0.36 0.37 0.38-pre
+compat:
+	@echo "==> compat: Kubernetes minors $(COMPAT_TARGETS)"
+	@COMPAT_TARGETS='$(COMPAT_TARGETS)' bash hack/compat.sh
+
+## vendor-check: `go mod vendor` and `go build -mod=vendor` in two consumer modules (one on
+## cloudapi + fake, one a CCM on provider), their module graphs against README.md's table
+## (hack/vendorcheck.sh; `bash hack/vendorcheck.sh -w` rewrites the table).
+vendor-check:
+	@echo "==> vendoring into consumer modules"
+	@bash hack/vendorcheck.sh
 
 ## e2e: the e2e suite and the demo against kube-apiserver and etcd (see e2e/doc.go). Not
 ## under -race: the upstream service controller has a data race of its own that the race

@@ -22,6 +22,8 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 	_ "k8s.io/controller-manager/pkg/features/register" // the route controller's feature gates, as the CCM registers them
+
+	"github.com/ccmkit/ccmkit/internal/nodecontrollers"
 )
 
 // The upstream defaults of the cloud-controller-manager that the benchmark runs with.
@@ -74,10 +76,10 @@ func (w *world) start(ctx context.Context, k *kube, run parts) (*session, error)
 	}
 	nodes := s.factory.Core().V1().Nodes()
 
-	if s.node, err = nodecontroller.NewCloudNodeController(nodes, k, s.obs, nodeStatusUpdateFrequency, concurrentSyncs, concurrentSyncs); err != nil {
+	if s.node, err = nodecontrollers.NewNode(nodes, k, s.obs, nodeStatusUpdateFrequency, concurrentSyncs, concurrentSyncs); err != nil {
 		return fail(err)
 	}
-	if s.life, err = nodelifecycle.NewCloudNodeLifecycleController(nodes, k, s.obs, nodeMonitorPeriod, concurrentSyncs); err != nil {
+	if s.life, err = nodecontrollers.NewLifecycle(nodes, k, s.obs, nodeMonitorPeriod, concurrentSyncs); err != nil {
 		return fail(err)
 	}
 	routes, ok := p.Routes()

@@ -25,6 +25,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	fakecloud "github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/nodecontrollers"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -139,7 +140,7 @@ func newHostileCluster(t *testing.T, n int, withProviderID bool) *hostileCluster
 		require.NoError(t, factory.Core().V1().Nodes().Informer().GetStore().Add(o))
 	}
 	// One worker: the Nodes are checked one after another, so the checks are countable.
-	c.ctrl, err = nodelifecycle.NewCloudNodeLifecycleController(factory.Core().V1().Nodes(), c.kube, p, 5*time.Second, 1)
+	c.ctrl, err = nodecontrollers.NewLifecycle(factory.Core().V1().Nodes(), c.kube, p, 5*time.Second, 1)
 	require.NoError(t, err)
 	c.events = &record.FakeRecorder{} // no channel: events are dropped, never block
 	setRecorder(t, c.ctrl, c.events)

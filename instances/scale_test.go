@@ -14,13 +14,12 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	cloudprovider "k8s.io/cloud-provider"
-	nodecontroller "k8s.io/cloud-provider/controllers/node"
-	"k8s.io/cloud-provider/controllers/nodelifecycle"
 	"k8s.io/component-base/metrics"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	fakecloud "github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/nodecontrollers"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -104,7 +103,7 @@ func (c *cluster) calls() int {
 // does for every Node every 5 minutes.
 func (c *cluster) statusPass(tb testing.TB) {
 	tb.Helper()
-	ctrl, err := nodecontroller.NewCloudNodeController(c.informer.Core().V1().Nodes(), c.kube, c.cloud, 5*time.Minute, 1, 50)
+	ctrl, err := nodecontrollers.NewNode(c.informer.Core().V1().Nodes(), c.kube, c.cloud, 5*time.Minute, 1, 50)
 	require.NoError(tb, err)
 	require.NoError(tb, ctrl.UpdateNodeStatus(context.Background()))
 }
@@ -113,7 +112,7 @@ func (c *cluster) statusPass(tb testing.TB) {
 // does every 5 seconds.
 func (c *cluster) lifecyclePass(tb testing.TB) {
 	tb.Helper()
-	ctrl, err := nodelifecycle.NewCloudNodeLifecycleController(c.informer.Core().V1().Nodes(), c.kube, c.cloud, 5*time.Second, 50)
+	ctrl, err := nodecontrollers.NewLifecycle(c.informer.Core().V1().Nodes(), c.kube, c.cloud, 5*time.Second, 50)
 	require.NoError(tb, err)
 	ctrl.MonitorNodes(context.Background())
 }

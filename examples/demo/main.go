@@ -36,14 +36,13 @@ import (
 	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
-	nodecontroller "k8s.io/cloud-provider/controllers/node"
-	"k8s.io/cloud-provider/controllers/nodelifecycle"
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/nodecontrollers"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/provider/builtin"
 )
@@ -140,16 +139,19 @@ func run(args []string, out io.Writer) error {
 	kube := kubefake.NewClientset()
 	d.kube = kube
 	cloud.Initialize(clientBuilder{kube}, ctx.Done())
-	if err := d.startControllers(ctx, cloud); err != nil {
-		return err
-	}
 
-	// 1. Kubelets register their Nodes, tainted uninitialized.
+	// 1. Kubelets register their Nodes, tainted uninitialized. They do so before the
+	// controllers start: client-go's fake clientset can lose an object created between an
+	// informer's list and its watch (seen with v0.35), and the controllers find the Nodes in
+	// their first list as well as they would in a watch event.
 	d.begin()
 	for _, inst := range inv.Instances {
 		if err := d.registerNode(ctx, inst.Name); err != nil {
 			return err
 		}
+	}
+	if err := d.startControllers(ctx, cloud); err != nil {
+		return err
 	}
 	d.say("")
 	d.say("1. %d kubelets (--cloud-provider=external) register their Nodes with the %s taint", len(inv.Instances), cloudproviderapi.TaintExternalCloudProvider)
@@ -232,11 +234,11 @@ func run(args []string, out io.Writer) error {
 func (d *demo) startControllers(ctx context.Context, cloud cloudprovider.Interface) error {
 	factory := informers.NewSharedInformerFactory(d.kube, 0)
 	nodes := factory.Core().V1().Nodes()
-	cnc, err := nodecontroller.NewCloudNodeController(nodes, d.kube, cloud, time.Second, 2, 2)
+	cnc, err := nodecontrollers.NewNode(nodes, d.kube, cloud, time.Second, 2, 2)
 	if err != nil {
 		return err
 	}
-	lifecycle, err := nodelifecycle.NewCloudNodeLifecycleController(nodes, d.kube, cloud, 500*time.Millisecond, 2)
+	lifecycle, err := nodecontrollers.NewLifecycle(nodes, d.kube, cloud, 500*time.Millisecond, 2)
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/nodecontrollers"
 	"github.com/ccmkit/ccmkit/provider/providertest"
 )
 
@@ -314,7 +315,7 @@ func monitor(t *testing.T, cloud cloudprovider.Interface, kube *kubefake.Clients
 	for i := range list.Items {
 		require.NoError(t, factory.Core().V1().Nodes().Informer().GetStore().Add(&list.Items[i]))
 	}
-	ctrl, err := nodelifecycle.NewCloudNodeLifecycleController(factory.Core().V1().Nodes(), kube, cloud, 5*time.Second, 1)
+	ctrl, err := nodecontrollers.NewLifecycle(factory.Core().V1().Nodes(), kube, cloud, 5*time.Second, 1)
 	require.NoError(t, err)
 	setRecorder(t, ctrl)
 	ctrl.MonitorNodes(context.Background())

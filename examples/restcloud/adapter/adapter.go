@@ -90,10 +90,8 @@ func (c *Client) do(ctx context.Context, op cloudapi.Operation, id, method, path
 	if resp.StatusCode/100 != 2 {
 		return statusError(op, id, resp, fmt.Errorf("%s %s: %s", method, path, resp.Status))
 	}
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	// With out nil the answer is read and dropped, and Decode's error about nil ignored.
+	if err := json.NewDecoder(resp.Body).Decode(out); out != nil && err != nil {
 		return cloudapi.NewError(cloudapi.ErrTransient, op, id, fmt.Errorf("%s %s: reading the answer: %w", method, path, err))
 	}
 	return nil
@@ -241,7 +239,8 @@ func call[W, C any](ctx context.Context, c *Client, op cloudapi.Operation, id, m
 	if err := c.do(ctx, op, id, method, path, in, &w); err != nil {
 		return nil, err
 	}
-	return new(conv(w)), nil
+	out := conv(w)
+	return &out, nil
 }
 
 // GetInstance answers GET /v1/instances/{id}.
