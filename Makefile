@@ -7,6 +7,7 @@ BIN := $(CURDIR)/.bin
 export PATH := $(BIN):$(PATH)
 MOCKGEN_VERSION := $(shell go list -m -f '{{.Version}}' go.uber.org/mock)
 GOLANGCI_LINT_VERSION := v2.15.0
+HELM_VERSION := v4.3.1
 MOCKS := $(shell git ls-files '*/cloudapimock/*.go' 2>/dev/null)
 
 .PHONY: test demo demo-inmemory controlplane e2e fmt-check vet api api-check lint mocks-check versions-check unit compat vendor-check generate bench bench-fake benchmarks fuzz
@@ -58,6 +59,10 @@ $(BIN)/golangci-lint:
 	@echo "==> installing golangci-lint $(GOLANGCI_LINT_VERSION) (the first time takes about 3 minutes on 2 cores)"
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
+$(BIN)/helm:
+	@echo "==> installing helm $(HELM_VERSION) (deploy's test renders the chart with it; the first time takes a few minutes)"
+	GOBIN=$(BIN) go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+
 ## lint: golangci-lint with .golangci.yml.
 lint: $(BIN)/golangci-lint
 	@echo "==> golangci-lint"
@@ -92,7 +97,7 @@ versions-check:
 ## depend on `make vet`, whose full go vet is a superset of the checks go test runs; go
 ## test's own vet pass would analyze every dependency again (95 s for deploy alone after
 ## `make vet`, cold).
-unit: vet
+unit: vet $(BIN)/helm
 	@echo "==> go test -race (every package with tests but two), go test ./deploy ./examples/restcloud"
 	pkgs=$$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -vxE 'github.com/ccmkit/ccmkit/(deploy|examples/restcloud)'); \
 	go test -race -vet=off -count=1 $$pkgs

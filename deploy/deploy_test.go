@@ -112,27 +112,33 @@ func loadManifests(t *testing.T) manifests {
 		for i, doc := range docs {
 			obj, err := decodeStrict(doc)
 			require.NoError(t, err, "%s, document %d", file, i+1)
-			switch o := obj.(type) {
-			case *corev1.ServiceAccount:
-				m.serviceAccounts = append(m.serviceAccounts, o)
-			case *corev1.Secret:
-				m.secrets = append(m.secrets, o)
-			case *appsv1.Deployment:
-				m.deployments = append(m.deployments, o)
-			case *rbacv1.ClusterRole:
-				m.clusterRoles = append(m.clusterRoles, o)
-			case *rbacv1.ClusterRoleBinding:
-				m.clusterRoleBindings = append(m.clusterRoleBindings, o)
-			case *rbacv1.Role:
-				m.roles = append(m.roles, o)
-			case *rbacv1.RoleBinding:
-				m.roleBindings = append(m.roleBindings, o)
-			default:
-				require.Failf(t, "unexpected object", "%s, document %d: %T", file, i+1, obj)
-			}
+			require.True(t, m.add(obj), "%s, document %d: unexpected object %T", file, i+1, obj)
 		}
 	}
 	return m
+}
+
+// add files obj under its type and reports whether manifests has a place for it.
+func (m *manifests) add(obj runtime.Object) bool {
+	switch o := obj.(type) {
+	case *corev1.ServiceAccount:
+		m.serviceAccounts = append(m.serviceAccounts, o)
+	case *corev1.Secret:
+		m.secrets = append(m.secrets, o)
+	case *appsv1.Deployment:
+		m.deployments = append(m.deployments, o)
+	case *rbacv1.ClusterRole:
+		m.clusterRoles = append(m.clusterRoles, o)
+	case *rbacv1.ClusterRoleBinding:
+		m.clusterRoleBindings = append(m.clusterRoleBindings, o)
+	case *rbacv1.Role:
+		m.roles = append(m.roles, o)
+	case *rbacv1.RoleBinding:
+		m.roleBindings = append(m.roleBindings, o)
+	default:
+		return false
+	}
+	return true
 }
 
 // deployment returns the one Deployment and its one container.

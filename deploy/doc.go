@@ -2,5 +2,7 @@
 // in deploy/base (the kustomize base that runs the ccmkit cloud-controller-manager). The
 // test decodes every manifest strictly into its typed API object and checks that the
 // Deployment, the cloud config Secret, the ServiceAccount and the RBAC agree with each
-// other and with what the cloud-controller-manager's controllers need.
+// other and with what the cloud-controller-manager's controllers need. It also lints and
+// renders the Helm chart in deploy/helm/ccmkit with helm, and checks that its defaults
+// render what deploy/base holds and that its values change what they say.
 package deploy

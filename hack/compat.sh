@@ -25,6 +25,8 @@ set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
 root=$PWD
+# Tools `make` installs (helm, for deploy's chart test) are found as under make.
+export PATH=$root/.bin:$PATH
 
 if (($# > 0)); then
 	targets=("$@")
