@@ -122,7 +122,7 @@ vendor-check:
 ## e2e: the e2e suite and the demo against kube-apiserver and etcd (see e2e/doc.go). Not
 ## under -race: the upstream service controller has a data race of its own that the race
 ## detector reports in the in-process cloud-controller-manager.
-e2e: vet controlplane
+e2e: vet controlplane $(BIN)/helm
 	@echo "==> e2e: go test ./... in e2e/"
 	cd e2e && go test -vet=off -count=1 -timeout 20m ./...
 

@@ -92,19 +92,10 @@ func (s *switchWriter) set(w io.Writer) {
 // service, route), no leader election and no serving port. Its log goes to logFile (nil:
 // discarded). extraFlags come last and override the defaults.
 func StartCCM(cp *ControlPlane, cloud *Cloud, logFile io.Writer, extraFlags ...string) (*CCM, error) {
-	if err := setUpLogging(); err != nil {
-		return nil, fmt.Errorf("setting up logging: %w", err)
-	}
-	if logFile == nil {
-		logFile = io.Discard
-	}
-	logOut.set(logFile)
-
 	cloudConfig := filepath.Join(cp.Dir(), "cloud.yaml")
 	if err := os.WriteFile(cloudConfig, cloud.Config, 0o600); err != nil {
 		return nil, err
 	}
-	Use(cloud)
 	flags := []string{
 		"--kubeconfig=" + cp.KubeconfigPath,
 		"--cloud-provider=" + ProviderName,
@@ -121,7 +112,21 @@ func StartCCM(cp *ControlPlane, cloud *Cloud, logFile io.Writer, extraFlags ...s
 		"--kube-api-qps=100",
 		"--kube-api-burst=200",
 	}
-	flags = append(flags, extraFlags...)
+	return RunCCM(cloud, logFile, append(flags, extraFlags...))
+}
+
+// RunCCM starts the cloud-controller-manager command with exactly flags (nothing added: the
+// caller names the kubeconfig, --cloud-provider=ProviderName, the cloud config file and
+// the rest) over cloud. Its log goes to logFile (nil: discarded).
+func RunCCM(cloud *Cloud, logFile io.Writer, flags []string) (*CCM, error) {
+	if err := setUpLogging(); err != nil {
+		return nil, fmt.Errorf("setting up logging: %w", err)
+	}
+	if logFile == nil {
+		logFile = io.Discard
+	}
+	logOut.set(logFile)
+	Use(cloud)
 
 	opts, err := options.NewCloudControllerManagerOptions()
 	if err != nil {

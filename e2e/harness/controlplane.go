@@ -27,9 +27,33 @@ type ControlPlane struct {
 	// KubeconfigPath is a kubeconfig file with the same identity; it is removed by Stop.
 	KubeconfigPath string
 
+	// AuditLogPath is the kube-apiserver's audit log (JSON lines of audit.k8s.io/v1 Events)
+	// when the control plane was started with ControlPlaneOptions.AuditServiceAccounts;
+	// empty otherwise.
+	AuditLogPath string
+
 	env *envtest.Environment
 	dir string
 }
+
+// ControlPlaneOptions change how StartControlPlaneWith starts the control plane.
+type ControlPlaneOptions struct {
+	// AuditServiceAccounts writes every request made by a ServiceAccount (any member of
+	// system:serviceaccounts) to AuditLogPath, at level Metadata: who did what to which
+	// object, and the answer's status code. Requests of other users are not logged.
+	AuditServiceAccounts bool
+}
+
+// auditPolicy logs the requests of ServiceAccounts at level Metadata, once each (when the
+// answer is complete), and nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    userGroups: ["system:serviceaccounts"]
+  - level: None
+`
 
 // BinaryDir returns the folder with the control-plane binaries: $CCMKIT_CONTROLPLANE_DIR,
 // or the nearest .cache/controlplane above the working directory that has both. The
@@ -73,8 +97,17 @@ func checkBinaries(dir string) error {
 // reconciler; envtest runs etcd without fsync) and waits until the API answers. Stop it with Stop,
 // also when a later step fails: it owns two processes and a temporary folder.
 func StartControlPlane() (*ControlPlane, error) {
+	return StartControlPlaneWith(ControlPlaneOptions{})
+}
+
+// StartControlPlaneWith is StartControlPlane with options.
+func StartControlPlaneWith(opts ControlPlaneOptions) (*ControlPlane, error) {
 	bin, err := BinaryDir()
 	if err != nil {
+		return nil, err
+	}
+	cp := &ControlPlane{}
+	if cp.dir, err = os.MkdirTemp("", "ccmkit-e2e-"); err != nil {
 		return nil, err
 	}
 	env := &envtest.Environment{
@@ -86,11 +119,24 @@ func StartControlPlane() (*ControlPlane, error) {
 	api.Configure().
 		Set("service-cluster-ip-range", "10.96.0.0/16,fd00:10:96::/112").
 		Set("endpoint-reconciler-type", "none")
+	if opts.AuditServiceAccounts {
+		policy := filepath.Join(cp.dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			_ = os.RemoveAll(cp.dir)
+			return nil, err
+		}
+		cp.AuditLogPath = filepath.Join(cp.dir, "audit.log")
+		api.Configure().
+			Set("audit-policy-file", policy).
+			Set("audit-log-path", cp.AuditLogPath).
+			Set("audit-log-format", "json")
+	}
 
-	cp := &ControlPlane{env: env}
+	cp.env = env
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
+		_ = os.RemoveAll(cp.dir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", bin, err)
 	}
 	if err := cp.finish(cfg); err != nil {
@@ -113,9 +159,6 @@ func (cp *ControlPlane) finish(cfg *rest.Config) error {
 	kubeconfig, err := user.KubeConfig()
 	if err != nil {
 		return fmt.Errorf("writing the kubeconfig: %w", err)
-	}
-	if cp.dir, err = os.MkdirTemp("", "ccmkit-e2e-"); err != nil {
-		return err
 	}
 	cp.KubeconfigPath = filepath.Join(cp.dir, "kubeconfig")
 	return os.WriteFile(cp.KubeconfigPath, kubeconfig, 0o600)
