@@ -167,7 +167,7 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 	k := readKustomization(t)
 	assert.Equal(t, "kustomize.config.k8s.io/v1beta1", k.APIVersion)
 	assert.Equal(t, "Kustomization", k.Kind)
-	assert.Equal(t, "kube-system", k.Namespace)
+	assert.Empty(t, k.Namespace, "a namespace transformer would move the objects that must be outside kube-system (the events RoleBinding in default)")
 
 	for _, file := range k.Resources {
 		assert.FileExists(t, filepath.Join(baseDir, file), "listed in kustomization.yaml")
@@ -225,6 +225,9 @@ func TestManifestsAreInKubeSystem(t *testing.T) {
 		metas = append(metas, struct{ kind, name, namespace string }{"Role", o.Name, o.Namespace})
 	}
 	for _, o := range m.roleBindings {
+		if o.Namespace == "default" && o.RoleRef.Kind == "ClusterRole" && o.RoleRef.Name == "ccmkit:events" {
+			continue // events on Nodes, which are written in default
+		}
 		metas = append(metas, struct{ kind, name, namespace string }{"RoleBinding", o.Name, o.Namespace})
 	}
 	require.NotEmpty(t, metas)
@@ -474,32 +477,57 @@ func TestRBAC(t *testing.T) {
 		}
 	})
 
-	// The cluster-wide permissions of the controllers (least privilege: exactly these).
-	t.Run("cluster role", func(t *testing.T) {
-		role := clusterRoleBoundTo(t, m, sa.Name, "ccmkit:cloud-controller-manager")
-		want := []permission{
-			{"", "nodes", []string{"get", "list", "watch", "update", "patch", "delete"}},
-			{"", "nodes/status", []string{"patch"}},
-			{"", "services", []string{"list", "watch"}},
-			{"", "services/status", []string{"patch"}},
-			{"", "events", []string{"create", "patch", "update"}},
+	// Each identity gets exactly what it uses (least privilege): cluster-wide through
+	// ClusterRoleBindings, and events only where its recorder writes them.
+	t.Run("per identity", func(t *testing.T) {
+		events := []string{"create", "patch", "update"}
+		want := map[string]struct {
+			cluster    map[string][]string // resource -> verbs, cluster-wide
+			namespaced map[string][]string // namespace -> verbs on events there
+		}{
+			sa.Name: {
+				cluster:    map[string][]string{"nodes": {"list", "watch"}, "services": {"list", "watch"}},
+				namespaced: map[string][]string{"kube-system": events},
+			},
+			"node-controller": {
+				cluster:    map[string][]string{"nodes": {"get", "update", "patch", "delete"}, "nodes/status": {"patch"}},
+				namespaced: map[string][]string{"default": events},
+			},
+			"service-controller": {
+				cluster: map[string][]string{"services/status": {"patch"}, "events": events},
+			},
+			"route-controller": {
+				cluster:    map[string][]string{"nodes/status": {"patch"}},
+				namespaced: map[string][]string{"default": events},
+			},
+			cloudProviderClient: {
+				cluster: map[string][]string{"events": events},
+			},
 		}
-		var resources []string
-		for _, r := range role.Rules {
-			assert.Empty(t, r.ResourceNames)
-			resources = append(resources, r.Resources...)
+		// Every client an upstream controller asks for under
+		// --use-service-account-credentials has its expectation above.
+		for _, ctor := range app.DefaultInitFuncConstructors {
+			assert.Contains(t, want, ctor.InitContext.ClientName, "controller %s's identity", ctor.InitContext.ClientName)
 		}
-		var wantResources []string
-		for _, p := range want {
-			wantResources = append(wantResources, p.resource)
-			got, _ := grantedVerbs(role.Rules, p.group, p.resource)
-			assert.ElementsMatch(t, p.verbs, got, "verbs on %s", p.resource)
+		for identity, w := range want {
+			got := clusterGrants(m, identity)
+			for resource, verbs := range got {
+				slices.Sort(verbs)
+				got[resource] = verbs
+			}
+			wantCluster := map[string][]string{}
+			for resource, verbs := range w.cluster {
+				wantCluster[resource] = slices.Sorted(slices.Values(verbs))
+			}
+			assert.Equal(t, wantCluster, got, "cluster-wide grants of %s", identity)
+			for ns, verbs := range w.namespaced {
+				gotNS := namespacedGrants(m, identity, ns)["events"]
+				assert.ElementsMatch(t, verbs, gotNS, "events of %s in %s", identity, ns)
+			}
 		}
-		assert.ElementsMatch(t, wantResources, resources, "resources of ClusterRole %s", role.Name)
 	})
 
-	// Each controller's identity under --use-service-account-credentials is bound to the
-	// controllers' role, and the manager may request its token.
+	// The manager may request the controllers' tokens, and only theirs.
 	t.Run("controller identities", func(t *testing.T) {
 		var clients []string
 		for _, ctor := range app.DefaultInitFuncConstructors {
@@ -508,14 +536,6 @@ func TestRBAC(t *testing.T) {
 			}
 		}
 		require.NotEmpty(t, clients)
-		for _, client := range clients {
-			clusterRoleBoundTo(t, m, client, "ccmkit:cloud-controller-manager")
-		}
-		events := clusterRoleBoundTo(t, m, cloudProviderClient, "ccmkit:cloud-provider-events")
-		got, _ := grantedVerbs(events.Rules, "", "events")
-		assert.ElementsMatch(t, []string{"create", "patch", "update"}, got)
-		require.Len(t, events.Rules, 1, "ccmkit's recorder needs events only")
-
 		role := roleBoundTo(t, m, sa.Name, "ccmkit:cloud-controller-manager")
 		createSA, _ := grantedVerbs(role.Rules, "", "serviceaccounts")
 		assert.Equal(t, []string{"create"}, createSA, "unrestricted serviceaccounts verbs")
@@ -557,8 +577,13 @@ func TestRBAC(t *testing.T) {
 			assert.True(t, exists || slices.Contains(builtinClusterRoles, b.RoleRef.Name), "ClusterRoleBinding %s: no ClusterRole %s", b.Name, b.RoleRef.Name)
 		}
 		for _, b := range m.roleBindings {
+			if b.RoleRef.Kind == "ClusterRole" {
+				exists := slices.ContainsFunc(m.clusterRoles, func(r *rbacv1.ClusterRole) bool { return r.Name == b.RoleRef.Name })
+				assert.True(t, exists, "RoleBinding %s: no ClusterRole %s", b.Name, b.RoleRef.Name)
+				continue
+			}
 			require.Equal(t, "Role", b.RoleRef.Kind, b.Name)
-			exists := slices.ContainsFunc(m.roles, func(r *rbacv1.Role) bool { return r.Name == b.RoleRef.Name })
+			exists := slices.ContainsFunc(m.roles, func(r *rbacv1.Role) bool { return r.Name == b.RoleRef.Name && r.Namespace == b.Namespace })
 			assert.True(t, exists || slices.Contains(builtinRoles, b.RoleRef.Name), "RoleBinding %s: no Role %s", b.Name, b.RoleRef.Name)
 		}
 	})
@@ -599,4 +624,54 @@ func roleBoundTo(t *testing.T, m manifests, serviceAccount, roleName string) *rb
 		return nil
 	}
 	return m.roles[i]
+}
+
+// clusterGrants returns the verbs per resource ("nodes", "nodes/status") that the base's
+// ClusterRoleBindings grant the ServiceAccount in kube-system, cluster-wide.
+func clusterGrants(m manifests, serviceAccount string) map[string][]string {
+	out := map[string][]string{}
+	for _, b := range m.clusterRoleBindings {
+		if !hasSubject(b.Subjects, serviceAccount) {
+			continue
+		}
+		i := slices.IndexFunc(m.clusterRoles, func(r *rbacv1.ClusterRole) bool { return r.Name == b.RoleRef.Name })
+		if i < 0 {
+			continue // a built-in ClusterRole (system:auth-delegator), checked on its own
+		}
+		addRules(out, m.clusterRoles[i].Rules)
+	}
+	return out
+}
+
+// namespacedGrants returns the verbs per resource that the base's RoleBindings in namespace
+// grant the ServiceAccount in kube-system, through a Role or a ClusterRole.
+func namespacedGrants(m manifests, serviceAccount, namespace string) map[string][]string {
+	out := map[string][]string{}
+	for _, b := range m.roleBindings {
+		if b.Namespace != namespace || !hasSubject(b.Subjects, serviceAccount) {
+			continue
+		}
+		if b.RoleRef.Kind == "ClusterRole" {
+			if i := slices.IndexFunc(m.clusterRoles, func(r *rbacv1.ClusterRole) bool { return r.Name == b.RoleRef.Name }); i >= 0 {
+				addRules(out, m.clusterRoles[i].Rules)
+			}
+			continue
+		}
+		if i := slices.IndexFunc(m.roles, func(r *rbacv1.Role) bool { return r.Name == b.RoleRef.Name && r.Namespace == namespace }); i >= 0 {
+			addRules(out, m.roles[i].Rules)
+		}
+	}
+	return out
+}
+
+// addRules adds the verbs of the core-group rules without resource names to out.
+func addRules(out map[string][]string, rules []rbacv1.PolicyRule) {
+	for _, r := range rules {
+		if !slices.Contains(r.APIGroups, "") || len(r.ResourceNames) > 0 {
+			continue
+		}
+		for _, res := range r.Resources {
+			out[res] = append(out[res], r.Verbs...)
+		}
+	}
 }

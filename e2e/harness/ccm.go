@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -40,12 +42,29 @@ type CCM struct {
 	stop chan struct{}
 	done chan error
 	once sync.Once
+	// exits is exitCalls when the CCM started: a later call is this CCM's (one runs at a time).
+	exits int64
 }
 
 var (
 	logging sync.Once
 	logOut  switchWriter
+	// exitCalls counts the calls of klog.OsExit in this process, and exitCode is the last
+	// one's code (see exitGoroutine).
+	exitCalls, exitCode atomic.Int64
 )
+
+// exitGoroutine is klog.OsExit in this process. The upstream command ends the process when
+// it stops leading (with --leader-elect, also when it is stopped as asked) and on
+// klog.Fatal: in a test binary that would end every test. Here the calling goroutine ends
+// instead (runtime.Goexit runs its deferred calls, so the command's goroutine still
+// reports), and the call is counted: a CCM that calls it while running reports it as its
+// exit, a CCM being stopped does not (losing the lease is how it stops).
+func exitGoroutine(code int) {
+	exitCode.Store(int64(code))
+	exitCalls.Add(1)
+	runtime.Goexit()
+}
 
 // LogVerbosity is the verbosity of the CCM's log (klog -v).
 const LogVerbosity = 2
@@ -57,6 +76,7 @@ const LogVerbosity = 2
 func setUpLogging() error {
 	var err error
 	logging.Do(func() {
+		klog.OsExit = exitGoroutine
 		logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
 		if err = logsapi.ValidateAndApply(logs.NewOptions(), utilfeature.DefaultFeatureGate); err != nil {
 			return
@@ -132,7 +152,7 @@ func RunCCM(cloud *Cloud, logFile io.Writer, flags []string) (*CCM, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &CCM{stop: make(chan struct{}), done: make(chan error, 1)}
+	c := &CCM{stop: make(chan struct{}), done: make(chan error, 1), exits: exitCalls.Load()}
 	cmd := app.NewCloudControllerManagerCommand(opts, initCloud, app.DefaultInitFuncConstructors,
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, c.stop)
 	cmd.SetArgs(flags)
@@ -141,25 +161,39 @@ func RunCCM(cloud *Cloud, logFile io.Writer, flags []string) (*CCM, error) {
 	cmd.SilenceUsage = true
 	go func() {
 		var err error
+		returned := false
 		defer func() {
 			// A panic of initCloud (or of the command) is the CCM's failure, not the
 			// process's: the test sees it as an error and its cleanups still run.
 			if r := recover(); r != nil {
 				err = fmt.Errorf("the cloud-controller-manager panicked: %v", r)
+			} else if !returned && !c.stopping() {
+				err = fmt.Errorf("the cloud-controller-manager exited with code %d", exitCode.Load())
 			}
 			// The next start in this process registers /configz again.
 			configz.Delete(app.ConfigzName)
 			c.done <- err
 		}()
 		err = cmd.Execute()
+		returned = true
 	}()
 	return c, nil
 }
 
+// stopping reports whether Stop was called.
+func (c *CCM) stopping() bool {
+	select {
+	case <-c.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // initCloud is examples/ccm's: it builds the provider named by --cloud-provider from
 // --cloud-config. Where examples/ccm exits the process, it panics with the reason, which
-// StartCCM's goroutine turns into the CCM's error. (The upstream command's own
-// klog.Fatalf calls still end the process; the control plane's processes then outlive it.)
+// StartCCM's goroutine turns into the CCM's error. (The upstream command's own exits end
+// only their goroutine: see exitGoroutine.)
 func initCloud(cfg *config.CompletedConfig) cloudprovider.Interface {
 	shared := cfg.ComponentConfig.KubeCloudShared
 	cloud, err := cloudprovider.InitCloudProvider(shared.CloudProvider.Name, shared.CloudProvider.CloudConfigFile)
@@ -193,6 +227,10 @@ func (c *CCM) Exited() (bool, error) {
 		c.done <- err
 		return true, err
 	default:
-		return false, nil
 	}
+	if exitCalls.Load() != c.exits && !c.stopping() {
+		// A goroutine of the CCM other than the command's called klog.Fatal.
+		return true, fmt.Errorf("the cloud-controller-manager exited with code %d", exitCode.Load())
+	}
+	return false, nil
 }
