@@ -425,12 +425,6 @@ func TestCloudConfigSecret(t *testing.T) {
 	assert.True(t, ok, "load balancers")
 }
 
-// permission is a set of verbs on one resource.
-type permission struct {
-	group, resource string
-	verbs           []string
-}
-
 // grantedVerbs returns the verbs that rules grant on group/resource without a
 // resourceNames restriction, and those granted per name.
 func grantedVerbs(rules []rbacv1.PolicyRule, group, resource string) (all []string, byName map[string][]string) {
