@@ -38,6 +38,25 @@ const (
 // Valid reports whether f is one of the defined families.
 func (f IPFamily) Valid() bool { return f == IPv4 || f == IPv6 }
 
+// SessionAffinity is how a load balancer pins a client's connections to targets.
+type SessionAffinity string
+
+// The session affinities.
+const (
+	// SessionAffinityNone, the zero value, lets every connection go to any target.
+	SessionAffinityNone SessionAffinity = ""
+	// SessionAffinityClientIP sends every connection from one client IP address to the
+	// same target, until LoadBalancerSpec.SessionAffinityTimeout has passed since that
+	// client's last connection. It matches the Kubernetes Service's sessionAffinity
+	// ClientIP.
+	SessionAffinityClientIP SessionAffinity = "ClientIP"
+)
+
+// Valid reports whether a is one of the defined session affinities.
+func (a SessionAffinity) Valid() bool {
+	return a == SessionAffinityNone || a == SessionAffinityClientIP
+}
+
 // Listener forwards one frontend port of a load balancer to a port on the targets.
 // A load balancer has at most one listener per (Protocol, Port).
 type Listener struct {
@@ -125,6 +144,12 @@ type LoadBalancerSpec struct {
 	// RequestedIPs are the addresses the caller wants, at most one per family. Empty means
 	// the cloud picks.
 	RequestedIPs []string
+	// SessionAffinity pins a client's connections to one target; SessionAffinityNone (the
+	// zero value) does not.
+	SessionAffinity SessionAffinity
+	// SessionAffinityTimeout is how long a SessionAffinityClientIP pin lasts after the
+	// client's last connection; zero with SessionAffinityNone.
+	SessionAffinityTimeout time.Duration
 	// Tags are key/value labels stored with the load balancer; ccmkit records its
 	// ownership (cluster, Service) in them.
 	Tags map[string]string
@@ -168,8 +193,14 @@ type LoadBalancer struct {
 	// Spec is what the load balancer is configured to do.
 	Spec LoadBalancerSpec
 	// Addresses are the IP addresses assigned to the load balancer, primary family first.
-	// Empty while it is provisioning.
+	// Empty while it is provisioning, and on a cloud whose load balancers are reached by
+	// Hostname alone.
 	Addresses []string
+	// Hostname is the DNS name the cloud gives the load balancer, for clouds whose load
+	// balancers are reached by name (as AWS's are): lower case, a DNS subdomain of at most
+	// 253 characters (labels of at most 63), never an IP address. Empty when the cloud gives none. An active load
+	// balancer has addresses, a hostname or both; a hostname, once given, does not change.
+	Hostname string
 	// Status is the provisioning state.
 	Status LoadBalancerStatus
 }
@@ -221,6 +252,8 @@ type LoadBalancerChanges struct {
 	IPFamilies bool
 	// RequestedIPs is true when the requested addresses differ.
 	RequestedIPs bool
+	// SessionAffinity is true when the session affinity or its timeout differs.
+	SessionAffinity bool
 	// Tags is true when the tags differ.
 	Tags bool
 }
@@ -230,7 +263,7 @@ func (c LoadBalancerChanges) Empty() bool {
 	return !c.Name && !c.Internal && len(c.AddListeners) == 0 && len(c.UpdateListeners) == 0 &&
 		len(c.RemoveListeners) == 0 && len(c.AddTargets) == 0 && len(c.RemoveTargets) == 0 &&
 		!c.HealthCheck && !c.SourceRanges && !c.ProxyProtocol && !c.IPFamilies &&
-		!c.RequestedIPs && !c.Tags
+		!c.RequestedIPs && !c.SessionAffinity && !c.Tags
 }
 
 // DiffLoadBalancer returns what must change for a load balancer configured as current to
@@ -272,6 +305,8 @@ func DiffLoadBalancer(current, desired LoadBalancerSpec) LoadBalancerChanges {
 	c.ProxyProtocol = current.ProxyProtocol != desired.ProxyProtocol
 	c.IPFamilies = !slices.Equal(normalFamilies(current.IPFamilies), normalFamilies(desired.IPFamilies))
 	c.RequestedIPs = !equalSets(current.RequestedIPs, desired.RequestedIPs)
+	c.SessionAffinity = current.SessionAffinity != desired.SessionAffinity ||
+		current.SessionAffinityTimeout != desired.SessionAffinityTimeout
 	c.Tags = !maps.Equal(current.Tags, desired.Tags)
 	return c
 }

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/strictyaml"
@@ -51,6 +54,9 @@ type Config struct {
 	Provisioning Provisioning `yaml:"provisioning"`
 	// AddressPools are the ranges load balancer addresses are allocated from.
 	AddressPools AddressPools `yaml:"addressPools"`
+	// Hostnames gives load balancers DNS names, as the clouds whose load balancers are
+	// reached by name do. Default: none.
+	Hostnames Hostnames `yaml:"hostnames"`
 	// Capabilities switches off the optional APIs, to test a cloud without them.
 	Capabilities Capabilities `yaml:"capabilities"`
 	// Instances are the cloud's instances at start.
@@ -86,6 +92,18 @@ type Pool struct {
 	IPv4 []string `yaml:"ipv4"`
 	// IPv6 CIDRs, for example 2001:db8::/64.
 	IPv6 []string `yaml:"ipv6"`
+}
+
+// Hostnames makes the cloud give every load balancer the DNS name "<ID>.<Domain>" when it
+// is created, reported in cloudapi.LoadBalancer.Hostname.
+type Hostnames struct {
+	// Domain is the DNS domain of the hostnames, for example lb.example.com. Empty, the
+	// default, gives no hostnames.
+	Domain string `yaml:"domain"`
+	// WithoutAddresses gives load balancers their hostname and no address, as AWS's are:
+	// a spec with requested addresses is then refused (ErrInvalidRequest). It needs
+	// Domain. Default false: a hostname and addresses.
+	WithoutAddresses bool `yaml:"withoutAddresses"`
 }
 
 // Capabilities switches the optional parts of the cloud API. Nil means enabled.
@@ -172,6 +190,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Provisioning.Duration < 0 {
 		errs = append(errs, fmt.Errorf("provisioning.duration: %s is negative", c.Provisioning.Duration))
+	}
+	if d := c.Hostnames.Domain; d != "" {
+		// The longest hostname is that of load balancer lb-999999.
+		if msgs := validation.IsDNS1123Subdomain("lb-999999." + d); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("hostnames.domain: %q does not make DNS names of load balancers: %s", d, strings.Join(msgs, "; ")))
+		}
+	} else if c.Hostnames.WithoutAddresses {
+		errs = append(errs, errors.New("hostnames.withoutAddresses: load balancers without addresses need hostnames: set hostnames.domain"))
 	}
 	errs = append(errs, validatePool("addressPools.public", c.AddressPools.Public)...)
 	errs = append(errs, validatePool("addressPools.internal", c.AddressPools.Internal)...)

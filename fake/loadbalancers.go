@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -14,6 +15,10 @@ import (
 // MaxNameLength is the longest load balancer name the fake accepts, like the 63-character
 // limits of many clouds.
 const MaxNameLength = 63
+
+// MaxSessionAffinityTimeout is the longest session affinity timeout the fake accepts,
+// Kubernetes' limit for sessionAffinityConfig.clientIP.timeoutSeconds.
+const MaxSessionAffinityTimeout = 24 * time.Hour
 
 type lbAPI struct{ c *Cloud }
 
@@ -86,6 +91,9 @@ func (a lbAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalance
 			Status:    cloudapi.LoadBalancerActive,
 		},
 		created: c.clock.Now(),
+	}
+	if d := c.cfg.Hostnames.Domain; d != "" {
+		rec.lb.Hostname = id + "." + d
 	}
 	if c.cfg.Provisioning.Reads > 0 || c.cfg.Provisioning.Duration > 0 {
 		rec.lb.Status = cloudapi.LoadBalancerProvisioning
@@ -196,8 +204,12 @@ func classOf(err error) error {
 // assignAddresses returns the addresses of a load balancer with spec, one per IP family:
 // a requested address of that family, else the address of that family it already has
 // (current), else a new one from the pool. Addresses of current that are not kept are
-// released; on error nothing changes. The caller holds netMu.
+// released; on error nothing changes. A cloud of load balancers without addresses
+// assigns none. The caller holds netMu.
 func (c *Cloud) assignAddresses(id string, spec cloudapi.LoadBalancerSpec, current []string) ([]string, error) {
+	if c.cfg.Hostnames.WithoutAddresses {
+		return nil, nil // validateSpec refused requested addresses
+	}
 	families := spec.IPFamilies
 	if len(families) == 0 {
 		families = []cloudapi.IPFamily{cloudapi.IPv4}
@@ -338,6 +350,21 @@ func (c *Cloud) validateSpec(s cloudapi.LoadBalancerSpec) error {
 		if _, err := netip.ParseAddr(ip); err != nil {
 			errs = append(errs, fmt.Errorf("requestedIPs: %q is not an IP address", ip))
 		}
+	}
+	if len(s.RequestedIPs) > 0 && c.cfg.Hostnames.WithoutAddresses {
+		errs = append(errs, errors.New("requestedIPs: this cloud's load balancers have no addresses: they are reached by their hostname"))
+	}
+	switch t := s.SessionAffinityTimeout; s.SessionAffinity {
+	case cloudapi.SessionAffinityNone:
+		if t != 0 {
+			errs = append(errs, fmt.Errorf("sessionAffinityTimeout: %s without session affinity %s", t, cloudapi.SessionAffinityClientIP))
+		}
+	case cloudapi.SessionAffinityClientIP:
+		if t < time.Second || t > MaxSessionAffinityTimeout {
+			errs = append(errs, fmt.Errorf("sessionAffinityTimeout: %s is outside 1s-%s", t, MaxSessionAffinityTimeout))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("sessionAffinity: %q is not %s or empty", s.SessionAffinity, cloudapi.SessionAffinityClientIP))
 	}
 	for k := range s.Tags {
 		if k == "" {

@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -43,6 +46,7 @@ const (
 	AnnotationHealthCheckTimeout            = "health-check-timeout"
 	AnnotationHealthCheckHealthyThreshold   = "health-check-healthy-threshold"
 	AnnotationHealthCheckUnhealthyThreshold = "health-check-unhealthy-threshold"
+	AnnotationHostname                      = "hostname"
 )
 
 // Health check defaults.
@@ -196,7 +200,30 @@ func Annotations() []Annotation {
 				return err
 			},
 		},
+		{
+			Name: AnnotationHostname, Values: "a DNS name: lower-case RFC 1123 subdomain, not an IP address", Default: "none: the status lists the load balancer's addresses, or the cloud's hostname when it gives no address",
+			Doc:   "Publish this hostname in the Service's status instead of the load balancer's addresses, for example a DNS name that points at them. kube-proxy then sends in-cluster traffic through the load balancer, as PROXY protocol or TLS termination need where ipMode Proxy is not enough.",
+			apply: func(v string, _ *settings) error { return checkHostname(v) }, // status publishes it
+		},
 	}
+}
+
+// checkHostname returns why h cannot be a hostname in a Service's status, or nil: the
+// API server's checks (a lower-case RFC 1123 subdomain, not an IP address) and DNS's
+// limit of 63 characters per label, which the API server does not check.
+func checkHostname(h string) error {
+	if net.ParseIP(h) != nil {
+		return errors.New("an IP address, not a DNS name")
+	}
+	if msgs := validation.IsDNS1123Subdomain(h); len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	for label := range strings.SplitSeq(h, ".") {
+		if len(label) > validation.DNS1123LabelMaxLength {
+			return fmt.Errorf("the label %q is longer than %d characters", label, validation.DNS1123LabelMaxLength)
+		}
+	}
+	return nil
 }
 
 // AnnotationError is a malformed annotation value. Its message names the annotation, the

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
@@ -155,6 +156,15 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 	} else if !servicehelpers.IsAllowAll(ranges) {
 		spec.SourceRanges = ranges.StringSlice()
 		slices.Sort(spec.SourceRanges)
+	}
+
+	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		secs := corev1.DefaultClientIPServiceAffinitySeconds // the API server's default, for Services it did not default
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			secs = *c.ClientIP.TimeoutSeconds
+		}
+		spec.SessionAffinity = cloudapi.SessionAffinityClientIP
+		spec.SessionAffinityTimeout = time.Duration(secs) * time.Second
 	}
 
 	for _, f := range svc.Spec.IPFamilies {

@@ -28,6 +28,13 @@
 //     service.beta.kubernetes.io/load-balancer-source-ranges annotation (the upstream
 //     helper's rules); allow-all is no source range.
 //   - IP families: spec.ipFamilies; the status lists every address, primary family first.
+//   - The status: one ingress per address (ipMode Proxy with PROXY protocol, else VIP);
+//     the cloud's hostname when the load balancer has no address (a cloud whose load
+//     balancers are DNS names); the hostname annotation's name instead of either, so that
+//     kube-proxy sends in-cluster traffic through the load balancer. A cloud hostname
+//     the API server would refuse in the status is an error.
+//   - Session affinity: spec.sessionAffinity ClientIP with its timeout
+//     (spec.sessionAffinityConfig.clientIP.timeoutSeconds, 10800 s when absent).
 //   - Annotations under the configured prefix: see Annotations. A malformed value is an
 //     *AnnotationError naming the annotation, the value and what is allowed, which the
 //     service controller shows as a Warning event; an unknown key under the prefix is

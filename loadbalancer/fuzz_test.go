@@ -1,6 +1,7 @@
 package loadbalancer
 
 import (
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -25,6 +26,7 @@ var fuzzSeeds = map[string][]string{
 	AnnotationHealthCheckTimeout:            {"1s", "4s", "300s", "0s", "301s", "abc"},
 	AnnotationHealthCheckHealthyThreshold:   {"1", "2", "10", "0", "11", "two", ""},
 	AnnotationHealthCheckUnhealthyThreshold: {"1", "3", "10", "0", "11", " 5 ", "-3"},
+	AnnotationHostname:                      {"web.example.org", "a", " lb.example.com ", "", "203.0.113.7", "::1", "Web.example.org", "a..b", strings.Repeat("a.", 127) + "a", strings.Repeat("a", 64) + ".com"},
 }
 
 // FuzzParseAnnotations feeds two annotations (known names, unknown ones and others) to
@@ -119,6 +121,13 @@ func FuzzParseAnnotations(f *testing.F) {
 		if _, set := ok(AnnotationName); set {
 			assert.True(t, len(s.name) >= 1 && len(s.name) <= maxNameLength, "name %q", s.name)
 			assert.Regexp(t, `^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`, s.name)
+		}
+		if v, set := ok(AnnotationHostname); set {
+			assert.LessOrEqual(t, len(v), 253, "hostname %q", v)
+			assert.Nil(t, net.ParseIP(v), "hostname %q is an IP address", v)
+			for _, label := range strings.Split(v, ".") {
+				assert.Regexp(t, `^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`, label, "hostname %q", v)
+			}
 		}
 		if _, set := ok(AnnotationHealthCheckProtocol); set {
 			assert.True(t, s.hcProtocol.Valid(), "protocol %q", s.hcProtocol)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -157,7 +158,8 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 	if len(found) == 0 {
 		return nil, false, nil
 	}
-	return l.status(svc, &found[0]), true, nil
+	st, err := l.status(svc, &found[0])
+	return st, true, err
 }
 
 // EnsureLoadBalancer makes the Service's load balancer match the Service and nodes and
@@ -185,7 +187,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 			return nil, err
 		}
 		if cloudapi.DiffLoadBalancer(current.Spec, want).Empty() {
-			return l.status(svc, current), nil
+			return l.status(svc, current)
 		}
 	}
 
@@ -199,10 +201,10 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	case current.Status == cloudapi.LoadBalancerError:
 		// Not "not ready yet": let the service controller back off.
 		return nil, fmt.Errorf("load balancer %s of service %s/%s: the cloud reports status %s", current.ID, svc.Namespace, svc.Name, current.Status)
-	case current.Status != cloudapi.LoadBalancerActive || len(current.Addresses) == 0:
+	case current.Status != cloudapi.LoadBalancerActive || !reachable(current):
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", current.ID, current.Status), ProvisioningRetryDelay)
 	}
-	return l.status(svc, current), nil
+	return l.status(svc, current)
 }
 
 // ensure is EnsureLoadBalancer from a fresh read: it finds the Service's load balancers
@@ -324,15 +326,19 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 
 // trusted returns the Service's load balancer from the snapshot when the snapshot may
 // stand in for a fresh read to find that there is nothing to do: it knows exactly one
-// load balancer of the Service, active and with addresses. Anything else (none,
-// duplicates, provisioning, status error, a failed call since) is read afresh.
+// load balancer of the Service, active and with addresses or a hostname. Anything else
+// (none, duplicates, provisioning, status error, a failed call since) is read afresh.
 func (l *LoadBalancer) trusted(ctx context.Context, uid string) (*cloudapi.LoadBalancer, bool) {
 	lbs, ok := l.snap.lookup(ctx, uid)
-	if !ok || len(lbs) != 1 || lbs[0].Status != cloudapi.LoadBalancerActive || len(lbs[0].Addresses) == 0 {
+	if !ok || len(lbs) != 1 || lbs[0].Status != cloudapi.LoadBalancerActive || !reachable(lbs[0]) {
 		return nil, false
 	}
 	return lbs[0], true
 }
+
+// reachable reports whether clients can reach the load balancer: it has addresses or a
+// hostname.
+func reachable(lb *cloudapi.LoadBalancer) bool { return len(lb.Addresses) > 0 || lb.Hostname != "" }
 
 // serviceUID returns the Service's UID, which its load balancer's owner tag holds.
 func serviceUID(svc *corev1.Service) (string, error) {
@@ -380,8 +386,8 @@ func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudap
 }
 
 // dropDuplicates deletes all but one of several load balancers of one Service, which only
-// a backend that lost track of a create can have made. It keeps the one whose address the
-// Service's status publishes, else the first by ID.
+// a backend that lost track of a create can have made. It keeps the one whose address or
+// hostname the Service's status publishes, else the first by ID.
 func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, svc *corev1.Service, found []cloudapi.LoadBalancer) ([]cloudapi.LoadBalancer, error) {
 	if len(found) < 2 {
 		return found, nil
@@ -389,7 +395,7 @@ func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, s
 	keep := 0
 	for i, lb := range found {
 		if slices.ContainsFunc(svc.Status.LoadBalancer.Ingress, func(in corev1.LoadBalancerIngress) bool {
-			return in.IP != "" && slices.Contains(lb.Addresses, in.IP)
+			return (in.IP != "" && slices.Contains(lb.Addresses, in.IP)) || (in.Hostname != "" && in.Hostname == lb.Hostname)
 		}) {
 			keep = i
 			break
@@ -456,18 +462,47 @@ func (l *LoadBalancer) delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// status is the Service status of a load balancer: one ingress per address, with ipMode
-// Proxy when the load balancer sends the PROXY protocol (kube-proxy must then not
-// short-circuit in-cluster traffic to the address), VIP otherwise.
-func (l *LoadBalancer) status(_ *corev1.Service, lb *cloudapi.LoadBalancer) *corev1.LoadBalancerStatus {
+// status is the Service status of a load balancer:
+//   - the hostname annotation's name alone, when the Service has a valid one: kube-proxy
+//     then has no address to short-circuit and sends in-cluster traffic through the load
+//     balancer;
+//   - else one ingress per address, with ipMode Proxy when the load balancer sends the
+//     PROXY protocol (kube-proxy must then not short-circuit in-cluster traffic to the
+//     address), VIP otherwise; a hostname the cloud reports beside addresses is not
+//     published, so that every ingress is one address (a DNS controller publishing the
+//     status would otherwise mix address and alias records for one name);
+//   - else the cloud's hostname, for clouds whose load balancers are reached by name.
+//
+// A cloud hostname that the API server would refuse in the status is an error.
+func (l *LoadBalancer) status(svc *corev1.Service, lb *cloudapi.LoadBalancer) (*corev1.LoadBalancerStatus, error) {
+	if h := l.annotatedHostname(svc); h != "" {
+		return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: h}}}, nil
+	}
+	st := &corev1.LoadBalancerStatus{}
+	if len(lb.Addresses) == 0 && lb.Hostname != "" {
+		if err := checkHostname(lb.Hostname); err != nil {
+			return nil, fmt.Errorf("load balancer %s: the cloud reports the hostname %q, which a Service's status cannot hold: %w", lb.ID, lb.Hostname, err)
+		}
+		st.Ingress = append(st.Ingress, corev1.LoadBalancerIngress{Hostname: lb.Hostname})
+		return st, nil
+	}
 	mode := corev1.LoadBalancerIPModeVIP
 	if lb.Spec.ProxyProtocol {
 		mode = corev1.LoadBalancerIPModeProxy
 	}
-	st := &corev1.LoadBalancerStatus{}
 	for _, a := range lb.Addresses {
 		m := mode
 		st.Ingress = append(st.Ingress, corev1.LoadBalancerIngress{IP: a, IPMode: &m})
 	}
-	return st
+	return st, nil
+}
+
+// annotatedHostname returns the Service's hostname annotation, or "" when it has none or
+// a malformed one (which desired reports).
+func (l *LoadBalancer) annotatedHostname(svc *corev1.Service) string {
+	h := strings.TrimSpace(svc.Annotations[l.opts.AnnotationPrefix+AnnotationHostname])
+	if h == "" || checkHostname(h) != nil {
+		return ""
+	}
+	return h
 }

@@ -178,11 +178,14 @@ type (
 		IPFamilies    []cloudapi.IPFamily `json:"ipFamilies"`
 		RequestedIPs  []string            `json:"requestedIPs"`
 		Tags          map[string]string   `json:"tags"`
+		Affinity      string              `json:"sessionAffinity"`
+		AffinityMs    int64               `json:"sessionAffinityTimeoutMillis"`
 	}
 	loadBalancer struct {
 		ID string `json:"id"`
 		lbSpec
 		Addresses []string                    `json:"addresses"`
+		Hostname  string                      `json:"hostname"`
 		Status    cloudapi.LoadBalancerStatus `json:"status"`
 	}
 	routeSpec struct {
@@ -200,7 +203,8 @@ type (
 
 func toLBSpec(s cloudapi.LoadBalancerSpec) lbSpec {
 	w := lbSpec{s.Name, s.Internal, convert(s.Listeners, func(l cloudapi.Listener) listener { return listener(l) }),
-		s.Targets, nil, s.SourceRanges, s.ProxyProtocol, s.IPFamilies, s.RequestedIPs, s.Tags}
+		s.Targets, nil, s.SourceRanges, s.ProxyProtocol, s.IPFamilies, s.RequestedIPs, s.Tags,
+		string(s.SessionAffinity), s.SessionAffinityTimeout.Milliseconds()}
 	if hc := s.HealthCheck; hc != nil {
 		w.HealthCheck = &healthCheck{hc.Protocol, hc.Port, hc.Path, hc.Interval.Milliseconds(),
 			hc.Timeout.Milliseconds(), hc.HealthyThreshold, hc.UnhealthyThreshold}
@@ -212,13 +216,14 @@ func (w loadBalancer) cloud() cloudapi.LoadBalancer {
 	s := cloudapi.LoadBalancerSpec{Name: w.Name, Internal: w.Internal, Targets: w.Targets,
 		Listeners:    convert(w.Listeners, func(l listener) cloudapi.Listener { return cloudapi.Listener(l) }),
 		SourceRanges: w.SourceRanges, ProxyProtocol: w.ProxyProtocol, IPFamilies: w.IPFamilies,
-		RequestedIPs: w.RequestedIPs, Tags: w.Tags}
+		RequestedIPs: w.RequestedIPs, Tags: w.Tags, SessionAffinity: cloudapi.SessionAffinity(w.Affinity),
+		SessionAffinityTimeout: time.Duration(w.AffinityMs) * time.Millisecond}
 	if hc := w.HealthCheck; hc != nil {
 		s.HealthCheck = &cloudapi.HealthCheck{Protocol: hc.Protocol, Port: hc.Port, Path: hc.Path,
 			Interval: time.Duration(hc.IntervalMillis) * time.Millisecond, Timeout: time.Duration(hc.TimeoutMillis) * time.Millisecond,
 			HealthyThreshold: hc.HealthyThreshold, UnhealthyThreshold: hc.UnhealthyThreshold}
 	}
-	return cloudapi.LoadBalancer{ID: w.ID, Spec: s, Addresses: w.Addresses, Status: w.Status}
+	return cloudapi.LoadBalancer{ID: w.ID, Spec: s, Addresses: w.Addresses, Hostname: w.Hostname, Status: w.Status}
 }
 
 // convert maps every item of in with f.
