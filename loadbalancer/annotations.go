@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
@@ -47,6 +48,7 @@ const (
 	AnnotationHealthCheckHealthyThreshold   = "health-check-healthy-threshold"
 	AnnotationHealthCheckUnhealthyThreshold = "health-check-unhealthy-threshold"
 	AnnotationHostname                      = "hostname"
+	AnnotationNodeSelector                  = "node-selector"
 )
 
 // Health check defaults.
@@ -73,6 +75,11 @@ type settings struct {
 	proxyProtocol bool
 	ips           []string
 	name          string
+
+	// nodeSelector selects the targets among the nodes; nil selects every node.
+	// nodeSelectorBad is true when the annotation is malformed: the targets then stay.
+	nodeSelector    labels.Selector
+	nodeSelectorBad bool
 
 	hcProtocol             cloudapi.HealthCheckProtocol
 	hcPort                 int32
@@ -204,6 +211,19 @@ func Annotations() []Annotation {
 			Name: AnnotationHostname, Values: "a DNS name: lower-case RFC 1123 subdomain, not an IP address", Default: "none: the status lists the load balancer's addresses, or the cloud's hostname when it gives no address",
 			Doc:   "Publish this hostname in the Service's status instead of the load balancer's addresses, for example a DNS name that points at them. kube-proxy then sends in-cluster traffic through the load balancer, as PROXY protocol or TLS termination need where ipMode Proxy is not enough.",
 			apply: func(v string, _ *settings) error { return checkHostname(v) }, // status publishes it
+		},
+		{
+			Name: AnnotationNodeSelector, Values: "a label selector as kubectl -l takes it: comma-separated requirements that all hold, each key=value, key!=value, key in (a,b), key notin (a,b), key or !key", Default: "every Node the service controller passes",
+			Doc: "Only the Nodes whose labels match are targets, on top of the node.kubernetes.io/exclude-from-external-load-balancers label. A selector that matches no Node leaves the load balancer without targets (logged); a malformed one leaves the targets as they are. A Node whose labels change is added or removed within seconds.",
+			apply: func(v string, s *settings) error {
+				sel, err := labels.Parse(v)
+				if err != nil {
+					s.nodeSelectorBad = true
+					return err
+				}
+				s.nodeSelector = sel
+				return nil
+			},
 		},
 	}
 }

@@ -20,7 +20,11 @@
 //   - Listeners from spec.ports (TCP, UDP, SCTP, mixed), each to its node port.
 //   - Targets: the instance IDs in the nodes' provider IDs. A node without a provider ID,
 //     or with one of another format, is skipped with a log line; no nodes is a load
-//     balancer without targets.
+//     balancer without targets. The node-selector annotation (a label selector) keeps the
+//     nodes whose labels it matches, on top of the service controller's own filter (the
+//     node.kubernetes.io/exclude-from-external-load-balancers label): one that matches
+//     none leaves the load balancer without targets (logged); a malformed one is the
+//     annotation's error and leaves the targets as they are.
 //   - Health check: HTTP on spec.healthCheckNodePort at /healthz with
 //     externalTrafficPolicy Local, else HTTP on kube-proxy's port 10256 at /healthz;
 //     every part can be overridden by annotations.
@@ -78,7 +82,17 @@
 // the service controller asks again after ProvisioningRetryDelay instead of backing off;
 // a load balancer in status error is a plain error, with the controller's back-off. When
 // an annotation is malformed, UpdateLoadBalancer still applies the node set to the
-// targets and then reports the annotation's error.
+// targets and then reports the annotation's error; only a malformed node selector leaves
+// the targets as they are.
+//
+// # Node labels
+//
+// The service controller calls UpdateLoadBalancer when the node set changes, but not when
+// only a Node's labels change, on which a node selector's targets depend.
+// WatchNodeLabels (which provider.Cloud's Initialize starts) watches the Nodes and, after
+// a label change, calls SyncNodeLabels, which does what UpdateLoadBalancer does for every
+// Service last seen with a node selector: nothing for those whose targets stay, one read
+// and one update for the others.
 //
 // # Building it
 //

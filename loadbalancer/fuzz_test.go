@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // fuzzSeeds are good and bad values for every annotation.
@@ -26,6 +27,7 @@ var fuzzSeeds = map[string][]string{
 	AnnotationHealthCheckTimeout:            {"1s", "4s", "300s", "0s", "301s", "abc"},
 	AnnotationHealthCheckHealthyThreshold:   {"1", "2", "10", "0", "11", "two", ""},
 	AnnotationHealthCheckUnhealthyThreshold: {"1", "3", "10", "0", "11", " 5 ", "-3"},
+	AnnotationNodeSelector:                  {"pool=web", "pool in (a,b),!spot", "zone notin (z1)", "", "pool==a", "pool=", "=x", "pool in (", "a b", "pool=web,pool=db", strings.Repeat("k", 64) + "=v"},
 	AnnotationHostname:                      {"web.example.org", "a", " lb.example.com ", "", "203.0.113.7", "::1", "Web.example.org", "a..b", strings.Repeat("a.", 127) + "a", strings.Repeat("a", 64) + ".com"},
 }
 
@@ -122,6 +124,16 @@ func FuzzParseAnnotations(f *testing.F) {
 			assert.True(t, len(s.name) >= 1 && len(s.name) <= maxNameLength, "name %q", s.name)
 			assert.Regexp(t, `^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`, s.name)
 		}
+		if _, set := ok(AnnotationNodeSelector); set {
+			require.False(t, s.nodeSelector == nil, "an accepted selector is set (an empty one selects every node)")
+			again, err := labels.Parse(s.nodeSelector.String())
+			require.NoError(t, err, "the canonical form %q of an accepted selector parses", s.nodeSelector.String())
+			assert.Equal(t, s.nodeSelector.String(), again.String())
+			assert.False(t, s.nodeSelectorBad)
+		}
+		if _, bad := bad[prefix+AnnotationNodeSelector]; bad {
+			assert.True(t, s.nodeSelectorBad)
+		}
 		if v, set := ok(AnnotationHostname); set {
 			assert.LessOrEqual(t, len(v), 253, "hostname %q", v)
 			assert.Nil(t, net.ParseIP(v), "hostname %q is an IP address", v)
@@ -168,6 +180,7 @@ func FuzzParseAnnotations(f *testing.F) {
 			AnnotationHealthCheckTimeout:            s.hcTimeout == 0,
 			AnnotationHealthCheckHealthyThreshold:   s.hcHealthy == 0,
 			AnnotationHealthCheckUnhealthyThreshold: s.hcUnhealthy == 0,
+			AnnotationNodeSelector:                  s.nodeSelector == nil && !s.nodeSelectorBad,
 		} {
 			if _, present := annotations[prefix+name]; !present {
 				assert.True(t, zero, "annotation %s is absent but set", name)

@@ -32,8 +32,9 @@ type LoadBalancer struct {
 	snap *snapshot
 	memo targetMemo // the targets of the last node set
 
-	mu    sync.Mutex
-	locks map[string]*serviceLock // by Service UID
+	mu        sync.Mutex
+	locks     map[string]*serviceLock    // by Service UID
+	selecting map[string]*corev1.Service // by UID: the Services last seen with a node selector
 }
 
 type serviceLock struct {
@@ -67,10 +68,11 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		opts.Clock = clock.RealClock{}
 	}
 	return &LoadBalancer{
-		api:   api,
-		opts:  opts,
-		snap:  newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock),
-		locks: map[string]*serviceLock{},
+		api:       api,
+		opts:      opts,
+		snap:      newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock),
+		locks:     map[string]*serviceLock{},
+		selecting: map[string]*corev1.Service{},
 	}, nil
 }
 
@@ -180,9 +182,10 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 		return nil, err
 	}
 	defer l.lock(uid)()
+	l.track(svc)
 
 	if current, ok := l.trusted(ctx, uid); ok {
-		want, err := l.desired(logger, svc, nodes, current)
+		want, _, err := l.desired(logger, svc, nodes, current)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +226,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	if len(found) > 0 {
 		current = &found[0]
 	}
-	want, err := l.desired(logger, svc, nodes, current)
+	want, _, err := l.desired(logger, svc, nodes, current)
 	if err != nil {
 		return nil, err
 	}
@@ -249,50 +252,66 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 // never creates a load balancer: when the Service has none, it returns an error matching
 // cloudapi.ErrNotFound, and the service controller's next sync of the Service creates it.
 func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) error {
-	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	uid, err := serviceUID(svc)
 	if err != nil {
 		return err
 	}
 	defer l.lock(uid)()
+	l.track(svc)
+	serr, err := l.updateNodes(ctx, svc, nodes)
+	if err != nil {
+		return err
+	}
+	return serr
+}
 
+// updateNodes is UpdateLoadBalancer under the Service's lock. It returns what is wrong
+// with the Service (serr: a malformed annotation, which does not keep the node set from
+// the targets) apart from what failed (err).
+func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node) (serr, err error) {
+	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
+	uid := string(svc.UID)
 	if current, ok := l.trusted(ctx, uid); ok {
 		want, serr := l.updateWant(logger, svc, nodes, current)
 		if cloudapi.DiffLoadBalancer(current.Spec, want).Empty() {
-			return serr
+			return serr, nil
 		}
 	}
 
 	found, err := l.find(ctx, svc)
 	if err != nil {
 		l.snap.forget(uid)
-		return err
+		return nil, err
 	}
 	if len(found) == 0 {
 		l.snap.record(uid)
-		return fmt.Errorf("service %s/%s has no load balancer with tags %s=%s, %s=%s to update: %w", svc.Namespace, svc.Name,
+		return nil, fmt.Errorf("service %s/%s has no load balancer with tags %s=%s, %s=%s to update: %w", svc.Namespace, svc.Name,
 			cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagService, svc.UID, cloudapi.ErrNotFound)
 	}
 	want, serr := l.updateWant(logger, svc, nodes, &found[0])
 	lb, err := l.update(ctx, logger, &found[0], want)
 	if err != nil {
 		l.snap.forget(uid)
-		return err
+		return nil, err
 	}
 	found[0] = *lb
 	l.snap.record(uid, pointers(found)...)
-	return serr
+	return serr, nil
 }
 
 // updateWant is what UpdateLoadBalancer makes of current: what the Service asks for, but
 // never a switch between internal and public (only EnsureLoadBalancer replaces). When an
-// annotation is malformed, it is current with the nodes as targets, and the Service's
-// error: removed nodes must not stay targets until the user fixes the annotation.
+// annotation is malformed, it is current with the nodes (that a well-formed node selector
+// selects) as targets, and the Service's error: removed nodes must not stay targets until
+// the user fixes the annotation. A malformed node selector leaves the targets as they are:
+// every node is not what its user asked for.
 func (l *LoadBalancer) updateWant(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, error) {
-	want, serr := l.desired(logger, svc, nodes, current)
+	want, s, serr := l.desired(logger, svc, nodes, current)
 	if serr != nil {
 		want = current.Spec.Clone()
-		want.Targets = l.targets(logger, svc, nodes)
+		if !s.nodeSelectorBad {
+			want.Targets = l.targets(logger, nodes, s.nodeSelector)
+		}
 	}
 	want.Internal = current.Spec.Internal
 	return want, serr
@@ -308,6 +327,7 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 		return err
 	}
 	defer l.lock(uid)()
+	l.untrack(uid)
 	found, err := l.find(ctx, svc)
 	if err != nil {
 		l.snap.forget(uid)
