@@ -38,6 +38,35 @@ const (
 // Valid reports whether f is one of the defined families.
 func (f IPFamily) Valid() bool { return f == IPv4 || f == IPv6 }
 
+// AppProtocol is what a listener speaks above its transport protocol, where the load
+// balancer takes part in it.
+type AppProtocol string
+
+// The application protocols.
+const (
+	// AppProtocolNone, the zero value, forwards the transport protocol's bytes as they
+	// come (a network load balancer).
+	AppProtocolNone AppProtocol = ""
+	// AppProtocolTLS terminates TLS with the listener's Certificates and forwards the
+	// plain TCP stream inside it to the targets.
+	AppProtocolTLS AppProtocol = "TLS"
+	// AppProtocolHTTP speaks HTTP with the clients and forwards HTTP requests to the
+	// targets.
+	AppProtocolHTTP AppProtocol = "HTTP"
+	// AppProtocolHTTPS terminates TLS with the listener's Certificates, speaks HTTP inside
+	// it, and forwards plain HTTP requests to the targets.
+	AppProtocolHTTPS AppProtocol = "HTTPS"
+)
+
+// Valid reports whether p is one of the defined application protocols.
+func (p AppProtocol) Valid() bool {
+	return p == AppProtocolNone || p == AppProtocolTLS || p == AppProtocolHTTP || p == AppProtocolHTTPS
+}
+
+// TerminatesTLS reports whether a listener of application protocol p terminates TLS, and
+// so presents certificates.
+func (p AppProtocol) TerminatesTLS() bool { return p == AppProtocolTLS || p == AppProtocolHTTPS }
+
 // SessionAffinity is how a load balancer pins a client's connections to targets.
 type SessionAffinity string
 
@@ -68,6 +97,26 @@ type Listener struct {
 	Port int32
 	// TargetPort is the port on every target instance (the Service's node port).
 	TargetPort int32
+	// AppProtocol is what the listener speaks above Protocol. Only a TCP listener has
+	// another than AppProtocolNone.
+	AppProtocol AppProtocol
+	// Certificates are the cloud's references (IDs, names, ARNs: opaque to ccmkit) of the
+	// certificates a listener that terminates TLS presents, the default one first; a
+	// cloud with SNI picks among the others by the name the client asks for. At least one
+	// when AppProtocol.TerminatesTLS(), none otherwise.
+	Certificates []string
+}
+
+// Clone returns a deep copy of the listener.
+func (l Listener) Clone() Listener {
+	l.Certificates = slices.Clone(l.Certificates)
+	return l
+}
+
+// Equal reports whether l and o are the same listener, certificates in the same order.
+func (l Listener) Equal(o Listener) bool {
+	return l.Name == o.Name && l.Protocol == o.Protocol && l.Port == o.Port && l.TargetPort == o.TargetPort &&
+		l.AppProtocol == o.AppProtocol && slices.Equal(l.Certificates, o.Certificates)
 }
 
 // Key returns what identifies the listener inside its load balancer: its protocol and port.
@@ -157,7 +206,7 @@ type LoadBalancerSpec struct {
 
 // Clone returns a deep copy of the spec.
 func (s LoadBalancerSpec) Clone() LoadBalancerSpec {
-	s.Listeners = slices.Clone(s.Listeners)
+	s.Listeners = cloneListeners(s.Listeners)
 	s.Targets = slices.Clone(s.Targets)
 	if s.HealthCheck != nil {
 		hc := *s.HealthCheck
@@ -168,6 +217,15 @@ func (s LoadBalancerSpec) Clone() LoadBalancerSpec {
 	s.RequestedIPs = slices.Clone(s.RequestedIPs)
 	s.Tags = maps.Clone(s.Tags)
 	return s
+}
+
+// cloneListeners returns a deep copy of ls.
+func cloneListeners(ls []Listener) []Listener {
+	ls = slices.Clone(ls)
+	for i, l := range ls {
+		ls[i] = l.Clone()
+	}
+	return ls
 }
 
 // LoadBalancerStatus is the provisioning state of a load balancer.
@@ -233,8 +291,8 @@ type LoadBalancerChanges struct {
 	Internal bool
 	// AddListeners are listeners whose (Protocol, Port) is new.
 	AddListeners []Listener
-	// UpdateListeners are listeners whose (Protocol, Port) exists but whose name or target
-	// port differs; they hold the new values.
+	// UpdateListeners are listeners whose (Protocol, Port) exists but whose name, target
+	// port, application protocol or certificates differ; they hold the new values.
 	UpdateListeners []Listener
 	// RemoveListeners are the keys of listeners to remove.
 	RemoveListeners []ListenerKey
@@ -286,7 +344,7 @@ func DiffLoadBalancer(current, desired LoadBalancerSpec) LoadBalancerChanges {
 		switch {
 		case !ok:
 			c.AddListeners = append(c.AddListeners, l)
-		case old != l:
+		case !old.Equal(l):
 			c.UpdateListeners = append(c.UpdateListeners, l)
 		}
 	}

@@ -112,6 +112,13 @@ type Capabilities struct {
 	LoadBalancers *bool `yaml:"loadBalancers"`
 	// Routes false makes Cloud.Routes return (nil, false).
 	Routes *bool `yaml:"routes"`
+	// TLS false makes the load balancers refuse listeners that terminate TLS
+	// (cloudapi.AppProtocolTLS and AppProtocolHTTPS) with ErrInvalidRequest, as a cloud
+	// of network load balancers does.
+	TLS *bool `yaml:"tls"`
+	// HTTP false makes the load balancers refuse HTTP listeners (cloudapi.AppProtocolHTTP
+	// and AppProtocolHTTPS) with ErrInvalidRequest.
+	HTTP *bool `yaml:"http"`
 }
 
 // Instance is an instance as a Config describes it.
@@ -267,6 +274,18 @@ func (c *Config) loadBalancersEnabled() bool {
 
 func (c *Config) routesEnabled() bool {
 	return c.Capabilities.Routes == nil || *c.Capabilities.Routes
+}
+
+// lacks says why the cloud's load balancers do not offer application protocol p, or "".
+func (c *Config) lacks(p cloudapi.AppProtocol) string {
+	off := func(b *bool) bool { return b != nil && !*b }
+	switch {
+	case p.TerminatesTLS() && off(c.Capabilities.TLS):
+		return "this cloud's load balancers do not terminate TLS (capabilities.tls is false)"
+	case (p == cloudapi.AppProtocolHTTP || p == cloudapi.AppProtocolHTTPS) && off(c.Capabilities.HTTP):
+		return "this cloud's load balancers do not speak HTTP (capabilities.http is false)"
+	}
+	return ""
 }
 
 // cloudInstance converts a configured instance into the cloud's record of it.

@@ -37,6 +37,8 @@
 //	capabilities:
 //	  loadBalancers: true         # false: LoadBalancers() answers (nil, false)
 //	  routes: true                # false: Routes() answers (nil, false)
+//	  tls: true                   # false: listeners that terminate TLS are refused
+//	  http: true                  # false: HTTP and HTTPS listeners are refused
 //	instances:
 //	  - id: i-0001                # required, unique
 //	    name: node-a
@@ -61,7 +63,10 @@
 //     a spec is validated as a cloud would (ErrInvalidRequest): protocols, ports, duplicate
 //     listeners, targets that are not instances, health checks, CIDRs, IP families,
 //     session affinity (ClientIP with a timeout from 1 s to MaxSessionAffinityTimeout, or
-//     none without one).
+//     none without one), application protocols (TLS, HTTP, HTTPS on TCP listeners only;
+//     certificates exactly on those that terminate TLS). Capabilities.TLS and
+//     Capabilities.HTTP switched off refuse the listeners that need them, as a cloud of
+//     network load balancers does.
 //   - Every load balancer gets one address per IP family (IPv4 when it names none), from
 //     the public or the internal pool, or the address it requested if that is free
 //     (ErrConflict when it is taken, ErrInvalidRequest when it is outside the pools). A
@@ -94,7 +99,12 @@
 //   - Quotas other than address pool size, per-account limits, and load balancers that
 //     fail to provision (status error).
 //   - Traffic: listeners, health checks and source ranges are stored, not enforced; targets
-//     are not checked for health, and a deleted instance stays a target.
+//     are not checked for health, and a deleted instance stays a target. Session affinity
+//     and application protocols are stored, not applied.
+//   - Certificates: a certificate reference is any ID without white space; there is no
+//     certificate store, so a reference to a certificate that does not exist, has
+//     expired or does not match the name is accepted.
+//   - Hostnames in DNS: a load balancer's hostname resolves nowhere.
 //   - Routes per VPC or route table: there is one table, keyed by destination.
 //   - Persistence: the cloud lives as long as the process.
 package fake

@@ -369,6 +369,43 @@ func TestHostnames(t *testing.T) {
 	})
 }
 
+func TestCapabilitiesTLSAndHTTP(t *testing.T) {
+	off := false
+	tls := func(s *cloudapi.LoadBalancerSpec) {
+		s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{"cert-1"}
+	}
+	http := func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTP }
+	https := func(s *cloudapi.LoadBalancerSpec) {
+		s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolHTTPS, []string{"cert-1"}
+	}
+	for _, tc := range []struct {
+		name    string
+		caps    fake.Capabilities
+		tweak   func(*cloudapi.LoadBalancerSpec)
+		refused string
+	}{
+		{"TLS by default", fake.Capabilities{}, tls, ""},
+		{"HTTPS by default", fake.Capabilities{}, https, ""},
+		{"no TLS: TLS refused", fake.Capabilities{TLS: &off}, tls, "do not terminate TLS (capabilities.tls is false)"},
+		{"no TLS: HTTPS refused", fake.Capabilities{TLS: &off}, https, "do not terminate TLS"},
+		{"no TLS: HTTP fine", fake.Capabilities{TLS: &off}, http, ""},
+		{"no HTTP: HTTP refused", fake.Capabilities{HTTP: &off}, http, "do not speak HTTP (capabilities.http is false)"},
+		{"no HTTP: TLS fine", fake.Capabilities{HTTP: &off}, tls, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := lbAPI(t, newCloud(t, fake.Config{Capabilities: tc.caps}))
+			lb, err := api.CreateLoadBalancer(t.Context(), spec("web", tc.tweak))
+			if tc.refused == "" {
+				require.NoError(t, err)
+				assert.Equal(t, spec("web", tc.tweak).Listeners, lb.Spec.Listeners)
+				return
+			}
+			require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
+			assert.ErrorContains(t, err, tc.refused)
+		})
+	}
+}
+
 func TestNoPoolForAFamily(t *testing.T) {
 	cloud := newCloud(t, fake.Config{AddressPools: fake.AddressPools{Public: fake.Pool{IPv4: []string{"203.0.113.0/24"}}}})
 	_, err := lbAPI(t, cloud).CreateLoadBalancer(t.Context(), spec("web", func(s *cloudapi.LoadBalancerSpec) {
@@ -405,6 +442,15 @@ func TestLoadBalancerSpecValidation(t *testing.T) {
 		{"affinity timeout too long", func(s *cloudapi.LoadBalancerSpec) {
 			s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, 25*time.Hour
 		}, "sessionAffinityTimeout: 25h0m0s is outside 1s-24h0m0s"},
+		{"application protocol", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = "QUIC" }, `application protocol "QUIC" is not TLS, HTTP, HTTPS or empty`},
+		{"TLS without certificate", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTPS }, "HTTPS terminates TLS and needs a certificate"},
+		{"certificate without TLS", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].Certificates = []string{"cert-1"} }, `certificates on a listener that terminates no TLS`},
+		{"HTTP over UDP", func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners[0].Protocol, s.Listeners[0].AppProtocol = cloudapi.ProtocolUDP, cloudapi.AppProtocolHTTP
+		}, "application protocol HTTP on a UDP listener: it needs TCP"},
+		{"blank certificate", func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{"cert 1", "c", "c"}
+		}, `certificate "cert 1" is not a certificate ID`},
 		{"affinity without timeout", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity = cloudapi.SessionAffinityClientIP }, "sessionAffinityTimeout: 0s is outside"},
 	}
 	for _, tt := range tests {

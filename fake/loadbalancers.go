@@ -7,7 +7,9 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -304,6 +306,7 @@ func (c *Cloud) validateSpec(s cloudapi.LoadBalancerSpec) error {
 			errs = append(errs, fmt.Errorf("listeners[%d]: a second listener for %s/%d", i, l.Protocol, l.Port))
 		}
 		keys[l.Key()] = true
+		errs = append(errs, c.validateAppProtocol(i, l)...)
 	}
 	seen := make(map[string]bool, len(s.Targets))
 	c.mu.RLock() // once for all targets: a spec may name thousands
@@ -374,6 +377,37 @@ func (c *Cloud) validateSpec(s cloudapi.LoadBalancerSpec) error {
 	return errors.Join(errs...)
 }
 
+// validateAppProtocol checks a listener's application protocol and certificates.
+func (c *Cloud) validateAppProtocol(i int, l cloudapi.Listener) []error {
+	var errs []error
+	p := l.AppProtocol
+	switch {
+	case !p.Valid():
+		errs = append(errs, fmt.Errorf("listeners[%d]: application protocol %q is not TLS, HTTP, HTTPS or empty", i, p))
+	case p != cloudapi.AppProtocolNone && l.Protocol != cloudapi.ProtocolTCP:
+		errs = append(errs, fmt.Errorf("listeners[%d]: application protocol %s on a %s listener: it needs TCP", i, p, l.Protocol))
+	case c.cfg.lacks(p) != "":
+		errs = append(errs, fmt.Errorf("listeners[%d]: application protocol %s: %s", i, p, c.cfg.lacks(p)))
+	}
+	switch {
+	case p.TerminatesTLS() && len(l.Certificates) == 0:
+		errs = append(errs, fmt.Errorf("listeners[%d]: %s terminates TLS and needs a certificate", i, p))
+	case !p.TerminatesTLS() && len(l.Certificates) > 0:
+		errs = append(errs, fmt.Errorf("listeners[%d]: certificates on a listener that terminates no TLS (application protocol %q)", i, p))
+	}
+	seen := map[string]bool{}
+	for _, cert := range l.Certificates {
+		switch {
+		case cert == "" || strings.ContainsFunc(cert, unicode.IsSpace):
+			errs = append(errs, fmt.Errorf("listeners[%d]: certificate %q is not a certificate ID", i, cert))
+		case seen[cert]:
+			errs = append(errs, fmt.Errorf("listeners[%d]: certificate %q is listed twice", i, cert))
+		}
+		seen[cert] = true
+	}
+	return errs
+}
+
 // Event is one write to a load balancer, as LoadBalancerHistory reports it.
 type Event struct {
 	// Op is OpCreateLoadBalancer, OpUpdateLoadBalancer or OpDeleteLoadBalancer.
@@ -416,12 +450,24 @@ func normalChanges(c cloudapi.LoadBalancerChanges) cloudapi.LoadBalancerChanges 
 }
 
 func cloneChanges(c cloudapi.LoadBalancerChanges) cloudapi.LoadBalancerChanges {
-	c.AddListeners = slices.Clone(c.AddListeners)
-	c.UpdateListeners = slices.Clone(c.UpdateListeners)
+	c.AddListeners = cloneListeners(c.AddListeners)
+	c.UpdateListeners = cloneListeners(c.UpdateListeners)
 	c.RemoveListeners = slices.Clone(c.RemoveListeners)
 	c.AddTargets = slices.Clone(c.AddTargets)
 	c.RemoveTargets = slices.Clone(c.RemoveTargets)
 	return c
+}
+
+// cloneListeners returns deep copies of ls, nil for nil.
+func cloneListeners(ls []cloudapi.Listener) []cloudapi.Listener {
+	if ls == nil {
+		return nil
+	}
+	out := make([]cloudapi.Listener, len(ls))
+	for i, l := range ls {
+		out[i] = l.Clone()
+	}
+	return out
 }
 
 // record appends an event to the history. The caller holds netMu.

@@ -49,6 +49,9 @@ const (
 	AnnotationHealthCheckUnhealthyThreshold = "health-check-unhealthy-threshold"
 	AnnotationHostname                      = "hostname"
 	AnnotationNodeSelector                  = "node-selector"
+	AnnotationProtocol                      = "protocol"
+	AnnotationTLSPorts                      = "tls-ports"
+	AnnotationTLSCertificates               = "tls-certificates"
 )
 
 // Health check defaults.
@@ -80,6 +83,10 @@ type settings struct {
 	// nodeSelectorBad is true when the annotation is malformed: the targets then stay.
 	nodeSelector    labels.Selector
 	nodeSelectorBad bool
+
+	appProtocol cloudapi.AppProtocol // of the TCP ports whose appProtocol names none
+	tlsPorts    []string             // port numbers and names, as written
+	certs       []string
 
 	hcProtocol             cloudapi.HealthCheckProtocol
 	hcPort                 int32
@@ -222,6 +229,58 @@ func Annotations() []Annotation {
 					return err
 				}
 				s.nodeSelector = sel
+				return nil
+			},
+		},
+		{
+			Name: AnnotationProtocol, Values: "TCP, TLS, HTTP, HTTPS", Default: "TCP: the load balancer forwards the bytes",
+			Doc: "What the Service's TCP ports speak at the load balancer, unless a port's appProtocol names one of tcp, tls, http, https. TLS and HTTPS terminate TLS with the tls-certificates. A cloud whose load balancers cannot do it refuses the Service (a Warning event).",
+			apply: func(v string, s *settings) error {
+				switch p := cloudapi.AppProtocol(strings.ToUpper(v)); p {
+				case "TCP":
+					s.appProtocol = cloudapi.AppProtocolNone
+				case cloudapi.AppProtocolTLS, cloudapi.AppProtocolHTTP, cloudapi.AppProtocolHTTPS:
+					s.appProtocol = p
+				default:
+					return errors.New("not one of TCP, TLS, HTTP, HTTPS")
+				}
+				return nil
+			},
+		},
+		{
+			Name: AnnotationTLSPorts, Values: "comma-separated numbers or names of the Service's TCP ports", Default: "none",
+			Doc: "These ports terminate TLS with the tls-certificates: TCP becomes TLS, HTTP becomes HTTPS. A port's appProtocol tls or https, or the protocol annotation, does it too.",
+			apply: func(v string, s *settings) error {
+				s.tlsPorts = nil
+				for _, f := range strings.Split(v, ",") {
+					f = strings.TrimSpace(f)
+					if n, err := strconv.Atoi(f); err == nil {
+						if n < 1 || n > 65535 {
+							return fmt.Errorf("port %d is outside 1-65535", n)
+						}
+					} else if msgs := validation.IsValidPortName(f); len(msgs) > 0 {
+						return fmt.Errorf("%q is neither a port number nor a port name", f)
+					}
+					s.tlsPorts = append(s.tlsPorts, f)
+				}
+				return nil
+			},
+		},
+		{
+			Name: AnnotationTLSCertificates, Values: "comma-separated references of certificates in the cloud (IDs, names or ARNs, as the cloud knows them), the default one first", Default: "none",
+			Doc: "The certificates the ports that terminate TLS present; a cloud with SNI picks among them by the name the client asks for. Required when a port terminates TLS, and refused when none does.",
+			apply: func(v string, s *settings) error {
+				s.certs = nil
+				for _, f := range strings.Split(v, ",") {
+					f = strings.TrimSpace(f)
+					switch {
+					case f == "" || strings.ContainsFunc(f, unicode.IsSpace):
+						return fmt.Errorf("%q is not a certificate reference", f)
+					case slices.Contains(s.certs, f):
+						return fmt.Errorf("certificate %q is listed twice", f)
+					}
+					s.certs = append(s.certs, f)
+				}
 				return nil
 			},
 		},

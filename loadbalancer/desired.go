@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +81,8 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 		}
 	}
 
+	tlsPorts := map[string]bool{} // the tls-ports annotation's entries that name a port
+	terminates := false           // whether a listener terminates TLS
 	for _, p := range svc.Spec.Ports {
 		proto := cloudapi.Protocol(p.Protocol)
 		if p.Protocol == "" {
@@ -97,7 +100,31 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 		if name == "" {
 			name = fmt.Sprintf("%s-%d", strings.ToLower(string(proto)), p.Port)
 		}
-		spec.Listeners = append(spec.Listeners, cloudapi.Listener{Name: name, Protocol: proto, Port: p.Port, TargetPort: p.NodePort})
+		listener := cloudapi.Listener{Name: name, Protocol: proto, Port: p.Port, TargetPort: p.NodePort}
+		var err error
+		listener.AppProtocol, err = l.appProtocol(s, p, proto, tlsPorts)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if listener.AppProtocol.TerminatesTLS() {
+			terminates = true
+			if len(s.certs) == 0 {
+				errs = append(errs, fmt.Errorf("port %d/%s terminates TLS (%s): annotation %s%s names no certificate", p.Port, proto, listener.AppProtocol, l.opts.AnnotationPrefix, AnnotationTLSCertificates))
+				continue
+			}
+			listener.Certificates = slices.Clone(s.certs)
+		}
+		spec.Listeners = append(spec.Listeners, listener)
+	}
+	for _, tp := range s.tlsPorts {
+		if !tlsPorts[tp] {
+			errs = append(errs, fmt.Errorf("annotation %s%s: the Service has no port %s", l.opts.AnnotationPrefix, AnnotationTLSPorts, tp))
+		}
+	}
+	if len(s.certs) > 0 && !terminates {
+		errs = append(errs, fmt.Errorf("annotation %s%s is set, but no port terminates TLS: name the ports in %s%s, or set their appProtocol (tls, https) or annotation %s%s",
+			l.opts.AnnotationPrefix, AnnotationTLSCertificates, l.opts.AnnotationPrefix, AnnotationTLSPorts, l.opts.AnnotationPrefix, AnnotationProtocol))
 	}
 	slices.SortFunc(spec.Listeners, func(a, b cloudapi.Listener) int {
 		if a.Protocol != b.Protocol {
@@ -184,6 +211,44 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 		return spec, s, fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, errors.Join(errs...))
 	}
 	return spec, s, nil
+}
+
+// appProtocol returns what port p (of transport protocol proto) speaks at the load
+// balancer: the Service port's appProtocol when it names tcp, udp, sctp, tls, http or https
+// (any other is a hint for others, which this load balancer ignores), else, for a TCP
+// port, the protocol annotation's; then TLS is terminated when the tls-ports annotation
+// names the port (which it records in named).
+func (l *LoadBalancer) appProtocol(s settings, p corev1.ServicePort, proto cloudapi.Protocol, named map[string]bool) (cloudapi.AppProtocol, error) {
+	app := cloudapi.AppProtocolNone
+	if proto == cloudapi.ProtocolTCP {
+		app = s.appProtocol
+	}
+	if p.AppProtocol != nil {
+		switch v := strings.ToLower(*p.AppProtocol); v {
+		case "tcp", "udp", "sctp":
+			app = cloudapi.AppProtocolNone
+		case "tls", "http", "https":
+			if proto != cloudapi.ProtocolTCP {
+				return "", fmt.Errorf("port %d/%s: appProtocol %s needs TCP", p.Port, proto, v)
+			}
+			app = cloudapi.AppProtocol(strings.ToUpper(v))
+		}
+	}
+	byNumber, byName := strconv.Itoa(int(p.Port)), p.Name
+	listed := slices.Contains(s.tlsPorts, byNumber) || (byName != "" && slices.Contains(s.tlsPorts, byName))
+	if !listed {
+		return app, nil
+	}
+	named[byNumber], named[byName] = true, byName != ""
+	switch {
+	case proto != cloudapi.ProtocolTCP:
+		return "", fmt.Errorf("annotation %s%s: port %d/%s cannot terminate TLS: it is not TCP", l.opts.AnnotationPrefix, AnnotationTLSPorts, p.Port, proto)
+	case app == cloudapi.AppProtocolHTTP:
+		return cloudapi.AppProtocolHTTPS, nil
+	case app == cloudapi.AppProtocolNone:
+		return cloudapi.AppProtocolTLS, nil
+	}
+	return app, nil // TLS or HTTPS already
 }
 
 // targets returns the instance IDs of the nodes that sel selects (every node when sel is

@@ -17,7 +17,12 @@
 //
 // # What the Service asks for
 //
-//   - Listeners from spec.ports (TCP, UDP, SCTP, mixed), each to its node port.
+//   - Listeners from spec.ports (TCP, UDP, SCTP, mixed), each to its node port. A TCP
+//     port's application protocol is its appProtocol when that names tcp, tls, http or
+//     https (other values are hints for others: ignored), else the protocol annotation's;
+//     the tls-ports annotation makes a port terminate TLS (TCP becomes TLS, HTTP becomes
+//     HTTPS); every listener that terminates TLS presents the tls-certificates, which are
+//     required then and refused otherwise.
 //   - Targets: the instance IDs in the nodes' provider IDs. A node without a provider ID,
 //     or with one of another format, is skipped with a log line; no nodes is a load
 //     balancer without targets. The node-selector annotation (a label selector) keeps the
@@ -80,7 +85,11 @@
 // so the addresses stay. Only a switch between internal and public replaces the load
 // balancer. While the cloud provisions, EnsureLoadBalancer returns an api.RetryError, and
 // the service controller asks again after ProvisioningRetryDelay instead of backing off;
-// a load balancer in status error is a plain error, with the controller's back-off. When
+// a load balancer in status error is a plain error, with the controller's back-off. A
+// cloud that refuses what the Service asks for (ErrInvalidRequest: TLS termination or
+// session affinity its load balancers lack) has the refusal returned, which the service
+// controller shows as a Warning event; when the refused update also moved targets, the
+// targets alone are written after it, so that the node set still reaches them. When
 // an annotation is malformed, UpdateLoadBalancer still applies the node set to the
 // targets and then reports the annotation's error; only a malformed node selector leaves
 // the targets as they are.

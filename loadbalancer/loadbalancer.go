@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -460,6 +461,11 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 }
 
 // update writes the differences between current and want, if any.
+//
+// When the cloud refuses them as a request it cannot build (ErrInvalidRequest: a setting
+// its load balancers lack, such as TLS termination), the Service cannot have what it asks
+// for until its owner changes it; its targets must follow the nodes all the same. So when
+// want also changes the targets, update writes the targets alone, and returns the refusal.
 func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
 	changes := cloudapi.DiffLoadBalancer(current.Spec, want)
 	if changes.Empty() {
@@ -467,11 +473,33 @@ func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, current *
 	}
 	lb, err := l.api.UpdateLoadBalancer(ctx, current.ID, cloudapi.LoadBalancerUpdate{Spec: want, Changes: changes})
 	if err != nil {
-		return nil, fmt.Errorf("updating load balancer %s: %w", current.ID, err)
+		err = fmt.Errorf("updating load balancer %s: %w", current.ID, err)
+		if errors.Is(err, cloudapi.ErrInvalidRequest) {
+			l.updateTargetsOnly(ctx, logger, current, want, changes)
+		}
+		return nil, err
 	}
 	logger.V(2).Info("Updated load balancer", "loadBalancer", lb.ID, "addTargets", len(changes.AddTargets), "removeTargets", len(changes.RemoveTargets),
 		"addListeners", len(changes.AddListeners), "updateListeners", len(changes.UpdateListeners), "removeListeners", len(changes.RemoveListeners))
 	return lb, nil
+}
+
+// updateTargetsOnly writes want's targets onto current, after the cloud refused the
+// whole of changes, when they change the targets and something else. Its failure is
+// logged: the refusal is what the caller reports.
+func (l *LoadBalancer) updateTargetsOnly(ctx context.Context, logger klog.Logger, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, changes cloudapi.LoadBalancerChanges) {
+	targetsOnly := current.Spec.Clone()
+	targetsOnly.Targets = want.Targets
+	only := cloudapi.DiffLoadBalancer(current.Spec, targetsOnly)
+	if only.Empty() || reflect.DeepEqual(only, changes) {
+		return // no target change, or nothing but: the refused request was this one
+	}
+	if _, err := l.api.UpdateLoadBalancer(ctx, current.ID, cloudapi.LoadBalancerUpdate{Spec: targetsOnly, Changes: only}); err != nil {
+		logger.Error(err, "Updating the targets alone, after the cloud refused the Service's other changes", "loadBalancer", current.ID)
+		return
+	}
+	logger.Info("Updated the targets alone: the cloud refused the Service's other changes", "loadBalancer", current.ID,
+		"addTargets", len(only.AddTargets), "removeTargets", len(only.RemoveTargets))
 }
 
 // delete deletes a load balancer; one that is already gone is fine.

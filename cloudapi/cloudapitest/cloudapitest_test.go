@@ -39,6 +39,8 @@ const (
 	// The load balancer bugs of an adapter whose wire format lacks a field (dropper).
 	bugDropAffinity bug = "lb-drop-affinity" // specs lose their session affinity on the way to the cloud
 	bugDropHostname bug = "lb-drop-hostname" // answers lose the cloud's hostname
+	bugDropCerts    bug = "lb-drop-certs"    // listeners lose their certificates after the first
+	bugDropApp      bug = "lb-drop-app"      // answers lose the listeners' application protocol
 )
 
 // dropper is a fake cloud behind an adapter that loses a part of every load balancer spec
@@ -58,6 +60,20 @@ func newDropper(b bug) (cloudapitest.NewBackend, []cloudapitest.Option) {
 	switch b {
 	case bugDropAffinity:
 		d.in = func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity, s.SessionAffinityTimeout = "", 0 }
+	case bugDropCerts:
+		d.in = func(s *cloudapi.LoadBalancerSpec) {
+			for i := range s.Listeners {
+				if len(s.Listeners[i].Certificates) > 1 {
+					s.Listeners[i].Certificates = s.Listeners[i].Certificates[:1]
+				}
+			}
+		}
+	case bugDropApp:
+		d.out = func(lb *cloudapi.LoadBalancer) {
+			for i := range lb.Spec.Listeners {
+				lb.Spec.Listeners[i].AppProtocol = ""
+			}
+		}
 	case bugDropHostname:
 		cfg.Hostnames.Domain = "lb.example.com"
 		d.out = func(lb *cloudapi.LoadBalancer) { lb.Hostname = "" }
@@ -237,6 +253,10 @@ func TestSuiteFailsBrokenBackend(t *testing.T) {
 			"carry every tag in opts.Tags"},
 		{bugDropAffinity, "TestBrokenBackendChild/loadbalancers/optional_settings_are_kept_or_refused/session_affinity_ClientIP",
 			`CreateLoadBalancer with session affinity ClientIP, as it answered: broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`},
+		{bugDropCerts, "TestBrokenBackendChild/loadbalancers/optional_settings_are_kept_or_refused/a_TLS_listener_with_two_certificates",
+			`CreateLoadBalancer with a TLS listener with two certificates, as it answered: broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`},
+		{bugDropApp, "TestBrokenBackendChild/loadbalancers/optional_settings_are_kept_or_refused/an_HTTP_listener",
+			`CreateLoadBalancer with an HTTP listener, as it answered: broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`},
 		{bugDropHostname, "TestBrokenBackendChild/loadbalancers/becomes_active_with_an_address_of_every_requested_family/families_[]",
 			`broke "Hostname is the DNS name the cloud gives the load balancer": none, but the suite runs WithHostnames`},
 	} {

@@ -240,8 +240,11 @@ func checkAddresses(lb *cloudapi.LoadBalancer) error {
 // scribbleLB changes every field of lb that a backend could share with its own state.
 func scribbleLB(lb *cloudapi.LoadBalancer) {
 	lb.Spec.Name = "scribbled"
-	if len(lb.Spec.Listeners) > 0 {
-		lb.Spec.Listeners[0].Port = 1
+	for i := range lb.Spec.Listeners {
+		lb.Spec.Listeners[i].Port = 1
+		if len(lb.Spec.Listeners[i].Certificates) > 0 {
+			lb.Spec.Listeners[i].Certificates[0] = "scribbled"
+		}
 	}
 	if len(lb.Spec.Targets) > 0 {
 		lb.Spec.Targets[0] = "scribbled"
@@ -555,6 +558,10 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			{"requested IP not an address", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{"not-an-ip"} }},
 			{"source range not a CIDR", func(s *cloudapi.LoadBalancerSpec) { s.SourceRanges = []string{"10.0.0.0/33"} }},
 			{"session affinity Sticky", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity = "Sticky" }},
+			{"application protocol QUIC", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = "QUIC" }},
+			{"a TLS listener without certificates", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolTLS }},
+			{"certificates on a listener that terminates no TLS", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].Certificates = []string{"cert-a"} }},
+			{"an HTTP listener over UDP", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[1].AppProtocol = cloudapi.AppProtocolHTTP }},
 		} {
 			_, err := api.CreateLoadBalancer(t.Context(), lbSpec("ct-invalid", tc.tweak))
 			requireClass(t, err, cloudapi.ErrInvalidRequest,
@@ -696,6 +703,14 @@ func optionalSettings() []optionalSetting {
 		{"session affinity ClientIP", func(s *cloudapi.LoadBalancerSpec) {
 			s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, 3*time.Hour
 		}},
+		{"a TLS listener with two certificates", func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{"cert-b", "cert-a"}
+		}},
+		{"an HTTP listener", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTP }},
+		{"an HTTPS listener with a certificate", func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners = append(s.Listeners, cloudapi.Listener{Name: "https", Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443,
+				AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: []string{"cert-a"}})
+		}},
 	}
 }
 
@@ -728,6 +743,10 @@ func (s *suite) checkOptional(t *testing.T, o optionalSetting) {
 	}
 	require.NotNil(t, lb, "CreateLoadBalancer returned nil and no error")
 	requireSpec(t, want, lb.Spec, "CreateLoadBalancer with %s, as it answered: %s", o.name, neverDrops)
+	scribbleLB(lb) // answers are copies, certificates too
+	lb, err = api.GetLoadBalancer(t.Context(), lb.ID)
+	require.NoError(t, err)
+	requireSpec(t, want, lb.Spec, "GetLoadBalancer after the caller changed the create's answer: answers must be copies")
 	lb = s.waitActive(t, api, lb)
 	requireSpec(t, want, lb.Spec, "GetLoadBalancer of a load balancer created with %s: %s", o.name, neverDrops)
 	listed := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: want.Tags}, 1)

@@ -35,7 +35,8 @@
 //	               "addresses": [{"type", "address"}], "tags": {"k": "v"}}
 //	LoadBalancer  {"id", "status", "addresses": ["203.0.113.1"], "hostname": "lb-1.example.com"
 //	               (absent when the cloud gives none), and the spec's fields}
-//	LB spec       {"name", "internal", "listeners": [{"name", "protocol", "port", "targetPort"}],
+//	LB spec       {"name", "internal", "listeners": [{"name", "protocol", "port", "targetPort",
+//	               "appProtocol": "", "TLS", "HTTP" or "HTTPS", "certificates": ["cert-1"]}],
 //	               "targets": ["i-1"], "healthCheck": {"protocol", "port", "path",
 //	               "intervalMillis", "timeoutMillis", "healthyThreshold", "unhealthyThreshold"},
 //	               "sourceRanges", "proxyProtocol", "ipFamilies", "requestedIPs", "tags",

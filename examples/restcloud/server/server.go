@@ -134,6 +134,10 @@ type (
 		Protocol   string `json:"protocol"`
 		Port       int32  `json:"port"`
 		TargetPort int32  `json:"targetPort"`
+		// AppProtocol is "", "TLS", "HTTP" or "HTTPS"; Certificates are the certificate
+		// IDs of a listener that terminates TLS.
+		AppProtocol  string   `json:"appProtocol,omitempty"`
+		Certificates []string `json:"certificates,omitempty"`
 	}
 	healthCheck struct {
 		Protocol           string `json:"protocol"`
@@ -205,7 +209,7 @@ func toLoadBalancer(in cloudapi.LoadBalancer) loadBalancer {
 		SessionAffinity: string(s.SessionAffinity), SessionAffinityTimeoutMillis: s.SessionAffinityTimeout.Milliseconds(),
 	}}
 	for _, l := range s.Listeners {
-		out.Listeners = append(out.Listeners, listener{l.Name, string(l.Protocol), l.Port, l.TargetPort})
+		out.Listeners = append(out.Listeners, listener{l.Name, string(l.Protocol), l.Port, l.TargetPort, string(l.AppProtocol), l.Certificates})
 	}
 	for _, f := range s.IPFamilies {
 		out.IPFamilies = append(out.IPFamilies, string(f))
@@ -224,7 +228,7 @@ func (s lbSpec) cloud() cloudapi.LoadBalancerSpec {
 		SessionAffinityTimeout: time.Duration(s.SessionAffinityTimeoutMillis) * time.Millisecond}
 	for _, l := range s.Listeners {
 		out.Listeners = append(out.Listeners, cloudapi.Listener{Name: l.Name, Protocol: cloudapi.Protocol(l.Protocol),
-			Port: l.Port, TargetPort: l.TargetPort})
+			Port: l.Port, TargetPort: l.TargetPort, AppProtocol: cloudapi.AppProtocol(l.AppProtocol), Certificates: l.Certificates})
 	}
 	for _, f := range s.IPFamilies {
 		out.IPFamilies = append(out.IPFamilies, cloudapi.IPFamily(f))
