@@ -234,6 +234,9 @@ func (l *LoadBalancer) appProtocol(s settings, p corev1.ServicePort, proto cloud
 			app = cloudapi.AppProtocol(strings.ToUpper(v))
 		}
 	}
+	if len(s.tlsPorts) == 0 {
+		return app, nil
+	}
 	byNumber, byName := strconv.Itoa(int(p.Port)), p.Name
 	listed := slices.Contains(s.tlsPorts, byNumber) || (byName != "" && slices.Contains(s.tlsPorts, byName))
 	if !listed {

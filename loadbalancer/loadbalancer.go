@@ -33,6 +33,9 @@ type LoadBalancer struct {
 	snap *snapshot
 	memo targetMemo // the targets of the last node set
 
+	// The whole keys of the annotations read outside parseAnnotations, made once.
+	hostnameKey, nodeSelectorKey string
+
 	mu        sync.Mutex
 	locks     map[string]*serviceLock    // by Service UID
 	selecting map[string]*corev1.Service // by UID: the Services last seen with a node selector
@@ -69,11 +72,13 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		opts.Clock = clock.RealClock{}
 	}
 	return &LoadBalancer{
-		api:       api,
-		opts:      opts,
-		snap:      newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock),
-		locks:     map[string]*serviceLock{},
-		selecting: map[string]*corev1.Service{},
+		api:             api,
+		opts:            opts,
+		hostnameKey:     opts.AnnotationPrefix + AnnotationHostname,
+		nodeSelectorKey: opts.AnnotationPrefix + AnnotationNodeSelector,
+		snap:            newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock),
+		locks:           map[string]*serviceLock{},
+		selecting:       map[string]*corev1.Service{},
 	}, nil
 }
 
@@ -548,7 +553,7 @@ func (l *LoadBalancer) status(svc *corev1.Service, lb *cloudapi.LoadBalancer) (*
 // annotatedHostname returns the Service's hostname annotation, or "" when it has none or
 // a malformed one (which desired reports).
 func (l *LoadBalancer) annotatedHostname(svc *corev1.Service) string {
-	h := strings.TrimSpace(svc.Annotations[l.opts.AnnotationPrefix+AnnotationHostname])
+	h := strings.TrimSpace(svc.Annotations[l.hostnameKey])
 	if h == "" || checkHostname(h) != nil {
 		return ""
 	}

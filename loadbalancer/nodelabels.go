@@ -29,7 +29,7 @@ import (
 // track remembers svc when it has a node-selector annotation, else forgets its UID. The
 // caller holds the Service's lock.
 func (l *LoadBalancer) track(svc *corev1.Service) {
-	_, selects := svc.Annotations[l.opts.AnnotationPrefix+AnnotationNodeSelector]
+	_, selects := svc.Annotations[l.nodeSelectorKey]
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if selects {

@@ -170,3 +170,40 @@ func TestCloudWithoutTLS(t *testing.T) {
 	assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: 1, cloudapi.OpUpdateLoadBalancer: 1}, e.cloud.Calls().Sub(before),
 		"targets in line: only the refused update")
 }
+
+// TestConvergedWithEverySettingCostsNoCall: the budget of a converged Service (no call
+// while the snapshot is fresh, one list and no write when it expired) holds with every
+// setting at once.
+func TestConvergedWithEverySettingCostsNoCall(t *testing.T) {
+	e := newEnv(t, fake.Config{Hostnames: fake.Hostnames{Domain: "lb.example.com"}})
+	timeout := int32(600)
+	svc := newService("web",
+		withPorts(port("http", corev1.ProtocolTCP, 80, 30080, "http"), port("https", corev1.ProtocolTCP, 443, 30443, "https"),
+			port("dns", corev1.ProtocolUDP, 53, 30053, "")),
+		withNodeSelector("pool in (web, db)"),
+		withAnnotation(loadbalancer.AnnotationTLSCertificates, "cert-a,cert-b"),
+		withAnnotation(loadbalancer.AnnotationHostname, "web.example.org"),
+		withAnnotation(loadbalancer.AnnotationProxyProtocol, "true"),
+		func(s *corev1.Service) {
+			s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+			s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &timeout}}
+		})
+	nodes := e.labelled("web", "db", "cache", "web", "")
+	st := e.ensure(t, svc, nodes)
+	assert.Equal(t, []corev1.LoadBalancerIngress{{Hostname: "web.example.org"}}, st.Ingress)
+	lb := e.only(t)
+	assert.Equal(t, []string{"i-0", "i-1", "i-3"}, lb.Spec.Targets)
+	assert.Equal(t, cloudapi.SessionAffinityClientIP, lb.Spec.SessionAffinity)
+
+	before := e.cloud.Calls()
+	e.ensure(t, svc, nodes)
+	require.NoError(t, e.lb.UpdateLoadBalancer(t.Context(), "c", svc, nodes))
+	require.NoError(t, e.lb.SyncNodeLabels(t.Context(), nodes))
+	assert.Empty(t, e.cloud.Calls().Sub(before), "converged: no call")
+
+	e.expire()
+	before = e.cloud.Calls()
+	e.ensure(t, svc, nodes)
+	require.NoError(t, e.lb.UpdateLoadBalancer(t.Context(), "c", svc, nodes))
+	assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: 1}, e.cloud.Calls().Sub(before), "an expired snapshot: one list, no write")
+}
