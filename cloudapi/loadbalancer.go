@@ -256,8 +256,9 @@ type LoadBalancer struct {
 	Addresses []string
 	// Hostname is the DNS name the cloud gives the load balancer, for clouds whose load
 	// balancers are reached by name (as AWS's are): lower case, a DNS subdomain of at most
-	// 253 characters (labels of at most 63), never an IP address. Empty when the cloud gives none. An active load
-	// balancer has addresses, a hostname or both; a hostname, once given, does not change.
+	// 253 characters (labels of at most 63), never an IP address. Empty when the cloud
+	// gives none. An active load balancer has addresses, a hostname or both; a hostname,
+	// once given, does not change.
 	Hostname string
 	// Status is the provisioning state.
 	Status LoadBalancerStatus

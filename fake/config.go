@@ -200,7 +200,11 @@ func (c *Config) Validate() error {
 	}
 	if d := c.Hostnames.Domain; d != "" {
 		// The longest hostname is that of load balancer lb-999999.
-		if msgs := validation.IsDNS1123Subdomain("lb-999999." + d); len(msgs) > 0 {
+		msgs := validation.IsDNS1123Subdomain("lb-999999." + d)
+		for label := range strings.SplitSeq(d, ".") {
+			msgs = append(msgs, validation.IsDNS1123Label(label)...)
+		}
+		if len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("hostnames.domain: %q does not make DNS names of load balancers: %s", d, strings.Join(msgs, "; ")))
 		}
 	} else if c.Hostnames.WithoutAddresses {

@@ -242,7 +242,10 @@ func (l *LoadBalancer) appProtocol(s settings, p corev1.ServicePort, proto cloud
 	if !listed {
 		return app, nil
 	}
-	named[byNumber], named[byName] = true, byName != ""
+	named[byNumber] = true
+	if byName != "" {
+		named[byName] = true
+	}
 	switch {
 	case proto != cloudapi.ProtocolTCP:
 		return "", fmt.Errorf("annotation %s%s: port %d/%s cannot terminate TLS: it is not TCP", l.opts.AnnotationPrefix, AnnotationTLSPorts, p.Port, proto)

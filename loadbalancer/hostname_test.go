@@ -91,6 +91,13 @@ func TestCloudHostnameTheStatusCannotHold(t *testing.T) {
 	m.EXPECT().ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", named), nil)
 	_, err := lb.EnsureLoadBalancer(ctx, "c", mockService(), mockNodes())
 	require.ErrorContains(t, err, `load balancer lb-1: the cloud reports the hostname "LB_1.Example.com", which a Service's status cannot hold`)
+
+	// Whether there is a load balancer to delete does not depend on its status.
+	m.EXPECT().ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", named), nil)
+	st, exists, err := lb.GetLoadBalancer(ctx, "c", mockService())
+	require.NoError(t, err)
+	assert.True(t, exists)
+	assert.Empty(t, st.Ingress)
 }
 
 func ptr[T any](v T) *T { return &v }

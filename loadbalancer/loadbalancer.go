@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -31,7 +30,7 @@ type LoadBalancer struct {
 	api  cloudapi.LoadBalancerAPI
 	opts Options
 	snap *snapshot
-	memo targetMemo // the targets of the last node set
+	memo targetMemo // the targets of the last node set, per node selector
 
 	// The whole keys of the annotations read outside parseAnnotations, made once.
 	hostnameKey, nodeSelectorKey string
@@ -150,7 +149,9 @@ func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *cor
 // GetLoadBalancer reports whether the Service has a load balancer and its status. It
 // always asks the cloud (one list by owner tags), never the snapshot: the service
 // controller asks it whether there is anything to delete, and a stale "no" would leave a
-// load balancer behind. A cloud error is returned as it is, never as "no load balancer".
+// load balancer behind. A cloud error is returned as it is, never as "no load balancer";
+// a status that cannot be published (a cloud hostname the API server would refuse) is
+// logged and reported empty.
 func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	uid, err := serviceUID(svc)
 	if err != nil {
@@ -167,7 +168,13 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 		return nil, false, nil
 	}
 	st, err := l.status(svc, &found[0])
-	return st, true, err
+	if err != nil {
+		// The service controller asks whether there is a load balancer to delete: a status
+		// it cannot publish must not keep the answer from it.
+		klog.FromContext(ctx).Info("Reporting the Service's load balancer without a status", "service", klog.KObj(svc), "err", err)
+		return &corev1.LoadBalancerStatus{}, true, nil
+	}
+	return st, true, nil
 }
 
 // EnsureLoadBalancer makes the Service's load balancer match the Service and nodes and
@@ -493,12 +500,14 @@ func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, current *
 // whole of changes, when they change the targets and something else. Its failure is
 // logged: the refusal is what the caller reports.
 func (l *LoadBalancer) updateTargetsOnly(ctx context.Context, logger klog.Logger, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, changes cloudapi.LoadBalancerChanges) {
-	targetsOnly := current.Spec.Clone()
-	targetsOnly.Targets = want.Targets
-	only := cloudapi.DiffLoadBalancer(current.Spec, targetsOnly)
-	if only.Empty() || reflect.DeepEqual(only, changes) {
+	only := cloudapi.LoadBalancerChanges{AddTargets: changes.AddTargets, RemoveTargets: changes.RemoveTargets}
+	others := changes
+	others.AddTargets, others.RemoveTargets = nil, nil
+	if only.Empty() || others.Empty() {
 		return // no target change, or nothing but: the refused request was this one
 	}
+	targetsOnly := current.Spec.Clone()
+	targetsOnly.Targets = want.Targets
 	if _, err := l.api.UpdateLoadBalancer(ctx, current.ID, cloudapi.LoadBalancerUpdate{Spec: targetsOnly, Changes: only}); err != nil {
 		logger.Error(err, "Updating the targets alone, after the cloud refused the Service's other changes", "loadBalancer", current.ID)
 		return
