@@ -46,6 +46,7 @@ func TestBenchSmall(t *testing.T) {
 	for _, key := range []string{
 		"P1", "P1_outage", "P2_ensure_reads", "P2_ensure_writes", "P2_update_writes", "P3",
 		"P4_reads", "P4_writes", "P5", "P6", "P6_allocs", "node_add_writes", "node_add_seconds",
+		"P2_settings_calls", "P6_settings", "P6_settings_allocs",
 	} {
 		assert.Contains(t, figures, key)
 	}
@@ -66,6 +67,7 @@ func TestBenchSmall(t *testing.T) {
 	assert.Less(t, value("P1_outage", "ccmkit"), value("P1_outage", "baseline"))
 	assert.Zero(t, value("P2_ensure_writes", "ccmkit"))
 	assert.Zero(t, value("P2_update_writes", "ccmkit"))
+	assert.Zero(t, value("P2_settings_calls", "ccmkit"), "a converged Service with every setting costs no call")
 	assert.Equal(t, 1.0, value("P2_ensure_writes", "baseline"), "the baseline writes every converged load balancer once")
 	assert.Equal(t, 1.0, value("P2_update_writes", "baseline"))
 	assert.Equal(t, "baseline", figures["P3"]["extrapolated"], "the baseline's pass was timed on a subset")

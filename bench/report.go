@@ -88,6 +88,11 @@ func newReport(cfg config, c, b *result) *report {
 	add(figure{key: "P6_allocs", unit: "allocs/op", ccmkit: c.p6AllocsPerOp, baseline: b.p6AllocsPerOp})
 	add(figure{key: "P6_sorted_nodes", unit: "ns/op", ccmkit: c.p6SortedNsPerOp, baseline: b.p6SortedNsPerOp,
 		note: "the same with the Nodes sorted by name, as a benchmark passing a fixed slice measures it"})
+	add(figure{key: "P2_settings_calls", unit: "calls", ccmkit: float64(c.p2SettingsCalls), baseline: float64(b.p2SettingsCalls), goal: atMost(0),
+		note: "P2's EnsureLoadBalancer of a Service with a node selector, session affinity, HTTP and HTTPS ports with certificates and the hostname annotation"})
+	add(figure{key: "P6_settings", unit: "ns/op", ccmkit: c.p6SettingsNsPerOp, baseline: b.p6SettingsNsPerOp, goal: atMost(1e6),
+		note: "P6 of the same Service"})
+	add(figure{key: "P6_settings_allocs", unit: "allocs/op", ccmkit: c.p6SettingsAllocs, baseline: b.p6SettingsAllocs})
 	add(figure{key: "node_add_writes", unit: "calls", ccmkit: float64(c.nodeAddWrites), baseline: float64(b.nodeAddWrites), goal: atMost(s)})
 	add(figure{key: "node_add_seconds", unit: "s", ccmkit: c.nodeAddSeconds, baseline: b.nodeAddSeconds, digits: 2,
 		note: "from the Node's creation until every load balancer has it"})

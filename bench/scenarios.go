@@ -35,6 +35,9 @@ type result struct {
 	p6NsPerOp           float64
 	p6AllocsPerOp       float64
 	p6SortedNsPerOp     float64 // the same with the Nodes sorted by name
+	p2SettingsCalls     int64   // cloud calls of a converged EnsureLoadBalancer of settingsService
+	p6SettingsNsPerOp   float64 // P6 of settingsService
+	p6SettingsAllocs    float64
 	nodeAddWrites       int64
 	nodeAddSeconds      float64
 	nodeAddLBs          int // load balancers that have the new Node's instance at the end
@@ -146,6 +149,31 @@ func converged(ctx context.Context, w *world, p cloudprovider.Interface, r *resu
 	}
 	r.p6SortedNsPerOp = float64(res.NsPerOp())
 	log.printf("%s: P6 converged EnsureLoadBalancer with %d Nodes sorted by name: %s", w.kind, len(w.nodes), res.String()+res.MemString())
+	return convergedSettings(ctx, w, lb, nodes, r, log)
+}
+
+// convergedSettings measures P2 and P6 of settingsService: it creates its load balancer,
+// counts the calls of the next EnsureLoadBalancer, benchmarks it, and deletes the load
+// balancer again.
+func convergedSettings(ctx context.Context, w *world, lb cloudprovider.LoadBalancer, nodes []*corev1.Node, r *result, log *progress) error {
+	svc := settingsService()
+	if _, err := lb.EnsureLoadBalancer(ctx, clusterName, svc, nodes); err != nil {
+		return fmt.Errorf("creating the load balancer of a Service with every setting: %w", err)
+	}
+	before := w.cloud.Calls()
+	if _, err := lb.EnsureLoadBalancer(ctx, clusterName, svc, nodes); err != nil {
+		return fmt.Errorf("P2 EnsureLoadBalancer with every setting: %w", err)
+	}
+	r.p2SettingsCalls = w.cloud.Calls().Sub(before).Total()
+	res, err := benchmarkEnsure(ctx, lb, svc, nodes)
+	if err != nil {
+		return fmt.Errorf("P6 EnsureLoadBalancer with every setting: %w", err)
+	}
+	r.p6SettingsNsPerOp, r.p6SettingsAllocs = float64(res.NsPerOp()), float64(res.AllocsPerOp())
+	log.printf("%s: P2, P6 converged EnsureLoadBalancer with every setting: %d calls; %s", w.kind, r.p2SettingsCalls, res.String()+res.MemString())
+	if err := lb.EnsureLoadBalancerDeleted(ctx, clusterName, svc); err != nil {
+		return fmt.Errorf("deleting the load balancer of a Service with every setting: %w", err)
+	}
 	return nil
 }
 

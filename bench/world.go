@@ -26,6 +26,7 @@ import (
 	"github.com/ccmkit/ccmkit/bench/baseline"
 	"github.com/ccmkit/ccmkit/cloudapi"
 	fakecloud "github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -252,6 +253,30 @@ func newService(i int) *corev1.Service {
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
 		},
 	}
+}
+
+// settingsService is a Service with every setting that costs a converged
+// EnsureLoadBalancer work: a node selector (which every Node meets, so that the targets
+// are as many as without it), session affinity, an HTTP and an HTTPS port with
+// certificates, and the hostname annotation.
+func settingsService() *corev1.Service {
+	svc := newService(999_999) // an index no Service of the world has
+	svc.Name = "svc-settings"
+	https, http := "https", "http"
+	svc.Spec.Ports = []corev1.ServicePort{
+		{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 32080, AppProtocol: &http},
+		{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 32443, AppProtocol: &https},
+	}
+	timeout := int32(600)
+	svc.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	svc.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &timeout}}
+	p := loadbalancer.DefaultAnnotationPrefix
+	svc.Annotations = map[string]string{
+		p + loadbalancer.AnnotationNodeSelector:    "!node-role.kubernetes.io/control-plane",
+		p + loadbalancer.AnnotationTLSCertificates: "cert-main,cert-alt",
+		p + loadbalancer.AnnotationHostname:        "web.example.org",
+	}
+	return svc
 }
 
 // kube is a fake clientset holding the world's Nodes, with its writes counted.

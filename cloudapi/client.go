@@ -63,7 +63,9 @@ type LoadBalancerAPI interface {
 	// It returns an error matching ErrConflict when the cloud refuses because a load
 	// balancer with the same name already exists, or a requested address is in use.
 	// It returns an error matching ErrInvalidRequest when the spec cannot be built
-	// (unsupported protocol, address outside any pool...). A create must never be retried
+	// (unsupported protocol, session affinity, address outside any pool...): a backend
+	// never drops a part of the spec it cannot build, it refuses the spec. A create must
+	// never be retried
 	// blindly: after an error matching ErrTransient the load balancer may exist, and
 	// callers look it up by its tags before creating again.
 	CreateLoadBalancer(ctx context.Context, spec LoadBalancerSpec) (*LoadBalancer, error)
@@ -72,8 +74,9 @@ type LoadBalancerAPI interface {
 	// update.Spec, and returns it as the cloud stored it. update.Changes says which parts
 	// differ from what the caller last read; an adapter with fine-grained calls may make
 	// only those calls. It returns an error matching ErrNotFound when the load balancer
-	// does not exist, and ErrInvalidRequest when the cloud cannot change a part in place
-	// (callers may then replace the load balancer).
+	// does not exist, and ErrInvalidRequest when the cloud cannot build update.Spec (as
+	// for CreateLoadBalancer) or cannot change a part in place (callers may then replace
+	// the load balancer).
 	UpdateLoadBalancer(ctx context.Context, id string, update LoadBalancerUpdate) (*LoadBalancer, error)
 
 	// DeleteLoadBalancer deletes the load balancer with the given ID with all its

@@ -19,7 +19,12 @@
 //     one call implements UpdateLoadBalancer with LoadBalancerUpdate.Spec; a cloud with
 //     separate listener, target and setting calls uses LoadBalancerUpdate.Changes and
 //     makes only the calls it needs. ccmkit calls UpdateLoadBalancer only when Changes is
-//     not empty.
+//     not empty. A part of the spec the cloud cannot build (a session affinity, an
+//     application protocol or TLS termination it lacks) is refused with
+//     ErrInvalidRequest, never left out: ccmkit then tells the Service's owner, where a
+//     dropped setting would fail silently. Certificates are the cloud's own references,
+//     passed through as the Service names them. A cloud whose load balancers are DNS
+//     names reports them in LoadBalancer.Hostname.
 //   - RouteAPI: routes of the pod network, tagged with TagCluster and TagNode.
 //   - Capabilities: return (nil, false) from Client.LoadBalancers or Client.Routes when
 //     the cloud lacks them.

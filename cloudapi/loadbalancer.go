@@ -38,6 +38,54 @@ const (
 // Valid reports whether f is one of the defined families.
 func (f IPFamily) Valid() bool { return f == IPv4 || f == IPv6 }
 
+// AppProtocol is what a listener speaks above its transport protocol, where the load
+// balancer takes part in it.
+type AppProtocol string
+
+// The application protocols.
+const (
+	// AppProtocolNone, the zero value, forwards the transport protocol's bytes as they
+	// come (a network load balancer).
+	AppProtocolNone AppProtocol = ""
+	// AppProtocolTLS terminates TLS with the listener's Certificates and forwards the
+	// plain TCP stream inside it to the targets.
+	AppProtocolTLS AppProtocol = "TLS"
+	// AppProtocolHTTP speaks HTTP with the clients and forwards HTTP requests to the
+	// targets.
+	AppProtocolHTTP AppProtocol = "HTTP"
+	// AppProtocolHTTPS terminates TLS with the listener's Certificates, speaks HTTP inside
+	// it, and forwards plain HTTP requests to the targets.
+	AppProtocolHTTPS AppProtocol = "HTTPS"
+)
+
+// Valid reports whether p is one of the defined application protocols.
+func (p AppProtocol) Valid() bool {
+	return p == AppProtocolNone || p == AppProtocolTLS || p == AppProtocolHTTP || p == AppProtocolHTTPS
+}
+
+// TerminatesTLS reports whether a listener of application protocol p terminates TLS, and
+// so presents certificates.
+func (p AppProtocol) TerminatesTLS() bool { return p == AppProtocolTLS || p == AppProtocolHTTPS }
+
+// SessionAffinity is how a load balancer pins a client's connections to targets.
+type SessionAffinity string
+
+// The session affinities.
+const (
+	// SessionAffinityNone, the zero value, lets every connection go to any target.
+	SessionAffinityNone SessionAffinity = ""
+	// SessionAffinityClientIP sends every connection from one client IP address to the
+	// same target, until LoadBalancerSpec.SessionAffinityTimeout has passed since that
+	// client's last connection. It matches the Kubernetes Service's sessionAffinity
+	// ClientIP.
+	SessionAffinityClientIP SessionAffinity = "ClientIP"
+)
+
+// Valid reports whether a is one of the defined session affinities.
+func (a SessionAffinity) Valid() bool {
+	return a == SessionAffinityNone || a == SessionAffinityClientIP
+}
+
 // Listener forwards one frontend port of a load balancer to a port on the targets.
 // A load balancer has at most one listener per (Protocol, Port).
 type Listener struct {
@@ -49,6 +97,26 @@ type Listener struct {
 	Port int32
 	// TargetPort is the port on every target instance (the Service's node port).
 	TargetPort int32
+	// AppProtocol is what the listener speaks above Protocol. Only a TCP listener has
+	// another than AppProtocolNone.
+	AppProtocol AppProtocol
+	// Certificates are the cloud's references (IDs, names, ARNs: opaque to ccmkit) of the
+	// certificates a listener that terminates TLS presents, the default one first; a
+	// cloud with SNI picks among the others by the name the client asks for. At least one
+	// when AppProtocol.TerminatesTLS(), none otherwise.
+	Certificates []string
+}
+
+// Clone returns a deep copy of the listener.
+func (l Listener) Clone() Listener {
+	l.Certificates = slices.Clone(l.Certificates)
+	return l
+}
+
+// Equal reports whether l and o are the same listener, certificates in the same order.
+func (l Listener) Equal(o Listener) bool {
+	return l.Name == o.Name && l.Protocol == o.Protocol && l.Port == o.Port && l.TargetPort == o.TargetPort &&
+		l.AppProtocol == o.AppProtocol && slices.Equal(l.Certificates, o.Certificates)
 }
 
 // Key returns what identifies the listener inside its load balancer: its protocol and port.
@@ -125,6 +193,12 @@ type LoadBalancerSpec struct {
 	// RequestedIPs are the addresses the caller wants, at most one per family. Empty means
 	// the cloud picks.
 	RequestedIPs []string
+	// SessionAffinity pins a client's connections to one target; SessionAffinityNone (the
+	// zero value) does not.
+	SessionAffinity SessionAffinity
+	// SessionAffinityTimeout is how long a SessionAffinityClientIP pin lasts after the
+	// client's last connection; zero with SessionAffinityNone.
+	SessionAffinityTimeout time.Duration
 	// Tags are key/value labels stored with the load balancer; ccmkit records its
 	// ownership (cluster, Service) in them.
 	Tags map[string]string
@@ -132,7 +206,7 @@ type LoadBalancerSpec struct {
 
 // Clone returns a deep copy of the spec.
 func (s LoadBalancerSpec) Clone() LoadBalancerSpec {
-	s.Listeners = slices.Clone(s.Listeners)
+	s.Listeners = cloneListeners(s.Listeners)
 	s.Targets = slices.Clone(s.Targets)
 	if s.HealthCheck != nil {
 		hc := *s.HealthCheck
@@ -143,6 +217,15 @@ func (s LoadBalancerSpec) Clone() LoadBalancerSpec {
 	s.RequestedIPs = slices.Clone(s.RequestedIPs)
 	s.Tags = maps.Clone(s.Tags)
 	return s
+}
+
+// cloneListeners returns a deep copy of ls.
+func cloneListeners(ls []Listener) []Listener {
+	ls = slices.Clone(ls)
+	for i, l := range ls {
+		ls[i] = l.Clone()
+	}
+	return ls
 }
 
 // LoadBalancerStatus is the provisioning state of a load balancer.
@@ -168,8 +251,15 @@ type LoadBalancer struct {
 	// Spec is what the load balancer is configured to do.
 	Spec LoadBalancerSpec
 	// Addresses are the IP addresses assigned to the load balancer, primary family first.
-	// Empty while it is provisioning.
+	// Empty while it is provisioning, and on a cloud whose load balancers are reached by
+	// Hostname alone.
 	Addresses []string
+	// Hostname is the DNS name the cloud gives the load balancer, for clouds whose load
+	// balancers are reached by name (as AWS's are): lower case, a DNS subdomain of at most
+	// 253 characters (labels of at most 63), never an IP address. Empty when the cloud
+	// gives none. An active load balancer has addresses, a hostname or both; a hostname,
+	// once given, does not change.
+	Hostname string
 	// Status is the provisioning state.
 	Status LoadBalancerStatus
 }
@@ -202,8 +292,8 @@ type LoadBalancerChanges struct {
 	Internal bool
 	// AddListeners are listeners whose (Protocol, Port) is new.
 	AddListeners []Listener
-	// UpdateListeners are listeners whose (Protocol, Port) exists but whose name or target
-	// port differs; they hold the new values.
+	// UpdateListeners are listeners whose (Protocol, Port) exists but whose name, target
+	// port, application protocol or certificates differ; they hold the new values.
 	UpdateListeners []Listener
 	// RemoveListeners are the keys of listeners to remove.
 	RemoveListeners []ListenerKey
@@ -221,6 +311,8 @@ type LoadBalancerChanges struct {
 	IPFamilies bool
 	// RequestedIPs is true when the requested addresses differ.
 	RequestedIPs bool
+	// SessionAffinity is true when the session affinity or its timeout differs.
+	SessionAffinity bool
 	// Tags is true when the tags differ.
 	Tags bool
 }
@@ -230,7 +322,7 @@ func (c LoadBalancerChanges) Empty() bool {
 	return !c.Name && !c.Internal && len(c.AddListeners) == 0 && len(c.UpdateListeners) == 0 &&
 		len(c.RemoveListeners) == 0 && len(c.AddTargets) == 0 && len(c.RemoveTargets) == 0 &&
 		!c.HealthCheck && !c.SourceRanges && !c.ProxyProtocol && !c.IPFamilies &&
-		!c.RequestedIPs && !c.Tags
+		!c.RequestedIPs && !c.SessionAffinity && !c.Tags
 }
 
 // DiffLoadBalancer returns what must change for a load balancer configured as current to
@@ -253,7 +345,7 @@ func DiffLoadBalancer(current, desired LoadBalancerSpec) LoadBalancerChanges {
 		switch {
 		case !ok:
 			c.AddListeners = append(c.AddListeners, l)
-		case old != l:
+		case !old.Equal(l):
 			c.UpdateListeners = append(c.UpdateListeners, l)
 		}
 	}
@@ -272,6 +364,8 @@ func DiffLoadBalancer(current, desired LoadBalancerSpec) LoadBalancerChanges {
 	c.ProxyProtocol = current.ProxyProtocol != desired.ProxyProtocol
 	c.IPFamilies = !slices.Equal(normalFamilies(current.IPFamilies), normalFamilies(desired.IPFamilies))
 	c.RequestedIPs = !equalSets(current.RequestedIPs, desired.RequestedIPs)
+	c.SessionAffinity = current.SessionAffinity != desired.SessionAffinity ||
+		current.SessionAffinityTimeout != desired.SessionAffinityTimeout
 	c.Tags = !maps.Equal(current.Tags, desired.Tags)
 	return c
 }

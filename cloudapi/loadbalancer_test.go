@@ -70,12 +70,18 @@ func TestDiffLoadBalancer(t *testing.T) {
 				s.ProxyProtocol = true
 				s.IPFamilies = []cloudapi.IPFamily{cloudapi.IPv6, cloudapi.IPv4}
 				s.RequestedIPs = []string{"203.0.113.7"}
+				s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, time.Hour
 				s.Tags = map[string]string{cloudapi.TagCluster: "c1", "team": "web"}
 			},
 			want: cloudapi.LoadBalancerChanges{
 				Name: true, Internal: true, HealthCheck: true, SourceRanges: true, ProxyProtocol: true,
-				IPFamilies: true, RequestedIPs: true, Tags: true,
+				IPFamilies: true, RequestedIPs: true, SessionAffinity: true, Tags: true,
 			},
+		},
+		{
+			name:  "only the session affinity timeout",
+			tweak: func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinityTimeout = time.Minute },
+			want:  cloudapi.LoadBalancerChanges{SessionAffinity: true},
 		},
 	}
 	for _, tt := range tests {
@@ -129,6 +135,8 @@ func TestValidEnums(t *testing.T) {
 	assert.True(t, cloudapi.IPv6.Valid())
 	assert.False(t, cloudapi.IPFamily("IPv5").Valid())
 	assert.True(t, cloudapi.HealthCheckHTTPS.Valid())
+	assert.True(t, cloudapi.SessionAffinityNone.Valid())
+	assert.False(t, cloudapi.SessionAffinity("None").Valid(), "no affinity is the empty value")
 	assert.False(t, cloudapi.HealthCheckProtocol("UDP").Valid())
 	assert.True(t, cloudapi.InstanceStopped.Valid())
 	assert.False(t, cloudapi.InstanceState("hibernated").Valid())

@@ -495,7 +495,7 @@ func TestRBAC(t *testing.T) {
 				namespaced: map[string][]string{"default": events},
 			},
 			cloudProviderClient: {
-				cluster: map[string][]string{"events": events},
+				cluster: map[string][]string{"events": events, "nodes": {"list", "watch"}},
 			},
 		}
 		// Every client an upstream controller asks for under

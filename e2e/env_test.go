@@ -98,9 +98,15 @@ func forEachMode(t *testing.T, scenario func(t *testing.T, m mode)) {
 // invariants (checkCloud). With m.faults the cloud injects faultyCloud's faults.
 func newEnv(t *testing.T, m mode, ccmFlags ...string) *env {
 	t.Helper()
+	return newEnvWithCloud(t, m, func(cfg []byte) []byte { return cfg }, ccmFlags...)
+}
+
+// newEnvWithCloud is newEnv over the cloud config that edit makes of testdata/cloud.yaml.
+func newEnvWithCloud(t *testing.T, m mode, edit func(cloudYAML []byte) []byte, ccmFlags ...string) *env {
+	t.Helper()
 	cfg, err := os.ReadFile(filepath.Join("testdata", "cloud.yaml"))
 	require.NoError(t, err)
-	cloud, err := harness.NewCloud(cfg, faultyCloud)
+	cloud, err := harness.NewCloud(edit(cfg), faultyCloud)
 	require.NoError(t, err)
 	cloud.Faults.SetEnabled(m.faults)
 	cp, err := harness.StartControlPlane()

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/strictyaml"
@@ -51,6 +54,9 @@ type Config struct {
 	Provisioning Provisioning `yaml:"provisioning"`
 	// AddressPools are the ranges load balancer addresses are allocated from.
 	AddressPools AddressPools `yaml:"addressPools"`
+	// Hostnames gives load balancers DNS names, as the clouds whose load balancers are
+	// reached by name do. Default: none.
+	Hostnames Hostnames `yaml:"hostnames"`
 	// Capabilities switches off the optional APIs, to test a cloud without them.
 	Capabilities Capabilities `yaml:"capabilities"`
 	// Instances are the cloud's instances at start.
@@ -88,12 +94,31 @@ type Pool struct {
 	IPv6 []string `yaml:"ipv6"`
 }
 
+// Hostnames makes the cloud give every load balancer the DNS name "<ID>.<Domain>" when it
+// is created, reported in cloudapi.LoadBalancer.Hostname.
+type Hostnames struct {
+	// Domain is the DNS domain of the hostnames, for example lb.example.com. Empty, the
+	// default, gives no hostnames.
+	Domain string `yaml:"domain"`
+	// WithoutAddresses gives load balancers their hostname and no address, as AWS's are:
+	// a spec with requested addresses is then refused (ErrInvalidRequest). It needs
+	// Domain. Default false: a hostname and addresses.
+	WithoutAddresses bool `yaml:"withoutAddresses"`
+}
+
 // Capabilities switches the optional parts of the cloud API. Nil means enabled.
 type Capabilities struct {
 	// LoadBalancers false makes Cloud.LoadBalancers return (nil, false).
 	LoadBalancers *bool `yaml:"loadBalancers"`
 	// Routes false makes Cloud.Routes return (nil, false).
 	Routes *bool `yaml:"routes"`
+	// TLS false makes the load balancers refuse listeners that terminate TLS
+	// (cloudapi.AppProtocolTLS and AppProtocolHTTPS) with ErrInvalidRequest, as a cloud
+	// of network load balancers does.
+	TLS *bool `yaml:"tls"`
+	// HTTP false makes the load balancers refuse HTTP listeners (cloudapi.AppProtocolHTTP
+	// and AppProtocolHTTPS) with ErrInvalidRequest.
+	HTTP *bool `yaml:"http"`
 }
 
 // Instance is an instance as a Config describes it.
@@ -173,6 +198,18 @@ func (c *Config) Validate() error {
 	if c.Provisioning.Duration < 0 {
 		errs = append(errs, fmt.Errorf("provisioning.duration: %s is negative", c.Provisioning.Duration))
 	}
+	if d := c.Hostnames.Domain; d != "" {
+		// The longest hostname is that of load balancer lb-999999.
+		msgs := validation.IsDNS1123Subdomain("lb-999999." + d)
+		for label := range strings.SplitSeq(d, ".") {
+			msgs = append(msgs, validation.IsDNS1123Label(label)...)
+		}
+		if len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("hostnames.domain: %q does not make DNS names of load balancers: %s", d, strings.Join(msgs, "; ")))
+		}
+	} else if c.Hostnames.WithoutAddresses {
+		errs = append(errs, errors.New("hostnames.withoutAddresses: load balancers without addresses need hostnames: set hostnames.domain"))
+	}
 	errs = append(errs, validatePool("addressPools.public", c.AddressPools.Public)...)
 	errs = append(errs, validatePool("addressPools.internal", c.AddressPools.Internal)...)
 
@@ -241,6 +278,18 @@ func (c *Config) loadBalancersEnabled() bool {
 
 func (c *Config) routesEnabled() bool {
 	return c.Capabilities.Routes == nil || *c.Capabilities.Routes
+}
+
+// lacks says why the cloud's load balancers do not offer application protocol p, or "".
+func (c *Config) lacks(p cloudapi.AppProtocol) string {
+	off := func(b *bool) bool { return b != nil && !*b }
+	switch {
+	case p.TerminatesTLS() && off(c.Capabilities.TLS):
+		return "this cloud's load balancers do not terminate TLS (capabilities.tls is false)"
+	case (p == cloudapi.AppProtocolHTTP || p == cloudapi.AppProtocolHTTPS) && off(c.Capabilities.HTTP):
+		return "this cloud's load balancers do not speak HTTP (capabilities.http is false)"
+	}
+	return ""
 }
 
 // cloudInstance converts a configured instance into the cloud's record of it.

@@ -23,6 +23,7 @@ func TestParseConfigExample(t *testing.T) {
 	assert.Equal(t, 500, cfg.PageSize)
 	assert.Equal(t, fake.Provisioning{Reads: 2, Duration: 0}, cfg.Provisioning)
 	assert.Equal(t, []string{"2001:db8:1::/64"}, cfg.AddressPools.Public.IPv6)
+	assert.Equal(t, fake.Hostnames{Domain: "lb.eu-1.example.com"}, cfg.Hostnames)
 	require.Len(t, cfg.Instances, 3)
 	assert.Equal(t, cloudapi.InstanceStopped, cfg.Instances[2].State)
 	assert.Equal(t, fake.Address{Type: cloudapi.AddressInternalIP, Address: "fd00::11"}, cfg.Instances[0].Addresses[1])
@@ -86,6 +87,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 			Public:   fake.Pool{IPv4: []string{"203.0.113.5/24", "2001:db8::/64", "nope"}},
 			Internal: fake.Pool{IPv6: []string{"10.0.0.0/8"}},
 		},
+		Hostnames: fake.Hostnames{Domain: "LB.example.com"},
 		Instances: []fake.Instance{
 			{Name: "no-id"},
 			{ID: "i-1", State: "sleeping"},
@@ -102,6 +104,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		`addressPools.public.ipv4[1]: "2001:db8::/64" is not an ipv4 CIDR`,
 		`addressPools.public.ipv4[2]: "nope" is not a CIDR`,
 		`addressPools.internal.ipv6[0]: "10.0.0.0/8" is not an ipv6 CIDR`,
+		`hostnames.domain: "LB.example.com" does not make DNS names of load balancers`,
 		"instances[0].id: required",
 		`instances[1].state: "sleeping" is not one of`,
 		`instances[2].id: "i-1" is also the id of instances[1]`,
@@ -112,6 +115,11 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 	_, err = fake.New(cfg)
 	require.Error(t, err, "New validates")
+}
+
+func TestHostnamesWithoutAddressesNeedADomain(t *testing.T) {
+	cfg := fake.Config{Hostnames: fake.Hostnames{WithoutAddresses: true}}
+	require.ErrorContains(t, cfg.Validate(), "hostnames.withoutAddresses: load balancers without addresses need hostnames: set hostnames.domain")
 }
 
 func TestZeroConfigIsAValidCloud(t *testing.T) {

@@ -26,16 +26,23 @@ func newContractCloud(cfg fake.Config, wrap func(*fake.Cloud) cloudapi.Client) c
 
 func TestContract(t *testing.T) {
 	plain := func(c *fake.Cloud) cloudapi.Client { return c }
+	off := false
 	for _, tc := range []struct {
 		name    string
 		backend cloudapitest.NewBackend
+		opts    []cloudapitest.Option
 	}{
-		{"plain", newContractCloud(fake.Config{}, plain)},
-		{"provisioning 3 reads", newContractCloud(fake.Config{Provisioning: fake.Provisioning{Reads: 3}}, plain)},
+		{"plain", newContractCloud(fake.Config{}, plain), nil},
+		{"hostnames and addresses", newContractCloud(fake.Config{Hostnames: fake.Hostnames{Domain: "lb.example.com"}}, plain),
+			[]cloudapitest.Option{cloudapitest.WithHostnames()}},
+		{"hostnames without addresses", newContractCloud(fake.Config{Hostnames: fake.Hostnames{Domain: "lb.example.com", WithoutAddresses: true}}, plain),
+			[]cloudapitest.Option{cloudapitest.WithoutAddresses()}},
+		{"network load balancers only: no TLS, no HTTP", newContractCloud(fake.Config{Capabilities: fake.Capabilities{TLS: &off, HTTP: &off}}, plain), nil},
+		{"provisioning 3 reads", newContractCloud(fake.Config{Provisioning: fake.Provisioning{Reads: 3}}, plain), nil},
 		{"faultinject zero config", newContractCloud(fake.Config{}, func(c *fake.Cloud) cloudapi.Client {
 			return faultinject.Wrap(c, faultinject.Config{})
-		})},
+		}), nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) { cloudapitest.Run(t, tc.backend) })
+		t.Run(tc.name, func(t *testing.T) { cloudapitest.Run(t, tc.backend, tc.opts...) })
 	}
 }

@@ -31,9 +31,14 @@
 //	addressPools:                 # load balancer addresses (defaults: documentation ranges)
 //	  public:   {ipv4: [203.0.113.0/24], ipv6: ["2001:db8:1::/64"]}
 //	  internal: {ipv4: [10.100.0.0/16],  ipv6: ["fd00:100::/64"]}
+//	hostnames:
+//	  domain: lb.example.com      # load balancers get the hostname <id>.<domain> (default: none)
+//	  withoutAddresses: false     # true: a hostname and no address, as AWS's (default false)
 //	capabilities:
 //	  loadBalancers: true         # false: LoadBalancers() answers (nil, false)
 //	  routes: true                # false: Routes() answers (nil, false)
+//	  tls: true                   # false: listeners that terminate TLS are refused
+//	  http: true                  # false: HTTP and HTTPS listeners are refused
 //	instances:
 //	  - id: i-0001                # required, unique
 //	    name: node-a
@@ -56,12 +61,20 @@
 //     ListRoutes without a page size answers with all of them, unless RoutePageSize is set.
 //   - Load balancer names are unique (ErrConflict), at most MaxNameLength characters, and
 //     a spec is validated as a cloud would (ErrInvalidRequest): protocols, ports, duplicate
-//     listeners, targets that are not instances, health checks, CIDRs, IP families.
+//     listeners, targets that are not instances, health checks, CIDRs, IP families,
+//     session affinity (ClientIP with a timeout from 1 s to MaxSessionAffinityTimeout, or
+//     none without one), application protocols (TLS, HTTP, HTTPS on TCP listeners only;
+//     certificates exactly on those that terminate TLS). Capabilities.TLS and
+//     Capabilities.HTTP switched off refuse the listeners that need them, as a cloud of
+//     network load balancers does.
 //   - Every load balancer gets one address per IP family (IPv4 when it names none), from
 //     the public or the internal pool, or the address it requested if that is free
 //     (ErrConflict when it is taken, ErrInvalidRequest when it is outside the pools). A
 //     pool's cursor only moves forward: a released address is not handed out again before
 //     the rest of the pool has been. An exhausted pool answers ErrConflict.
+//   - With Hostnames.Domain, every load balancer gets the hostname "<ID>.<domain>" at
+//     its create; with Hostnames.WithoutAddresses, it gets no address at all (as on a
+//     cloud whose load balancers are DNS names), and requested addresses are refused.
 //   - A new load balancer is provisioning until Provisioning.Reads reads of it (Get, or a
 //     List page holding it) and Provisioning.Duration have passed; updates keep its status.
 //   - Updates replace the whole spec, like a cloud with one PUT; switching Internal in
@@ -86,7 +99,12 @@
 //   - Quotas other than address pool size, per-account limits, and load balancers that
 //     fail to provision (status error).
 //   - Traffic: listeners, health checks and source ranges are stored, not enforced; targets
-//     are not checked for health, and a deleted instance stays a target.
+//     are not checked for health, and a deleted instance stays a target. Session affinity
+//     and application protocols are stored, not applied.
+//   - Certificates: a certificate reference is any ID without white space; there is no
+//     certificate store, so a reference to a certificate that does not exist, has
+//     expired or does not match the name is accepted.
+//   - Hostnames in DNS: a load balancer's hostname resolves nowhere.
 //   - Routes per VPC or route table: there is one table, keyed by destination.
 //   - Persistence: the cloud lives as long as the process.
 package fake

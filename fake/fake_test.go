@@ -335,6 +335,77 @@ func TestRequestedAddresses(t *testing.T) {
 	require.NoError(t, err)
 }
 
+func TestHostnames(t *testing.T) {
+	t.Run("besides addresses", func(t *testing.T) {
+		api := lbAPI(t, newCloud(t, fake.Config{Hostnames: fake.Hostnames{Domain: "lb.example.com"}}))
+		lb, err := api.CreateLoadBalancer(t.Context(), spec("web"))
+		require.NoError(t, err)
+		assert.Equal(t, lb.ID+".lb.example.com", lb.Hostname)
+		assert.Len(t, lb.Addresses, 1)
+		got, err := api.GetLoadBalancer(t.Context(), lb.ID)
+		require.NoError(t, err)
+		assert.Equal(t, lb.Hostname, got.Hostname)
+	})
+	t.Run("instead of addresses", func(t *testing.T) {
+		cloud := newCloud(t, fake.Config{Hostnames: fake.Hostnames{Domain: "lb.example.com", WithoutAddresses: true}})
+		api := lbAPI(t, cloud)
+		lb, err := api.CreateLoadBalancer(t.Context(), spec("web", func(s *cloudapi.LoadBalancerSpec) {
+			s.IPFamilies = []cloudapi.IPFamily{cloudapi.IPv4, cloudapi.IPv6}
+		}))
+		require.NoError(t, err)
+		assert.Equal(t, lb.ID+".lb.example.com", lb.Hostname)
+		assert.Empty(t, lb.Addresses)
+		next := lb.Spec.Clone()
+		next.IPFamilies = []cloudapi.IPFamily{cloudapi.IPv6}
+		updated, err := api.UpdateLoadBalancer(t.Context(), lb.ID, cloudapi.LoadBalancerUpdate{Spec: next, Changes: cloudapi.DiffLoadBalancer(lb.Spec, next)})
+		require.NoError(t, err)
+		assert.Empty(t, updated.Addresses)
+		assert.Equal(t, lb.Hostname, updated.Hostname, "a hostname does not change")
+
+		_, err = api.CreateLoadBalancer(t.Context(), spec("api", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{"203.0.113.9"} }))
+		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
+		assert.ErrorContains(t, err, "requestedIPs: this cloud's load balancers have no addresses")
+		assert.Len(t, cloud.Inventory().LoadBalancers, 1)
+	})
+}
+
+func TestCapabilitiesTLSAndHTTP(t *testing.T) {
+	off := false
+	tls := func(s *cloudapi.LoadBalancerSpec) {
+		s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{"cert-1"}
+	}
+	http := func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTP }
+	https := func(s *cloudapi.LoadBalancerSpec) {
+		s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolHTTPS, []string{"cert-1"}
+	}
+	for _, tc := range []struct {
+		name    string
+		caps    fake.Capabilities
+		tweak   func(*cloudapi.LoadBalancerSpec)
+		refused string
+	}{
+		{"TLS by default", fake.Capabilities{}, tls, ""},
+		{"HTTPS by default", fake.Capabilities{}, https, ""},
+		{"no TLS: TLS refused", fake.Capabilities{TLS: &off}, tls, "do not terminate TLS (capabilities.tls is false)"},
+		{"no TLS: HTTPS refused", fake.Capabilities{TLS: &off}, https, "do not terminate TLS"},
+		{"no TLS: HTTP fine", fake.Capabilities{TLS: &off}, http, ""},
+		{"no HTTP: HTTP refused", fake.Capabilities{HTTP: &off}, http, "do not speak HTTP (capabilities.http is false)"},
+		{"no HTTP: TLS fine", fake.Capabilities{HTTP: &off}, tls, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := lbAPI(t, newCloud(t, fake.Config{Capabilities: tc.caps}))
+			lb, err := api.CreateLoadBalancer(t.Context(), spec("web", tc.tweak))
+			if tc.refused == "" {
+				require.NoError(t, err)
+				assert.Equal(t, spec("web", tc.tweak).Listeners, lb.Spec.Listeners)
+				return
+			}
+			require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
+			assert.ErrorContains(t, err, tc.refused)
+		})
+	}
+}
+
 func TestNoPoolForAFamily(t *testing.T) {
 	cloud := newCloud(t, fake.Config{AddressPools: fake.AddressPools{Public: fake.Pool{IPv4: []string{"203.0.113.0/24"}}}})
 	_, err := lbAPI(t, cloud).CreateLoadBalancer(t.Context(), spec("web", func(s *cloudapi.LoadBalancerSpec) {
@@ -366,6 +437,21 @@ func TestLoadBalancerSpecValidation(t *testing.T) {
 		{"source range", func(s *cloudapi.LoadBalancerSpec) { s.SourceRanges = []string{"10.0.0.1"} }, `"10.0.0.1" is not a CIDR`},
 		{"family", func(s *cloudapi.LoadBalancerSpec) { s.IPFamilies = []cloudapi.IPFamily{"IPv5"} }, `"IPv5" is not IPv4 or IPv6`},
 		{"requested IP", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{"300.1.1.1"} }, "not an IP address"},
+		{"session affinity", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity = "Cookie" }, `sessionAffinity: "Cookie" is not ClientIP or empty`},
+		{"affinity timeout without affinity", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinityTimeout = time.Hour }, "sessionAffinityTimeout: 1h0m0s without session affinity ClientIP"},
+		{"affinity timeout too long", func(s *cloudapi.LoadBalancerSpec) {
+			s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, 25*time.Hour
+		}, "sessionAffinityTimeout: 25h0m0s is outside 1s-24h0m0s"},
+		{"application protocol", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = "QUIC" }, `application protocol "QUIC" is not TLS, HTTP, HTTPS or empty`},
+		{"TLS without certificate", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTPS }, "HTTPS terminates TLS and needs a certificate"},
+		{"certificate without TLS", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].Certificates = []string{"cert-1"} }, `certificates on a listener that terminates no TLS`},
+		{"HTTP over UDP", func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners[0].Protocol, s.Listeners[0].AppProtocol = cloudapi.ProtocolUDP, cloudapi.AppProtocolHTTP
+		}, "application protocol HTTP on a UDP listener: it needs TCP"},
+		{"blank certificate", func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{"cert 1", "c", "c"}
+		}, `certificate "cert 1" is not a certificate ID`},
+		{"affinity without timeout", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity = cloudapi.SessionAffinityClientIP }, "sessionAffinityTimeout: 0s is outside"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -396,6 +482,7 @@ func TestLoadBalancerLifecycleAndHistory(t *testing.T) {
 	require.NoError(t, err)
 	stale := next.Clone()
 	stale.ProxyProtocol = true
+	stale.SessionAffinity, stale.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, time.Hour
 	_, err = api.UpdateLoadBalancer(ctx, lb.ID, cloudapi.LoadBalancerUpdate{Spec: stale, Changes: cloudapi.DiffLoadBalancer(s, stale)})
 	require.NoError(t, err)
 
@@ -432,6 +519,8 @@ func TestLoadBalancerLifecycleAndHistory(t *testing.T) {
 	assert.Equal(t, []string{"i-00002"}, hist[1].Actual.AddTargets)
 	assert.False(t, hist[2].ChangesMatch(), "the second update's Changes repeat the target change that was already applied")
 	assert.True(t, hist[2].Actual.ProxyProtocol)
+	assert.Equal(t, cloudapi.SessionAffinityClientIP, hist[2].Spec.SessionAffinity, "the history holds every field of the spec")
+	assert.True(t, hist[2].Actual.SessionAffinity)
 	// The name of a deleted load balancer is free again.
 	_, err = api.CreateLoadBalancer(ctx, spec("web"))
 	require.NoError(t, err)

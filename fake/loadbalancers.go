@@ -7,6 +7,9 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"strings"
+	"time"
+	"unicode"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -14,6 +17,10 @@ import (
 // MaxNameLength is the longest load balancer name the fake accepts, like the 63-character
 // limits of many clouds.
 const MaxNameLength = 63
+
+// MaxSessionAffinityTimeout is the longest session affinity timeout the fake accepts,
+// Kubernetes' limit for sessionAffinityConfig.clientIP.timeoutSeconds.
+const MaxSessionAffinityTimeout = 24 * time.Hour
 
 type lbAPI struct{ c *Cloud }
 
@@ -86,6 +93,9 @@ func (a lbAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalance
 			Status:    cloudapi.LoadBalancerActive,
 		},
 		created: c.clock.Now(),
+	}
+	if d := c.cfg.Hostnames.Domain; d != "" {
+		rec.lb.Hostname = id + "." + d
 	}
 	if c.cfg.Provisioning.Reads > 0 || c.cfg.Provisioning.Duration > 0 {
 		rec.lb.Status = cloudapi.LoadBalancerProvisioning
@@ -196,8 +206,12 @@ func classOf(err error) error {
 // assignAddresses returns the addresses of a load balancer with spec, one per IP family:
 // a requested address of that family, else the address of that family it already has
 // (current), else a new one from the pool. Addresses of current that are not kept are
-// released; on error nothing changes. The caller holds netMu.
+// released; on error nothing changes. A cloud of load balancers without addresses
+// assigns none. The caller holds netMu.
 func (c *Cloud) assignAddresses(id string, spec cloudapi.LoadBalancerSpec, current []string) ([]string, error) {
+	if c.cfg.Hostnames.WithoutAddresses {
+		return nil, nil // validateSpec refused requested addresses
+	}
 	families := spec.IPFamilies
 	if len(families) == 0 {
 		families = []cloudapi.IPFamily{cloudapi.IPv4}
@@ -292,6 +306,7 @@ func (c *Cloud) validateSpec(s cloudapi.LoadBalancerSpec) error {
 			errs = append(errs, fmt.Errorf("listeners[%d]: a second listener for %s/%d", i, l.Protocol, l.Port))
 		}
 		keys[l.Key()] = true
+		errs = append(errs, c.validateAppProtocol(i, l)...)
 	}
 	seen := make(map[string]bool, len(s.Targets))
 	c.mu.RLock() // once for all targets: a spec may name thousands
@@ -339,12 +354,58 @@ func (c *Cloud) validateSpec(s cloudapi.LoadBalancerSpec) error {
 			errs = append(errs, fmt.Errorf("requestedIPs: %q is not an IP address", ip))
 		}
 	}
+	if len(s.RequestedIPs) > 0 && c.cfg.Hostnames.WithoutAddresses {
+		errs = append(errs, errors.New("requestedIPs: this cloud's load balancers have no addresses: they are reached by their hostname"))
+	}
+	switch t := s.SessionAffinityTimeout; s.SessionAffinity {
+	case cloudapi.SessionAffinityNone:
+		if t != 0 {
+			errs = append(errs, fmt.Errorf("sessionAffinityTimeout: %s without session affinity %s", t, cloudapi.SessionAffinityClientIP))
+		}
+	case cloudapi.SessionAffinityClientIP:
+		if t < time.Second || t > MaxSessionAffinityTimeout {
+			errs = append(errs, fmt.Errorf("sessionAffinityTimeout: %s is outside 1s-%s", t, MaxSessionAffinityTimeout))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("sessionAffinity: %q is not %s or empty", s.SessionAffinity, cloudapi.SessionAffinityClientIP))
+	}
 	for k := range s.Tags {
 		if k == "" {
 			errs = append(errs, errors.New("tags: empty key"))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateAppProtocol checks a listener's application protocol and certificates.
+func (c *Cloud) validateAppProtocol(i int, l cloudapi.Listener) []error {
+	var errs []error
+	p := l.AppProtocol
+	switch {
+	case !p.Valid():
+		errs = append(errs, fmt.Errorf("listeners[%d]: application protocol %q is not TLS, HTTP, HTTPS or empty", i, p))
+	case p != cloudapi.AppProtocolNone && l.Protocol != cloudapi.ProtocolTCP:
+		errs = append(errs, fmt.Errorf("listeners[%d]: application protocol %s on a %s listener: it needs TCP", i, p, l.Protocol))
+	case c.cfg.lacks(p) != "":
+		errs = append(errs, fmt.Errorf("listeners[%d]: application protocol %s: %s", i, p, c.cfg.lacks(p)))
+	}
+	switch {
+	case p.TerminatesTLS() && len(l.Certificates) == 0:
+		errs = append(errs, fmt.Errorf("listeners[%d]: %s terminates TLS and needs a certificate", i, p))
+	case !p.TerminatesTLS() && len(l.Certificates) > 0:
+		errs = append(errs, fmt.Errorf("listeners[%d]: certificates on a listener that terminates no TLS (application protocol %q)", i, p))
+	}
+	seen := map[string]bool{}
+	for _, cert := range l.Certificates {
+		switch {
+		case cert == "" || strings.ContainsFunc(cert, unicode.IsSpace):
+			errs = append(errs, fmt.Errorf("listeners[%d]: certificate %q is not a certificate ID", i, cert))
+		case seen[cert]:
+			errs = append(errs, fmt.Errorf("listeners[%d]: certificate %q is listed twice", i, cert))
+		}
+		seen[cert] = true
+	}
+	return errs
 }
 
 // Event is one write to a load balancer, as LoadBalancerHistory reports it.
@@ -389,12 +450,24 @@ func normalChanges(c cloudapi.LoadBalancerChanges) cloudapi.LoadBalancerChanges 
 }
 
 func cloneChanges(c cloudapi.LoadBalancerChanges) cloudapi.LoadBalancerChanges {
-	c.AddListeners = slices.Clone(c.AddListeners)
-	c.UpdateListeners = slices.Clone(c.UpdateListeners)
+	c.AddListeners = cloneListeners(c.AddListeners)
+	c.UpdateListeners = cloneListeners(c.UpdateListeners)
 	c.RemoveListeners = slices.Clone(c.RemoveListeners)
 	c.AddTargets = slices.Clone(c.AddTargets)
 	c.RemoveTargets = slices.Clone(c.RemoveTargets)
 	return c
+}
+
+// cloneListeners returns deep copies of ls, nil for nil.
+func cloneListeners(ls []cloudapi.Listener) []cloudapi.Listener {
+	if ls == nil {
+		return nil
+	}
+	out := make([]cloudapi.Listener, len(ls))
+	for i, l := range ls {
+		out[i] = l.Clone()
+	}
+	return out
 }
 
 // record appends an event to the history. The caller holds netMu.

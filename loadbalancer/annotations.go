@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -43,6 +47,11 @@ const (
 	AnnotationHealthCheckTimeout            = "health-check-timeout"
 	AnnotationHealthCheckHealthyThreshold   = "health-check-healthy-threshold"
 	AnnotationHealthCheckUnhealthyThreshold = "health-check-unhealthy-threshold"
+	AnnotationHostname                      = "hostname"
+	AnnotationNodeSelector                  = "node-selector"
+	AnnotationProtocol                      = "protocol"
+	AnnotationTLSPorts                      = "tls-ports"
+	AnnotationTLSCertificates               = "tls-certificates"
 )
 
 // Health check defaults.
@@ -69,6 +78,15 @@ type settings struct {
 	proxyProtocol bool
 	ips           []string
 	name          string
+
+	// nodeSelector selects the targets among the nodes; nil selects every node.
+	// nodeSelectorBad is true when the annotation is malformed: the targets then stay.
+	nodeSelector    labels.Selector
+	nodeSelectorBad bool
+
+	appProtocol cloudapi.AppProtocol // of the TCP ports whose appProtocol names none
+	tlsPorts    []string             // port numbers and names, as written
+	certs       []string
 
 	hcProtocol             cloudapi.HealthCheckProtocol
 	hcPort                 int32
@@ -196,7 +214,95 @@ func Annotations() []Annotation {
 				return err
 			},
 		},
+		{
+			Name: AnnotationHostname, Values: "a DNS name: lower-case RFC 1123 subdomain, not an IP address", Default: "none: the status lists the load balancer's addresses, or the cloud's hostname when it gives no address",
+			Doc:   "Publish this hostname in the Service's status instead of the load balancer's addresses, for example a DNS name that points at them. kube-proxy then sends in-cluster traffic through the load balancer, as PROXY protocol or TLS termination need where ipMode Proxy is not enough.",
+			apply: func(v string, _ *settings) error { return checkHostname(v) }, // status publishes it
+		},
+		{
+			Name: AnnotationNodeSelector, Values: "a label selector as kubectl -l takes it: comma-separated requirements that all hold, each key=value, key!=value, key in (a,b), key notin (a,b), key or !key", Default: "every Node the service controller passes",
+			Doc: "Only the Nodes whose labels match are targets, on top of the node.kubernetes.io/exclude-from-external-load-balancers label. A selector that matches no Node leaves the load balancer without targets (logged); a malformed one leaves the targets as they are. A Node whose labels change is added or removed within seconds.",
+			apply: func(v string, s *settings) error {
+				sel, err := labels.Parse(v)
+				if err != nil {
+					s.nodeSelectorBad = true
+					return err
+				}
+				s.nodeSelector = sel
+				return nil
+			},
+		},
+		{
+			Name: AnnotationProtocol, Values: "TCP, TLS, HTTP, HTTPS", Default: "TCP: the load balancer forwards the bytes",
+			Doc: "What the Service's TCP ports speak at the load balancer, unless a port's appProtocol names one of tcp, tls, http, https. TLS and HTTPS terminate TLS with the tls-certificates. A cloud whose load balancers cannot do it refuses the Service (a Warning event).",
+			apply: func(v string, s *settings) error {
+				switch p := cloudapi.AppProtocol(strings.ToUpper(v)); p {
+				case "TCP":
+					s.appProtocol = cloudapi.AppProtocolNone
+				case cloudapi.AppProtocolTLS, cloudapi.AppProtocolHTTP, cloudapi.AppProtocolHTTPS:
+					s.appProtocol = p
+				default:
+					return errors.New("not one of TCP, TLS, HTTP, HTTPS")
+				}
+				return nil
+			},
+		},
+		{
+			Name: AnnotationTLSPorts, Values: "comma-separated numbers or names of the Service's TCP ports", Default: "none",
+			Doc: "These ports terminate TLS with the tls-certificates: TCP becomes TLS, HTTP becomes HTTPS. A port's appProtocol tls or https, or the protocol annotation, does it too.",
+			apply: func(v string, s *settings) error {
+				s.tlsPorts = nil
+				for _, f := range strings.Split(v, ",") {
+					f = strings.TrimSpace(f)
+					if n, err := strconv.Atoi(f); err == nil {
+						if n < 1 || n > 65535 {
+							return fmt.Errorf("port %d is outside 1-65535", n)
+						}
+					} else if msgs := validation.IsValidPortName(f); len(msgs) > 0 {
+						return fmt.Errorf("%q is neither a port number nor a port name", f)
+					}
+					s.tlsPorts = append(s.tlsPorts, f)
+				}
+				return nil
+			},
+		},
+		{
+			Name: AnnotationTLSCertificates, Values: "comma-separated references of certificates in the cloud (IDs, names or ARNs, as the cloud knows them), the default one first", Default: "none",
+			Doc: "The certificates the ports that terminate TLS present; a cloud with SNI picks among them by the name the client asks for. Required when a port terminates TLS, and refused when none does.",
+			apply: func(v string, s *settings) error {
+				s.certs = nil
+				for _, f := range strings.Split(v, ",") {
+					f = strings.TrimSpace(f)
+					switch {
+					case f == "" || strings.ContainsFunc(f, unicode.IsSpace):
+						return fmt.Errorf("%q is not a certificate reference", f)
+					case slices.Contains(s.certs, f):
+						return fmt.Errorf("certificate %q is listed twice", f)
+					}
+					s.certs = append(s.certs, f)
+				}
+				return nil
+			},
+		},
 	}
+}
+
+// checkHostname returns why h cannot be a hostname in a Service's status, or nil: the
+// API server's checks (a lower-case RFC 1123 subdomain, not an IP address) and DNS's
+// limit of 63 characters per label, which the API server does not check.
+func checkHostname(h string) error {
+	if net.ParseIP(h) != nil {
+		return errors.New("an IP address, not a DNS name")
+	}
+	if msgs := validation.IsDNS1123Subdomain(h); len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	for label := range strings.SplitSeq(h, ".") {
+		if len(label) > validation.DNS1123LabelMaxLength {
+			return fmt.Errorf("the label %q is longer than %d characters", label, validation.DNS1123LabelMaxLength)
+		}
+	}
+	return nil
 }
 
 // AnnotationError is a malformed annotation value. Its message names the annotation, the

@@ -25,17 +25,26 @@ import (
 // controller's lister hands them over: the service controller's resync of every Service. It
 // reports the cloud calls per ensure: none while the snapshot is fresh, and never a write.
 func BenchmarkEnsureConverged5000Nodes(b *testing.B) {
-	benchmarkEnsureConverged(b, nil)
+	benchmarkEnsureConverged(b, nil, false)
+}
+
+// BenchmarkEnsureConverged5000NodesAllSettings is BenchmarkEnsureConverged5000Nodes with
+// every Service setting that has a cost in a converged ensure: a node selector of two
+// requirements (which every node meets, so the targets are as many), session affinity, a
+// TLS listener with certificates, an HTTP listener, and the hostname annotation, on a
+// cloud whose load balancers have hostnames.
+func BenchmarkEnsureConverged5000NodesAllSettings(b *testing.B) {
+	benchmarkEnsureConverged(b, nil, true)
 }
 
 // BenchmarkEnsureConverged5000NodesExpiredSnapshot is BenchmarkEnsureConverged5000Nodes
 // with a snapshot that has expired at every ensure: one list (one page) per ensure, the
 // most a converged ensure costs.
 func BenchmarkEnsureConverged5000NodesExpiredSnapshot(b *testing.B) {
-	benchmarkEnsureConverged(b, clocktest.NewTicking(t0, loadbalancer.DefaultMaxAge+time.Second))
+	benchmarkEnsureConverged(b, clocktest.NewTicking(t0, loadbalancer.DefaultMaxAge+time.Second), false)
 }
 
-func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock) {
+func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings bool) {
 	const n = 5000
 	ctx := klog.NewContext(context.Background(), klog.Logger{}) // the zero logger discards
 	instances := make([]fake.Instance, n)
@@ -43,9 +52,16 @@ func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock) {
 	for i := range n {
 		id := fmt.Sprintf("i-%05d", i)
 		instances[i] = fake.Instance{ID: id, Name: fmt.Sprintf("node-%05d", i)}
-		nodes[i] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: instances[i].Name}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://" + id}}
+		nodes[i] = &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: instances[i].Name, Labels: map[string]string{"pool": fmt.Sprint("p", i%2), corev1.LabelTopologyZone: "z1"}},
+			Spec:       corev1.NodeSpec{ProviderID: "ccmkit://" + id},
+		}
 	}
-	cloud, err := fake.New(fake.Config{Provisioning: fake.Provisioning{Reads: 1}, Instances: instances})
+	cfg := fake.Config{Provisioning: fake.Provisioning{Reads: 1}, Instances: instances}
+	if settings {
+		cfg.Hostnames.Domain = "lb.example.com"
+	}
+	cloud, err := fake.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,6 +84,20 @@ func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock) {
 				{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053},
 			},
 		},
+	}
+
+	if settings {
+		timeout := int32(600)
+		svc.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		svc.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &timeout}}
+		https, http := "https", "http"
+		svc.Spec.Ports[0].AppProtocol, svc.Spec.Ports[1].AppProtocol = &http, &https
+		p := loadbalancer.DefaultAnnotationPrefix
+		svc.Annotations = map[string]string{
+			p + loadbalancer.AnnotationNodeSelector:    corev1.LabelTopologyZone + "=z1,pool",
+			p + loadbalancer.AnnotationTLSCertificates: "cert-main,cert-alt",
+			p + loadbalancer.AnnotationHostname:        "web.example.org",
+		}
 	}
 
 	// Create, then ensure until the load balancer is active.

@@ -6,10 +6,13 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
 
@@ -44,8 +47,9 @@ func (l *LoadBalancer) defaultName(svc *corev1.Service) string {
 
 // desired builds the load balancer spec the Service asks for, and reports annotation keys
 // that are probably typos. current is the load balancer found in the cloud, or nil; its
-// foreign tags are kept.
-func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, error) {
+// foreign tags are kept. It returns the annotations' settings too, as far as they are
+// well-formed.
+func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, settings, error) {
 	s, unknown, err := parseAnnotations(l.opts.AnnotationPrefix, svc.Annotations)
 	if len(unknown) > 0 {
 		logger.Info("Ignoring unknown load balancer annotations; a typo?", "annotations", unknown, "prefix", l.opts.AnnotationPrefix)
@@ -77,6 +81,8 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 		}
 	}
 
+	tlsPorts := map[string]bool{} // the tls-ports annotation's entries that name a port
+	terminates := false           // whether a listener terminates TLS
 	for _, p := range svc.Spec.Ports {
 		proto := cloudapi.Protocol(p.Protocol)
 		if p.Protocol == "" {
@@ -94,7 +100,31 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 		if name == "" {
 			name = fmt.Sprintf("%s-%d", strings.ToLower(string(proto)), p.Port)
 		}
-		spec.Listeners = append(spec.Listeners, cloudapi.Listener{Name: name, Protocol: proto, Port: p.Port, TargetPort: p.NodePort})
+		listener := cloudapi.Listener{Name: name, Protocol: proto, Port: p.Port, TargetPort: p.NodePort}
+		var err error
+		listener.AppProtocol, err = l.appProtocol(s, p, proto, tlsPorts)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if listener.AppProtocol.TerminatesTLS() {
+			terminates = true
+			if len(s.certs) == 0 {
+				errs = append(errs, fmt.Errorf("port %d/%s terminates TLS (%s): annotation %s%s names no certificate", p.Port, proto, listener.AppProtocol, l.opts.AnnotationPrefix, AnnotationTLSCertificates))
+				continue
+			}
+			listener.Certificates = slices.Clone(s.certs)
+		}
+		spec.Listeners = append(spec.Listeners, listener)
+	}
+	for _, tp := range s.tlsPorts {
+		if !tlsPorts[tp] {
+			errs = append(errs, fmt.Errorf("annotation %s%s: the Service has no port %s", l.opts.AnnotationPrefix, AnnotationTLSPorts, tp))
+		}
+	}
+	if len(s.certs) > 0 && !terminates {
+		errs = append(errs, fmt.Errorf("annotation %s%s is set, but no port terminates TLS: name the ports in %s%s, or set their appProtocol (tls, https) or annotation %s%s",
+			l.opts.AnnotationPrefix, AnnotationTLSCertificates, l.opts.AnnotationPrefix, AnnotationTLSPorts, l.opts.AnnotationPrefix, AnnotationProtocol))
 	}
 	slices.SortFunc(spec.Listeners, func(a, b cloudapi.Listener) int {
 		if a.Protocol != b.Protocol {
@@ -103,7 +133,7 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 		return int(a.Port) - int(b.Port)
 	})
 
-	spec.Targets = l.targets(logger, svc, nodes)
+	spec.Targets = l.targets(logger, nodes, s.nodeSelector)
 
 	hc := &cloudapi.HealthCheck{
 		Protocol:           cloudapi.HealthCheckHTTP,
@@ -157,6 +187,15 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 		slices.Sort(spec.SourceRanges)
 	}
 
+	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		secs := corev1.DefaultClientIPServiceAffinitySeconds // the API server's default, for Services it did not default
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			secs = *c.ClientIP.TimeoutSeconds
+		}
+		spec.SessionAffinity = cloudapi.SessionAffinityClientIP
+		spec.SessionAffinityTimeout = time.Duration(secs) * time.Second
+	}
+
 	for _, f := range svc.Spec.IPFamilies {
 		spec.IPFamilies = append(spec.IPFamilies, cloudapi.IPFamily(f))
 	}
@@ -169,19 +208,74 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 	spec.Tags[cloudapi.TagServiceName] = svc.Namespace + "/" + svc.Name
 
 	if len(errs) > 0 {
-		return spec, fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, errors.Join(errs...))
+		return spec, s, fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, errors.Join(errs...))
 	}
-	return spec, nil
+	return spec, s, nil
 }
 
-// targets returns the instance IDs of the nodes, sorted. A node without a provider ID, or
-// with one of another format, cannot be a target: it is skipped with a log line.
-func (l *LoadBalancer) targets(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node) []string {
-	if ids, ok := l.memo.lookup(nodes); ok {
+// appProtocol returns what port p (of transport protocol proto) speaks at the load
+// balancer: the Service port's appProtocol when it names tcp, udp, sctp, tls, http or https
+// (any other is a hint for others, which this load balancer ignores), else, for a TCP
+// port, the protocol annotation's; then TLS is terminated when the tls-ports annotation
+// names the port (which it records in named).
+func (l *LoadBalancer) appProtocol(s settings, p corev1.ServicePort, proto cloudapi.Protocol, named map[string]bool) (cloudapi.AppProtocol, error) {
+	app := cloudapi.AppProtocolNone
+	if proto == cloudapi.ProtocolTCP {
+		app = s.appProtocol
+	}
+	if p.AppProtocol != nil {
+		switch v := strings.ToLower(*p.AppProtocol); v {
+		case "tcp", "udp", "sctp":
+			app = cloudapi.AppProtocolNone
+		case "tls", "http", "https":
+			if proto != cloudapi.ProtocolTCP {
+				return "", fmt.Errorf("port %d/%s: appProtocol %s needs TCP", p.Port, proto, v)
+			}
+			app = cloudapi.AppProtocol(strings.ToUpper(v))
+		}
+	}
+	if len(s.tlsPorts) == 0 {
+		return app, nil
+	}
+	byNumber, byName := strconv.Itoa(int(p.Port)), p.Name
+	listed := slices.Contains(s.tlsPorts, byNumber) || (byName != "" && slices.Contains(s.tlsPorts, byName))
+	if !listed {
+		return app, nil
+	}
+	named[byNumber] = true
+	if byName != "" {
+		named[byName] = true
+	}
+	switch {
+	case proto != cloudapi.ProtocolTCP:
+		return "", fmt.Errorf("annotation %s%s: port %d/%s cannot terminate TLS: it is not TCP", l.opts.AnnotationPrefix, AnnotationTLSPorts, p.Port, proto)
+	case app == cloudapi.AppProtocolHTTP:
+		return cloudapi.AppProtocolHTTPS, nil
+	case app == cloudapi.AppProtocolNone:
+		return cloudapi.AppProtocolTLS, nil
+	}
+	return app, nil // TLS or HTTPS already
+}
+
+// targets returns the instance IDs of the nodes that sel selects (every node when sel is
+// nil), sorted. A node without a provider ID, or with one of another format, cannot be a
+// target: it is skipped with a log line. A selector that selects none of the nodes is
+// logged.
+func (l *LoadBalancer) targets(logger klog.Logger, nodes []*corev1.Node, sel labels.Selector) []string {
+	key := "" // the selector in its canonical form; "" selects every node, as nil does
+	if sel != nil {
+		key = sel.String()
+	}
+	if ids, ok := l.memo.lookup(nodes, key); ok {
 		return ids
 	}
 	ids := make([]string, 0, len(nodes))
+	selected := 0
 	for _, n := range nodes {
+		if key != "" && !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		selected++
 		if n.Spec.ProviderID == "" {
 			logger.V(2).Info("Skipping node without a provider ID as load balancer target", "node", klog.KObj(n))
 			continue
@@ -193,23 +287,31 @@ func (l *LoadBalancer) targets(logger klog.Logger, svc *corev1.Service, nodes []
 		}
 		ids = append(ids, id)
 	}
+	if selected == 0 && len(nodes) > 0 {
+		logger.Info("The node selector selects none of the nodes: the load balancer has no targets", "nodeSelector", key, "nodes", len(nodes))
+	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	l.memo.store(nodes, ids)
+	l.memo.store(nodes, key, ids)
 	return slices.Clone(ids)
 }
 
-// targetMemo remembers the targets of the last node set. The service controller hands
-// every Service the same Node objects, in a new order each time; parsing and sorting
-// 5,000 provider IDs is then most of a converged EnsureLoadBalancer's CPU. A node set
-// matches the memo when it holds exactly the memo's Node objects (by pointer, each once)
-// and none has a different provider ID than when it was stored: the targets depend on
-// nothing else.
+// maxMemoSelectors bounds how many selectors' targets the memo keeps for one node set.
+const maxMemoSelectors = 64
+
+// targetMemo remembers the targets of the last node set, per node selector. The service
+// controller hands every Service the same Node objects, in a new order each time; parsing
+// and sorting 5,000 provider IDs is then most of a converged EnsureLoadBalancer's CPU. A
+// node set matches the memo when it holds exactly the memo's Node objects (by pointer,
+// each once) and none has a different provider ID than when it was stored: the targets
+// depend on nothing else but the labels, which are read when a selector's targets are
+// stored. The Node objects the service controller passes come from its informer, which
+// replaces a Node whose labels change with a new object; the node set then differs.
 type targetMemo struct {
 	mu     sync.Mutex
 	nodes  map[*corev1.Node]*memoNode
-	ids    []string // sorted, without duplicates; never handed out, only copies
-	visits uint64   // lookups so far: marks which memo entries a lookup has met
+	ids    map[string][]string // by selector ("" for every node); sorted, without duplicates; never handed out, only copies
+	visits uint64              // lookups so far: marks which memo entries a lookup has met
 }
 
 type memoNode struct {
@@ -217,27 +319,47 @@ type memoNode struct {
 	visit      uint64 // the lookup that last met this node
 }
 
-// lookup returns a copy of the memo's targets when nodes is the memo's node set.
-func (m *targetMemo) lookup(nodes []*corev1.Node) ([]string, bool) {
+// lookup returns a copy of the memo's targets of the selector key when nodes is the
+// memo's node set.
+func (m *targetMemo) lookup(nodes []*corev1.Node, key string) ([]string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.nodes == nil || len(nodes) != len(m.nodes) {
+	ids, ok := m.ids[key]
+	if !ok || !m.holds(nodes) {
 		return nil, false
+	}
+	return slices.Clone(ids), true
+}
+
+// holds reports whether nodes is the memo's node set. The caller holds mu.
+func (m *targetMemo) holds(nodes []*corev1.Node) bool {
+	if m.nodes == nil || len(nodes) != len(m.nodes) {
+		return false
 	}
 	m.visits++
 	for _, n := range nodes {
 		e := m.nodes[n]
 		if e == nil || e.visit == m.visits || e.providerID != n.Spec.ProviderID {
-			return nil, false // another Node, one given twice, or a changed provider ID
+			return false // another Node, one given twice, or a changed provider ID
 		}
 		e.visit = m.visits
 	}
-	return slices.Clone(m.ids), true
+	return true
 }
 
-// store makes nodes and their targets ids the memo. A node set that holds a Node twice is
-// not stored.
-func (m *targetMemo) store(nodes []*corev1.Node, ids []string) {
+// store records ids as the targets of the selector key on nodes: beside the other
+// selectors' when nodes is the memo's node set, else as the memo's only entry. A node set
+// that holds a Node twice is not stored.
+func (m *targetMemo) store(nodes []*corev1.Node, key string, ids []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.holds(nodes) {
+		if len(m.ids) >= maxMemoSelectors {
+			clear(m.ids)
+		}
+		m.ids[key] = ids
+		return
+	}
 	byNode := make(map[*corev1.Node]*memoNode, len(nodes))
 	for _, n := range nodes {
 		byNode[n] = &memoNode{providerID: n.Spec.ProviderID}
@@ -245,7 +367,5 @@ func (m *targetMemo) store(nodes []*corev1.Node, ids []string) {
 	if len(byNode) != len(nodes) {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.nodes, m.ids = byNode, ids
+	m.nodes, m.ids = byNode, map[string][]string{key: ids}
 }

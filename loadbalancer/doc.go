@@ -17,10 +17,19 @@
 //
 // # What the Service asks for
 //
-//   - Listeners from spec.ports (TCP, UDP, SCTP, mixed), each to its node port.
+//   - Listeners from spec.ports (TCP, UDP, SCTP, mixed), each to its node port. A TCP
+//     port's application protocol is its appProtocol when that names tcp, tls, http or
+//     https (other values are hints for others: ignored), else the protocol annotation's;
+//     the tls-ports annotation makes a port terminate TLS (TCP becomes TLS, HTTP becomes
+//     HTTPS); every listener that terminates TLS presents the tls-certificates, which are
+//     required then and refused otherwise.
 //   - Targets: the instance IDs in the nodes' provider IDs. A node without a provider ID,
 //     or with one of another format, is skipped with a log line; no nodes is a load
-//     balancer without targets.
+//     balancer without targets. The node-selector annotation (a label selector) keeps the
+//     nodes whose labels it matches, on top of the service controller's own filter (the
+//     node.kubernetes.io/exclude-from-external-load-balancers label): one that matches
+//     none leaves the load balancer without targets (logged); a malformed one is the
+//     annotation's error and leaves the targets as they are.
 //   - Health check: HTTP on spec.healthCheckNodePort at /healthz with
 //     externalTrafficPolicy Local, else HTTP on kube-proxy's port 10256 at /healthz;
 //     every part can be overridden by annotations.
@@ -28,6 +37,13 @@
 //     service.beta.kubernetes.io/load-balancer-source-ranges annotation (the upstream
 //     helper's rules); allow-all is no source range.
 //   - IP families: spec.ipFamilies; the status lists every address, primary family first.
+//   - The status: one ingress per address (ipMode Proxy with PROXY protocol, else VIP);
+//     the cloud's hostname when the load balancer has no address (a cloud whose load
+//     balancers are DNS names); the hostname annotation's name instead of either, so that
+//     kube-proxy sends in-cluster traffic through the load balancer. A cloud hostname
+//     the API server would refuse in the status is an error.
+//   - Session affinity: spec.sessionAffinity ClientIP with its timeout
+//     (spec.sessionAffinityConfig.clientIP.timeoutSeconds, 10800 s when absent).
 //   - Annotations under the configured prefix: see Annotations. A malformed value is an
 //     *AnnotationError naming the annotation, the value and what is allowed, which the
 //     service controller shows as a Warning event; an unknown key under the prefix is
@@ -69,9 +85,23 @@
 // so the addresses stay. Only a switch between internal and public replaces the load
 // balancer. While the cloud provisions, EnsureLoadBalancer returns an api.RetryError, and
 // the service controller asks again after ProvisioningRetryDelay instead of backing off;
-// a load balancer in status error is a plain error, with the controller's back-off. When
+// a load balancer in status error is a plain error, with the controller's back-off. A
+// cloud that refuses what the Service asks for (ErrInvalidRequest: TLS termination or
+// session affinity its load balancers lack) has the refusal returned, which the service
+// controller shows as a Warning event; when the refused update also moved targets, the
+// targets alone are written after it, so that the node set still reaches them. When
 // an annotation is malformed, UpdateLoadBalancer still applies the node set to the
-// targets and then reports the annotation's error.
+// targets and then reports the annotation's error; only a malformed node selector leaves
+// the targets as they are.
+//
+// # Node labels
+//
+// The service controller calls UpdateLoadBalancer when the node set changes, but not when
+// only a Node's labels change, on which a node selector's targets depend.
+// WatchNodeLabels (which provider.Cloud's Initialize starts) watches the Nodes and, after
+// a label change, calls SyncNodeLabels, which does what UpdateLoadBalancer does for every
+// Service last seen with a node selector: nothing for those whose targets stay, one read
+// and one update for the others.
 //
 // # Building it
 //

@@ -1,6 +1,7 @@
 package loadbalancer
 
 import (
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // fuzzSeeds are good and bad values for every annotation.
@@ -25,6 +27,11 @@ var fuzzSeeds = map[string][]string{
 	AnnotationHealthCheckTimeout:            {"1s", "4s", "300s", "0s", "301s", "abc"},
 	AnnotationHealthCheckHealthyThreshold:   {"1", "2", "10", "0", "11", "two", ""},
 	AnnotationHealthCheckUnhealthyThreshold: {"1", "3", "10", "0", "11", " 5 ", "-3"},
+	AnnotationNodeSelector:                  {"pool=web", "pool in (a,b),!spot", "zone notin (z1)", "", "pool==a", "pool=", "=x", "pool in (", "a b", "pool=web,pool=db", strings.Repeat("k", 64) + "=v"},
+	AnnotationProtocol:                      {"TCP", "tls", "Http", "HTTPS", "", "UDP", "http2", " https "},
+	AnnotationTLSPorts:                      {"443", "https", "443,8443,web-tls", "", "0", "65536", "443,", "-https", "very-long-port-name", "a b"},
+	AnnotationTLSCertificates:               {"cert-1", "arn:aws:acm:eu-1:1:certificate/abc, cert-2", "", "a,a", "cert 1", "a,,b"},
+	AnnotationHostname:                      {"web.example.org", "a", " lb.example.com ", "", "203.0.113.7", "::1", "Web.example.org", "a..b", strings.Repeat("a.", 127) + "a", strings.Repeat("a", 64) + ".com"},
 }
 
 // FuzzParseAnnotations feeds two annotations (known names, unknown ones and others) to
@@ -120,6 +127,41 @@ func FuzzParseAnnotations(f *testing.F) {
 			assert.True(t, len(s.name) >= 1 && len(s.name) <= maxNameLength, "name %q", s.name)
 			assert.Regexp(t, `^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`, s.name)
 		}
+		if _, set := ok(AnnotationNodeSelector); set {
+			require.False(t, s.nodeSelector == nil, "an accepted selector is set (an empty one selects every node)")
+			again, err := labels.Parse(s.nodeSelector.String())
+			require.NoError(t, err, "the canonical form %q of an accepted selector parses", s.nodeSelector.String())
+			assert.Equal(t, s.nodeSelector.String(), again.String())
+			assert.False(t, s.nodeSelectorBad)
+		}
+		if _, bad := bad[prefix+AnnotationNodeSelector]; bad {
+			assert.True(t, s.nodeSelectorBad)
+		}
+		if _, set := ok(AnnotationProtocol); set {
+			assert.True(t, s.appProtocol.Valid(), "protocol %q", s.appProtocol)
+		}
+		if _, set := ok(AnnotationTLSPorts); set {
+			require.NotEmpty(t, s.tlsPorts)
+			for _, p := range s.tlsPorts {
+				n, err := strconv.Atoi(p)
+				assert.True(t, (err == nil && n >= 1 && n <= 65535) || (err != nil && len(p) <= 15 && p != ""), "tls port %q", p)
+			}
+		}
+		if _, set := ok(AnnotationTLSCertificates); set {
+			require.NotEmpty(t, s.certs)
+			assert.Len(t, slices.Compact(slices.Sorted(slices.Values(s.certs))), len(s.certs), "no certificate twice")
+			for _, c := range s.certs {
+				assert.NotEmpty(t, c)
+				assert.NotContains(t, c, " ")
+			}
+		}
+		if v, set := ok(AnnotationHostname); set {
+			assert.LessOrEqual(t, len(v), 253, "hostname %q", v)
+			assert.Nil(t, net.ParseIP(v), "hostname %q is an IP address", v)
+			for _, label := range strings.Split(v, ".") {
+				assert.Regexp(t, `^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`, label, "hostname %q", v)
+			}
+		}
 		if _, set := ok(AnnotationHealthCheckProtocol); set {
 			assert.True(t, s.hcProtocol.Valid(), "protocol %q", s.hcProtocol)
 		}
@@ -159,6 +201,10 @@ func FuzzParseAnnotations(f *testing.F) {
 			AnnotationHealthCheckTimeout:            s.hcTimeout == 0,
 			AnnotationHealthCheckHealthyThreshold:   s.hcHealthy == 0,
 			AnnotationHealthCheckUnhealthyThreshold: s.hcUnhealthy == 0,
+			AnnotationNodeSelector:                  s.nodeSelector == nil && !s.nodeSelectorBad,
+			AnnotationProtocol:                      s.appProtocol == "",
+			AnnotationTLSPorts:                      s.tlsPorts == nil,
+			AnnotationTLSCertificates:               s.certs == nil,
 		} {
 			if _, present := annotations[prefix+name]; !present {
 				assert.True(t, zero, "annotation %s is absent but set", name)

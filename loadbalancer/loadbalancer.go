@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,10 +30,14 @@ type LoadBalancer struct {
 	api  cloudapi.LoadBalancerAPI
 	opts Options
 	snap *snapshot
-	memo targetMemo // the targets of the last node set
+	memo targetMemo // the targets of the last node set, per node selector
 
-	mu    sync.Mutex
-	locks map[string]*serviceLock // by Service UID
+	// The whole keys of the annotations read outside parseAnnotations, made once.
+	hostnameKey, nodeSelectorKey string
+
+	mu        sync.Mutex
+	locks     map[string]*serviceLock    // by Service UID
+	selecting map[string]*corev1.Service // by UID: the Services last seen with a node selector
 }
 
 type serviceLock struct {
@@ -66,10 +71,13 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		opts.Clock = clock.RealClock{}
 	}
 	return &LoadBalancer{
-		api:   api,
-		opts:  opts,
-		snap:  newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock),
-		locks: map[string]*serviceLock{},
+		api:             api,
+		opts:            opts,
+		hostnameKey:     opts.AnnotationPrefix + AnnotationHostname,
+		nodeSelectorKey: opts.AnnotationPrefix + AnnotationNodeSelector,
+		snap:            newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock),
+		locks:           map[string]*serviceLock{},
+		selecting:       map[string]*corev1.Service{},
 	}, nil
 }
 
@@ -141,7 +149,9 @@ func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *cor
 // GetLoadBalancer reports whether the Service has a load balancer and its status. It
 // always asks the cloud (one list by owner tags), never the snapshot: the service
 // controller asks it whether there is anything to delete, and a stale "no" would leave a
-// load balancer behind. A cloud error is returned as it is, never as "no load balancer".
+// load balancer behind. A cloud error is returned as it is, never as "no load balancer";
+// a status that cannot be published (a cloud hostname the API server would refuse) is
+// logged and reported empty.
 func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	uid, err := serviceUID(svc)
 	if err != nil {
@@ -157,7 +167,14 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 	if len(found) == 0 {
 		return nil, false, nil
 	}
-	return l.status(svc, &found[0]), true, nil
+	st, err := l.status(svc, &found[0])
+	if err != nil {
+		// The service controller asks whether there is a load balancer to delete: a status
+		// it cannot publish must not keep the answer from it.
+		klog.FromContext(ctx).Info("Reporting the Service's load balancer without a status", "service", klog.KObj(svc), "err", err)
+		return &corev1.LoadBalancerStatus{}, true, nil
+	}
+	return st, true, nil
 }
 
 // EnsureLoadBalancer makes the Service's load balancer match the Service and nodes and
@@ -178,14 +195,15 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 		return nil, err
 	}
 	defer l.lock(uid)()
+	l.track(svc)
 
 	if current, ok := l.trusted(ctx, uid); ok {
-		want, err := l.desired(logger, svc, nodes, current)
+		want, _, err := l.desired(logger, svc, nodes, current)
 		if err != nil {
 			return nil, err
 		}
 		if cloudapi.DiffLoadBalancer(current.Spec, want).Empty() {
-			return l.status(svc, current), nil
+			return l.status(svc, current)
 		}
 	}
 
@@ -199,10 +217,10 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	case current.Status == cloudapi.LoadBalancerError:
 		// Not "not ready yet": let the service controller back off.
 		return nil, fmt.Errorf("load balancer %s of service %s/%s: the cloud reports status %s", current.ID, svc.Namespace, svc.Name, current.Status)
-	case current.Status != cloudapi.LoadBalancerActive || len(current.Addresses) == 0:
+	case current.Status != cloudapi.LoadBalancerActive || !reachable(current):
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", current.ID, current.Status), ProvisioningRetryDelay)
 	}
-	return l.status(svc, current), nil
+	return l.status(svc, current)
 }
 
 // ensure is EnsureLoadBalancer from a fresh read: it finds the Service's load balancers
@@ -221,7 +239,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	if len(found) > 0 {
 		current = &found[0]
 	}
-	want, err := l.desired(logger, svc, nodes, current)
+	want, _, err := l.desired(logger, svc, nodes, current)
 	if err != nil {
 		return nil, err
 	}
@@ -247,50 +265,66 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 // never creates a load balancer: when the Service has none, it returns an error matching
 // cloudapi.ErrNotFound, and the service controller's next sync of the Service creates it.
 func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) error {
-	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	uid, err := serviceUID(svc)
 	if err != nil {
 		return err
 	}
 	defer l.lock(uid)()
+	l.track(svc)
+	serr, err := l.updateNodes(ctx, svc, nodes)
+	if err != nil {
+		return err
+	}
+	return serr
+}
 
+// updateNodes is UpdateLoadBalancer under the Service's lock. It returns what is wrong
+// with the Service (serr: a malformed annotation, which does not keep the node set from
+// the targets) apart from what failed (err).
+func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node) (serr, err error) {
+	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
+	uid := string(svc.UID)
 	if current, ok := l.trusted(ctx, uid); ok {
 		want, serr := l.updateWant(logger, svc, nodes, current)
 		if cloudapi.DiffLoadBalancer(current.Spec, want).Empty() {
-			return serr
+			return serr, nil
 		}
 	}
 
 	found, err := l.find(ctx, svc)
 	if err != nil {
 		l.snap.forget(uid)
-		return err
+		return nil, err
 	}
 	if len(found) == 0 {
 		l.snap.record(uid)
-		return fmt.Errorf("service %s/%s has no load balancer with tags %s=%s, %s=%s to update: %w", svc.Namespace, svc.Name,
+		return nil, fmt.Errorf("service %s/%s has no load balancer with tags %s=%s, %s=%s to update: %w", svc.Namespace, svc.Name,
 			cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagService, svc.UID, cloudapi.ErrNotFound)
 	}
 	want, serr := l.updateWant(logger, svc, nodes, &found[0])
 	lb, err := l.update(ctx, logger, &found[0], want)
 	if err != nil {
 		l.snap.forget(uid)
-		return err
+		return nil, err
 	}
 	found[0] = *lb
 	l.snap.record(uid, pointers(found)...)
-	return serr
+	return serr, nil
 }
 
 // updateWant is what UpdateLoadBalancer makes of current: what the Service asks for, but
 // never a switch between internal and public (only EnsureLoadBalancer replaces). When an
-// annotation is malformed, it is current with the nodes as targets, and the Service's
-// error: removed nodes must not stay targets until the user fixes the annotation.
+// annotation is malformed, it is current with the nodes (that a well-formed node selector
+// selects) as targets, and the Service's error: removed nodes must not stay targets until
+// the user fixes the annotation. A malformed node selector leaves the targets as they are:
+// every node is not what its user asked for.
 func (l *LoadBalancer) updateWant(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, error) {
-	want, serr := l.desired(logger, svc, nodes, current)
+	want, s, serr := l.desired(logger, svc, nodes, current)
 	if serr != nil {
 		want = current.Spec.Clone()
-		want.Targets = l.targets(logger, svc, nodes)
+		if !s.nodeSelectorBad {
+			want.Targets = l.targets(logger, nodes, s.nodeSelector)
+		}
 	}
 	want.Internal = current.Spec.Internal
 	return want, serr
@@ -306,6 +340,7 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 		return err
 	}
 	defer l.lock(uid)()
+	l.untrack(uid)
 	found, err := l.find(ctx, svc)
 	if err != nil {
 		l.snap.forget(uid)
@@ -324,15 +359,19 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 
 // trusted returns the Service's load balancer from the snapshot when the snapshot may
 // stand in for a fresh read to find that there is nothing to do: it knows exactly one
-// load balancer of the Service, active and with addresses. Anything else (none,
-// duplicates, provisioning, status error, a failed call since) is read afresh.
+// load balancer of the Service, active and with addresses or a hostname. Anything else
+// (none, duplicates, provisioning, status error, a failed call since) is read afresh.
 func (l *LoadBalancer) trusted(ctx context.Context, uid string) (*cloudapi.LoadBalancer, bool) {
 	lbs, ok := l.snap.lookup(ctx, uid)
-	if !ok || len(lbs) != 1 || lbs[0].Status != cloudapi.LoadBalancerActive || len(lbs[0].Addresses) == 0 {
+	if !ok || len(lbs) != 1 || lbs[0].Status != cloudapi.LoadBalancerActive || !reachable(lbs[0]) {
 		return nil, false
 	}
 	return lbs[0], true
 }
+
+// reachable reports whether clients can reach the load balancer: it has addresses or a
+// hostname.
+func reachable(lb *cloudapi.LoadBalancer) bool { return len(lb.Addresses) > 0 || lb.Hostname != "" }
 
 // serviceUID returns the Service's UID, which its load balancer's owner tag holds.
 func serviceUID(svc *corev1.Service) (string, error) {
@@ -380,8 +419,8 @@ func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudap
 }
 
 // dropDuplicates deletes all but one of several load balancers of one Service, which only
-// a backend that lost track of a create can have made. It keeps the one whose address the
-// Service's status publishes, else the first by ID.
+// a backend that lost track of a create can have made. It keeps the one whose address or
+// hostname the Service's status publishes, else the first by ID.
 func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, svc *corev1.Service, found []cloudapi.LoadBalancer) ([]cloudapi.LoadBalancer, error) {
 	if len(found) < 2 {
 		return found, nil
@@ -389,7 +428,7 @@ func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, s
 	keep := 0
 	for i, lb := range found {
 		if slices.ContainsFunc(svc.Status.LoadBalancer.Ingress, func(in corev1.LoadBalancerIngress) bool {
-			return in.IP != "" && slices.Contains(lb.Addresses, in.IP)
+			return (in.IP != "" && slices.Contains(lb.Addresses, in.IP)) || (in.Hostname != "" && in.Hostname == lb.Hostname)
 		}) {
 			keep = i
 			break
@@ -434,6 +473,11 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 }
 
 // update writes the differences between current and want, if any.
+//
+// When the cloud refuses them as a request it cannot build (ErrInvalidRequest: a setting
+// its load balancers lack, such as TLS termination), the Service cannot have what it asks
+// for until its owner changes it; its targets must follow the nodes all the same. So when
+// want also changes the targets, update writes the targets alone, and returns the refusal.
 func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
 	changes := cloudapi.DiffLoadBalancer(current.Spec, want)
 	if changes.Empty() {
@@ -441,11 +485,35 @@ func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, current *
 	}
 	lb, err := l.api.UpdateLoadBalancer(ctx, current.ID, cloudapi.LoadBalancerUpdate{Spec: want, Changes: changes})
 	if err != nil {
-		return nil, fmt.Errorf("updating load balancer %s: %w", current.ID, err)
+		err = fmt.Errorf("updating load balancer %s: %w", current.ID, err)
+		if errors.Is(err, cloudapi.ErrInvalidRequest) {
+			l.updateTargetsOnly(ctx, logger, current, want, changes)
+		}
+		return nil, err
 	}
 	logger.V(2).Info("Updated load balancer", "loadBalancer", lb.ID, "addTargets", len(changes.AddTargets), "removeTargets", len(changes.RemoveTargets),
 		"addListeners", len(changes.AddListeners), "updateListeners", len(changes.UpdateListeners), "removeListeners", len(changes.RemoveListeners))
 	return lb, nil
+}
+
+// updateTargetsOnly writes want's targets onto current, after the cloud refused the
+// whole of changes, when they change the targets and something else. Its failure is
+// logged: the refusal is what the caller reports.
+func (l *LoadBalancer) updateTargetsOnly(ctx context.Context, logger klog.Logger, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, changes cloudapi.LoadBalancerChanges) {
+	only := cloudapi.LoadBalancerChanges{AddTargets: changes.AddTargets, RemoveTargets: changes.RemoveTargets}
+	others := changes
+	others.AddTargets, others.RemoveTargets = nil, nil
+	if only.Empty() || others.Empty() {
+		return // no target change, or nothing but: the refused request was this one
+	}
+	targetsOnly := current.Spec.Clone()
+	targetsOnly.Targets = want.Targets
+	if _, err := l.api.UpdateLoadBalancer(ctx, current.ID, cloudapi.LoadBalancerUpdate{Spec: targetsOnly, Changes: only}); err != nil {
+		logger.Error(err, "Updating the targets alone, after the cloud refused the Service's other changes", "loadBalancer", current.ID)
+		return
+	}
+	logger.Info("Updated the targets alone: the cloud refused the Service's other changes", "loadBalancer", current.ID,
+		"addTargets", len(only.AddTargets), "removeTargets", len(only.RemoveTargets))
 }
 
 // delete deletes a load balancer; one that is already gone is fine.
@@ -456,18 +524,47 @@ func (l *LoadBalancer) delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// status is the Service status of a load balancer: one ingress per address, with ipMode
-// Proxy when the load balancer sends the PROXY protocol (kube-proxy must then not
-// short-circuit in-cluster traffic to the address), VIP otherwise.
-func (l *LoadBalancer) status(_ *corev1.Service, lb *cloudapi.LoadBalancer) *corev1.LoadBalancerStatus {
+// status is the Service status of a load balancer:
+//   - the hostname annotation's name alone, when the Service has a valid one: kube-proxy
+//     then has no address to short-circuit and sends in-cluster traffic through the load
+//     balancer;
+//   - else one ingress per address, with ipMode Proxy when the load balancer sends the
+//     PROXY protocol (kube-proxy must then not short-circuit in-cluster traffic to the
+//     address), VIP otherwise; a hostname the cloud reports beside addresses is not
+//     published, so that every ingress is one address (a DNS controller publishing the
+//     status would otherwise mix address and alias records for one name);
+//   - else the cloud's hostname, for clouds whose load balancers are reached by name.
+//
+// A cloud hostname that the API server would refuse in the status is an error.
+func (l *LoadBalancer) status(svc *corev1.Service, lb *cloudapi.LoadBalancer) (*corev1.LoadBalancerStatus, error) {
+	if h := l.annotatedHostname(svc); h != "" {
+		return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: h}}}, nil
+	}
+	st := &corev1.LoadBalancerStatus{}
+	if len(lb.Addresses) == 0 && lb.Hostname != "" {
+		if err := checkHostname(lb.Hostname); err != nil {
+			return nil, fmt.Errorf("load balancer %s: the cloud reports the hostname %q, which a Service's status cannot hold: %w", lb.ID, lb.Hostname, err)
+		}
+		st.Ingress = append(st.Ingress, corev1.LoadBalancerIngress{Hostname: lb.Hostname})
+		return st, nil
+	}
 	mode := corev1.LoadBalancerIPModeVIP
 	if lb.Spec.ProxyProtocol {
 		mode = corev1.LoadBalancerIPModeProxy
 	}
-	st := &corev1.LoadBalancerStatus{}
 	for _, a := range lb.Addresses {
 		m := mode
 		st.Ingress = append(st.Ingress, corev1.LoadBalancerIngress{IP: a, IPMode: &m})
 	}
-	return st
+	return st, nil
+}
+
+// annotatedHostname returns the Service's hostname annotation, or "" when it has none or
+// a malformed one (which desired reports).
+func (l *LoadBalancer) annotatedHostname(svc *corev1.Service) string {
+	h := strings.TrimSpace(svc.Annotations[l.hostnameKey])
+	if h == "" || checkHostname(h) != nil {
+		return ""
+	}
+	return h
 }

@@ -209,6 +209,51 @@ func TestChangesApplyInPlace(t *testing.T) {
 	assert.Empty(t, lb.Spec.HealthCheck.Path)
 }
 
+func TestSessionAffinity(t *testing.T) {
+	e := newEnv(t, fake.Config{})
+	clientIP := func(timeout *int32) func(*corev1.Service) {
+		return func(s *corev1.Service) {
+			s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+			if timeout != nil {
+				s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: timeout}}
+			}
+		}
+	}
+	minute := int32(60)
+	svc := newService("web", clientIP(&minute))
+	e.ensure(t, svc, e.nodes)
+	lb := e.only(t)
+	assert.Equal(t, cloudapi.SessionAffinityClientIP, lb.Spec.SessionAffinity)
+	assert.Equal(t, time.Minute, lb.Spec.SessionAffinityTimeout)
+
+	before := e.cloud.Calls()
+	e.ensure(t, svc, e.nodes)
+	require.NoError(t, e.lb.UpdateLoadBalancer(t.Context(), "c", svc, e.nodes))
+	assert.Empty(t, e.cloud.Calls().Sub(before), "a converged Service with session affinity: no call")
+
+	for _, tc := range []struct {
+		name    string
+		svc     *corev1.Service
+		want    cloudapi.SessionAffinity
+		timeout time.Duration
+	}{
+		{"no config: the API server's default timeout", newService("web", clientIP(nil)), cloudapi.SessionAffinityClientIP, 3 * time.Hour},
+		{"None", newService("web"), cloudapi.SessionAffinityNone, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := e.cloud.Calls()
+			e.ensure(t, tc.svc, e.nodes)
+			assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: 1, cloudapi.OpUpdateLoadBalancer: 1}, e.cloud.Calls().Sub(before), "one read, one update")
+			hist := e.cloud.LoadBalancerHistory()
+			last := hist[len(hist)-1]
+			assert.Equal(t, cloudapi.LoadBalancerChanges{SessionAffinity: true}, last.Changes)
+			assert.True(t, last.ChangesMatch())
+			assert.Equal(t, tc.want, last.Spec.SessionAffinity)
+			assert.Equal(t, tc.timeout, last.Spec.SessionAffinityTimeout)
+		})
+	}
+}
+
 func TestForeignTagsAreKept(t *testing.T) {
 	e := newEnv(t, fake.Config{})
 	svc := newService("web")

@@ -178,7 +178,10 @@ func (c *Cloud) Config() Config { return c.cfg }
 // after leader election, before any controller runs; nothing cloud-facing happens before.
 // The recorder stops when stop closes. The sub-interfaces report problems through their
 // errors, which the upstream controllers turn into events on the Service or Node; the
-// recorder is there for what ccmkit has to say beyond an error.
+// recorder is there for what ccmkit has to say beyond an error. When load balancers are
+// on, it also starts the load balancers' watch of Node labels with the same client (see
+// loadbalancer.LoadBalancer.WatchNodeLabels: the service controller does not sync a
+// Service's targets when only a Node's labels change), which stops when stop closes.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logger := klog.FromContext(ctx).WithValues("provider", c.opts.ProviderName)
@@ -195,6 +198,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	c.mu.Lock()
 	c.recorder = recorder
 	c.mu.Unlock()
+	if c.lbs != nil {
+		c.lbs.WatchNodeLabels(ctx, kube)
+	}
 	go func() {
 		<-stop
 		broadcaster.Shutdown()

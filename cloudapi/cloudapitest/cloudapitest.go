@@ -38,6 +38,8 @@ type Option func(*options)
 type options struct {
 	provisioningReads int
 	addresses         int
+	hostnames         bool // every active load balancer has a hostname
+	noAddresses       bool // no load balancer has an address
 }
 
 // WithProvisioningReads sets how many GetLoadBalancer reads at most a new load balancer
@@ -53,6 +55,22 @@ func WithProvisioningReads(n int) Option {
 // min(n, 32) dual-stack load balancers at once; n below 1 counts as 1.
 func WithAddresses(n int) Option {
 	return func(o *options) { o.addresses = max(n, 1) }
+}
+
+// WithHostnames says that the backend's cloud gives every load balancer a hostname
+// (cloudapi.LoadBalancer.Hostname): the suite then requires one on every active load
+// balancer, in every answer, so an adapter that drops the cloud's hostname fails. Without
+// it, a hostname is checked only where the backend reports one.
+func WithHostnames() Option {
+	return func(o *options) { o.hostnames = true }
+}
+
+// WithoutAddresses says that the backend's load balancers are reached by their hostname
+// alone and have no addresses, as AWS's are: the suite then requires no address on any
+// load balancer, skips the address checks, and expects a spec with RequestedIPs to be
+// refused with ErrInvalidRequest. It implies WithHostnames.
+func WithoutAddresses() Option {
+	return func(o *options) { o.hostnames, o.noAddresses = true, true }
 }
 
 // suite carries what every check needs.

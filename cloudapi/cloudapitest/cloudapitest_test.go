@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/cloudapitest"
+	"github.com/ccmkit/ccmkit/fake"
 )
 
 // Environment variables of the child process that runs the suite against a broken backend.
@@ -34,7 +35,104 @@ const (
 	bugIgnoreCanceled  bug = "ignore-canceled"   // a canceled context reads as not found
 	bugSharedInstances bug = "shared-instances"  // GetInstance returns the stored instance itself
 	bugIgnoreTagFilter bug = "ignore-tag-filter" // ListInstances returns everything
+
+	// The load balancer bugs of an adapter whose wire format lacks a field (dropper).
+	bugDropAffinity bug = "lb-drop-affinity" // specs lose their session affinity on the way to the cloud
+	bugDropHostname bug = "lb-drop-hostname" // answers lose the cloud's hostname
+	bugDropCerts    bug = "lb-drop-certs"    // listeners lose their certificates after the first
+	bugDropApp      bug = "lb-drop-app"      // answers lose the listeners' application protocol
 )
+
+// dropper is a fake cloud behind an adapter that loses a part of every load balancer spec
+// it sends (in) or every load balancer it answers (out), as an adapter whose wire format
+// lacks a field does.
+type dropper struct {
+	*fake.Cloud
+	in  func(*cloudapi.LoadBalancerSpec)
+	out func(*cloudapi.LoadBalancer)
+}
+
+// newDropper returns the backend of a load balancer bug and the suite's options for it.
+func newDropper(b bug) (cloudapitest.NewBackend, []cloudapitest.Option) {
+	var cfg fake.Config
+	d := dropper{in: func(*cloudapi.LoadBalancerSpec) {}, out: func(*cloudapi.LoadBalancer) {}}
+	var opts []cloudapitest.Option
+	switch b {
+	case bugDropAffinity:
+		d.in = func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity, s.SessionAffinityTimeout = "", 0 }
+	case bugDropCerts:
+		d.in = func(s *cloudapi.LoadBalancerSpec) {
+			for i := range s.Listeners {
+				if len(s.Listeners[i].Certificates) > 1 {
+					s.Listeners[i].Certificates = s.Listeners[i].Certificates[:1]
+				}
+			}
+		}
+	case bugDropApp:
+		d.out = func(lb *cloudapi.LoadBalancer) {
+			for i := range lb.Spec.Listeners {
+				lb.Spec.Listeners[i].AppProtocol = ""
+			}
+		}
+	case bugDropHostname:
+		cfg.Hostnames.Domain = "lb.example.com"
+		d.out = func(lb *cloudapi.LoadBalancer) { lb.Hostname = "" }
+		opts = append(opts, cloudapitest.WithHostnames())
+	}
+	return func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
+		cloud, err := fake.New(cfg)
+		require.NoError(t, err)
+		for _, inst := range f.Instances {
+			require.NoError(t, cloud.AddInstance(inst))
+		}
+		c := d
+		c.Cloud = cloud
+		return c
+	}, opts
+}
+
+func (d dropper) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) {
+	api, ok := d.Cloud.LoadBalancers()
+	return dropperLBs{api, d}, ok
+}
+
+type dropperLBs struct {
+	cloudapi.LoadBalancerAPI
+	d dropper
+}
+
+func (a dropperLBs) answer(lb *cloudapi.LoadBalancer, err error) (*cloudapi.LoadBalancer, error) {
+	if lb != nil {
+		a.d.out(lb)
+	}
+	return lb, err
+}
+
+func (a dropperLBs) GetLoadBalancer(ctx context.Context, id string) (*cloudapi.LoadBalancer, error) {
+	return a.answer(a.LoadBalancerAPI.GetLoadBalancer(ctx, id))
+}
+
+func (a dropperLBs) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+	p, err := a.LoadBalancerAPI.ListLoadBalancers(ctx, opts)
+	if p != nil {
+		for i := range p.Items {
+			a.d.out(&p.Items[i])
+		}
+	}
+	return p, err
+}
+
+func (a dropperLBs) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	spec = spec.Clone()
+	a.d.in(&spec)
+	return a.answer(a.LoadBalancerAPI.CreateLoadBalancer(ctx, spec))
+}
+
+func (a dropperLBs) UpdateLoadBalancer(ctx context.Context, id string, u cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+	u.Spec = u.Spec.Clone()
+	a.d.in(&u.Spec)
+	return a.answer(a.LoadBalancerAPI.UpdateLoadBalancer(ctx, id, u))
+}
 
 // tinyCloud is an in-memory instances-only backend, correct unless told to break.
 type tinyCloud struct {
@@ -124,7 +222,13 @@ func TestBrokenBackendChild(t *testing.T) {
 	if os.Getenv(envChild) != "1" {
 		t.Skip("runs only as the child process of TestSuiteFailsBrokenBackend")
 	}
-	cloudapitest.Run(t, newTiny(bug(os.Getenv(envBug))))
+	b := bug(os.Getenv(envBug))
+	if strings.HasPrefix(string(b), "lb-") {
+		backend, opts := newDropper(b)
+		cloudapitest.Run(t, backend, opts...)
+		return
+	}
+	cloudapitest.Run(t, newTiny(b))
 }
 
 // TestSuiteFailsBrokenBackend proves that the suite can fail: it runs the suite against
@@ -147,6 +251,14 @@ func TestSuiteFailsBrokenBackend(t *testing.T) {
 			"answers must be copies"},
 		{bugIgnoreTagFilter, "TestBrokenBackendChild/instances/list_tag_filter",
 			"carry every tag in opts.Tags"},
+		{bugDropAffinity, "TestBrokenBackendChild/loadbalancers/optional_settings_are_kept_or_refused/session_affinity_ClientIP",
+			`CreateLoadBalancer with session affinity ClientIP, as it answered: broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`},
+		{bugDropCerts, "TestBrokenBackendChild/loadbalancers/optional_settings_are_kept_or_refused/a_TLS_listener_with_two_certificates",
+			`CreateLoadBalancer with a TLS listener with two certificates, as it answered: broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`},
+		{bugDropApp, "TestBrokenBackendChild/loadbalancers/optional_settings_are_kept_or_refused/an_HTTP_listener",
+			`CreateLoadBalancer with an HTTP listener, as it answered: broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`},
+		{bugDropHostname, "TestBrokenBackendChild/loadbalancers/becomes_active_with_an_address_of_every_requested_family/families_[]",
+			`broke "Hostname is the DNS name the cloud gives the load balancer": none, but the suite runs WithHostnames`},
 	} {
 		t.Run(string(tc.bug)+"/"+tc.wantSubtest[strings.LastIndex(tc.wantSubtest, "/")+1:], func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenBackendChild$", "-test.v", "-test.count=1")

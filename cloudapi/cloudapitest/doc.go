@@ -22,7 +22,11 @@
 //     requested family; names and addresses are unique, also under concurrent creates;
 //     unknown IDs are ErrNotFound, duplicate names ErrConflict, impossible specs
 //     ErrInvalidRequest; owner tags find exactly the owned load balancers; paging holds
-//     over a set that changes between pages.
+//     over a set that changes between pages. The optional settings (session affinity, a
+//     TLS listener with two certificates, an HTTP listener, an HTTPS listener)
+//     are either kept exactly through create, get, list and updates that remove and add
+//     them, or refused with ErrInvalidRequest by create and update alike: a backend that
+//     stores a spec without a part it was given fails.
 //   - routes (skipped when Client.Routes reports false): create, list and delete
 //     round-trip, IPv4 and IPv6; duplicate destinations are ErrConflict, malformed CIDRs
 //     and unknown targets ErrInvalidRequest, unknown IDs ErrNotFound; tag filters and

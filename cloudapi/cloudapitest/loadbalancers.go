@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -147,7 +150,7 @@ func (s *suite) waitActiveErr(ctx context.Context, api cloudapi.LoadBalancerAPI,
 		}
 		lb = got
 	}
-	if err := checkAddresses(lb); err != nil {
+	if err := s.checkActive(lb); err != nil {
 		return nil, err
 	}
 	return lb, nil
@@ -159,6 +162,43 @@ func families(spec cloudapi.LoadBalancerSpec) []cloudapi.IPFamily {
 		return []cloudapi.IPFamily{cloudapi.IPv4}
 	}
 	return spec.IPFamilies
+}
+
+// checkActive checks the addresses and the hostname of an active load balancer against
+// its families and the suite's options.
+func (s *suite) checkActive(lb *cloudapi.LoadBalancer) error {
+	if err := s.checkHostname(lb); err != nil {
+		return err
+	}
+	if s.opts.noAddresses {
+		if len(lb.Addresses) > 0 {
+			return fmt.Errorf("active load balancer %q (%s) has addresses %v, but the suite runs WithoutAddresses", lb.ID, lb.Spec.Name, lb.Addresses)
+		}
+		return nil
+	}
+	return checkAddresses(lb)
+}
+
+// checkHostname checks the hostname of an active load balancer.
+func (s *suite) checkHostname(lb *cloudapi.LoadBalancer) error {
+	h := lb.Hostname
+	prefix := fmt.Sprintf("active load balancer %q (%s) with hostname %q", lb.ID, lb.Spec.Name, h)
+	switch {
+	case h == "" && s.opts.hostnames:
+		return fmt.Errorf("%s: broke \"Hostname is the DNS name the cloud gives the load balancer\": none, but the suite runs WithHostnames (does the adapter drop the cloud's hostname?)", prefix)
+	case h == "":
+		return nil
+	case net.ParseIP(h) != nil:
+		return fmt.Errorf("%s: broke \"Hostname ... never an IP address\"", prefix)
+	}
+	msgs := validation.IsDNS1123Subdomain(h)
+	for label := range strings.SplitSeq(h, ".") {
+		msgs = append(msgs, validation.IsDNS1123Label(label)...)
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("%s: broke \"Hostname ... lower case, a DNS subdomain of at most 253 characters\": %s", prefix, strings.Join(msgs, "; "))
+	}
+	return nil
 }
 
 // checkAddresses checks the addresses of an active load balancer against its families.
@@ -200,8 +240,11 @@ func checkAddresses(lb *cloudapi.LoadBalancer) error {
 // scribbleLB changes every field of lb that a backend could share with its own state.
 func scribbleLB(lb *cloudapi.LoadBalancer) {
 	lb.Spec.Name = "scribbled"
-	if len(lb.Spec.Listeners) > 0 {
-		lb.Spec.Listeners[0].Port = 1
+	for i := range lb.Spec.Listeners {
+		lb.Spec.Listeners[i].Port = 1
+		if len(lb.Spec.Listeners[i].Certificates) > 0 {
+			lb.Spec.Listeners[i].Certificates[0] = "scribbled"
+		}
 	}
 	if len(lb.Spec.Targets) > 0 {
 		lb.Spec.Targets[0] = "scribbled"
@@ -268,6 +311,12 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 				spec := lbSpec("ct-active", withFamilies(fams...))
 				lb := s.waitActive(t, api, createLB(t, api, spec))
 				requireSpec(t, spec, lb.Spec, "GetLoadBalancer of an active load balancer: the spec changed while provisioning")
+				listed := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: spec.Tags}, 1)
+				require.Len(t, listed, 1)
+				assert.Equal(t, lb.Hostname, listed[0].Hostname,
+					"ListLoadBalancers and GetLoadBalancer disagree on the hostname: broke \"returns it as the cloud stored it\"")
+				assert.ElementsMatch(t, lb.Addresses, listed[0].Addresses,
+					"ListLoadBalancers and GetLoadBalancer disagree on the addresses")
 			})
 		}
 	})
@@ -311,6 +360,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		require.NoError(t, err, "UpdateLoadBalancer of listeners, targets, health check, source ranges, PROXY protocol and tags")
 		require.NotNil(t, updated, "UpdateLoadBalancer returned nil and no error")
 		assert.Equal(t, old.ID, updated.ID, "UpdateLoadBalancer: the ID changed; it is \"unique, immutable\"")
+		assert.Equal(t, old.Hostname, updated.Hostname, "UpdateLoadBalancer: broke \"a hostname, once given, does not change\"")
 		requireSpec(t, desired, updated.Spec,
 			"UpdateLoadBalancer: broke \"changes the load balancer ... so that it matches update.Spec, and returns it as the cloud stored it\"")
 		assert.NotEqual(t, cloudapi.LoadBalancerError, updated.Status, "UpdateLoadBalancer left the load balancer in status error")
@@ -322,6 +372,12 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		found := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: map[string]string{"extra": "yes"}}, 1)
 		assert.Equal(t, []string{old.ID}, ids(found, lbID),
 			"ListLoadBalancers by a tag added by UpdateLoadBalancer: broke \"returns one page of the load balancers that carry every tag\"")
+	})
+
+	t.Run("optional settings are kept or refused", func(t *testing.T) {
+		for _, o := range optionalSettings() {
+			t.Run(o.name, func(t *testing.T) { s.checkOptional(t, o) })
+		}
 	})
 
 	t.Run("update with an invalid spec is an invalid request", func(t *testing.T) {
@@ -453,6 +509,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		n := min(s.opts.addresses, maxUniquenessLBs)
 		first := s.createActiveConcurrently(t, api, "ct-unique", n)
 		requireDistinctAddresses(t, first, "after concurrent creates")
+		requireDistinctHostnames(t, first)
 
 		// Release half of them and take as many again: the new ones must not get an
 		// address that a load balancer still holds.
@@ -465,6 +522,12 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 
 	t.Run("requested address", func(t *testing.T) {
 		api := s.lbBackend(t)
+		if s.opts.noAddresses {
+			_, err := api.CreateLoadBalancer(t.Context(), lbSpec("ct-req", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{"203.0.113.10"} }))
+			requireClass(t, err, cloudapi.ErrInvalidRequest,
+				"CreateLoadBalancer requesting an address of a cloud without load balancer addresses (WithoutAddresses): broke \"ErrInvalidRequest when the spec cannot be built\"")
+			return
+		}
 		holder := s.waitActive(t, api, createLB(t, api, lbSpec("ct-req-holder")))
 		addr := holder.Addresses[0]
 		_, err := api.CreateLoadBalancer(t.Context(), lbSpec("ct-req-clash", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{addr} }))
@@ -494,6 +557,11 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			{"health check protocol ICMP", func(s *cloudapi.LoadBalancerSpec) { s.HealthCheck.Protocol = "ICMP" }},
 			{"requested IP not an address", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{"not-an-ip"} }},
 			{"source range not a CIDR", func(s *cloudapi.LoadBalancerSpec) { s.SourceRanges = []string{"10.0.0.0/33"} }},
+			{"session affinity Sticky", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity = "Sticky" }},
+			{"application protocol QUIC", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = "QUIC" }},
+			{"a TLS listener without certificates", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolTLS }},
+			{"certificates on a listener that terminates no TLS", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].Certificates = []string{"cert-a"} }},
+			{"an HTTP listener over UDP", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[1].AppProtocol = cloudapi.AppProtocolHTTP }},
 		} {
 			_, err := api.CreateLoadBalancer(t.Context(), lbSpec("ct-invalid", tc.tweak))
 			requireClass(t, err, cloudapi.ErrInvalidRequest,
@@ -542,6 +610,20 @@ func (s *suite) createActiveConcurrently(t testing.TB, api cloudapi.LoadBalancer
 		require.NoError(t, err, "concurrent CreateLoadBalancer: broke \"Implementations must be safe for concurrent use by many goroutines\"")
 	}
 	return out
+}
+
+// requireDistinctHostnames fails t when two load balancers have the same hostname.
+func requireDistinctHostnames(t testing.TB, lbs []*cloudapi.LoadBalancer) {
+	t.Helper()
+	holder := map[string]string{}
+	for _, lb := range lbs {
+		if lb.Hostname == "" {
+			continue
+		}
+		other, taken := holder[lb.Hostname]
+		require.Falsef(t, taken, "load balancers %q and %q have the same hostname %q: a hostname names one load balancer", other, lb.ID, lb.Hostname)
+		holder[lb.Hostname] = lb.ID
+	}
 }
 
 // requireDistinctAddresses fails t when two load balancers hold the same address.
@@ -605,5 +687,84 @@ func checkChangingSet[T any](t *testing.T, op cloudapi.Operation, list lister[T]
 		assert.Containsf(t, got, k,
 			"%s: broke \"a page token ... continues after the last item of the page\": %q, which existed throughout and sorts after the first page (token after %q), is missing",
 			op, k, cut)
+	}
+}
+
+// optionalSetting is a part of the spec that a cloud may lack. A backend either stores it
+// exactly, or refuses every spec holding it with ErrInvalidRequest.
+type optionalSetting struct {
+	name  string
+	tweak func(*cloudapi.LoadBalancerSpec)
+}
+
+// optionalSettings are the parts of the spec beyond what every cloud offers.
+func optionalSettings() []optionalSetting {
+	return []optionalSetting{
+		{"session affinity ClientIP", func(s *cloudapi.LoadBalancerSpec) {
+			s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, 3*time.Hour
+		}},
+		{"a TLS listener with two certificates", func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{"cert-b", "cert-a"}
+		}},
+		{"an HTTP listener", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTP }},
+		{"an HTTPS listener with a certificate", func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners = append(s.Listeners, cloudapi.Listener{Name: "https", Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443,
+				AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: []string{"cert-a"}})
+		}},
+	}
+}
+
+// neverDrops is the promise a backend breaks when it stores a spec without a part it was
+// given.
+const neverDrops = `broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`
+
+// checkOptional creates a load balancer with the setting, reads it back in every way,
+// updates it away and back; or, when the backend refuses it, checks that the refusal is
+// ErrInvalidRequest for both create and update and changed nothing.
+func (s *suite) checkOptional(t *testing.T, o optionalSetting) {
+	api := s.lbBackend(t)
+	want := lbSpec("ct-optional", o.tweak)
+	lb, err := api.CreateLoadBalancer(t.Context(), want.Clone())
+	if err != nil {
+		requireClass(t, err, cloudapi.ErrInvalidRequest,
+			"CreateLoadBalancer with %s: a backend that cannot build it must refuse it: \"ErrInvalidRequest when the spec cannot be built\"", o.name)
+		assert.Empty(t, s.listAllLBs(t, api, cloudapi.ListOptions{}, 1), "CreateLoadBalancer refused with ErrInvalidRequest created a load balancer anyway")
+		t.Logf("the backend refuses %s with ErrInvalidRequest: %v", o.name, err)
+
+		plain := s.waitActive(t, api, createLB(t, api, lbSpec("ct-optional")))
+		_, err = api.UpdateLoadBalancer(t.Context(), plain.ID,
+			cloudapi.LoadBalancerUpdate{Spec: want.Clone(), Changes: cloudapi.DiffLoadBalancer(plain.Spec, want)})
+		requireClass(t, err, cloudapi.ErrInvalidRequest,
+			"UpdateLoadBalancer to %s, which CreateLoadBalancer refuses: \"ErrInvalidRequest when the cloud cannot build update.Spec\"", o.name)
+		got, err := api.GetLoadBalancer(t.Context(), plain.ID)
+		require.NoError(t, err)
+		requireSpec(t, plain.Spec, got.Spec, "UpdateLoadBalancer refused with ErrInvalidRequest changed the load balancer")
+		return
+	}
+	require.NotNil(t, lb, "CreateLoadBalancer returned nil and no error")
+	requireSpec(t, want, lb.Spec, "CreateLoadBalancer with %s, as it answered: %s", o.name, neverDrops)
+	scribbleLB(lb) // answers are copies, certificates too
+	lb, err = api.GetLoadBalancer(t.Context(), lb.ID)
+	require.NoError(t, err)
+	requireSpec(t, want, lb.Spec, "GetLoadBalancer after the caller changed the create's answer: answers must be copies")
+	lb = s.waitActive(t, api, lb)
+	requireSpec(t, want, lb.Spec, "GetLoadBalancer of a load balancer created with %s: %s", o.name, neverDrops)
+	listed := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: want.Tags}, 1)
+	require.Len(t, listed, 1)
+	requireSpec(t, want, listed[0].Spec, "ListLoadBalancers of a load balancer created with %s: %s", o.name, neverDrops)
+
+	// Away and back: an update must carry the setting both ways.
+	plain := lbSpec("ct-optional")
+	for _, to := range []struct {
+		what string
+		spec cloudapi.LoadBalancerSpec
+	}{{"without " + o.name, plain}, {"with " + o.name + " again", want}} {
+		got, err := api.UpdateLoadBalancer(t.Context(), lb.ID,
+			cloudapi.LoadBalancerUpdate{Spec: to.spec.Clone(), Changes: cloudapi.DiffLoadBalancer(lb.Spec, to.spec)})
+		require.NoErrorf(t, err, "UpdateLoadBalancer %s", to.what)
+		requireSpec(t, to.spec, got.Spec, "UpdateLoadBalancer %s, as it answered: %s", to.what, neverDrops)
+		lb, err = api.GetLoadBalancer(t.Context(), lb.ID)
+		require.NoError(t, err)
+		requireSpec(t, to.spec, lb.Spec, "GetLoadBalancer after UpdateLoadBalancer %s: %s", to.what, neverDrops)
 	}
 }

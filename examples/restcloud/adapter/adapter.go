@@ -153,10 +153,12 @@ func listQuery(opts cloudapi.ListOptions) string {
 // field names (decoding ignores case), so they decode into cloudapi types as they are.
 type (
 	listener struct {
-		Name       string            `json:"name"`
-		Protocol   cloudapi.Protocol `json:"protocol"`
-		Port       int32             `json:"port"`
-		TargetPort int32             `json:"targetPort"`
+		Name         string               `json:"name"`
+		Protocol     cloudapi.Protocol    `json:"protocol"`
+		Port         int32                `json:"port"`
+		TargetPort   int32                `json:"targetPort"`
+		AppProtocol  cloudapi.AppProtocol `json:"appProtocol"`
+		Certificates []string             `json:"certificates"`
 	}
 	healthCheck struct {
 		Protocol           cloudapi.HealthCheckProtocol `json:"protocol"`
@@ -168,21 +170,24 @@ type (
 		UnhealthyThreshold int32                        `json:"unhealthyThreshold"`
 	}
 	lbSpec struct {
-		Name          string              `json:"name"`
-		Internal      bool                `json:"internal"`
-		Listeners     []listener          `json:"listeners"`
-		Targets       []string            `json:"targets"`
-		HealthCheck   *healthCheck        `json:"healthCheck,omitempty"`
-		SourceRanges  []string            `json:"sourceRanges"`
-		ProxyProtocol bool                `json:"proxyProtocol"`
-		IPFamilies    []cloudapi.IPFamily `json:"ipFamilies"`
-		RequestedIPs  []string            `json:"requestedIPs"`
-		Tags          map[string]string   `json:"tags"`
+		Name          string                   `json:"name"`
+		Internal      bool                     `json:"internal"`
+		Listeners     []listener               `json:"listeners"`
+		Targets       []string                 `json:"targets"`
+		HealthCheck   *healthCheck             `json:"healthCheck,omitempty"`
+		SourceRanges  []string                 `json:"sourceRanges"`
+		ProxyProtocol bool                     `json:"proxyProtocol"`
+		IPFamilies    []cloudapi.IPFamily      `json:"ipFamilies"`
+		RequestedIPs  []string                 `json:"requestedIPs"`
+		Tags          map[string]string        `json:"tags"`
+		Affinity      cloudapi.SessionAffinity `json:"sessionAffinity"`
+		AffinityMs    int64                    `json:"sessionAffinityTimeoutMillis"`
 	}
 	loadBalancer struct {
 		ID string `json:"id"`
 		lbSpec
 		Addresses []string                    `json:"addresses"`
+		Hostname  string                      `json:"hostname"`
 		Status    cloudapi.LoadBalancerStatus `json:"status"`
 	}
 	routeSpec struct {
@@ -199,8 +204,8 @@ type (
 )
 
 func toLBSpec(s cloudapi.LoadBalancerSpec) lbSpec {
-	w := lbSpec{s.Name, s.Internal, convert(s.Listeners, func(l cloudapi.Listener) listener { return listener(l) }),
-		s.Targets, nil, s.SourceRanges, s.ProxyProtocol, s.IPFamilies, s.RequestedIPs, s.Tags}
+	w := lbSpec{s.Name, s.Internal, convert(s.Listeners, func(l cloudapi.Listener) listener { return listener(l) }), s.Targets, nil,
+		s.SourceRanges, s.ProxyProtocol, s.IPFamilies, s.RequestedIPs, s.Tags, s.SessionAffinity, s.SessionAffinityTimeout.Milliseconds()}
 	if hc := s.HealthCheck; hc != nil {
 		w.HealthCheck = &healthCheck{hc.Protocol, hc.Port, hc.Path, hc.Interval.Milliseconds(),
 			hc.Timeout.Milliseconds(), hc.HealthyThreshold, hc.UnhealthyThreshold}
@@ -209,16 +214,16 @@ func toLBSpec(s cloudapi.LoadBalancerSpec) lbSpec {
 }
 
 func (w loadBalancer) cloud() cloudapi.LoadBalancer {
-	s := cloudapi.LoadBalancerSpec{Name: w.Name, Internal: w.Internal, Targets: w.Targets,
-		Listeners:    convert(w.Listeners, func(l listener) cloudapi.Listener { return cloudapi.Listener(l) }),
-		SourceRanges: w.SourceRanges, ProxyProtocol: w.ProxyProtocol, IPFamilies: w.IPFamilies,
-		RequestedIPs: w.RequestedIPs, Tags: w.Tags}
+	s := cloudapi.LoadBalancerSpec{Name: w.Name, Internal: w.Internal, Targets: w.Targets, SourceRanges: w.SourceRanges,
+		Listeners:     convert(w.Listeners, func(l listener) cloudapi.Listener { return cloudapi.Listener(l) }),
+		ProxyProtocol: w.ProxyProtocol, IPFamilies: w.IPFamilies, RequestedIPs: w.RequestedIPs, Tags: w.Tags,
+		SessionAffinity: w.Affinity, SessionAffinityTimeout: time.Duration(w.AffinityMs) * time.Millisecond}
 	if hc := w.HealthCheck; hc != nil {
 		s.HealthCheck = &cloudapi.HealthCheck{Protocol: hc.Protocol, Port: hc.Port, Path: hc.Path,
 			Interval: time.Duration(hc.IntervalMillis) * time.Millisecond, Timeout: time.Duration(hc.TimeoutMillis) * time.Millisecond,
 			HealthyThreshold: hc.HealthyThreshold, UnhealthyThreshold: hc.UnhealthyThreshold}
 	}
-	return cloudapi.LoadBalancer{ID: w.ID, Spec: s, Addresses: w.Addresses, Status: w.Status}
+	return cloudapi.LoadBalancer{ID: w.ID, Spec: s, Addresses: w.Addresses, Hostname: w.Hostname, Status: w.Status}
 }
 
 // convert maps every item of in with f.

@@ -78,12 +78,15 @@ func TestContract(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		backend cloudapitest.NewBackend
+		opts    []cloudapitest.Option
 	}{
-		{"plain", newBackend(fake.Config{}, plain)},
-		{"server latency", newBackend(fake.Config{}, withLatency)},
-		{"provisioning 3 reads, small pages", newBackend(fake.Config{PageSize: 5, Provisioning: fake.Provisioning{Reads: 3}}, plain)},
+		{"plain", newBackend(fake.Config{}, plain), nil},
+		{"server latency", newBackend(fake.Config{}, withLatency), nil},
+		{"provisioning 3 reads, small pages", newBackend(fake.Config{PageSize: 5, Provisioning: fake.Provisioning{Reads: 3}}, plain), nil},
+		{"hostnames without addresses", newBackend(fake.Config{Hostnames: fake.Hostnames{Domain: "lb.example.com", WithoutAddresses: true}}, plain),
+			[]cloudapitest.Option{cloudapitest.WithoutAddresses()}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { cloudapitest.Run(t, tc.backend) })
+		t.Run(tc.name, func(t *testing.T) { cloudapitest.Run(t, tc.backend, tc.opts...) })
 	}
 }
 

@@ -33,18 +33,21 @@
 //
 //	Instance      {"id", "name", "type", "zone", "region", "state",
 //	               "addresses": [{"type", "address"}], "tags": {"k": "v"}}
-//	LoadBalancer  {"id", "status", "addresses": ["203.0.113.1"], and the spec's fields}
-//	LB spec       {"name", "internal", "listeners": [{"name", "protocol", "port", "targetPort"}],
+//	LoadBalancer  {"id", "status", "addresses": ["203.0.113.1"], "hostname": "lb-1.example.com"
+//	               (absent when the cloud gives none), and the spec's fields}
+//	LB spec       {"name", "internal", "listeners": [{"name", "protocol", "port", "targetPort",
+//	               "appProtocol": "", "TLS", "HTTP" or "HTTPS", "certificates": ["cert-1"]}],
 //	               "targets": ["i-1"], "healthCheck": {"protocol", "port", "path",
 //	               "intervalMillis", "timeoutMillis", "healthyThreshold", "unhealthyThreshold"},
-//	               "sourceRanges", "proxyProtocol", "ipFamilies", "requestedIPs", "tags"}
+//	               "sourceRanges", "proxyProtocol", "ipFamilies", "requestedIPs", "tags",
+//	               "sessionAffinity": "" or "ClientIP", "sessionAffinityTimeoutMillis"}
 //	Route         {"id", "blackhole", and the spec's fields}
 //	Route spec    {"name", "destinationCIDR", "targetInstanceID", "targetAddress", "tags"}
 //	Page          {"items": [...], "nextPageToken": "T"}
 //	Error         {"code": "not_found", "message": "..."}
 //
 // POST and PUT of a load balancer take its spec; PUT replaces the whole spec. POST of a
-// route takes its spec. Health check durations are whole milliseconds.
+// route takes its spec. Health check and session affinity durations are whole milliseconds.
 //
 // # Status codes
 //

@@ -134,6 +134,10 @@ type (
 		Protocol   string `json:"protocol"`
 		Port       int32  `json:"port"`
 		TargetPort int32  `json:"targetPort"`
+		// AppProtocol is "", "TLS", "HTTP" or "HTTPS"; Certificates are the certificate
+		// IDs of a listener that terminates TLS.
+		AppProtocol  string   `json:"appProtocol,omitempty"`
+		Certificates []string `json:"certificates,omitempty"`
 	}
 	healthCheck struct {
 		Protocol           string `json:"protocol"`
@@ -155,11 +159,15 @@ type (
 		IPFamilies    []string          `json:"ipFamilies"`
 		RequestedIPs  []string          `json:"requestedIPs"`
 		Tags          map[string]string `json:"tags"`
+		// SessionAffinity is "" or "ClientIP", with its timeout in whole milliseconds.
+		SessionAffinity              string `json:"sessionAffinity,omitempty"`
+		SessionAffinityTimeoutMillis int64  `json:"sessionAffinityTimeoutMillis,omitempty"`
 	}
 	loadBalancer struct {
 		ID string `json:"id"`
 		lbSpec
 		Addresses []string `json:"addresses"`
+		Hostname  string   `json:"hostname,omitempty"`
 		Status    string   `json:"status"`
 	}
 	routeSpec struct {
@@ -195,12 +203,13 @@ func toInstance(in cloudapi.Instance) instance {
 
 func toLoadBalancer(in cloudapi.LoadBalancer) loadBalancer {
 	s := in.Spec
-	out := loadBalancer{ID: in.ID, Addresses: in.Addresses, Status: string(in.Status), lbSpec: lbSpec{
+	out := loadBalancer{ID: in.ID, Addresses: in.Addresses, Hostname: in.Hostname, Status: string(in.Status), lbSpec: lbSpec{
 		Name: s.Name, Internal: s.Internal, Targets: s.Targets, SourceRanges: s.SourceRanges,
 		ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags,
+		SessionAffinity: string(s.SessionAffinity), SessionAffinityTimeoutMillis: s.SessionAffinityTimeout.Milliseconds(),
 	}}
 	for _, l := range s.Listeners {
-		out.Listeners = append(out.Listeners, listener{l.Name, string(l.Protocol), l.Port, l.TargetPort})
+		out.Listeners = append(out.Listeners, listener{l.Name, string(l.Protocol), l.Port, l.TargetPort, string(l.AppProtocol), l.Certificates})
 	}
 	for _, f := range s.IPFamilies {
 		out.IPFamilies = append(out.IPFamilies, string(f))
@@ -214,10 +223,12 @@ func toLoadBalancer(in cloudapi.LoadBalancer) loadBalancer {
 
 func (s lbSpec) cloud() cloudapi.LoadBalancerSpec {
 	out := cloudapi.LoadBalancerSpec{Name: s.Name, Internal: s.Internal, Targets: s.Targets,
-		SourceRanges: s.SourceRanges, ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags}
+		SourceRanges: s.SourceRanges, ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags,
+		SessionAffinity:        cloudapi.SessionAffinity(s.SessionAffinity),
+		SessionAffinityTimeout: time.Duration(s.SessionAffinityTimeoutMillis) * time.Millisecond}
 	for _, l := range s.Listeners {
 		out.Listeners = append(out.Listeners, cloudapi.Listener{Name: l.Name, Protocol: cloudapi.Protocol(l.Protocol),
-			Port: l.Port, TargetPort: l.TargetPort})
+			Port: l.Port, TargetPort: l.TargetPort, AppProtocol: cloudapi.AppProtocol(l.AppProtocol), Certificates: l.Certificates})
 	}
 	for _, f := range s.IPFamilies {
 		out.IPFamilies = append(out.IPFamilies, cloudapi.IPFamily(f))

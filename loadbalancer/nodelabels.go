@@ -1,0 +1,203 @@
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// A Service's node-selector annotation makes its targets depend on the Nodes' labels. The
+// service controller calls UpdateLoadBalancer when the node set changes (a Node added or
+// deleted, a provider ID or the node.kubernetes.io/exclude-from-external-load-balancers
+// label changed), but not when other labels change: the targets would stay until the
+// Service or the node set next changes. SyncNodeLabels, and WatchNodeLabels, which calls
+// it on every label change, close that gap for the Services that select their Nodes.
+
+// track remembers svc when it has a node-selector annotation, else forgets its UID. The
+// caller holds the Service's lock.
+func (l *LoadBalancer) track(svc *corev1.Service) {
+	_, selects := svc.Annotations[l.nodeSelectorKey]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if selects {
+		l.selecting[string(svc.UID)] = svc
+	} else {
+		delete(l.selecting, string(svc.UID))
+	}
+}
+
+// untrack forgets the Service with UID uid. The caller holds the Service's lock.
+func (l *LoadBalancer) untrack(uid string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.selecting, uid)
+}
+
+// SyncNodeLabels brings the targets of the Services that select their Nodes by label in
+// line with nodes, which must be the Nodes the service controller would pass (see
+// WatchNodeLabels). For each Service that EnsureLoadBalancer or UpdateLoadBalancer last
+// saw with a node-selector annotation it does what UpdateLoadBalancer does, which costs
+// no cloud call while the targets stay. A Service without a load balancer (yet) is
+// skipped, and what is wrong with a Service (a malformed annotation) is left to the
+// service controller's sync, which reports it; the other failures are returned, joined.
+func (l *LoadBalancer) SyncNodeLabels(ctx context.Context, nodes []*corev1.Node) error {
+	l.mu.Lock()
+	uids := slices.Collect(maps.Keys(l.selecting))
+	l.mu.Unlock()
+	var errs []error
+	for _, uid := range uids {
+		if err := l.syncNodeLabels(ctx, uid, nodes); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// syncNodeLabels is SyncNodeLabels for one Service: the one last seen with this UID, under
+// its lock, unless it is no longer tracked.
+func (l *LoadBalancer) syncNodeLabels(ctx context.Context, uid string, nodes []*corev1.Node) error {
+	defer l.lock(uid)()
+	l.mu.Lock()
+	svc := l.selecting[uid]
+	l.mu.Unlock()
+	if svc == nil {
+		return nil // deleted, or no longer selecting, since SyncNodeLabels began
+	}
+	_, err := l.updateNodes(ctx, svc, nodes)
+	if errors.Is(err, cloudapi.ErrNotFound) {
+		return nil // the service controller creates it
+	}
+	return err
+}
+
+// toBeDeletedTaint is the cluster autoscaler's taint on a Node it is about to delete,
+// k8s.io/cloud-provider/controllers/service.ToBeDeletedTaint: the service controller
+// passes no such Node.
+const toBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+
+// serviceControllerNodes returns the nodes that the service controller passes to
+// EnsureLoadBalancer and UpdateLoadBalancer (its stableNodeSetPredicates): not being
+// deleted, not excluded by the node.kubernetes.io/exclude-from-external-load-balancers
+// label (any value but a false boolean excludes), not tainted by the cluster autoscaler
+// for deletion.
+func serviceControllerNodes(all []*corev1.Node) []*corev1.Node {
+	var out []*corev1.Node
+	for _, n := range all {
+		if !n.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok {
+			if exclude, err := strconv.ParseBool(v); err != nil || exclude {
+				continue
+			}
+		}
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == toBeDeletedTaint }) {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// nodeLabelsKey is the one key of WatchNodeLabels' queue: every change asks for the same
+// sync of every Service, so a burst of changes is one sync.
+const nodeLabelsKey = "node-labels"
+
+// WatchNodeLabels keeps the targets of the Services with a node selector in line with
+// their Nodes' labels, until ctx ends. It watches the cluster's Nodes through client (which
+// needs list and watch of Nodes) and, after a Node's labels change, calls SyncNodeLabels
+// with the Nodes the service controller would pass: not being deleted, not labelled
+// node.kubernetes.io/exclude-from-external-load-balancers, not tainted
+// ToBeDeletedByClusterAutoscaler. Changes that come while a sync runs are synced together
+// after it; a sync that fails is retried with client-go's default controller backoff
+// (5 ms doubling to 1000 s). Its cache keeps only what the targets depend on of each Node
+// (name, labels, provider ID, taints, deletion). It returns at once; its goroutines stop
+// when ctx ends. provider.Cloud's Initialize starts it.
+func (l *LoadBalancer) WatchNodeLabels(ctx context.Context, client kubernetes.Interface) {
+	logger := klog.FromContext(ctx).WithName("node-labels")
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(slimNode))
+	nodes := factory.Core().V1().Nodes()
+	informer, lister := nodes.Informer(), nodes.Lister()
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "ccmkit_node_labels"})
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*corev1.Node)
+			c, ok2 := cur.(*corev1.Node)
+			if ok1 && ok2 && !maps.Equal(o.Labels, c.Labels) {
+				queue.Add(nodeLabelsKey)
+			}
+		},
+	})
+	if err != nil { // only when the informer has stopped already
+		logger.Error(err, "Not watching Node labels: the targets of Services with a node selector follow label changes only at the service controller's next sync")
+		queue.ShutDown()
+		return
+	}
+	factory.Start(ctx.Done())
+	go func() {
+		<-ctx.Done()
+		queue.ShutDown()
+		factory.Shutdown()
+	}()
+	go func() {
+		if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+			return
+		}
+		queue.Add(nodeLabelsKey) // a change before the first list came as no update
+		for l.syncNext(ctx, logger, queue, lister.List) {
+		}
+	}()
+}
+
+// syncNext takes the next request off the queue and syncs; false when the queue is shut
+// down.
+func (l *LoadBalancer) syncNext(ctx context.Context, logger klog.Logger, queue workqueue.TypedRateLimitingInterface[string],
+	list func(labels.Selector) ([]*corev1.Node, error),
+) bool {
+	key, quit := queue.Get()
+	if quit {
+		return false
+	}
+	defer queue.Done(key)
+	all, err := list(labels.Everything())
+	if err == nil {
+		err = l.SyncNodeLabels(ctx, serviceControllerNodes(all))
+	}
+	if err != nil {
+		logger.Error(err, "Syncing the targets of Services with a node selector after Node labels changed; retrying", "retries", queue.NumRequeues(key))
+		queue.AddRateLimited(key)
+		return true
+	}
+	queue.Forget(key)
+	return true
+}
+
+// slimNode is the informer's transform: it keeps of a Node only what the targets depend
+// on, so that the watch's cache of a large cluster stays small.
+func slimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil // a deletion's final state unknown: as it is
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
+			Labels: n.Labels, DeletionTimestamp: n.DeletionTimestamp,
+		},
+		Spec: corev1.NodeSpec{ProviderID: n.Spec.ProviderID, Taints: n.Spec.Taints},
+	}, nil
+}
