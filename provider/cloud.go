@@ -98,6 +98,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			ProviderID:       format,
 			Region:           cfg.Region,
 			AdditionalLabels: cfg.Nodes.AdditionalLabels,
+			LabelsFromTags:   cfg.Nodes.LabelsFromTags,
 			IPFamilies:       cfg.Nodes.IPFamilies,
 		})
 		if err != nil {
