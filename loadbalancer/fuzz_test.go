@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,6 +26,8 @@ var fuzzSeeds = map[string][]string{
 	AnnotationHealthCheckTimeout:            {"1s", "4s", "300s", "0s", "301s", "abc"},
 	AnnotationHealthCheckHealthyThreshold:   {"1", "2", "10", "0", "11", "two", ""},
 	AnnotationHealthCheckUnhealthyThreshold: {"1", "3", "10", "0", "11", " 5 ", "-3"},
+	AnnotationLoadBalancerID:                {"lb-000001", " lb-1 ", "arn:aws:elasticloadbalancing:eu-1:1:loadbalancer/net/x/1", "lb 1", "", strings.Repeat("x", 255), strings.Repeat("x", 256), "lb-\u00001", "lb-\t1", "lb-ü"},
+	AnnotationKeepOnDelete:                  {"true", "false", "TRUE", " true", "", "yes", "0"},
 }
 
 // FuzzParseAnnotations feeds two annotations (known names, unknown ones and others) to
@@ -120,6 +123,15 @@ func FuzzParseAnnotations(f *testing.F) {
 			assert.True(t, len(s.name) >= 1 && len(s.name) <= maxNameLength, "name %q", s.name)
 			assert.Regexp(t, `^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`, s.name)
 		}
+		if v, set := ok(AnnotationLoadBalancerID); set {
+			assert.Equal(t, v, s.loadBalancerID)
+			assert.True(t, len(s.loadBalancerID) >= 1 && len(s.loadBalancerID) <= maxIDLength, "ID %q", s.loadBalancerID)
+			assert.False(t, strings.ContainsFunc(s.loadBalancerID, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }), "ID %q", s.loadBalancerID)
+		}
+		if v, set := ok(AnnotationKeepOnDelete); set {
+			require.NotNil(t, s.keepOnDelete)
+			assert.Equal(t, strings.EqualFold(v, "true"), *s.keepOnDelete)
+		}
 		if _, set := ok(AnnotationHealthCheckProtocol); set {
 			assert.True(t, s.hcProtocol.Valid(), "protocol %q", s.hcProtocol)
 		}
@@ -159,6 +171,8 @@ func FuzzParseAnnotations(f *testing.F) {
 			AnnotationHealthCheckTimeout:            s.hcTimeout == 0,
 			AnnotationHealthCheckHealthyThreshold:   s.hcHealthy == 0,
 			AnnotationHealthCheckUnhealthyThreshold: s.hcUnhealthy == 0,
+			AnnotationLoadBalancerID:                s.loadBalancerID == "",
+			AnnotationKeepOnDelete:                  s.keepOnDelete == nil,
 		} {
 			if _, present := annotations[prefix+name]; !present {
 				assert.True(t, zero, "annotation %s is absent but set", name)

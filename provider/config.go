@@ -228,6 +228,13 @@ type LoadBalancerConfig struct {
 	// "annotationPrefix"); default "loadbalancer.ccmkit.io/", or the adapter's own.
 	// It must be a DNS subdomain followed by "/".
 	AnnotationPrefix string `yaml:"annotationPrefix"`
+	// KeepOnDelete is the default of the keep-on-delete annotation (YAML "keepOnDelete");
+	// default false. When true, the load balancer of a Service that is deleted or stops
+	// being of type LoadBalancer is kept in the cloud with its addresses: ccmkit removes
+	// its ownership tags and targets instead of deleting it, and a Service can adopt it
+	// again with the load-balancer-id annotation. Kept load balancers cost money until
+	// someone deletes them in the cloud.
+	KeepOnDelete bool `yaml:"keepOnDelete"`
 }
 
 // Enabled reports the effective value of a switch: the value if set, else def.

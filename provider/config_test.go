@@ -28,6 +28,7 @@ func TestReadConfigDefaults(t *testing.T) {
 	assert.True(t, cfg.InstancesEnabled())
 	assert.True(t, cfg.LoadBalancersEnabled())
 	assert.False(t, cfg.RoutesEnabled(), "routes are off unless asked for")
+	assert.False(t, cfg.LoadBalancer.KeepOnDelete, "load balancers go with their Services unless asked")
 }
 
 func TestReadConfigFull(t *testing.T) {
@@ -44,7 +45,7 @@ cloudAPI:
   maxRetryAfter: 90s
 cache: {maxAge: 30s}
 enable: {instances: true, loadBalancers: false, routes: true}
-loadBalancer: {annotationPrefix: lb.example.com/}
+loadBalancer: {annotationPrefix: lb.example.com/, keepOnDelete: true}
 nodes:
   additionalLabels: {example.com/pool: general}
   labelsFromTags: {team: example.com/team, cost-center: example.com/cost-center}
@@ -63,6 +64,7 @@ fake:
 	assert.False(t, cfg.LoadBalancersEnabled())
 	assert.True(t, cfg.RoutesEnabled())
 	assert.Equal(t, "lb.example.com/", cfg.LoadBalancer.AnnotationPrefix)
+	assert.True(t, cfg.LoadBalancer.KeepOnDelete)
 	assert.Equal(t, map[string]string{"example.com/pool": "general"}, cfg.Nodes.AdditionalLabels)
 	assert.Equal(t, map[string]string{"team": "example.com/team", "cost-center": "example.com/cost-center"}, cfg.Nodes.LabelsFromTags)
 
