@@ -508,8 +508,8 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 	}
 	if len(found) == 0 {
 		if errors.Is(err, cloudapi.ErrConflict) {
-			return nil, fmt.Errorf("creating load balancer %q: %w; no load balancer of this service exists, so the name or a requested address belongs to another: choose another with annotation %s%s or %s%s",
-				want.Name, err, l.opts.AnnotationPrefix, AnnotationName, l.opts.AnnotationPrefix, AnnotationIPAddresses)
+			return nil, fmt.Errorf("creating load balancer %q: %w; no load balancer of this service exists, so the name or a requested address belongs to another: choose another with annotation %s%s or %s%s, or, if it is a load balancer kept by keep-on-delete, adopt it with annotation %s%s",
+				want.Name, err, l.opts.AnnotationPrefix, AnnotationName, l.opts.AnnotationPrefix, AnnotationIPAddresses, l.opts.AnnotationPrefix, AnnotationLoadBalancerID)
 		}
 		return nil, fmt.Errorf("creating load balancer %q: %w", want.Name, err)
 	}
