@@ -125,6 +125,17 @@ func TestAdoptCallSequences(t *testing.T) {
 			},
 		},
 		{
+			name: "an address that is no IP address: refused after the read, nothing written",
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				odd := mockFree()
+				odd.Addresses = []string{"lb-7.example.com"}
+				gomock.InOrder(append(begin(m), m.GetLoadBalancer(gomock.Any(), "lb-7").Return(odd, nil))...)
+			},
+			check: func(t *testing.T, _ *corev1.LoadBalancerStatus, err error) {
+				require.ErrorContains(t, err, `has the address "lb-7.example.com", which is not an IP address`)
+			},
+		},
+		{
 			name: "not found: an error, and no create",
 			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
 				gomock.InOrder(append(begin(m), m.GetLoadBalancer(gomock.Any(), "lb-7").Return(nil, notFound))...)

@@ -193,11 +193,18 @@ func (l *LoadBalancer) checkNamed(s settings, spec cloudapi.LoadBalancerSpec, cu
 			key, s.loadBalancerID, current.ID, current.ID))
 	}
 	if current.Spec.Internal != spec.Internal {
-		kind := map[bool]string{true: "internal", false: "public"}
 		errs = append(errs, fmt.Errorf("load balancer %s is %s, but annotation %s%s asks for %s: a load balancer named by annotation %s is never replaced; set %s%s to %t",
-			current.ID, kind[current.Spec.Internal], l.opts.AnnotationPrefix, AnnotationInternal, kind[spec.Internal], key, l.opts.AnnotationPrefix, AnnotationInternal, current.Spec.Internal))
+			current.ID, reach(current.Spec.Internal), l.opts.AnnotationPrefix, AnnotationInternal, reach(spec.Internal), key, l.opts.AnnotationPrefix, AnnotationInternal, current.Spec.Internal))
 	}
 	return errs
+}
+
+// reach says "internal" or "public", for errors about the internal annotation.
+func reach(internal bool) string {
+	if internal {
+		return "internal"
+	}
+	return "public"
 }
 
 // targets returns the instance IDs of the nodes, sorted. A node without a provider ID, or

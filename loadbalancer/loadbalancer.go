@@ -264,9 +264,8 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 			return nil, err
 		}
 		if keep {
-			kind := map[bool]string{true: "internal", false: "public"}
 			return nil, fmt.Errorf("load balancer %s is %s, and annotation %s%s asks for %s, which takes a new load balancer with a new address: with keep-on-delete, ccmkit deletes none; set annotation %s%s to \"false\" to replace it, or set %s%s back",
-				current.ID, kind[current.Spec.Internal], l.opts.AnnotationPrefix, AnnotationInternal, kind[want.Internal], l.opts.AnnotationPrefix, AnnotationKeepOnDelete, l.opts.AnnotationPrefix, AnnotationInternal)
+				current.ID, reach(current.Spec.Internal), l.opts.AnnotationPrefix, AnnotationInternal, reach(want.Internal), l.opts.AnnotationPrefix, AnnotationKeepOnDelete, l.opts.AnnotationPrefix, AnnotationInternal)
 		}
 		logger.Info("Replacing load balancer: internal and public cannot be switched in place", "loadBalancer", current.ID, "internal", want.Internal)
 		if err := l.remove(ctx, logger, svc, current, false); err != nil {
@@ -364,7 +363,7 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 		return err
 	}
 	if keep {
-		if found, err = l.dropDuplicates(ctx, logger, svc, found, ""); err != nil {
+		if found, err = l.dropDuplicates(ctx, logger, svc, found, l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID); err != nil {
 			l.snap.forget(uid)
 			return err
 		}
@@ -596,8 +595,12 @@ func keepsAddresses(lb *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, k
 		families = []cloudapi.IPFamily{cloudapi.IPv4}
 	}
 	for _, a := range lb.Addresses {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return fmt.Errorf("load balancer %s, named by annotation %s, has the address %q, which is not an IP address: the cloud's answer cannot tell whether adopting keeps it", lb.ID, key, a)
+		}
 		f := cloudapi.IPv4
-		if ip, err := netip.ParseAddr(a); err == nil && !ip.Unmap().Is4() {
+		if !ip.Unmap().Is4() {
 			f = cloudapi.IPv6
 		}
 		if !slices.Contains(families, f) {

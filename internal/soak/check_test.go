@@ -141,10 +141,9 @@ func checkKept(inv fake.Inventory, operatorID string) []violation {
 		out = append(out, violation{Check: checkKeptLB, Msg: fmt.Sprintf("the operator's load balancer %s is gone, though every Service that adopted it had keep-on-delete", operatorID)})
 	}
 	for _, lb := range inv.LoadBalancers {
-		cluster := lb.Spec.Tags[cloudapi.TagCluster]
-		switch {
-		case cluster == clusterID:
-		case cluster == otherClusterID:
+		switch lb.Spec.Tags[cloudapi.TagCluster] {
+		case clusterID:
+		case otherClusterID:
 			if !reflect.DeepEqual(lb.Spec, otherClusterLB) {
 				out = append(out, violation{Check: checkNotOurs, Msg: fmt.Sprintf("the other cluster's load balancer %s is %+v, was %+v", lb.ID, lb.Spec, otherClusterLB)})
 			}
