@@ -204,20 +204,7 @@ func loadBalancerLifecycle(t *testing.T, m mode) {
 		bad := e.createService(newLBService("bad", func(s *corev1.Service) {
 			s.Annotations = map[string]string{key: "maybe"}
 		}))
-		e.eventually("a Warning event on Service bad naming "+key, func(ctx context.Context) (bool, error) {
-			events, err := e.client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
-				FieldSelector: "involvedObject.kind=Service,involvedObject.name=bad,type=Warning",
-			})
-			if err != nil {
-				return false, err
-			}
-			for _, ev := range events.Items {
-				if strings.Contains(ev.Message, key) && strings.Contains(ev.Message, "maybe") {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
+		e.waitEvent("bad", corev1.EventTypeWarning, "SyncLoadBalancerFailed", key, "maybe")
 		assert.Empty(t, e.serviceLBs(string(bad.UID)), "no load balancer from a malformed Service")
 	})
 
