@@ -6,7 +6,9 @@
 // objects and on the fake cloud's state. Most scenarios run twice: on a healthy cloud and
 // with throttling, transient errors, timeouts and lost write answers injected; after every
 // scenario the faults stop and the cloud must hold no duplicate or orphaned load balancer
-// and no stale route.
+// and no stale route. Ownership is followed through the fake's history by the tags: an
+// update may adopt or release a load balancer, and only load balancers tagged with the
+// cluster can be orphans (a released or an operator's load balancer is no cluster's).
 //
 // Run it from the repository root with `make e2e` (part of `make test`): it builds the
 // control plane first (`make controlplane`). The suite does not run under -race: the

@@ -39,6 +39,10 @@ type env struct {
 	flags  []string
 }
 
+// clusterID is cluster.id in testdata/cloud.yaml: the tag of the cluster's load balancers
+// and routes.
+const clusterID = "e2e"
+
 // syncBuffer is the CCM's log, kept in memory and printed when the test fails.
 type syncBuffer struct {
 	mu  sync.Mutex
@@ -49,6 +53,12 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func (b *syncBuffer) tail(lines int) string {
@@ -199,23 +209,40 @@ func (e *env) checkCloud() {
 		e.t.Logf("faults injected: %v (of %d calls)", injected.Faults, injected.Calls)
 	}
 
-	owner := map[string]string{} // LB ID → Service UID
+	// Ownership follows the tags: a create gives a load balancer its owner, an update may
+	// adopt (tags added) or release (tags removed) it, a delete ends it. Load balancers of
+	// no Service of this cluster (an operator's, a released one) count for none.
+	ownerOf := func(spec cloudapi.LoadBalancerSpec) string {
+		if spec.Tags[cloudapi.TagCluster] != clusterID {
+			return ""
+		}
+		return spec.Tags[cloudapi.TagService]
+	}
+	owner := map[string]string{} // LB ID → Service UID, "" for none
 	open := map[string]int{}     // Service UID → LBs existing now
+	own := func(id, uid string) {
+		if old := owner[id]; old != "" {
+			open[old]--
+		}
+		owner[id] = uid
+		if uid == "" {
+			return
+		}
+		if open[uid]++; open[uid] > 1 {
+			e.t.Errorf("Service %s had %d load balancers at once (%s became its)", uid, open[uid], id)
+		}
+	}
 	for _, ev := range e.cloud.Fake.LoadBalancerHistory() {
 		switch ev.Op {
 		case cloudapi.OpCreateLoadBalancer:
-			uid := ev.Spec.Tags[cloudapi.TagService]
-			owner[ev.ID] = uid
-			open[uid]++
-			if open[uid] > 1 {
-				e.t.Errorf("Service %s had %d load balancers at once (created %s)", uid, open[uid], ev.ID)
-			}
+			own(ev.ID, ownerOf(ev.Spec))
 		case cloudapi.OpDeleteLoadBalancer:
-			open[owner[ev.ID]]--
+			own(ev.ID, "")
 		case cloudapi.OpUpdateLoadBalancer:
 			if !ev.ChangesMatch() {
 				e.t.Errorf("update of %s described changes %+v but made %+v", ev.ID, ev.Changes, ev.Actual)
 			}
+			own(ev.ID, ownerOf(ev.Spec))
 		}
 	}
 
@@ -230,7 +257,7 @@ func (e *env) checkCloud() {
 				wantLB[string(s.UID)] = true
 			}
 		}
-		for _, lb := range e.cloud.Fake.Inventory().LoadBalancers {
+		for _, lb := range e.cloud.Fake.Inventory().LoadBalancersTagged(map[string]string{cloudapi.TagCluster: clusterID}) {
 			if !wantLB[lb.Spec.Tags[cloudapi.TagService]] {
 				return false, fmt.Errorf("load balancer %s (%s) has no LoadBalancer Service", lb.ID, lb.Spec.Name)
 			}

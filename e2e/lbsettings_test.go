@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -149,23 +148,11 @@ func loadBalancerNodeSelector(t *testing.T, m mode) {
 	})
 }
 
-// waitWarning waits for a Warning event on Service name whose message holds every part.
+// waitWarning waits for a Warning event of any reason on Service name whose message holds
+// every part.
 func (e *env) waitWarning(name string, parts ...string) {
 	e.t.Helper()
-	e.eventually(fmt.Sprintf("a Warning event on Service %s naming %q", name, parts), func(ctx context.Context) (bool, error) {
-		events, err := e.client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.kind=Service,involvedObject.name=" + name + ",type=Warning",
-		})
-		if err != nil {
-			return false, err
-		}
-		for _, ev := range events.Items {
-			if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(ev.Message, p) }) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	e.waitEvent(name, corev1.EventTypeWarning, "", parts...)
 }
 
 // TestLoadBalancerSettings: session affinity and a TLS listener with certificate

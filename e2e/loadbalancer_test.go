@@ -150,7 +150,7 @@ func loadBalancerLifecycle(t *testing.T, m mode) {
 		require.Len(t, lb.Spec.Listeners, 1)
 		assert.Equal(t, cloudapi.Listener{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: svc.Spec.Ports[0].NodePort}, lb.Spec.Listeners[0])
 		assert.Contains(t, svc.Finalizers, lbFinalizer)
-		assert.Equal(t, "e2e", lb.Spec.Tags[cloudapi.TagCluster])
+		assert.Equal(t, clusterID, lb.Spec.Tags[cloudapi.TagCluster])
 	})
 
 	t.Run("port added in place, address kept", func(t *testing.T) {
@@ -254,4 +254,111 @@ func (e *env) labelNode(name, key, value string) {
 			return
 		}
 	}
+}
+
+// waitEvent waits for an event of the type and reason (any reason when empty) on the
+// Service named name whose message contains every one of parts, and returns its message.
+func (e *env) waitEvent(name, eventType, reason string, parts ...string) string {
+	e.t.Helper()
+	var msg string
+	selector := "involvedObject.kind=Service,involvedObject.name=" + name + ",type=" + eventType
+	if reason != "" {
+		selector += ",reason=" + reason
+	}
+	e.eventually(fmt.Sprintf("a %s %s event on Service %s naming %q", eventType, reason, name, parts), func(ctx context.Context) (bool, error) {
+		events, err := e.client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: selector})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(ev.Message, p) }) {
+				msg = ev.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return msg
+}
+
+func TestLoadBalancerKeepAndAdopt(t *testing.T) { forEachMode(t, loadBalancerKeepAndAdopt) }
+
+// loadBalancerKeepAndAdopt: a Service with keep-on-delete is deleted and its load
+// balancer stays in the cloud, untagged, with its address; a new Service that names it by
+// ID gets the same address; a third Service that names it while it is owned gets a
+// Warning event and changes nothing.
+func loadBalancerKeepAndAdopt(t *testing.T, m mode) {
+	e := newEnv(t, m)
+	e.registerNode(harness.NodeSpec{Name: "node-a"})
+	e.registerNode(harness.NodeSpec{Name: "node-b"})
+	e.waitNodesInitialized("node-a", "node-b")
+	annotated := func(kv ...string) svcTweak {
+		return func(s *corev1.Service) {
+			s.Annotations = map[string]string{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				s.Annotations["loadbalancer.ccmkit.io/"+kv[i]] = kv[i+1]
+			}
+		}
+	}
+
+	kept := e.createService(newLBService("kept", annotated("keep-on-delete", "true")))
+	ing := e.waitIngress("kept")
+	lb := e.waitLB(kept, "active", func(lb cloudapi.LoadBalancer) bool { return lb.Status == cloudapi.LoadBalancerActive })
+	require.Equal(t, []string{ing.IP}, lb.Addresses)
+
+	t.Run("deleted with keep-on-delete: kept in the cloud, untagged, with its address", func(t *testing.T) {
+		require.NoError(t, e.client.CoreV1().Services(metav1.NamespaceDefault).Delete(e.ctx, "kept", metav1.DeleteOptions{}))
+		e.eventually("Service kept gone", func(context.Context) (bool, error) {
+			_, err := e.service("kept")
+			return apierrors.IsNotFound(err), nil
+		})
+		var released cloudapi.LoadBalancer
+		for _, l := range e.cloud.Fake.Inventory().LoadBalancers {
+			if l.ID == lb.ID {
+				released = l
+			}
+		}
+		require.Equal(t, lb.ID, released.ID, "the load balancer is still in the cloud")
+		assert.Equal(t, lb.Addresses, released.Addresses, "with its address")
+		assert.NotContains(t, released.Spec.Tags, cloudapi.TagCluster)
+		assert.NotContains(t, released.Spec.Tags, cloudapi.TagService)
+		assert.NotContains(t, released.Spec.Tags, cloudapi.TagServiceName)
+		assert.Empty(t, released.Spec.Targets, "no traffic into the cluster's node ports")
+		assert.Equal(t, lb.Spec.Listeners, released.Spec.Listeners)
+		e.waitEvent("kept", corev1.EventTypeNormal, "KeptLoadBalancer", lb.ID, ing.IP, "loadbalancer.ccmkit.io/load-balancer-id: "+lb.ID)
+	})
+
+	again := e.createService(newLBService("again", annotated("load-balancer-id", lb.ID)))
+	var adopted cloudapi.LoadBalancer
+	t.Run("a new Service names it by ID: the same address", func(t *testing.T) {
+		assert.Equal(t, ing.IP, e.waitIngress("again").IP)
+		adopted = e.waitLB(again, "targets a, b", targetsAre("i-0001", "i-0002"))
+		assert.Equal(t, lb.ID, adopted.ID)
+		assert.Equal(t, lb.Addresses, adopted.Addresses)
+		assert.Equal(t, clusterID, adopted.Spec.Tags[cloudapi.TagCluster])
+		assert.Equal(t, "default/again", adopted.Spec.Tags[cloudapi.TagServiceName])
+		e.waitEvent("again", corev1.EventTypeNormal, "AdoptedLoadBalancer", lb.ID, ing.IP)
+	})
+
+	t.Run("a Service naming an owned load balancer: a Warning event, nothing changed", func(t *testing.T) {
+		thief := e.createService(newLBService("thief", annotated("load-balancer-id", lb.ID)))
+		msg := e.waitEvent("thief", corev1.EventTypeWarning, "SyncLoadBalancerFailed", lb.ID, "which belongs to another Service")
+		assert.NotContains(t, msg, "again", "the event names no other Service")
+		assert.NotContains(t, msg, string(again.UID))
+		svc, err := e.service("thief")
+		require.NoError(t, err)
+		assert.Empty(t, svc.Status.LoadBalancer.Ingress)
+		assert.Empty(t, e.serviceLBs(string(thief.UID)))
+		now := e.waitLB(again, "still the same", func(cloudapi.LoadBalancer) bool { return true })
+		assert.Equal(t, adopted.Spec, now.Spec, "the owner's load balancer is untouched")
+		require.NoError(t, e.client.CoreV1().Services(metav1.NamespaceDefault).Delete(e.ctx, "thief", metav1.DeleteOptions{}))
+	})
+
+	t.Run("the adopted load balancer goes with its Service without keep-on-delete", func(t *testing.T) {
+		require.NoError(t, e.client.CoreV1().Services(metav1.NamespaceDefault).Delete(e.ctx, "again", metav1.DeleteOptions{}))
+		e.eventually("Service again gone with its load balancer", func(context.Context) (bool, error) {
+			_, err := e.service("again")
+			return apierrors.IsNotFound(err) && len(e.cloud.Fake.Inventory().LoadBalancers) == 0, nil
+		})
+	})
 }

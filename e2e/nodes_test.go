@@ -40,6 +40,12 @@ func nodeInitialization(t *testing.T, m mode) {
 	assert.Equal(t, "eu-1a", a.Labels[corev1.LabelTopologyZone])
 	assert.Equal(t, "eu-1", a.Labels[corev1.LabelTopologyRegion])
 	assert.Equal(t, "true", a.Labels["ccmkit.io/e2e"], "nodes.additionalLabels from the cloud config")
+	assert.Equal(t, "web", a.Labels["ccmkit.io/team"], "nodes.labelsFromTags: the instance's team tag")
+	assert.Equal(t, "cc-42", a.Labels["ccmkit.io/cost-center"], "nodes.labelsFromTags: the instance's cost-center tag")
+	assert.Equal(t, "cc-7", b.Labels["ccmkit.io/cost-center"])
+	assert.NotContains(t, b.Labels, "ccmkit.io/team", "a tag value that is no label value adds no label")
+	assert.Contains(t, e.log.String(), `"Skipping the Node label of an instance tag whose value is not a valid label value" node="node-b" instance="i-0002" tag="team" value="Data Team"`,
+		"and is logged with the Node, instance, tag and value")
 	assert.Equal(t, []corev1.NodeAddress{
 		{Type: corev1.NodeInternalIP, Address: "10.0.0.11"},
 		{Type: corev1.NodeInternalIP, Address: "fd00::11"},

@@ -16,7 +16,7 @@ import (
 // clusterRoutes returns the cloud's routes of the e2e cluster, destination → target.
 func (e *env) clusterRoutes() map[string]string {
 	out := map[string]string{}
-	for _, r := range e.cloud.Fake.Inventory().RoutesTagged(map[string]string{cloudapi.TagCluster: "e2e"}) {
+	for _, r := range e.cloud.Fake.Inventory().RoutesTagged(map[string]string{cloudapi.TagCluster: clusterID}) {
 		out[r.DestinationCIDR] = r.TargetInstanceID
 	}
 	return out

@@ -6,14 +6,18 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/nodelabels"
 	"github.com/ccmkit/ccmkit/providerid"
 )
 
@@ -40,10 +44,12 @@ func New(lookup Lookup, opts Options) (*Instances, error) {
 	if opts.ProviderID.String() == "" {
 		errs = append(errs, errors.New("instances: a provider ID format is required"))
 	}
-	for key := range opts.AdditionalLabels {
-		if err := validateLabelKey(key); err != nil {
-			errs = append(errs, err)
+	for _, p := range nodelabels.Check(opts.AdditionalLabels, opts.LabelsFromTags) {
+		field := "AdditionalLabels"
+		if p.FromTags {
+			field = "LabelsFromTags"
 		}
+		errs = append(errs, fmt.Errorf("instances: %s: %s", field, p.Msg))
 	}
 	for _, f := range opts.IPFamilies {
 		if !f.Valid() {
@@ -65,26 +71,20 @@ type Options struct {
 	ProviderID providerid.Format
 	// Region is reported for instances whose cloud record has no region.
 	Region string
-	// AdditionalLabels are put on every Node at initialization. Keys under kubernetes.io
-	// and k8s.io are refused: those belong to Kubernetes.
+	// AdditionalLabels are put on every Node at initialization. Keys must be qualified
+	// names; keys under kubernetes.io and k8s.io (and their subdomains) are refused: those
+	// belong to Kubernetes.
 	AdditionalLabels map[string]string
+	// LabelsFromTags maps instance tag keys to Node label keys: a Node whose instance
+	// carries the tag gets the label, with the tag's value, at initialization. Label keys
+	// follow the rules of AdditionalLabels, each comes from one tag and none is an
+	// additional label too. A tag the instance lacks adds no label; a tag whose value is
+	// not a valid label value adds none either and is logged (instance, tag, value), so
+	// that one bad tag does not keep a Node from initializing.
+	LabelsFromTags map[string]string
 	// IPFamilies is the order of address families in NodeAddresses, primary first, as the
 	// cluster expects (its primary service/pod family). Default IPv4 then IPv6.
 	IPFamilies []cloudapi.IPFamily
-}
-
-// validateLabelKey refuses label keys that Kubernetes reserves for itself.
-func validateLabelKey(key string) error {
-	prefix, _, hasPrefix := strings.Cut(key, "/")
-	if !hasPrefix {
-		return nil
-	}
-	for _, reserved := range []string{"kubernetes.io", "k8s.io"} {
-		if prefix == reserved || strings.HasSuffix(prefix, "."+reserved) {
-			return fmt.Errorf("instances: additional label %q is under %s, which Kubernetes reserves; use a prefix of your own", key, reserved)
-		}
-	}
-	return nil
 }
 
 // find returns the Node's instance: by spec.providerID when set, else by name.
@@ -153,7 +153,9 @@ func (i *Instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bo
 }
 
 // InstanceMetadata returns the Node's provider ID, instance type, zone, region, addresses
-// and additional labels. For an instance that does not exist it returns
+// and additional labels (Options.AdditionalLabels and the labels of Options.LabelsFromTags
+// whose tags the instance carries). The cloud node controller puts the labels on the Node
+// once, at initialization, and leaves a label the Node already has as it is. For an instance that does not exist it returns
 // cloudprovider.InstanceNotFound; it never returns nil metadata without an error.
 func (i *Instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	inst, err := i.find(ctx, node)
@@ -163,10 +165,10 @@ func (i *Instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*c
 	if err != nil {
 		return nil, err
 	}
-	return i.metadata(inst, node)
+	return i.metadata(ctx, inst, node)
 }
 
-func (i *Instances) metadata(inst *cloudapi.Instance, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
+func (i *Instances) metadata(ctx context.Context, inst *cloudapi.Instance, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	providerID, err := i.formatProviderID(inst)
 	if err != nil {
 		return nil, err
@@ -191,10 +193,33 @@ func (i *Instances) metadata(inst *cloudapi.Instance, node *corev1.Node) (*cloud
 		Zone:          inst.Zone,
 		Region:        region,
 	}
-	if len(i.opts.AdditionalLabels) > 0 {
-		md.AdditionalLabels = maps.Clone(i.opts.AdditionalLabels)
-	}
+	md.AdditionalLabels = i.labels(ctx, inst, node)
 	return md, nil
+}
+
+// labels returns the Node's additional labels: the configured ones and those from the
+// instance's tags, nil when there are none. A tag whose value is not a valid label value
+// is skipped and logged, never an error: the cloud node controller would otherwise keep
+// the Node uninitialized (tainted) for as long as the tag stays.
+func (i *Instances) labels(ctx context.Context, inst *cloudapi.Instance, node *corev1.Node) map[string]string {
+	labels := maps.Clone(i.opts.AdditionalLabels)
+	for _, tag := range slices.Sorted(maps.Keys(i.opts.LabelsFromTags)) {
+		value, ok := inst.Tags[tag]
+		if !ok {
+			continue
+		}
+		label := i.opts.LabelsFromTags[tag]
+		if msgs := validation.IsValidLabelValue(value); len(msgs) > 0 {
+			klog.FromContext(ctx).Info("Skipping the Node label of an instance tag whose value is not a valid label value",
+				"node", klog.KObj(node), "instance", inst.ID, "tag", tag, "value", value, "label", label, "reason", strings.Join(msgs, "; "))
+			continue
+		}
+		if labels == nil {
+			labels = make(map[string]string, len(i.opts.LabelsFromTags))
+		}
+		labels[label] = value
+	}
+	return labels
 }
 
 func (i *Instances) formatProviderID(inst *cloudapi.Instance) (string, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/providerid"
@@ -249,6 +252,88 @@ func TestInstanceMetadata(t *testing.T) {
 	}
 }
 
+// TestLabelsFromTags is the table of instance tags and the Node labels InstanceMetadata
+// reports for them, with what is logged for a tag that cannot be a label.
+func TestLabelsFromTags(t *testing.T) {
+	mapping := map[string]string{"team": "example.com/team", "cost-center": "example.com/cost-center", "Tier": "tier"}
+	tests := []struct {
+		name       string
+		tags       map[string]string
+		additional map[string]string
+		want       map[string]string
+		wantLogged []string // the tags whose values were skipped, in order
+	}{
+		{name: "no tags", want: nil},
+		{name: "unmapped tags only", tags: map[string]string{"Name": "web-1", "env": "prod"}, want: nil},
+		{
+			name: "every mapped tag",
+			tags: map[string]string{"team": "web", "cost-center": "cc-42", "Tier": "front", "env": "prod"},
+			want: map[string]string{"example.com/team": "web", "example.com/cost-center": "cc-42", "tier": "front"},
+		},
+		{
+			name: "tag keys are case-sensitive",
+			tags: map[string]string{"Team": "web", "tier": "front"},
+			want: nil,
+		},
+		{name: "an empty value is a label value", tags: map[string]string{"team": ""}, want: map[string]string{"example.com/team": ""}},
+		{
+			name:       "with the additional labels",
+			tags:       map[string]string{"team": "web"},
+			additional: map[string]string{"example.com/pool": "general"},
+			want:       map[string]string{"example.com/pool": "general", "example.com/team": "web"},
+		},
+		{
+			name:       "invalid values are skipped and logged, the rest kept",
+			tags:       map[string]string{"team": "Web Team", "cost-center": strings.Repeat("x", 64), "Tier": "front"},
+			want:       map[string]string{"tier": "front"},
+			wantLogged: []string{"cost-center", "team"},
+		},
+		{
+			name:       "an invalid value alone leaves the additional labels",
+			tags:       map[string]string{"team": "-web"},
+			additional: map[string]string{"example.com/pool": "general"},
+			want:       map[string]string{"example.com/pool": "general"},
+			wantLogged: []string{"team"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := instance("i-1", cloudapi.InstanceRunning)
+			in.Tags = tt.tags
+			inst := newInstances(t, newLookup(in), func(o *Options) {
+				o.LabelsFromTags = mapping
+				o.AdditionalLabels = tt.additional
+			})
+			logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+			ctx := klog.NewContext(context.Background(), logger)
+			md, err := inst.InstanceMetadata(ctx, newNode("node-i-1", withProviderID("ccmkit://i-1")))
+			require.NoError(t, err, "a bad tag never fails initialization")
+			assert.Equal(t, tt.want, md.AdditionalLabels)
+
+			var logged []string
+			for _, e := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+				kv := map[string]any{}
+				for i := 0; i+1 < len(e.ParameterKVList); i += 2 {
+					kv[e.ParameterKVList[i].(string)] = e.ParameterKVList[i+1]
+				}
+				require.Equal(t, ktesting.LogInfo, e.Type)
+				assert.Equal(t, 0, e.Verbosity, "seen at the default verbosity")
+				assert.Equal(t, "i-1", kv["instance"])
+				assert.Equal(t, tt.tags[kv["tag"].(string)], kv["value"])
+				assert.Equal(t, mapping[kv["tag"].(string)], kv["label"])
+				assert.NotEmpty(t, kv["reason"])
+				logged = append(logged, kv["tag"].(string))
+			}
+			assert.Equal(t, tt.wantLogged, logged)
+
+			if tt.additional != nil {
+				md.AdditionalLabels["example.com/pool"] = "changed"
+				assert.Equal(t, "general", tt.additional["example.com/pool"], "the caller's map is a copy")
+			}
+		})
+	}
+}
+
 func TestInstanceMetadataErrors(t *testing.T) {
 	broken := instance("i-1", cloudapi.InstanceRunning, cloudapi.Address{Type: cloudapi.AddressInternalIP, Address: "10.0.0.300"})
 	inst := newInstances(t, newLookup(broken), nil)
@@ -291,13 +376,20 @@ func TestNewValidates(t *testing.T) {
 	assert.ErrorContains(t, err, "a provider ID format is required")
 	assert.ErrorContains(t, err, "an instance lookup is required")
 	_, err = New(newLookup(), Options{ProviderID: format, AdditionalLabels: map[string]string{
-		"node.kubernetes.io/x": "a", "k8s.io/y": "b", "example.com/ok": "c", "plain": "d",
+		"node.kubernetes.io/x": "a", "k8s.io/y": "b", "example.com/ok": "c", "plain": "d", "example.com/v": "bad value!",
+	}, LabelsFromTags: map[string]string{
+		"zone": "topology.kubernetes.io/zone", "team": "example.com/team", "owner": "example.com/team", "pool": "plain", "fine": "example.com/fine",
 	}, IPFamilies: []cloudapi.IPFamily{"IPv5"}})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `additional label "node.kubernetes.io/x" is under kubernetes.io`)
-	assert.Contains(t, err.Error(), `additional label "k8s.io/y" is under k8s.io`)
-	assert.NotContains(t, err.Error(), "example.com/ok")
-	assert.Contains(t, err.Error(), `IP family "IPv5"`)
+	assert.Equal(t, []string{
+		`instances: AdditionalLabels: value of "example.com/v": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
+		`instances: AdditionalLabels: key "k8s.io/y": it is under k8s.io, which Kubernetes reserves: use a prefix of your own`,
+		`instances: AdditionalLabels: key "node.kubernetes.io/x": it is under kubernetes.io, which Kubernetes reserves: use a prefix of your own`,
+		`instances: LabelsFromTags: label "plain" of tag "pool" is an additional label too: set it in one place`,
+		`instances: LabelsFromTags: tags "owner" and "team" both map to label "example.com/team": map each label from one tag`,
+		`instances: LabelsFromTags: label key "topology.kubernetes.io/zone" of tag "zone": it is under kubernetes.io, which Kubernetes reserves: use a prefix of your own`,
+		`instances: IP family "IPv5" is neither IPv4 nor IPv6`,
+	}, strings.Split(err.Error(), "\n"), "every problem at once, the valid ones not named")
 }
 
 func TestLegacyInstances(t *testing.T) {

@@ -52,6 +52,8 @@ const (
 	AnnotationProtocol                      = "protocol"
 	AnnotationTLSPorts                      = "tls-ports"
 	AnnotationTLSCertificates               = "tls-certificates"
+	AnnotationLoadBalancerID                = "load-balancer-id"
+	AnnotationKeepOnDelete                  = "keep-on-delete"
 )
 
 // Health check defaults.
@@ -69,6 +71,9 @@ const (
 // maxNameLength is the longest load balancer name ccmkit asks for, the common limit of clouds.
 const maxNameLength = 63
 
+// maxIDLength is the longest load balancer ID the load-balancer-id annotation takes.
+const maxIDLength = 255
+
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
 // settings are the annotations' effect on the desired load balancer. A zero health check
@@ -78,6 +83,10 @@ type settings struct {
 	proxyProtocol bool
 	ips           []string
 	name          string
+	// loadBalancerID is the load balancer to adopt; empty for none.
+	loadBalancerID string
+	// keepOnDelete is the keep-on-delete annotation's value; nil when it is absent.
+	keepOnDelete *bool
 
 	// nodeSelector selects the targets among the nodes; nil selects every node.
 	// nodeSelectorBad is true when the annotation is malformed: the targets then stay.
@@ -281,6 +290,29 @@ func Annotations() []Annotation {
 					}
 					s.certs = append(s.certs, f)
 				}
+				return nil
+			},
+		},
+		{
+			Name: AnnotationLoadBalancerID, Values: "the cloud ID of a load balancer: printable characters without white space, at most 255", Default: "none: ccmkit creates the load balancer",
+			Doc: "Adopt this existing load balancer instead of creating one: ccmkit writes the Service's owner tags to it and keeps its addresses, provided it carries no ownership tags of another cluster or Service; otherwise the sync fails with a Warning event and nothing changes. An ID that does not exist is an error too (nothing is created in its place). Once adopted it is the Service's load balancer: deleted with it unless keep-on-delete. While the annotation is set, the load balancer is never replaced (an internal switch is an error) and a Service that owns another load balancer is an error.",
+			apply: func(v string, s *settings) error {
+				if v == "" || len(v) > maxIDLength || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+					return errors.New("not a load balancer ID of 1 to 255 printable characters without white space")
+				}
+				s.loadBalancerID = v
+				return nil
+			},
+		},
+		{
+			Name: AnnotationKeepOnDelete, Values: "true, false", Default: "loadBalancer.keepOnDelete of the cloud config (false)",
+			Doc: "When the Service is deleted or stops being of type LoadBalancer, keep the load balancer and its addresses in the cloud: ccmkit removes its ownership tags and targets instead of deleting it, so that a Service can adopt it again with load-balancer-id. While it is true, an internal switch (which replaces the load balancer) is an error. A malformed value holds the deletion until it is fixed.",
+			apply: func(v string, s *settings) error {
+				keep, err := parseBool(v)
+				if err != nil {
+					return err
+				}
+				s.keepOnDelete = &keep
 				return nil
 			},
 		},

@@ -81,6 +81,14 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 		}
 	}
 
+	if s.loadBalancerID != "" && current != nil {
+		errs = append(errs, l.checkNamed(s, spec, current)...)
+		if len(spec.RequestedIPs) == 0 {
+			// The Service asks for no address: the load balancer keeps its own.
+			spec.RequestedIPs = slices.Clone(current.Spec.RequestedIPs)
+		}
+	}
+
 	tlsPorts := map[string]bool{} // the tls-ports annotation's entries that name a port
 	terminates := false           // whether a listener terminates TLS
 	for _, p := range svc.Spec.Ports {
@@ -211,6 +219,31 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 		return spec, s, fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, errors.Join(errs...))
 	}
 	return spec, s, nil
+}
+
+// checkNamed returns what keeps the Service's load balancer current from being the one its
+// load-balancer-id annotation names: another load balancer, or one that only a
+// replacement could make what the Service asks for (internal or public).
+func (l *LoadBalancer) checkNamed(s settings, spec cloudapi.LoadBalancerSpec, current *cloudapi.LoadBalancer) []error {
+	key := l.opts.AnnotationPrefix + AnnotationLoadBalancerID
+	var errs []error
+	if current.ID != s.loadBalancerID {
+		errs = append(errs, fmt.Errorf("annotation %s names load balancer %s, but the Service's load balancer is %s: ccmkit neither swaps nor deletes load balancers for it; set the annotation to %s, or remove it",
+			key, s.loadBalancerID, current.ID, current.ID))
+	}
+	if current.Spec.Internal != spec.Internal {
+		errs = append(errs, fmt.Errorf("load balancer %s is %s, but annotation %s%s asks for %s: a load balancer named by annotation %s is never replaced; set %s%s to %t",
+			current.ID, reach(current.Spec.Internal), l.opts.AnnotationPrefix, AnnotationInternal, reach(spec.Internal), key, l.opts.AnnotationPrefix, AnnotationInternal, current.Spec.Internal))
+	}
+	return errs
+}
+
+// reach says "internal" or "public", for errors about the internal annotation.
+func reach(internal bool) string {
+	if internal {
+		return "internal"
+	}
+	return "public"
 }
 
 // appProtocol returns what port p (of transport protocol proto) speaks at the load

@@ -8,12 +8,41 @@
 // A Service's load balancer is the one tagged with the cluster ID (cloudapi.TagCluster)
 // and the Service's UID (cloudapi.TagService), found by listing with those tags (or in
 // the snapshot's list by the cluster tag), never by the Service's status or by a name a
-// user can edit. Nothing without both tags is read, changed or deleted. Before it
+// user can edit. Nothing without both tags is read, changed or deleted, but the one load
+// balancer a Service names by ID to adopt it (see below). Before it
 // creates, EnsureLoadBalancer has looked up by the tags; when a create fails ambiguously
 // (ErrTransient: the answer was lost) or with a conflict, it looks again and adopts what
 // an earlier create made, so a Service never gets two load balancers. Should a backend
 // have made two anyway, EnsureLoadBalancer keeps the one whose address the Service's
 // status publishes (else the first by ID) and deletes the others.
+//
+// # Adopting and keeping
+//
+// A Service whose load-balancer-id annotation names a load balancer, and that owns none
+// yet, adopts it: EnsureLoadBalancer reads it (GetLoadBalancer) and, when it carries none
+// of ccmkit's ownership tags (TagCluster, TagService), updates it in one write to what the
+// Service asks for, with the Service's owner tags; the addresses stay (the requested
+// addresses are left as they are unless the Service asks for addresses, which must be
+// ones the load balancer has, and the Service's IP families must keep every address).
+// One that carries another cluster's or Service's tag, even one of them, is refused with
+// an error matching ErrOwnedElsewhere that names no other owner, since the Service's
+// events are its users'; an ID the cloud does not know is an error, never a reason to
+// create one. After the adoption the load balancer is the Service's like any it created.
+// While the annotation is set, a Service that owns another load balancer gets an error
+// (nothing is swapped or deleted), and an internal switch, which would replace the load
+// balancer, is an error. Two Services that name one load balancer never both adopt it:
+// adoption and release hold a lock per load balancer ID. Two
+// clusters can race, since cloudapi has no conditional update: the last write wins and
+// the other cluster's next sync reports the owner's tags.
+//
+// With the keep-on-delete annotation (default Options.KeepOnDelete),
+// EnsureLoadBalancerDeleted releases the Service's load balancer instead of deleting it:
+// one update, based on a fresh read by owner tags, removes ccmkit's three tags and every
+// target (this cluster's node ports may go to another Service next) and keeps the rest
+// and the addresses. A released load balancer is found by no owner tag any more, so a
+// retry after a lost answer has nothing left to do, and the snapshot, which lists by the
+// cluster tag, no longer holds it. While keep-on-delete is true, an internal switch is an
+// error rather than a replacement.
 //
 // # What the Service asks for
 //

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,6 +33,8 @@ var fuzzSeeds = map[string][]string{
 	AnnotationTLSPorts:                      {"443", "https", "443,8443,web-tls", "", "0", "65536", "443,", "-https", "very-long-port-name", "a b"},
 	AnnotationTLSCertificates:               {"cert-1", "arn:aws:acm:eu-1:1:certificate/abc, cert-2", "", "a,a", "cert 1", "a,,b"},
 	AnnotationHostname:                      {"web.example.org", "a", " lb.example.com ", "", "203.0.113.7", "::1", "Web.example.org", "a..b", strings.Repeat("a.", 127) + "a", strings.Repeat("a", 64) + ".com"},
+	AnnotationLoadBalancerID:                {"lb-000001", " lb-1 ", "arn:aws:elasticloadbalancing:eu-1:1:loadbalancer/net/x/1", "lb 1", "", strings.Repeat("x", 255), strings.Repeat("x", 256), "lb-\u00001", "lb-\t1", "lb-ü"},
+	AnnotationKeepOnDelete:                  {"true", "false", "TRUE", " true", "", "yes", "0"},
 }
 
 // FuzzParseAnnotations feeds two annotations (known names, unknown ones and others) to
@@ -162,6 +165,15 @@ func FuzzParseAnnotations(f *testing.F) {
 				assert.Regexp(t, `^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`, label, "hostname %q", v)
 			}
 		}
+		if v, set := ok(AnnotationLoadBalancerID); set {
+			assert.Equal(t, v, s.loadBalancerID)
+			assert.True(t, len(s.loadBalancerID) >= 1 && len(s.loadBalancerID) <= maxIDLength, "ID %q", s.loadBalancerID)
+			assert.False(t, strings.ContainsFunc(s.loadBalancerID, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }), "ID %q", s.loadBalancerID)
+		}
+		if v, set := ok(AnnotationKeepOnDelete); set {
+			require.NotNil(t, s.keepOnDelete)
+			assert.Equal(t, strings.EqualFold(v, "true"), *s.keepOnDelete)
+		}
 		if _, set := ok(AnnotationHealthCheckProtocol); set {
 			assert.True(t, s.hcProtocol.Valid(), "protocol %q", s.hcProtocol)
 		}
@@ -205,6 +217,8 @@ func FuzzParseAnnotations(f *testing.F) {
 			AnnotationProtocol:                      s.appProtocol == "",
 			AnnotationTLSPorts:                      s.tlsPorts == nil,
 			AnnotationTLSCertificates:               s.certs == nil,
+			AnnotationLoadBalancerID:                s.loadBalancerID == "",
+			AnnotationKeepOnDelete:                  s.keepOnDelete == nil,
 		} {
 			if _, present := annotations[prefix+name]; !present {
 				assert.True(t, zero, "annotation %s is absent but set", name)

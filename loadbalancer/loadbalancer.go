@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
@@ -112,11 +114,28 @@ type Options struct {
 	// Clock is the clock the snapshot ages by. Nil means the real clock,
 	// clock.RealClock{}; simulations and tests pass a fake one.
 	Clock clock.PassiveClock
+	// KeepOnDelete is what a Service without the keep-on-delete annotation gets. When
+	// true, EnsureLoadBalancerDeleted releases the load balancer (removes its owner tags
+	// and targets, keeps it and its addresses) instead of deleting it, and
+	// EnsureLoadBalancer refuses an internal switch, which would replace it. Default false.
+	KeepOnDelete bool
+	// Recorder receives the events that say what ccmkit did beyond an error: a load
+	// balancer adopted (AdoptedLoadBalancer) or kept in the cloud (KeptLoadBalancer), on
+	// the Service. Nil records none.
+	Recorder record.EventRecorder
 }
 
-// lock serializes the calls for one Service: the service controller's sync and its node
-// sync may run for the same Service at once. It also keeps the snapshot's entry of the
-// Service in the order of the cloud's answers.
+// ErrOwnedElsewhere is matched (errors.Is) by the error of EnsureLoadBalancer when the
+// Service's load-balancer-id annotation names a load balancer that carries the ownership
+// tags of another cluster or another Service. Nothing is changed then.
+var ErrOwnedElsewhere = errors.New("the load balancer is owned elsewhere")
+
+// lock serializes the calls for one Service (key: its UID): the service controller's sync
+// and its node sync may run for the same Service at once. It also keeps the snapshot's
+// entry of the Service in the order of the cloud's answers. Adopting and releasing also
+// hold the load balancer's own lock (lbLock), inside the Service's, so that two Services
+// never adopt one load balancer at once and none adopts one whose release is still being
+// written (or retried).
 func (l *LoadBalancer) lock(uid string) func() {
 	l.mu.Lock()
 	sl := l.locks[uid]
@@ -136,6 +155,9 @@ func (l *LoadBalancer) lock(uid string) func() {
 		l.mu.Unlock()
 	}
 }
+
+// lbLock is the lock key of the load balancer with ID id; a Service UID has no "/".
+func lbLock(id string) string { return "load-balancer/" + id }
 
 // GetLoadBalancerName returns the cloud name of the Service's load balancer: the name
 // annotation if it is valid, else a name made of the cluster ID and the Service UID.
@@ -186,8 +208,10 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 // the load balancer afresh (a list by owner tags) and writes only what differs from that
 // read, in place, except for a switch between internal and public, which replaces the load
 // balancer. It creates at most one load balancer per Service UID: after an ambiguous
-// failure or a conflict it looks again by owner tags and adopts what it finds. While the
-// cloud provisions, it returns an api.RetryError.
+// failure or a conflict it looks again by owner tags and adopts what it finds. When the
+// Service has no load balancer and its load-balancer-id annotation names one, it adopts
+// that one instead of creating (see the package documentation), or fails without a write.
+// While the cloud provisions, it returns an api.RetryError.
 func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	uid, err := serviceUID(svc)
@@ -231,9 +255,13 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	if err != nil {
 		return nil, err
 	}
-	found, err = l.dropDuplicates(ctx, logger, svc, found)
+	adoptID := l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID // malformed: desired reports it
+	found, err = l.dropDuplicates(ctx, logger, svc, found, adoptID)
 	if err != nil {
 		return nil, err
+	}
+	if len(found) == 0 && adoptID != "" {
+		return l.adopt(ctx, logger, svc, nodes, adoptID)
 	}
 	var current *cloudapi.LoadBalancer
 	if len(found) > 0 {
@@ -248,8 +276,16 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	case current == nil:
 		return l.create(ctx, logger, svc, want)
 	case current.Spec.Internal != want.Internal:
+		keep, err := l.keepOnDelete(svc)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			return nil, fmt.Errorf("load balancer %s is %s, and annotation %s%s asks for %s, which takes a new load balancer with a new address: with keep-on-delete, ccmkit deletes none; set annotation %s%s to \"false\" to replace it, or set %s%s back",
+				current.ID, reach(current.Spec.Internal), l.opts.AnnotationPrefix, AnnotationInternal, reach(want.Internal), l.opts.AnnotationPrefix, AnnotationKeepOnDelete, l.opts.AnnotationPrefix, AnnotationInternal)
+		}
 		logger.Info("Replacing load balancer: internal and public cannot be switched in place", "loadBalancer", current.ID, "internal", want.Internal)
-		if err := l.delete(ctx, current.ID); err != nil {
+		if err := l.remove(ctx, logger, svc, current, false); err != nil {
 			return nil, err
 		}
 		return l.create(ctx, logger, svc, want)
@@ -333,9 +369,23 @@ func (l *LoadBalancer) updateWant(logger klog.Logger, svc *corev1.Service, nodes
 // EnsureLoadBalancerDeleted deletes every load balancer that carries the Service's owner
 // tags, with its listeners, targets and health check, and returns nil when there is none.
 // It always asks the cloud (one list by owner tags), never the snapshot.
+//
+// When the Service's keep-on-delete annotation (else Options.KeepOnDelete) says so, it
+// deletes only duplicates (as EnsureLoadBalancer does) and releases the Service's load
+// balancer instead: one update, based on that list, removes the owner tags
+// (cloudapi.TagCluster, cloudapi.TagService, cloudapi.TagServiceName) and every target and
+// keeps the rest, the addresses too, so that a Service can adopt it again with the
+// load-balancer-id annotation. A released load balancer is not the cluster's any more and
+// is never found again by owner tags, so a retry after a lost answer finds nothing to do.
+// A malformed keep-on-delete annotation is an error before any cloud call: nothing is
+// deleted while it is unclear whether to keep it.
 func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) error {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	uid, err := serviceUID(svc)
+	if err != nil {
+		return err
+	}
+	keep, err := l.keepOnDelete(svc)
 	if err != nil {
 		return err
 	}
@@ -346,15 +396,47 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 		l.snap.forget(uid)
 		return err
 	}
-	for _, lb := range found {
-		if err := l.delete(ctx, lb.ID); err != nil {
+	if keep {
+		if found, err = l.dropDuplicates(ctx, logger, svc, found, l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID); err != nil {
 			l.snap.forget(uid)
 			return err
 		}
-		logger.Info("Deleted load balancer", "loadBalancer", lb.ID, "name", lb.Spec.Name)
+	}
+	for i := range found {
+		if err := l.remove(ctx, logger, svc, &found[i], keep); err != nil {
+			l.snap.forget(uid)
+			return err
+		}
 	}
 	l.snap.record(uid)
 	return nil
+}
+
+// keepOnDelete reports whether the Service's load balancer is kept in the cloud when the
+// Service no longer wants it: its keep-on-delete annotation, else Options.KeepOnDelete.
+func (l *LoadBalancer) keepOnDelete(svc *corev1.Service) (bool, error) {
+	key := l.opts.AnnotationPrefix + AnnotationKeepOnDelete
+	v, ok := svc.Annotations[key]
+	if !ok {
+		return l.opts.KeepOnDelete, nil
+	}
+	s, _, err := parseAnnotations(l.opts.AnnotationPrefix, map[string]string{key: v})
+	if err != nil {
+		return false, fmt.Errorf("service %s/%s: %w; nothing is deleted until it says whether to keep the load balancer", svc.Namespace, svc.Name, err)
+	}
+	return *s.keepOnDelete, nil
+}
+
+// annotation returns the settings of the Service's annotation name alone (zero when it is
+// absent or malformed: desired reports a malformed one).
+func (l *LoadBalancer) annotation(svc *corev1.Service, name string) settings {
+	key := l.opts.AnnotationPrefix + name
+	v, ok := svc.Annotations[key]
+	if !ok {
+		return settings{}
+	}
+	s, _, _ := parseAnnotations(l.opts.AnnotationPrefix, map[string]string{key: v})
+	return s
 }
 
 // trusted returns the Service's load balancer from the snapshot when the snapshot may
@@ -419,20 +501,20 @@ func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudap
 }
 
 // dropDuplicates deletes all but one of several load balancers of one Service, which only
-// a backend that lost track of a create can have made. It keeps the one whose address or
-// hostname the Service's status publishes, else the first by ID.
-func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, svc *corev1.Service, found []cloudapi.LoadBalancer) ([]cloudapi.LoadBalancer, error) {
+// a backend that lost track of a create can have made. It keeps the one with ID prefer
+// (the load balancer the Service's load-balancer-id annotation names), else the one whose
+// address or hostname the Service's status publishes, else the first by ID.
+func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, svc *corev1.Service, found []cloudapi.LoadBalancer, prefer string) ([]cloudapi.LoadBalancer, error) {
 	if len(found) < 2 {
 		return found, nil
 	}
-	keep := 0
-	for i, lb := range found {
-		if slices.ContainsFunc(svc.Status.LoadBalancer.Ingress, func(in corev1.LoadBalancerIngress) bool {
-			return (in.IP != "" && slices.Contains(lb.Addresses, in.IP)) || (in.Hostname != "" && in.Hostname == lb.Hostname)
-		}) {
-			keep = i
-			break
-		}
+	keep := slices.IndexFunc(found, func(lb cloudapi.LoadBalancer) bool { return prefer != "" && lb.ID == prefer })
+	if keep < 0 {
+		keep = max(0, slices.IndexFunc(found, func(lb cloudapi.LoadBalancer) bool {
+			return slices.ContainsFunc(svc.Status.LoadBalancer.Ingress, func(in corev1.LoadBalancerIngress) bool {
+				return (in.IP != "" && slices.Contains(lb.Addresses, in.IP)) || (in.Hostname != "" && in.Hostname == lb.Hostname)
+			})
+		}))
 	}
 	for i, extra := range found {
 		if i == keep {
@@ -463,13 +545,149 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 	}
 	if len(found) == 0 {
 		if errors.Is(err, cloudapi.ErrConflict) {
-			return nil, fmt.Errorf("creating load balancer %q: %w; no load balancer of this service exists, so the name or a requested address belongs to another: choose another with annotation %s%s or %s%s",
-				want.Name, err, l.opts.AnnotationPrefix, AnnotationName, l.opts.AnnotationPrefix, AnnotationIPAddresses)
+			return nil, fmt.Errorf("creating load balancer %q: %w; no load balancer of this service exists, so the name or a requested address belongs to another: choose another with annotation %s%s or %s%s, or, if it is a load balancer kept by keep-on-delete, adopt it with annotation %s%s",
+				want.Name, err, l.opts.AnnotationPrefix, AnnotationName, l.opts.AnnotationPrefix, AnnotationIPAddresses, l.opts.AnnotationPrefix, AnnotationLoadBalancerID)
 		}
 		return nil, fmt.Errorf("creating load balancer %q: %w", want.Name, err)
 	}
 	logger.Info("Adopting the load balancer of an earlier create", "loadBalancer", found[0].ID, "createErr", err)
 	return l.update(ctx, logger, &found[0], want)
+}
+
+// adopt makes the load balancer with ID id, named by the Service's load-balancer-id
+// annotation, the Service's: one fresh read (GetLoadBalancer), then, when it carries no
+// ownership tag of another cluster or Service, one update to what the Service asks for,
+// with the Service's owner tags and the load balancer's addresses. A load balancer that
+// does not exist is an error, never a reason to create one.
+func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, id string) (*cloudapi.LoadBalancer, error) {
+	defer l.lock(lbLock(id))()
+	key := l.opts.AnnotationPrefix + AnnotationLoadBalancerID
+	lb, err := l.api.GetLoadBalancer(ctx, id)
+	switch {
+	case cloudapi.IsNotFound(err):
+		return nil, fmt.Errorf("annotation %s names load balancer %s, which does not exist: %w; ccmkit creates none in its place: correct the ID, or remove the annotation to get a new load balancer", key, id, err)
+	case err != nil:
+		return nil, fmt.Errorf("reading load balancer %s, named by annotation %s: %w", id, key, err)
+	case lb == nil:
+		return nil, fmt.Errorf("reading load balancer %s, named by annotation %s: the cloud answered neither a load balancer nor an error: %w", id, key, cloudapi.ErrTransient)
+	}
+	owned, err := l.adoptable(svc, lb, key)
+	if err != nil {
+		logger.Info("Refusing to adopt load balancer", "loadBalancer", id, "tags", lb.Spec.Tags, "err", err)
+		return nil, err
+	}
+	want, _, err := l.desired(logger, svc, nodes, lb)
+	if err != nil {
+		return nil, err
+	}
+	if err := keepsAddresses(lb, want, key); err != nil {
+		return nil, err
+	}
+	adopted, err := l.update(ctx, logger, lb, want)
+	if err != nil {
+		return nil, err
+	}
+	if !owned {
+		logger.Info("Adopted load balancer", "loadBalancer", id, "addresses", adopted.Addresses)
+		l.event(svc, corev1.EventTypeNormal, "AdoptedLoadBalancer", fmt.Sprintf("Adopted load balancer %s (addresses [%s]), named by annotation %s", id, strings.Join(adopted.Addresses, ", "), key))
+	}
+	return adopted, nil
+}
+
+// adoptable reports whether the Service may adopt lb: when it carries none of ccmkit's
+// ownership tags (owned false), or already the Service's own (owned true: a list that
+// missed it). Any other owner, even one tag of one, is ErrOwnedElsewhere; the error names
+// no other cluster or Service, since the Service's events are its users'.
+func (l *LoadBalancer) adoptable(svc *corev1.Service, lb *cloudapi.LoadBalancer, key string) (owned bool, err error) {
+	cluster, hasCluster := lb.Spec.Tags[cloudapi.TagCluster]
+	uid, hasService := lb.Spec.Tags[cloudapi.TagService]
+	switch {
+	case lb.Status == cloudapi.LoadBalancerDeleting:
+		return false, fmt.Errorf("annotation %s names load balancer %s, which the cloud is deleting: name another, or remove the annotation to get a new load balancer", key, lb.ID)
+	case !hasCluster && !hasService:
+		return false, nil
+	case cluster == l.opts.ClusterID && uid == string(svc.UID):
+		return true, nil
+	case hasCluster && cluster != l.opts.ClusterID:
+		return false, fmt.Errorf("annotation %s names load balancer %s, which belongs to another cluster (tag %s): %w; ccmkit changes nothing that is not this cluster's: name a load balancer without ownership tags, or remove the annotation",
+			key, lb.ID, cloudapi.TagCluster, ErrOwnedElsewhere)
+	default:
+		return false, fmt.Errorf("annotation %s names load balancer %s, which belongs to another Service (tag %s): %w; it is adopted only once that Service lets it go (deleted with keep-on-delete): name another, or remove the annotation",
+			key, lb.ID, cloudapi.TagService, ErrOwnedElsewhere)
+	}
+}
+
+// keepsAddresses checks that updating lb to want keeps lb's addresses: the Service asks
+// for no other address than lb has, and for every family of lb's addresses.
+func keepsAddresses(lb *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, key string) error {
+	if !slices.Equal(want.RequestedIPs, lb.Spec.RequestedIPs) {
+		for _, ip := range want.RequestedIPs {
+			if !slices.Contains(lb.Addresses, ip) {
+				return fmt.Errorf("the Service asks for address %s (annotation %s or spec.loadBalancerIP), but load balancer %s, named by annotation %s, has [%s]: adopting keeps its addresses; ask for those or none",
+					ip, AnnotationIPAddresses, lb.ID, key, strings.Join(lb.Addresses, ", "))
+			}
+		}
+	}
+	families := want.IPFamilies
+	if len(families) == 0 {
+		families = []cloudapi.IPFamily{cloudapi.IPv4}
+	}
+	for _, a := range lb.Addresses {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return fmt.Errorf("load balancer %s, named by annotation %s, has the address %q, which is not an IP address: the cloud's answer cannot tell whether adopting keeps it", lb.ID, key, a)
+		}
+		f := cloudapi.IPv4
+		if !ip.Unmap().Is4() {
+			f = cloudapi.IPv6
+		}
+		if !slices.Contains(families, f) {
+			return fmt.Errorf("load balancer %s, named by annotation %s, has the %s address %s, but the Service's spec.ipFamilies are %v: adopting would drop it; set spec.ipFamilyPolicy and spec.ipFamilies to include %s",
+				lb.ID, key, f, a, families, f)
+		}
+	}
+	return nil
+}
+
+// remove deletes the Service's load balancer lb, or releases it when keep is true.
+func (l *LoadBalancer) remove(ctx context.Context, logger klog.Logger, svc *corev1.Service, lb *cloudapi.LoadBalancer, keep bool) error {
+	if keep {
+		return l.release(ctx, logger, svc, lb)
+	}
+	if err := l.delete(ctx, lb.ID); err != nil {
+		return err
+	}
+	logger.Info("Deleted load balancer", "loadBalancer", lb.ID, "name", lb.Spec.Name)
+	return nil
+}
+
+// release lets go of the Service's load balancer lb, read by owner tags just before: one
+// update removes ccmkit's ownership tags and every target, and keeps everything else (the
+// name, listeners, health check, requested addresses, other tags) and the addresses. The
+// targets go because they are this cluster's nodes, whose node ports another Service may
+// get next: a kept load balancer must not send traffic into the cluster.
+func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *corev1.Service, lb *cloudapi.LoadBalancer) error {
+	defer l.lock(lbLock(lb.ID))()
+	want := lb.Spec.Clone()
+	for _, k := range []string{cloudapi.TagCluster, cloudapi.TagService, cloudapi.TagServiceName} {
+		delete(want.Tags, k)
+	}
+	want.Targets = nil
+	released, err := l.update(ctx, logger, lb, want)
+	if err != nil {
+		return fmt.Errorf("releasing load balancer %s (keep-on-delete): %w", lb.ID, err)
+	}
+	logger.Info("Released load balancer: kept in the cloud without this cluster's ownership tags and targets", "loadBalancer", lb.ID, "addresses", released.Addresses)
+	l.event(svc, corev1.EventTypeNormal, "KeptLoadBalancer", fmt.Sprintf("Kept load balancer %s (addresses [%s]) in the cloud without this Service's ownership tags and targets; a Service adopts it with annotation %s%s: %s",
+		lb.ID, strings.Join(released.Addresses, ", "), l.opts.AnnotationPrefix, AnnotationLoadBalancerID, lb.ID))
+	return nil
+}
+
+// event records an event on the Service when there is a recorder.
+func (l *LoadBalancer) event(svc *corev1.Service, eventType, reason, message string) {
+	if l.opts.Recorder != nil {
+		l.opts.Recorder.Event(svc, eventType, reason, message)
+	}
 }
 
 // update writes the differences between current and want, if any.

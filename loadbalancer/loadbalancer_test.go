@@ -40,6 +40,12 @@ func (e *env) expire() { e.clock.Step(loadbalancer.DefaultMaxAge + time.Second) 
 
 func newEnv(t *testing.T, cfg fake.Config, wrap ...func(cloudapi.Client) cloudapi.Client) *env {
 	t.Helper()
+	return newEnvWith(t, cfg, nil, wrap...)
+}
+
+// newEnvWith is newEnv with the LoadBalancer's options changed by tweak.
+func newEnvWith(t *testing.T, cfg fake.Config, tweak func(*loadbalancer.Options), wrap ...func(cloudapi.Client) cloudapi.Client) *env {
+	t.Helper()
 	e := &env{clock: clocktesting.NewFakeClock(t0)}
 	for i := range 5 {
 		id := fmt.Sprintf("i-%d", i)
@@ -57,7 +63,11 @@ func newEnv(t *testing.T, cfg fake.Config, wrap ...func(cloudapi.Client) cloudap
 	require.True(t, ok)
 	format, err := providerid.Default("ccmkit")
 	require.NoError(t, err)
-	e.lb, err = loadbalancer.New(apiLB, loadbalancer.Options{ClusterID: "c1", ProviderID: format, Clock: e.clock})
+	opts := loadbalancer.Options{ClusterID: "c1", ProviderID: format, Clock: e.clock}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	e.lb, err = loadbalancer.New(apiLB, opts)
 	require.NoError(t, err)
 	return e
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -98,6 +99,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			ProviderID:       format,
 			Region:           cfg.Region,
 			AdditionalLabels: cfg.Nodes.AdditionalLabels,
+			LabelsFromTags:   cfg.Nodes.LabelsFromTags,
 			IPFamilies:       cfg.Nodes.IPFamilies,
 		})
 		if err != nil {
@@ -116,6 +118,8 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			MaxAge:           cfg.Cache.MaxAge,
 			PageSize:         cfg.CloudAPI.PageSize,
 			Clock:            opts.Clock,
+			KeepOnDelete:     cfg.LoadBalancer.KeepOnDelete,
+			Recorder:         lateRecorder{c},
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -178,7 +182,8 @@ func (c *Cloud) Config() Config { return c.cfg }
 // after leader election, before any controller runs; nothing cloud-facing happens before.
 // The recorder stops when stop closes. The sub-interfaces report problems through their
 // errors, which the upstream controllers turn into events on the Service or Node; the
-// recorder is there for what ccmkit has to say beyond an error. When load balancers are
+// recorder is there for what ccmkit has to say beyond an error (package loadbalancer's
+// AdoptedLoadBalancer and KeptLoadBalancer events on the Service). When load balancers are
 // on, it also starts the load balancers' watch of Node labels with the same client (see
 // loadbalancer.LoadBalancer.WatchNodeLabels: the service controller does not sync a
 // Service's targets when only a Node's labels change), which stops when stop closes.
@@ -217,6 +222,25 @@ func (c *Cloud) EventRecorder() record.EventRecorder {
 		return &record.FakeRecorder{}
 	}
 	return c.recorder
+}
+
+// lateRecorder records through the recorder that Initialize sets up after New built the
+// sub-interfaces: it asks the Cloud for its recorder at every event.
+type lateRecorder struct{ c *Cloud }
+
+// Event records an event through the Cloud's current recorder.
+func (r lateRecorder) Event(obj runtime.Object, eventType, reason, message string) {
+	r.c.EventRecorder().Event(obj, eventType, reason, message)
+}
+
+// Eventf records an event through the Cloud's current recorder.
+func (r lateRecorder) Eventf(obj runtime.Object, eventType, reason, format string, args ...any) {
+	r.c.EventRecorder().Eventf(obj, eventType, reason, format, args...)
+}
+
+// AnnotatedEventf records an event through the Cloud's current recorder.
+func (r lateRecorder) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventType, reason, format string, args ...any) {
+	r.c.EventRecorder().AnnotatedEventf(obj, annotations, eventType, reason, format, args...)
 }
 
 // ProviderName returns the provider's registered name.

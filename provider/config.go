@@ -17,6 +17,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/cloudclient"
+	"github.com/ccmkit/ccmkit/internal/nodelabels"
 	"github.com/ccmkit/ccmkit/internal/sharedlist"
 	"github.com/ccmkit/ccmkit/internal/strictyaml"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -201,8 +202,20 @@ type EnableConfig struct {
 // NodesConfig configures what Node initialization reports.
 type NodesConfig struct {
 	// AdditionalLabels are put on every Node at initialization (YAML "additionalLabels").
-	// Keys under kubernetes.io and k8s.io are refused: those belong to Kubernetes.
+	// Keys are qualified names; keys under kubernetes.io and k8s.io (and their
+	// subdomains, such as node.kubernetes.io) are refused: those belong to Kubernetes.
 	AdditionalLabels map[string]string `yaml:"additionalLabels"`
+	// LabelsFromTags maps instance tag keys to Node label keys (YAML "labelsFromTags"):
+	// at initialization, a Node whose instance carries the tag gets the label with the
+	// tag's value. Label keys follow the rules of AdditionalLabels; each comes from one
+	// tag and none is in AdditionalLabels too. A tag the instance lacks adds no label; a
+	// tag whose value is not a valid label value (at most 63 characters of letters,
+	// digits, '-', '_' and '.', starting and ending with a letter or digit) adds none
+	// either and is logged with the instance, tag and value, so that the Node still
+	// initializes. Labels are set once, at initialization: a tag changed later does not
+	// change the Node, and a label the Node already has (from the kubelet's --node-labels)
+	// is kept as it is.
+	LabelsFromTags map[string]string `yaml:"labelsFromTags"`
 	// IPFamilies orders the Node's addresses by family, primary first (YAML
 	// "ipFamilies"); default [IPv4, IPv6]. Put IPv6 first in an IPv6-primary cluster, so
 	// that the node IP the kubelet and the cluster pick is of the primary family.
@@ -215,6 +228,13 @@ type LoadBalancerConfig struct {
 	// "annotationPrefix"); default "loadbalancer.ccmkit.io/", or the adapter's own.
 	// It must be a DNS subdomain followed by "/".
 	AnnotationPrefix string `yaml:"annotationPrefix"`
+	// KeepOnDelete is the default of the keep-on-delete annotation (YAML "keepOnDelete");
+	// default false. When true, the load balancer of a Service that is deleted or stops
+	// being of type LoadBalancer is kept in the cloud with its addresses: ccmkit removes
+	// its ownership tags and targets instead of deleting it, and a Service can adopt it
+	// again with the load-balancer-id annotation. Kept load balancers cost money until
+	// someone deletes them in the cloud.
+	KeepOnDelete bool `yaml:"keepOnDelete"`
 }
 
 // Enabled reports the effective value of a switch: the value if set, else def.
@@ -318,13 +338,12 @@ func (c *Config) Validate() error {
 	if len(c.Nodes.IPFamilies) > 2 || (len(c.Nodes.IPFamilies) == 2 && c.Nodes.IPFamilies[0] == c.Nodes.IPFamilies[1]) {
 		bad("nodes.ipFamilies: %v must name each of IPv4 and IPv6 at most once", c.Nodes.IPFamilies)
 	}
-	for _, key := range slices.Sorted(maps.Keys(c.Nodes.AdditionalLabels)) {
-		for _, msg := range validation.IsQualifiedName(key) {
-			bad("nodes.additionalLabels: key %q: %s", key, msg)
+	for _, p := range nodelabels.Check(c.Nodes.AdditionalLabels, c.Nodes.LabelsFromTags) {
+		field := "nodes.additionalLabels"
+		if p.FromTags {
+			field = "nodes.labelsFromTags"
 		}
-		for _, msg := range validation.IsValidLabelValue(c.Nodes.AdditionalLabels[key]) {
-			bad("nodes.additionalLabels: value of %q: %s", key, msg)
-		}
+		bad("%s: %s", field, p.Msg)
 	}
 	if c.Cache.MaxAge < 0 {
 		bad("cache.maxAge: %s must be positive", c.Cache.MaxAge)

@@ -28,6 +28,7 @@ func TestReadConfigDefaults(t *testing.T) {
 	assert.True(t, cfg.InstancesEnabled())
 	assert.True(t, cfg.LoadBalancersEnabled())
 	assert.False(t, cfg.RoutesEnabled(), "routes are off unless asked for")
+	assert.False(t, cfg.LoadBalancer.KeepOnDelete, "load balancers go with their Services unless asked")
 }
 
 func TestReadConfigFull(t *testing.T) {
@@ -44,7 +45,10 @@ cloudAPI:
   maxRetryAfter: 90s
 cache: {maxAge: 30s}
 enable: {instances: true, loadBalancers: false, routes: true}
-loadBalancer: {annotationPrefix: lb.example.com/}
+loadBalancer: {annotationPrefix: lb.example.com/, keepOnDelete: true}
+nodes:
+  additionalLabels: {example.com/pool: general}
+  labelsFromTags: {team: example.com/team, cost-center: example.com/cost-center}
 fake:
   anything: here
 `
@@ -60,6 +64,9 @@ fake:
 	assert.False(t, cfg.LoadBalancersEnabled())
 	assert.True(t, cfg.RoutesEnabled())
 	assert.Equal(t, "lb.example.com/", cfg.LoadBalancer.AnnotationPrefix)
+	assert.True(t, cfg.LoadBalancer.KeepOnDelete)
+	assert.Equal(t, map[string]string{"example.com/pool": "general"}, cfg.Nodes.AdditionalLabels)
+	assert.Equal(t, map[string]string{"team": "example.com/team", "cost-center": "example.com/cost-center"}, cfg.Nodes.LabelsFromTags)
 
 	type fakeSection struct {
 		Anything string `yaml:"anything"`
@@ -125,11 +132,18 @@ func TestConfigErrors(t *testing.T) {
 		},
 		{
 			name: "nodes",
-			file: "cluster: {id: a}\nnodes:\n  ipFamilies: [IPv4, IPv4]\n  additionalLabels: {'bad key!': x, example.com/ok: 'bad value!'}\n",
+			file: "cluster: {id: a}\nnodes:\n  ipFamilies: [IPv4, IPv4]\n  additionalLabels: {'bad key!': x, example.com/ok: 'bad value!', node.kubernetes.io/pool: a, example.com/team: b}\n" +
+				"  labelsFromTags: {zone: topology.kubernetes.io/zone, team: example.com/team, Team: example.com/owner, owner: example.com/owner, '': example.com/x, size: 'Size!', cost: example.com/cost}\n",
 			want: []string{
 				"nodes.ipFamilies: [IPv4 IPv4] must name each of IPv4 and IPv6 at most once",
 				`nodes.additionalLabels: key "bad key!": name part must consist of alphanumeric characters`,
 				`nodes.additionalLabels: value of "example.com/ok": a valid label must be an empty string or consist of alphanumeric characters`,
+				`nodes.additionalLabels: key "node.kubernetes.io/pool": it is under kubernetes.io, which Kubernetes reserves: use a prefix of your own`,
+				`nodes.labelsFromTags: an empty tag key (mapped to label "example.com/x"): name the instance tag`,
+				`nodes.labelsFromTags: label key "Size!" of tag "size": name part must consist of alphanumeric characters`,
+				`nodes.labelsFromTags: tags "Team" and "owner" both map to label "example.com/owner": map each label from one tag`,
+				`nodes.labelsFromTags: label "example.com/team" of tag "team" is an additional label too: set it in one place`,
+				`nodes.labelsFromTags: label key "topology.kubernetes.io/zone" of tag "zone": it is under kubernetes.io, which Kubernetes reserves: use a prefix of your own`,
 			},
 		},
 		{

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -24,8 +25,10 @@ const (
 	checkDuplicateLB = "duplicate-load-balancer" // two load balancers of one Service existed at once
 	checkStaleDiff   = "stale-diff"              // an update's Changes did not describe what it changed
 	checkNodeDeleted = "node-deleted"            // a Node was deleted while its instance existed
+	checkNotOurs     = "not-ours-changed"        // a load balancer without this cluster's tags was changed (but by an adoption) or deleted
 	// Convergence: must hold once the faults stopped and the controllers settled.
 	checkOrphanLB      = "orphaned-load-balancer" // a load balancer of a Service that is gone or wants none
+	checkKeptLB        = "kept-load-balancer"     // a load balancer without this cluster's tags keeps ccmkit's tags or targets
 	checkMissingLB     = "missing-load-balancer"  // a LoadBalancer Service without one
 	checkStatus        = "service-status"         // status ingress is not the load balancer's address
 	checkFinalizer     = "service-finalizer"      // cleanup finalizer missing, left behind, or deletion stuck
@@ -53,6 +56,7 @@ func check(w *world, cloud *fake.Cloud, rec *recorder) []violation {
 	inv := cloud.Inventory()
 	var out []violation
 	out = append(out, checkHistory(cloud.LoadBalancerHistory())...)
+	out = append(out, checkKept(inv, rec.operatorLB)...)
 	out = append(out, checkServices(w, inv, rec)...)
 	out = append(out, checkRoutes(w, inv)...)
 	out = append(out, checkNodes(w, inv)...)
@@ -68,32 +72,87 @@ func owner(tags map[string]string) string {
 	return tags[cloudapi.TagService]
 }
 
-// checkHistory replays the load balancer writes: no create may make a second load
-// balancer for a Service that has one, and every update's Changes must be its real diff,
+// checkHistory replays the load balancer writes: no create or adoption may give a Service
+// a second load balancer while it has one; every update's Changes must be its real diff,
 // also when the update is the client's retry of one whose answer was lost (the retry is
-// re-based on a fresh read).
+// re-based on a fresh read); and a load balancer without this cluster's tags is never
+// deleted, and changed only by an adoption that makes it a Service's without touching its
+// addresses, and never when it carries another cluster's tag.
 func checkHistory(history []fake.Event) []violation {
 	var out []violation
-	live := map[string]string{} // load balancer ID → owner UID
+	add := func(check, format string, args ...any) {
+		out = append(out, violation{Check: check, Msg: fmt.Sprintf(format, args...)})
+	}
+	live := map[string]string{}                     // load balancer ID → owner UID
+	specs := map[string]cloudapi.LoadBalancerSpec{} // load balancer ID → spec before the event
+	duplicate := func(e fake.Event, uid string) {
+		for _, id := range slices.Sorted(maps.Keys(live)) {
+			if uid != "" && id != e.ID && live[id] == uid {
+				add(checkDuplicateLB, "%s %s for service UID %s (%s) while %s existed", e.Op, e.ID, uid, e.Spec.Tags[cloudapi.TagServiceName], id)
+			}
+		}
+	}
 	for _, e := range history {
 		uid := owner(e.Spec.Tags)
+		before, existed := specs[e.ID]
+		ours := existed && before.Tags[cloudapi.TagCluster] == clusterID
 		switch e.Op {
 		case cloudapi.OpCreateLoadBalancer:
-			for _, id := range slices.Sorted(maps.Keys(live)) {
-				if uid != "" && live[id] == uid {
-					out = append(out, violation{Check: checkDuplicateLB,
-						Msg: fmt.Sprintf("created %s for service UID %s (%s) while %s existed", e.ID, uid, e.Spec.Tags[cloudapi.TagServiceName], id)})
-				}
+			duplicate(e, uid)
+			live[e.ID] = uid
+			specs[e.ID] = e.Spec
+		case cloudapi.OpUpdateLoadBalancer:
+			switch {
+			case !existed:
+			case ours:
+			case before.Tags[cloudapi.TagCluster] != "":
+				add(checkNotOurs, "update of %s, which carries another cluster's tag %v", e.ID, before.Tags)
+			case uid == "":
+				add(checkNotOurs, "update of %s, which has no ccmkit tags, that does not adopt it (tags after: %v)", e.ID, e.Spec.Tags)
+			case e.Actual.RequestedIPs || e.Actual.Internal:
+				add(checkNotOurs, "the adoption of %s changed what decides its addresses: %+v", e.ID, e.Actual)
+			}
+			if uid != live[e.ID] {
+				duplicate(e, uid)
 			}
 			live[e.ID] = uid
-		case cloudapi.OpUpdateLoadBalancer:
-			live[e.ID] = uid
+			specs[e.ID] = e.Spec
 			if !e.ChangesMatch() {
-				out = append(out, violation{Check: checkStaleDiff,
-					Msg: fmt.Sprintf("update of %s claimed %+v but changed %+v", e.ID, e.Changes, e.Actual)})
+				add(checkStaleDiff, "update of %s claimed %+v but changed %+v", e.ID, e.Changes, e.Actual)
 			}
 		case cloudapi.OpDeleteLoadBalancer:
+			if existed && !ours {
+				add(checkNotOurs, "delete of %s, which has no tag of this cluster (tags %v)", e.ID, before.Tags)
+			}
 			delete(live, e.ID)
+			delete(specs, e.ID)
+		}
+	}
+	return out
+}
+
+// checkKept checks the load balancers without this cluster's tags: those ccmkit released
+// (and the one an operator made) carry neither of ccmkit's Service tags nor targets, and
+// the other cluster's is as it was made. The operator's, with ID operatorID, still exists:
+// only Services with keep-on-delete adopt it.
+func checkKept(inv fake.Inventory, operatorID string) []violation {
+	var out []violation
+	if !slices.ContainsFunc(inv.LoadBalancers, func(lb cloudapi.LoadBalancer) bool { return lb.ID == operatorID }) {
+		out = append(out, violation{Check: checkKeptLB, Msg: fmt.Sprintf("the operator's load balancer %s is gone, though every Service that adopted it had keep-on-delete", operatorID)})
+	}
+	for _, lb := range inv.LoadBalancers {
+		switch lb.Spec.Tags[cloudapi.TagCluster] {
+		case clusterID:
+		case otherClusterID:
+			if !reflect.DeepEqual(lb.Spec, otherClusterLB) {
+				out = append(out, violation{Check: checkNotOurs, Msg: fmt.Sprintf("the other cluster's load balancer %s is %+v, was %+v", lb.ID, lb.Spec, otherClusterLB)})
+			}
+		default:
+			_, uid := lb.Spec.Tags[cloudapi.TagService]
+			_, name := lb.Spec.Tags[cloudapi.TagServiceName]
+			if uid || name || len(lb.Spec.Targets) > 0 {
+				out = append(out, violation{Check: checkKeptLB, Msg: fmt.Sprintf("%s (%s) has no cluster tag but tags %v and targets %v", lb.ID, lb.Spec.Name, lb.Spec.Tags, lb.Spec.Targets)})
+			}
 		}
 	}
 	return out
@@ -239,6 +298,9 @@ func specProblems(svc *corev1.Service, lb cloudapi.LoadBalancer, nodes []*corev1
 	}
 	if want := ann(loadbalancer.AnnotationName); want != "" && lb.Spec.Name != want {
 		bad("name %q, want %q", lb.Spec.Name, want)
+	}
+	if want := ann(loadbalancer.AnnotationLoadBalancerID); want != "" && lb.ID != want {
+		bad("load balancer %s, but annotation %s names %s", lb.ID, loadbalancer.AnnotationLoadBalancerID, want)
 	}
 	if hc := lb.Spec.HealthCheck; hc == nil {
 		bad("no health check")

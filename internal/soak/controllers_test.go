@@ -152,6 +152,9 @@ type recorder struct {
 	nodeDeletions int
 	// initialized holds when the cloud node controller last initialized each Node.
 	initialized map[string]time.Time
+	// operatorLB is the ID of operatorLB in the cloud. Only Services with keep-on-delete
+	// adopt it (see adopt_test.go), so it must exist at the end.
+	operatorLB string
 }
 
 func newRecorder(cloud *fake.Cloud) *recorder {

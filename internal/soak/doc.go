@@ -11,9 +11,14 @@
 //
 //   - Services: create (ports, type, externalTrafficPolicy, IP families, source ranges,
 //     annotations under loadbalancer.ccmkit.io/ including internal, proxy-protocol, name and
-//     the health check ones, plus an unknown key and a foreign annotation), replace ports,
-//     replace annotations, change the type away from LoadBalancer and back, delete (a name
-//     may be reused by a new Service with a new UID).
+//     the health check ones and keep-on-delete, plus an unknown key and a foreign
+//     annotation), replace ports, replace annotations, change the type away from
+//     LoadBalancer and back, delete (a name may be reused by a new Service with a new UID).
+//     Load balancers change hands: a new Service may name by ID (load-balancer-id) a load
+//     balancer without ccmkit tags, one kept by keep-on-delete or the one an operator made
+//     before the history, and a Service that turns LoadBalancer again names its own kept
+//     one. The run sets the ID as a careful user would (adopt_test.go says how), so that no
+//     Service fails by design; a load balancer of another cluster is in the cloud too.
 //   - Nodes: add (an instance starts, its kubelet registers an uninitialized Node, with or
 //     without spec.providerID, and the Node gets a pod CIDR), remove (an autoscaler deletes
 //     the Node, then the instance), drain (the autoscaler's ToBeDeleted taint), exclude
@@ -34,6 +39,10 @@
 //     retry of an update whose answer was lost (it is re-based on a fresh read);
 //   - no Node was deleted while its instance existed (checked when the lifecycle
 //     controller deletes it);
+//   - no load balancer without this cluster's tags was ever deleted, or changed but by an
+//     adoption that left what decides its addresses alone, and the other cluster's never;
+//   - every load balancer without this cluster's tags carries neither of ccmkit's Service
+//     tags nor targets (a released one), and the one the operator made still exists;
 //   - no load balancer or route of the cluster is orphaned (fake.Cloud.Inventory): every
 //     load balancer belongs to a Service that wants one, every route to an existing Node's
 //     pod CIDR and instance, none a blackhole; every pod CIDR has its route;
@@ -42,7 +51,8 @@
 //     listeners are its ports and node ports; its targets are the instances of the Nodes
 //     the service controller passes (a Node tainted ToBeDeleted may still be one, as the
 //     node sync ignores taint changes); internal, proxy protocol, name, health check,
-//     source ranges, address families and the Service name tag match; the cleanup
+//     source ranges, address families, the Service name tag and the load balancer the
+//     load-balancer-id annotation names match; the cleanup
 //     finalizer is on LoadBalancer Services only, and no deletion is stuck;
 //   - every Node has a live instance, is initialized, and has the shutdown taint exactly
 //     when it is NotReady with a stopped instance (never when Ready);
@@ -95,8 +105,11 @@
 // condition and its watch-based mode; events, metrics and leader election; API server
 // failures, conflicts and informer lag; the kube-controller-manager's eviction; Nodes
 // that re-register; node address changes. The history has no Services with a
-// LoadBalancerClass, spec.loadBalancerIP or the ip-addresses annotation, and no malformed
-// annotations (a Service with one fails by design and never converges).
+// LoadBalancerClass, spec.loadBalancerIP or the ip-addresses annotation, no malformed
+// annotations (a Service with one fails by design and never converges), and no adoption
+// that is refused (another owner, an ID that does not exist, an address it would lose:
+// the loadbalancer unit tests and the e2e suite have those); two Services never name one
+// load balancer at once, since the driver runs one call at a time.
 //
 // # Determinism and reproducing a failure
 //

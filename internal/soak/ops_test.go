@@ -80,6 +80,10 @@ type op struct {
 	ProviderID bool
 	// Exclude sets (true) or removes the exclude label (exclude-node).
 	Exclude bool
+	// Adopt makes the Service name a load balancer without ccmkit tags by ID
+	// (create-service), when the cloud has one that no other Service names; the run
+	// chooses it (see sim.adopt).
+	Adopt bool
 	// Advance is the virtual time the controllers run after the operation.
 	Advance time.Duration
 }
@@ -107,6 +111,9 @@ func (o op) String() string {
 		}
 		if len(o.SourceRanges) > 0 {
 			fmt.Fprintf(&b, " ranges=%v", o.SourceRanges)
+		}
+		if o.Adopt {
+			b.WriteString(" adopt")
 		}
 		fmt.Fprintf(&b, " annotations=%s", annotationsString(o.Annotations))
 	case opUpdatePorts:
@@ -151,7 +158,11 @@ const (
 // generator makes a random history from a seed. It keeps a rough model of what exists, to
 // choose sensible targets; the run decides what really happens.
 type generator struct {
-	rng      *rand.Rand
+	rng *rand.Rand
+	// handover draws the choices about keeping and adopting load balancers, from a stream
+	// of its own, so that they left the histories of every seed as they were (the
+	// regressions pin operations by index).
+	handover *rand.Rand
 	services map[string]bool // live Service names → type LoadBalancer
 	deleted  []string        // names of deleted Services, which may be reused
 	nodes    []string        // Nodes whose instance should exist
@@ -161,7 +172,11 @@ type generator struct {
 
 // generate returns the history of n operations for seed.
 func generate(seed int64, n int) []op {
-	g := &generator{rng: rand.New(rand.NewPCG(uint64(seed), 0x50a4c0de)), services: map[string]bool{}}
+	g := &generator{
+		rng:      rand.New(rand.NewPCG(uint64(seed), 0x50a4c0de)),
+		handover: rand.New(rand.NewPCG(uint64(seed), 0xad0b7)),
+		services: map[string]bool{},
+	}
 	ops := make([]op, n)
 	for i := range ops {
 		ops[i] = g.next(i)
@@ -233,6 +248,7 @@ func (g *generator) next(i int) op {
 		o.Annotations = g.annotations(o.Name)
 		o.Local = g.rng.IntN(5) == 0
 		o.DualStack = g.rng.IntN(7) == 0
+		o.Adopt = g.handover.IntN(4) == 0
 		if g.rng.IntN(7) == 0 {
 			o.SourceRanges = []string{"192.0.2.0/24"}
 			if g.rng.IntN(2) == 0 {
@@ -335,5 +351,8 @@ func (g *generator) annotations(svcName string) map[string]string {
 	maybe(10, p+loadbalancer.AnnotationHealthCheckUnhealthyThreshold, fmt.Sprint(1+g.rng.IntN(10)))
 	maybe(5, p+"internl", "true")
 	maybe(20, "example.com/owner", pick("team-a", "team-b"))
+	if g.handover.IntN(4) == 0 {
+		a[p+loadbalancer.AnnotationKeepOnDelete] = []string{"true", "false"}[g.handover.IntN(2)]
+	}
 	return a
 }

@@ -178,6 +178,71 @@ func TestChecksCatchCorruptedEndStates(t *testing.T) {
 			want: checkShutdownTaint,
 		},
 		{
+			name: "the other cluster's load balancer changed",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, _ cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				other := byName(t, s, otherClusterLB.Name)
+				spec := other.Spec.Clone()
+				spec.Listeners[0].TargetPort++
+				updateLB(ctx, t, s, other, spec, cloudapi.DiffLoadBalancer(other.Spec, spec))
+			},
+			want: checkNotOurs,
+		},
+		{
+			name: "a load balancer without tags changed, not adopted",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, _ cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				createLB(ctx, t, s, cloudapi.LoadBalancerSpec{Name: "planted-free"})
+				free := byName(t, s, "planted-free")
+				spec := free.Spec.Clone()
+				spec.ProxyProtocol = true
+				updateLB(ctx, t, s, free, spec, cloudapi.DiffLoadBalancer(free.Spec, spec))
+			},
+			want: checkNotOurs,
+		},
+		{
+			name: "a load balancer without tags deleted",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, _ cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				createLB(ctx, t, s, cloudapi.LoadBalancerSpec{Name: "planted-free"})
+				api, _ := s.cloud.LoadBalancers()
+				require.NoError(t, api.DeleteLoadBalancer(ctx, byName(t, s, "planted-free").ID))
+			},
+			want: checkNotOurs,
+		},
+		{
+			name: "an adoption that changes what decides the addresses",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, lb cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				createLB(ctx, t, s, cloudapi.LoadBalancerSpec{Name: "planted-free"})
+				free := byName(t, s, "planted-free")
+				spec := free.Spec.Clone()
+				spec.Tags = map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagService: "00000000-0000-4000-8000-999999999999"}
+				spec.RequestedIPs = []string{free.Addresses[0]}
+				updateLB(ctx, t, s, free, spec, cloudapi.DiffLoadBalancer(free.Spec, spec))
+			},
+			want: checkNotOurs,
+		},
+		{
+			name: "a released load balancer keeps its targets",
+			corrupt: func(t *testing.T, s *sim, _ *corev1.Service, lb cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				spec := lb.Spec.Clone()
+				delete(spec.Tags, cloudapi.TagCluster)
+				delete(spec.Tags, cloudapi.TagService)
+				delete(spec.Tags, cloudapi.TagServiceName)
+				updateLB(ctx, t, s, lb, spec, cloudapi.DiffLoadBalancer(lb.Spec, spec))
+			},
+			want: checkKeptLB,
+		},
+		{
+			name: "the Service's load balancer is not the one it names",
+			corrupt: func(t *testing.T, s *sim, svc *corev1.Service, _ cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				s.w.updateService(svc.Name, func(s *corev1.Service) {
+					if s.Annotations == nil {
+						s.Annotations = map[string]string{}
+					}
+					s.Annotations[annotationID] = "lb-planted"
+				})
+			},
+			want: checkLBSpec,
+		},
+		{
 			name: "a service still retrying",
 			corrupt: func(t *testing.T, s *sim, svc *corev1.Service, _ cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
 				s.ccm.svcQ.addRateLimited(svc.Name, s.clock.Now())
@@ -207,4 +272,13 @@ func updateLB(ctx context.Context, t *testing.T, s *sim, lb cloudapi.LoadBalance
 	api, _ := s.cloud.LoadBalancers()
 	_, err := api.UpdateLoadBalancer(ctx, lb.ID, cloudapi.LoadBalancerUpdate{Spec: spec, Changes: changes})
 	require.NoError(t, err)
+}
+
+// byName returns the load balancer with the name from the cloud's inventory.
+func byName(t *testing.T, s *sim, name string) cloudapi.LoadBalancer {
+	t.Helper()
+	lbs := s.cloud.Inventory().LoadBalancers
+	i := slices.IndexFunc(lbs, func(lb cloudapi.LoadBalancer) bool { return lb.Spec.Name == name })
+	require.GreaterOrEqual(t, i, 0, "no load balancer %q", name)
+	return lbs[i]
 }

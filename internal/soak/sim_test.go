@@ -104,6 +104,9 @@ type result struct {
 	calls fake.Calls
 	// lbWrites is the number of load balancer writes.
 	lbWrites int
+	// adoptions and releases count the updates that made a load balancer without this
+	// cluster's tags a Service's, and the reverse.
+	adoptions, releases int
 	// nodeDeletions counts the Nodes the lifecycle controller deleted.
 	nodeDeletions int
 	// virtual is the virtual time the run took.
@@ -197,6 +200,7 @@ func (s *sim) finish() result {
 	}
 	s.res.calls = s.cloud.Calls()
 	s.res.lbWrites = len(s.cloud.LoadBalancerHistory())
+	s.res.adoptions, s.res.releases = handovers(s.cloud.LoadBalancerHistory())
 	s.res.nodeDeletions = s.rec.nodeDeletions
 	s.res.initialized = make(map[string]time.Duration, len(s.rec.initialized))
 	for name, at := range s.rec.initialized {
@@ -227,7 +231,7 @@ func newSim(p params) (*sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sim{
+	s := &sim{
 		p:     p,
 		ctx:   klog.NewContext(context.Background(), klog.Logger{}), // the zero logger discards
 		clock: c,
@@ -237,7 +241,11 @@ func newSim(p params) (*sim, error) {
 		rec:   newRecorder(cloud),
 
 		terminated: map[string]time.Time{},
-	}, nil
+	}
+	if err := s.seedLoadBalancers(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // restart starts a new cloud-controller-manager: a new provider over the same cloud, and
@@ -285,7 +293,9 @@ func (s *sim) apply(o op) error {
 	ok := true
 	switch o.Kind {
 	case opCreateService:
-		ok = s.w.createService(newService(o)) == nil
+		svc := newService(o)
+		s.prepareCreate(svc, o)
+		ok = s.w.createService(svc) == nil
 	case opUpdatePorts:
 		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) {
 			old := svc.Spec.Ports
@@ -299,10 +309,11 @@ func (s *sim) apply(o op) error {
 			}
 		})
 	case opUpdateAnnotations:
-		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) { svc.Annotations = cloneMap(o.Annotations) })
+		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) { s.prepareAnnotations(svc, o.Annotations) })
 	case opSetType:
 		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) {
 			if o.LoadBalancer {
+				s.prepareLoadBalancer(svc)
 				svc.Spec.Type = corev1.ServiceTypeLoadBalancer
 				svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
 			} else {

@@ -76,9 +76,9 @@ func soak(t *testing.T, seed int64, n int) {
 	start := time.Now()
 	res, err := run(p, ops)
 	require.NoError(t, err, "%s", p)
-	t.Logf("%s: %d operations (%d skipped), %s virtual, %s wall; %s; %d load balancer writes, %d Nodes deleted by the lifecycle controller",
+	t.Logf("%s: %d operations (%d skipped), %s virtual, %s wall; %s; %d load balancer writes (%d adoptions, %d releases), %d Nodes deleted by the lifecycle controller",
 		p, res.executed, res.skipped, res.virtual.Round(time.Second), time.Since(start).Round(time.Millisecond),
-		faultSummary(res.injected), res.lbWrites, res.nodeDeletions)
+		faultSummary(res.injected), res.lbWrites, res.adoptions, res.releases, res.nodeDeletions)
 
 	if len(res.violations) > 0 {
 		t.Errorf("%s: %d violations:\n%s", p, len(res.violations), listViolations(res.violations))
@@ -90,6 +90,8 @@ func soak(t *testing.T, seed int64, n int) {
 	}
 	// The run must have done what a soak is for, or its silence proves nothing.
 	assert.NotZero(t, res.lbWrites, "no load balancer was ever written")
+	assert.NotZero(t, res.adoptions, "no load balancer was ever adopted")
+	assert.NotZero(t, res.releases, "no load balancer was ever kept")
 	if p.faultRate > 0 {
 		assert.NotZero(t, sumFaults(res.injected), "no fault was injected")
 	}

@@ -65,7 +65,8 @@ func TestGoAndYAMLDescribeTheSameCloud(t *testing.T) {
 		providertest.WithFake(fake.Config{
 			PageSize: 2,
 			Instances: []fake.Instance{
-				{ID: "i-1", Name: "node-1", Type: "m5.large", Zone: "eu-1a", Addresses: []fake.Address{{Type: cloudapi.AddressInternalIP, Address: "10.0.0.1"}}},
+				{ID: "i-1", Name: "node-1", Type: "m5.large", Zone: "eu-1a", Addresses: []fake.Address{{Type: cloudapi.AddressInternalIP, Address: "10.0.0.1"}},
+					Tags: map[string]string{"team": "web", "env": "prod"}},
 				{ID: "i-2", Name: "node-2", Zone: "eu-1b", State: cloudapi.InstanceStopped},
 			},
 		}),
@@ -73,6 +74,7 @@ func TestGoAndYAMLDescribeTheSameCloud(t *testing.T) {
 			c.Cluster.ID = "c1"
 			c.Region = "eu-1"
 			c.Nodes.AdditionalLabels = map[string]string{"example.com/pool": "a"}
+			c.Nodes.LabelsFromTags = map[string]string{"team": "example.com/team"}
 		}),
 	}
 	inYAML := []providertest.Option{providertest.WithYAML(`
@@ -80,6 +82,7 @@ cluster: {id: c1}
 region: eu-1
 nodes:
   additionalLabels: {example.com/pool: a}
+  labelsFromTags: {team: example.com/team}
 fake:
   pageSize: 2
   instances:
@@ -88,6 +91,7 @@ fake:
       type: m5.large
       zone: eu-1a
       addresses: [{type: InternalIP, address: 10.0.0.1}]
+      tags: {team: web, env: prod}
     - {id: i-2, name: node-2, zone: eu-1b, state: stopped}
 `)}
 	for name, opts := range map[string][]providertest.Option{"go": inGo, "yaml": inYAML} {
@@ -103,7 +107,7 @@ fake:
 				NodeAddresses:    []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
 				Zone:             "eu-1a",
 				Region:           "eu-1",
-				AdditionalLabels: map[string]string{"example.com/pool": "a"},
+				AdditionalLabels: map[string]string{"example.com/pool": "a", "example.com/team": "web"},
 			}, md)
 			down, err := iv2.InstanceShutdown(t.Context(), node("node-2", "ccmkit://i-2"))
 			require.NoError(t, err)
