@@ -197,7 +197,9 @@ func (c *Controller) Run(ctx context.Context, workers int, metrics *controllersm
 		wg.Go(func() { wait.UntilWithContext(ctx, c.serviceWorker, time.Second) })
 	}
 	// One node worker, so that one node change is processed at a time.
-	wg.Go(func() { wait.UntilWithContext(ctx, func(ctx context.Context) { c.nodeWorker(ctx, workers) }, time.Second) })
+	wg.Go(func() {
+		wait.UntilWithContext(ctx, func(ctx context.Context) { c.nodeWorker(ctx, workers) }, time.Second)
+	})
 	<-ctx.Done()
 	c.serviceQueue.ShutDown()
 	c.nodeQueue.ShutDown()

@@ -73,7 +73,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 	if !hasRoutes && cfg.RoutesEnabled() {
 		errs = append(errs, fmt.Errorf("enable.routes: the %q backend has no routes", cfg.Backend))
 	}
-	if cfg.LoadBalancer.Class != "" && !(hasLBs && cfg.LoadBalancersEnabled()) {
+	if lbsOn := hasLBs && cfg.LoadBalancersEnabled(); cfg.LoadBalancer.Class != "" && !lbsOn {
 		errs = append(errs, fmt.Errorf("loadBalancer.class: %q is set, but load balancers are off (enable.loadBalancers: false, or the %q backend has none)", cfg.LoadBalancer.Class, cfg.Backend))
 	}
 	if cfg.Cluster.ID == "" && ((hasLBs && cfg.LoadBalancersEnabled()) || (hasRoutes && cfg.RoutesEnabled())) {
