@@ -98,8 +98,16 @@ func forEachMode(t *testing.T, scenario func(t *testing.T, m mode)) {
 // invariants (checkCloud). With m.faults the cloud injects faultyCloud's faults.
 func newEnv(t *testing.T, m mode, ccmFlags ...string) *env {
 	t.Helper()
+	return newEnvWithConfig(t, m, "", ccmFlags...)
+}
+
+// newEnvWithConfig is newEnv with extraConfig, top-level keys that testdata/cloud.yaml does
+// not set, appended to the cloud config.
+func newEnvWithConfig(t *testing.T, m mode, extraConfig string, ccmFlags ...string) *env {
+	t.Helper()
 	cfg, err := os.ReadFile(filepath.Join("testdata", "cloud.yaml"))
 	require.NoError(t, err)
+	cfg = append(cfg, extraConfig...)
 	cloud, err := harness.NewCloud(cfg, faultyCloud)
 	require.NoError(t, err)
 	cloud.Faults.SetEnabled(m.faults)
