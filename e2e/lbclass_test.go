@@ -161,7 +161,9 @@ func loadBalancerClass(t *testing.T, m mode) {
 // TestLoadBalancerClassBesideUnclassed: ccmkit serves its class and, through the upstream
 // service controller, Services without a class (serveUnclassed: true, the default). Each
 // controller serves its own; a Service of another class stays untouched.
-func TestLoadBalancerClassBesideUnclassed(t *testing.T) { forEachMode(t, loadBalancerClassBesideUnclassed) }
+func TestLoadBalancerClassBesideUnclassed(t *testing.T) {
+	forEachMode(t, loadBalancerClassBesideUnclassed)
+}
 
 func loadBalancerClassBesideUnclassed(t *testing.T, m mode) {
 	e := newEnvWithConfig(t, m, "loadBalancer: {class: "+e2eClass+"}\n")
