@@ -354,8 +354,8 @@ type loadBalancerOperation int
 const (
 	deleteLoadBalancer loadBalancerOperation = iota
 	ensureLoadBalancer
-	// leftAlone: a Service without a class whose load balancer is not provably the
-	// Controller's; nothing was done.
+	// leftAlone: a Service without a class whose load balancer is not (or not yet)
+	// provably the Controller's; the Service was not written, nor an event recorded on it.
 	leftAlone
 )
 
@@ -375,7 +375,9 @@ func (c *Controller) processServiceCreateOrUpdate(ctx context.Context, svc *core
 	c.serve(key, svc)
 	op, err := c.syncLoadBalancerIfNeeded(ctx, svc, remembered)
 	if err != nil {
-		c.recorder.Eventf(svc, corev1.EventTypeWarning, "SyncLoadBalancerFailed", "Error syncing load balancer: %v", err)
+		if op != leftAlone {
+			c.recorder.Eventf(svc, corev1.EventTypeWarning, "SyncLoadBalancerFailed", "Error syncing load balancer: %v", err)
+		}
 		return err
 	}
 	if op != ensureLoadBalancer {
@@ -428,11 +430,16 @@ func (c *Controller) syncLoadBalancerIfNeeded(ctx context.Context, svc *corev1.S
 	if !c.wantsLoadBalancer(svc) || needsCleanup(svc) {
 		op = deleteLoadBalancer
 		newStatus = &corev1.LoadBalancerStatus{}
+		ours := remembered || c.ofClass(svc)
 		_, exists, err := c.lb.GetLoadBalancer(ctx, c.opts.ClusterName, svc)
 		if err != nil {
+			if !ours {
+				// Not known to be the Controller's: no event on it, only the retry.
+				op = leftAlone
+			}
 			return op, fmt.Errorf("failed to check if load balancer exists before cleanup: %w", err)
 		}
-		if !exists && !remembered && !c.ofClass(svc) {
+		if !exists && !ours {
 			logger.V(4).Info("Leaving a Service without a class alone: no load balancer of this cluster's is the Service's")
 			return leftAlone, nil
 		}

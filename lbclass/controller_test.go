@@ -227,6 +227,30 @@ func TestUnclassedCleanupOnlyWhenProvablyOwn(t *testing.T) {
 	assert.Empty(t, c.reasons("foreign"))
 }
 
+// TestNoEventOnAForeignService: when the lookup that would prove a Service without a
+// class to be the class controller's fails, the Service gets no event and no write, only
+// a retry with backoff.
+func TestNoEventOnAForeignService(t *testing.T) {
+	t.Parallel()
+	clk := clocktest.NewHolding(time.Now())
+	cloud := classCloud(t, false, providertest.WithFaults(faultinject.Config{}))
+	foreign := newService("foreign", withFinalizer)
+	c := runClassController(t, cloud, classOptions{clock: clk}, foreign)
+	cloud.Faults.Script(cloudapi.OpListLoadBalancers, faultinject.Fault{Kind: faultinject.Transient})
+	c.markDeleted("foreign")
+	require.NoError(t, clk.AwaitWaits(t.Context(), 1))
+	assert.Equal(t, []time.Duration{lbclass.MinRetryDelay}, clk.Waits(), "the failed lookup is retried with backoff")
+	clk.Step(lbclass.MinRetryDelay)
+	eventually(t, func() bool { return cloud.Faults.Injected().Ops[cloudapi.OpListLoadBalancers].Calls == 2 }, "the retry looks again")
+
+	// Events go out in order: once web's are recorded, foreign's would have been.
+	c.create(newService("web", withClass(class)))
+	eventually(t, func() bool { return slices.Contains(c.reasons("web"), "EnsuredLoadBalancer") }, "web's events are recorded")
+	assert.Empty(t, c.reasons("foreign"), "no event on foreign")
+	assert.Zero(t, c.patches("foreign"), "foreign is not written")
+	assert.Equal(t, []string{finalizer}, c.get("foreign").Finalizers)
+}
+
 // TestLeavingTheClass: type ClusterIP drops spec.loadBalancerClass (the API server does
 // that), so a Service that leaves the class through it has no class and still the
 // finalizer. The upstream service controller cleans that up when it serves Services
