@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/lbclass"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/provider/builtin"
 )
@@ -498,9 +499,10 @@ func TestRBAC(t *testing.T) {
 				cluster: map[string][]string{"events": events, "nodes": {"list", "watch"}},
 			},
 		}
-		// Every client an upstream controller asks for under
-		// --use-service-account-credentials has its expectation above.
-		for _, ctor := range app.DefaultInitFuncConstructors {
+		// Every client a controller of examples/ccm (the upstream ones and the load
+		// balancer class controller) asks for under --use-service-account-credentials has
+		// its expectation above.
+		for _, ctor := range lbclass.With(app.DefaultInitFuncConstructors) {
 			assert.Contains(t, want, ctor.InitContext.ClientName, "controller %s's identity", ctor.InitContext.ClientName)
 		}
 		for identity, w := range want {
@@ -524,7 +526,7 @@ func TestRBAC(t *testing.T) {
 	// The manager may request the controllers' tokens, and only theirs.
 	t.Run("controller identities", func(t *testing.T) {
 		var clients []string
-		for _, ctor := range app.DefaultInitFuncConstructors {
+		for _, ctor := range lbclass.With(app.DefaultInitFuncConstructors) {
 			if !slices.Contains(clients, ctor.InitContext.ClientName) {
 				clients = append(clients, ctor.InitContext.ClientName)
 			}

@@ -111,6 +111,13 @@ func newEnv(t *testing.T, m mode, ccmFlags ...string) *env {
 	return newEnvWithCloud(t, m, func(cfg []byte) []byte { return cfg }, ccmFlags...)
 }
 
+// newEnvWithConfig is newEnv with extraConfig, top-level keys that testdata/cloud.yaml does
+// not set, appended to the cloud config.
+func newEnvWithConfig(t *testing.T, m mode, extraConfig string, ccmFlags ...string) *env {
+	t.Helper()
+	return newEnvWithCloud(t, m, func(cfg []byte) []byte { return append(cfg, extraConfig...) }, ccmFlags...)
+}
+
 // newEnvWithCloud is newEnv over the cloud config that edit makes of testdata/cloud.yaml.
 func newEnvWithCloud(t *testing.T, m mode, edit func(cloudYAML []byte) []byte, ccmFlags ...string) *env {
 	t.Helper()

@@ -92,16 +92,21 @@ type auditEvent struct {
 // harness's provider name) into a real kube-apiserver with RBAC authorization, and runs
 // the CCM with the Deployment's own flags under the chart's ServiceAccount — not an admin —
 // with --use-service-account-credentials, so every controller calls as the identity the
-// chart binds for it. The CCM must initialize Nodes, provision a load balancer, delete the
+// chart binds for it. The CCM must initialize Nodes, provision a load balancer (one
+// through the upstream service controller, one through the load balancer class
+// controller), delete the
 // Node of a deleted instance and serve /metrics to the chart's scraper identity; the API
 // server's audit log must show no request of the CCM's identities refused (403), and
 // every permission the chart grants used by the scenario or listed in unusedGrants.
 func TestChartRBACRunsTheCCM(t *testing.T) {
 	cp, err := harness.StartControlPlaneWith(harness.ControlPlaneOptions{AuditServiceAccounts: true})
 	require.NoError(t, err)
-	cloudConfig := filepath.Join("testdata", "cloud.yaml")
-	cfg, err := os.ReadFile(cloudConfig)
+	cfg, err := os.ReadFile(filepath.Join("testdata", "cloud.yaml"))
 	require.NoError(t, err)
+	// ccmkit also serves a load balancer class, so the class controller runs too.
+	cfg = append(cfg, "loadBalancer: {class: "+e2eClass+"}\n"...)
+	cloudConfig := filepath.Join(t.TempDir(), "cloud.yaml")
+	require.NoError(t, os.WriteFile(cloudConfig, cfg, 0o600))
 	cloud, err := harness.NewCloud(cfg, faultyCloud)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -207,6 +212,9 @@ func TestChartRBACRunsTheCCM(t *testing.T) {
 	ing := e.waitIngress("web")
 	assert.NotEmpty(t, ing.IP, "the load balancer's address in the Service's status")
 	e.waitLB(svc, "targets every Node", targetsAre("i-0001", "i-0002", "i-0003"))
+	classy := e.createService(newLBService("classy", withLBClass(e2eClass)))
+	e.waitIngress("classy")
+	e.waitLB(classy, "targets every Node", targetsAre("i-0001", "i-0002", "i-0003"))
 	require.NoError(t, cloud.Fake.SetInstanceState("i-0003", cloudapi.InstanceStopped))
 	_, err = harness.SetNodeReady(ctx, cp.Client, "node-c", false)
 	require.NoError(t, err)

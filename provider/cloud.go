@@ -74,6 +74,9 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 	if !hasRoutes && cfg.RoutesEnabled() {
 		errs = append(errs, fmt.Errorf("enable.routes: the %q backend has no routes", cfg.Backend))
 	}
+	if lbsOn := hasLBs && cfg.LoadBalancersEnabled(); cfg.LoadBalancer.Class != "" && !lbsOn {
+		errs = append(errs, fmt.Errorf("loadBalancer.class: %q is set, but load balancers are off (enable.loadBalancers: false, or the %q backend has none)", cfg.LoadBalancer.Class, cfg.Backend))
+	}
 	if cfg.Cluster.ID == "" && ((hasLBs && cfg.LoadBalancersEnabled()) || (hasRoutes && cfg.RoutesEnabled())) {
 		errs = append(errs, errors.New("cluster.id: required because load balancers or routes are enabled: ccmkit tags what it creates with it and touches nothing else"))
 	}
@@ -280,12 +283,26 @@ func (c *Cloud) Zones() (cloudprovider.Zones, bool) {
 }
 
 // LoadBalancer returns package loadbalancer's implementation, or (nil, false) when the
-// backend has no load balancers or the config's enable.loadBalancers is false.
+// backend has no load balancers, the config's enable.loadBalancers is false, or its
+// loadBalancer.serveUnclassed is false. The upstream service controller, which serves only
+// Services without a load balancer class, calls it once when it starts and does not start
+// without one: so with serveUnclassed false it touches no Service at all.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
-	if c.lbs == nil {
+	if c.lbs == nil || !c.cfg.ServesUnclassed() {
 		return nil, false
 	}
 	return c.lbs, true
+}
+
+// LoadBalancerClass returns the load balancer class the config's loadBalancer.class
+// names and the LoadBalancer that serves Services of that class: the same implementation
+// LoadBalancer returns, whatever loadBalancer.serveUnclassed says. ok is false when no
+// class is configured. The class controller of package lbclass calls it.
+func (c *Cloud) LoadBalancerClass() (class string, lb cloudprovider.LoadBalancer, ok bool) {
+	if c.lbs == nil || c.cfg.LoadBalancer.Class == "" {
+		return "", nil, false
+	}
+	return c.cfg.LoadBalancer.Class, c.lbs, true
 }
 
 // Routes returns package routes' implementation, or (nil, false) when the backend has no

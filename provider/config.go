@@ -235,6 +235,22 @@ type LoadBalancerConfig struct {
 	// again with the load-balancer-id annotation. Kept load balancers cost money until
 	// someone deletes them in the cloud.
 	KeepOnDelete bool `yaml:"keepOnDelete"`
+	// Class is the load balancer class ccmkit serves (YAML "class"): Services of type
+	// LoadBalancer whose spec.loadBalancerClass is Class get their load balancer from
+	// ccmkit, through the class controller of package lbclass that the
+	// cloud-controller-manager's main.go adds. The upstream service controller skips
+	// every Service with a class. Empty (the default): no class; Services of any class
+	// are left to their own controllers. A label-style key, as Kubernetes validates
+	// spec.loadBalancerClass: an optional DNS subdomain prefix and "/", then a name of
+	// at most 63 letters, digits, '-', '_' or '.', such as "example.com/ccmkit".
+	Class string `yaml:"class"`
+	// ServeUnclassed says whether ccmkit also serves Services without
+	// spec.loadBalancerClass (YAML "serveUnclassed"); default true, as without a class.
+	// Those are served by the upstream service controller. false needs Class: the
+	// provider's LoadBalancer then answers (nil, false), so the upstream service
+	// controller does not start and Services without a class are left to another
+	// implementation.
+	ServeUnclassed *bool `yaml:"serveUnclassed"`
 }
 
 // Enabled reports the effective value of a switch: the value if set, else def.
@@ -253,6 +269,10 @@ func (c *Config) LoadBalancersEnabled() bool { return enabled(c.Enable.LoadBalan
 
 // RoutesEnabled reports whether Routes is enabled.
 func (c *Config) RoutesEnabled() bool { return enabled(c.Enable.Routes, false) }
+
+// ServesUnclassed reports whether ccmkit serves Services of type LoadBalancer without a
+// load balancer class (loadBalancer.serveUnclassed, default true).
+func (c *Config) ServesUnclassed() bool { return enabled(c.LoadBalancer.ServeUnclassed, true) }
 
 // SetDefaults fills every zero field that has a default. It is idempotent; ReadConfig and
 // New call it.
@@ -352,6 +372,14 @@ func (c *Config) Validate() error {
 		if err := validateAnnotationPrefix(p); err != nil {
 			bad("loadBalancer.annotationPrefix: %w", err)
 		}
+	}
+	if class := c.LoadBalancer.Class; class != "" {
+		for _, msg := range validation.IsQualifiedName(class) {
+			bad("loadBalancer.class: %q: %s", class, msg)
+		}
+	}
+	if !c.ServesUnclassed() && c.LoadBalancer.Class == "" {
+		bad("loadBalancer.serveUnclassed: false leaves ccmkit no Service to serve; set loadBalancer.class to the class it serves (or enable.loadBalancers: false)")
 	}
 	if c.Credentials.Token != "" && c.Credentials.TokenFile != "" && !c.Credentials.fromFile {
 		bad("credentials: set token or tokenFile, not both")

@@ -29,6 +29,8 @@ func TestReadConfigDefaults(t *testing.T) {
 	assert.True(t, cfg.LoadBalancersEnabled())
 	assert.False(t, cfg.RoutesEnabled(), "routes are off unless asked for")
 	assert.False(t, cfg.LoadBalancer.KeepOnDelete, "load balancers go with their Services unless asked")
+	assert.Empty(t, cfg.LoadBalancer.Class, "no load balancer class unless asked for")
+	assert.True(t, cfg.ServesUnclassed(), "Services without a class are served unless asked not to")
 }
 
 func TestReadConfigFull(t *testing.T) {
@@ -45,7 +47,7 @@ cloudAPI:
   maxRetryAfter: 90s
 cache: {maxAge: 30s}
 enable: {instances: true, loadBalancers: false, routes: true}
-loadBalancer: {annotationPrefix: lb.example.com/, keepOnDelete: true}
+loadBalancer: {annotationPrefix: lb.example.com/, keepOnDelete: true, class: example.com/ccmkit, serveUnclassed: false}
 nodes:
   additionalLabels: {example.com/pool: general}
   labelsFromTags: {team: example.com/team, cost-center: example.com/cost-center}
@@ -67,6 +69,8 @@ fake:
 	assert.True(t, cfg.LoadBalancer.KeepOnDelete)
 	assert.Equal(t, map[string]string{"example.com/pool": "general"}, cfg.Nodes.AdditionalLabels)
 	assert.Equal(t, map[string]string{"team": "example.com/team", "cost-center": "example.com/cost-center"}, cfg.Nodes.LabelsFromTags)
+	assert.Equal(t, "example.com/ccmkit", cfg.LoadBalancer.Class)
+	assert.False(t, cfg.ServesUnclassed())
 
 	type fakeSection struct {
 		Anything string `yaml:"anything"`
@@ -150,6 +154,21 @@ func TestConfigErrors(t *testing.T) {
 			name: "annotation prefix not a subdomain",
 			file: "cluster: {id: a}\nloadBalancer: {annotationPrefix: -bad.example.com/}\n",
 			want: []string{`loadBalancer.annotationPrefix: "-bad.example.com/": a lowercase RFC 1123 subdomain`},
+		},
+		{
+			name: "load balancer class not a label-style key",
+			file: "cluster: {id: a}\nloadBalancer: {class: 'example.com/two/slashes'}\n",
+			want: []string{`loadBalancer.class: "example.com/two/slashes": a valid label key must consist of alphanumeric characters`},
+		},
+		{
+			name: "load balancer class with a bad prefix",
+			file: "cluster: {id: a}\nloadBalancer: {class: 'Example_com/ccmkit'}\n",
+			want: []string{`loadBalancer.class: "Example_com/ccmkit": prefix part a lowercase RFC 1123 subdomain`},
+		},
+		{
+			name: "serving no Service",
+			file: "cluster: {id: a}\nloadBalancer: {serveUnclassed: false}\n",
+			want: []string{"loadBalancer.serveUnclassed: false leaves ccmkit no Service to serve; set loadBalancer.class to the class it serves (or enable.loadBalancers: false)"},
 		},
 		{
 			name: "qps NaN",

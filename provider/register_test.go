@@ -167,6 +167,46 @@ func TestNewCapabilities(t *testing.T) {
 	assert.ErrorContains(t, err, "must contain {id}")
 }
 
+// TestLoadBalancerClass checks which LoadBalancer the upstream service controller
+// (LoadBalancer) and the class controller (LoadBalancerClass) get for each setting of
+// loadBalancer.class and loadBalancer.serveUnclassed.
+func TestLoadBalancerClass(t *testing.T) {
+	no := false
+	tests := []struct {
+		name          string
+		lb            LoadBalancerConfig
+		wantUnclassed bool
+		wantClass     string
+		wantClassLBs  bool
+	}{
+		{name: "no class", wantUnclassed: true},
+		{name: "a class and Services without one", lb: LoadBalancerConfig{Class: "example.com/ccmkit"}, wantUnclassed: true, wantClass: "example.com/ccmkit", wantClassLBs: true},
+		{name: "only a class", lb: LoadBalancerConfig{Class: "example.com/ccmkit", ServeUnclassed: &no}, wantClass: "example.com/ccmkit", wantClassLBs: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cloud, err := New(Config{Cluster: ClusterConfig{ID: "c1"}, LoadBalancer: tt.lb}, withLoadBalancers(), testOptions())
+			require.NoError(t, err)
+			unclassed, ok := cloud.LoadBalancer()
+			assert.Equal(t, tt.wantUnclassed, ok, "LoadBalancer")
+			assert.Equal(t, tt.wantUnclassed, unclassed != nil, "LoadBalancer")
+			class, lb, ok := cloud.LoadBalancerClass()
+			assert.Equal(t, tt.wantClassLBs, ok, "LoadBalancerClass")
+			assert.Equal(t, tt.wantClass, class)
+			if tt.wantUnclassed && tt.wantClassLBs {
+				assert.Same(t, unclassed, lb, "one LoadBalancer for both controllers")
+			}
+		})
+	}
+
+	t.Run("a class without load balancers", func(t *testing.T) {
+		_, err := New(Config{Cluster: ClusterConfig{ID: "c1"}, LoadBalancer: LoadBalancerConfig{Class: "example.com/ccmkit"}}, instancesOnly(), testOptions())
+		assert.ErrorContains(t, err, `loadBalancer.class: "example.com/ccmkit" is set, but load balancers are off (enable.loadBalancers: false, or the "ccmkit" backend has none)`)
+		_, err = New(Config{Cluster: ClusterConfig{ID: "c1"}, Enable: EnableConfig{LoadBalancers: &no}, LoadBalancer: LoadBalancerConfig{Class: "example.com/ccmkit"}}, withLoadBalancers(), testOptions())
+		assert.ErrorContains(t, err, `loadBalancer.class: "example.com/ccmkit" is set, but load balancers are off`)
+	})
+}
+
 func TestClusters(t *testing.T) {
 	cloud, err := New(Config{Cluster: ClusterConfig{ID: "c1", Name: "prod", Master: "10.0.0.1"}}, instancesOnly(), testOptions())
 	require.NoError(t, err)

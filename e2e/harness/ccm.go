@@ -23,6 +23,8 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
+
+	"github.com/ccmkit/ccmkit/lbclass"
 )
 
 // ClusterCIDRs are the pod CIDRs of the harness's cluster (--cluster-cidr): the route
@@ -109,7 +111,8 @@ func (s *switchWriter) set(w io.Writer) {
 
 // StartCCM writes the cloud's config beside the control plane's files and starts the
 // cloud-controller-manager with every controller (cloud-node, cloud-node-lifecycle,
-// service, route), no leader election and no serving port. Its log goes to logFile (nil:
+// service, route, and the load balancer class controller, which starts only when the cloud
+// config names loadBalancer.class), no leader election and no serving port. Its log goes to logFile (nil:
 // discarded). extraFlags come last and override the defaults.
 func StartCCM(cp *ControlPlane, cloud *Cloud, logFile io.Writer, extraFlags ...string) (*CCM, error) {
 	cloudConfig := filepath.Join(cp.Dir(), "cloud.yaml")
@@ -153,7 +156,7 @@ func RunCCM(cloud *Cloud, logFile io.Writer, flags []string) (*CCM, error) {
 		return nil, err
 	}
 	c := &CCM{stop: make(chan struct{}), done: make(chan error, 1), exits: exitCalls.Load()}
-	cmd := app.NewCloudControllerManagerCommand(opts, initCloud, app.DefaultInitFuncConstructors,
+	cmd := app.NewCloudControllerManagerCommand(opts, initCloud, lbclass.With(app.DefaultInitFuncConstructors),
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, c.stop)
 	cmd.SetArgs(flags)
 	cmd.SetOut(logFile)

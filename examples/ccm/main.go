@@ -2,6 +2,9 @@
 // controllers of k8s.io/cloud-provider, with the ccmkit provider linked in by a blank
 // import. A cloud team's own CCM is this file with its adapter's import path instead.
 //
+// lbclass.With adds the load balancer class controller (package lbclass) to the upstream
+// controllers; it starts only when the cloud config names a loadBalancer.class.
+//
 //	go run ./examples/ccm --cloud-provider=ccmkit --cloud-config=cloud.yaml --kubeconfig=...
 package main
 
@@ -20,6 +23,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric on /metrics
 	"k8s.io/klog/v2"
 
+	"github.com/ccmkit/ccmkit/lbclass"
 	_ "github.com/ccmkit/ccmkit/provider/builtin" // registers the "ccmkit" cloud provider over the fake cloud
 )
 
@@ -29,7 +33,7 @@ func main() {
 		klog.ErrorS(err, "Unable to initialize command options")
 		os.Exit(1)
 	}
-	command := app.NewCloudControllerManagerCommand(opts, initCloud, app.DefaultInitFuncConstructors,
+	command := app.NewCloudControllerManagerCommand(opts, initCloud, lbclass.With(app.DefaultInitFuncConstructors),
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
 	os.Exit(cli.Run(command))
 }

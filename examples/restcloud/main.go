@@ -1,6 +1,8 @@
 // Command restcloud is the cloud-controller-manager of the restcloud cloud: the upstream
 // controllers of k8s.io/cloud-provider, with the restcloud adapter linked in by a blank
-// import of its package, which registers the "restcloud" cloud provider.
+// import of its package, which registers the "restcloud" cloud provider, and the load
+// balancer class controller (package lbclass), which starts when the cloud config names a
+// loadBalancer.class.
 //
 //	go run ./examples/restcloud --cloud-provider=restcloud --cloud-config=cloud.yaml --kubeconfig=...
 package main
@@ -21,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	_ "github.com/ccmkit/ccmkit/examples/restcloud/adapter" // registers the "restcloud" cloud provider
+	"github.com/ccmkit/ccmkit/lbclass"
 )
 
 func main() {
@@ -29,7 +32,7 @@ func main() {
 		klog.ErrorS(err, "Unable to initialize command options")
 		os.Exit(1)
 	}
-	command := app.NewCloudControllerManagerCommand(opts, initCloud, app.DefaultInitFuncConstructors,
+	command := app.NewCloudControllerManagerCommand(opts, initCloud, lbclass.With(app.DefaultInitFuncConstructors),
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
 	os.Exit(cli.Run(command))
 }
