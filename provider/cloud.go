@@ -129,7 +129,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		}
 	}
 	if api, ok := instrumented.Routes(); ok && cfg.RoutesEnabled() {
-		c.routes, err = routes.New(api, c.lookup, routes.Options{ClusterID: cfg.Cluster.ID})
+		c.routes, err = routes.New(api, c.lookup, routes.Options{ClusterID: cfg.Cluster.ID, MaxAge: cfg.Cache.MaxAge, Clock: opts.Clock})
 		if err != nil {
 			errs = append(errs, err)
 		}

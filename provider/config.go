@@ -173,16 +173,20 @@ type RetryConfig struct {
 	MaxBackoff time.Duration `yaml:"maxBackoff"`
 }
 
-// CacheConfig tunes the provider's two snapshots: the instance snapshot that node
-// initialization, node lifecycle, zones and routes share, and the snapshot of the
-// cluster's load balancers.
+// CacheConfig tunes the provider's three snapshots: the instance snapshot that node
+// initialization, node lifecycle, zones and routes share, the snapshot of the cluster's
+// load balancers, and the snapshot of the cluster's routes that answers the route
+// controller's ListRoutes.
 type CacheConfig struct {
-	// MaxAge is how old either snapshot may get before a lookup refreshes it (YAML
+	// MaxAge is how old any snapshot may get before a lookup refreshes it (YAML
 	// "maxAge"); default 1m. An instance missing from the instance snapshot is always
 	// confirmed with the cloud before anyone is told it is gone, so a longer MaxAge never
 	// deletes a Node; every load balancer write is based on a fresh read, so a longer
 	// MaxAge never makes a write wrong, but a load balancer changed behind ccmkit's back
-	// while the snapshot still matches its Service is repaired up to MaxAge later.
+	// while the snapshot still matches its Service is repaired up to MaxAge later; the
+	// route snapshot is kept current by ccmkit's own writes and listed again after a
+	// failed one, so a route deleted or changed behind ccmkit's back is repaired up to
+	// MaxAge (plus one route reconcile period) later.
 	MaxAge time.Duration `yaml:"maxAge"`
 }
 

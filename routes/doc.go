@@ -12,11 +12,28 @@
 //
 // # Calls
 //
-// A reconcile with nothing to change is exactly one cloud call: one ListRoutes, filtered by
-// the cluster tag, asking for the whole route table in one page (clouds read a route table
-// as one object). The Node of a route comes from its tag, never from a call per route. A
-// route whose target is gone is reported as a blackhole when the cloud says so, and the
-// route controller deletes it.
+// ListRoutes answers from a snapshot of the cluster's routes, so that the route
+// controller's reconcile with nothing to change costs no cloud call while the snapshot is
+// no older than Options.MaxAge (the cloud config's cache.maxAge, a minute by default), and
+// one ListRoutes after it: the routes filtered by the cluster tag, the whole route table
+// asked for in one page (clouds read a route table as one object). Concurrent callers share
+// one list, and after a failed list the next waits for a backoff (1 s doubling to 30 s);
+// a failed list is an error, never an empty table (internal/sharedlist). The Node of a
+// route comes from its tag, never from a call per route.
+//
+// ccmkit's own writes keep the snapshot current: a route created, or found after a create
+// whose answer was lost, is added; a route deleted, or found gone, is removed; a write
+// made while a list is under way is replayed on that list's answer. A write that failed
+// may have been applied all the same, so after one the snapshot is not used: the next
+// ListRoutes lists. The route controller therefore never creates or deletes a route
+// twice because of the snapshot.
+//
+// What changes behind ccmkit's back is seen when the snapshot is next listed, up to
+// MaxAge later: a route deleted or changed by hand is repaired by the first reconcile
+// after that, and a route whose instance was deleted is reported as a blackhole, which
+// the route controller deletes, only then. A Node whose instance is gone is deleted by the
+// node lifecycle controller, and its routes with it at the next reconcile, whatever the
+// snapshot's age.
 //
 // # Idempotence
 //

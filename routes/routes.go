@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/instances"
@@ -22,13 +23,15 @@ import (
 // entries tagged with its cloudapi.TagCluster, the Node of each from its cloudapi.TagNode;
 // a Node's instance is found through the instance lookup shared with package instances.
 // Another owner's route is never changed or deleted.
+//
+// ListRoutes answers from a snapshot of the cluster's routes (see Options.MaxAge) that
+// ccmkit's own confirmed writes keep current, so that the route controller's reconcile
+// every 10 seconds costs no cloud call while nothing changes.
 type Routes struct {
 	api    cloudapi.RouteAPI
 	lookup instances.Lookup
 	opts   Options
-
-	mu   sync.Mutex
-	ours map[string]bool // IDs the last ListRoutes confirmed as the cluster's
+	table  *table
 }
 
 var _ cloudprovider.Routes = (*Routes)(nil)
@@ -46,10 +49,24 @@ func New(api cloudapi.RouteAPI, lookup instances.Lookup, opts Options) (*Routes,
 	if opts.ClusterID == "" {
 		errs = append(errs, errors.New("a cluster ID is required: it marks the routes this cluster owns"))
 	}
+	if opts.MaxAge < 0 {
+		errs = append(errs, fmt.Errorf("MaxAge %s is negative", opts.MaxAge))
+	}
+	if opts.PageSize < 0 {
+		errs = append(errs, fmt.Errorf("PageSize %d is negative", opts.PageSize))
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("routes: %w", errors.Join(errs...))
 	}
-	return &Routes{api: api, lookup: lookup, opts: opts, ours: map[string]bool{}}, nil
+	if opts.MaxAge == 0 {
+		opts.MaxAge = DefaultMaxAge
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	r := &Routes{api: api, lookup: lookup, opts: opts}
+	r.table = newTable(api, r.clusterTags(), opts.PageSize, opts.MaxAge, opts.Clock)
+	return r, nil
 }
 
 // Options configure Routes.
@@ -57,58 +74,55 @@ type Options struct {
 	// ClusterID is the cluster's ID, the value of cloudapi.TagCluster on its routes.
 	// Required.
 	ClusterID string
-	// PageSize is the page size ListRoutes asks for; zero asks for the backend's default.
+	// PageSize is the page size asked for when listing the cluster's routes; zero asks for
+	// the backend's default.
 	PageSize int
+	// MaxAge is how old the snapshot of the cluster's routes may get before ListRoutes
+	// lists them again. Zero means DefaultMaxAge. ccmkit's own writes keep the snapshot
+	// current, and a failed write makes the next ListRoutes list, so a longer MaxAge never
+	// makes the route controller create or delete a route twice; but a route deleted or
+	// changed behind ccmkit's back, or one that became a blackhole, is seen, and repaired,
+	// up to MaxAge (plus a reconcile period) later.
+	MaxAge time.Duration
+	// Clock is the clock the snapshot ages by. Nil means the real clock,
+	// clock.RealClock{}; simulations and tests pass a fake one
+	// (k8s.io/utils/clock/testing).
+	Clock clock.PassiveClock
 }
 
 func (r *Routes) clusterTags() map[string]string {
 	return map[string]string{cloudapi.TagCluster: r.opts.ClusterID}
 }
 
-// ListRoutes returns the cluster's routes: one ListRoutes call for a route table that fits
-// one page.
+// ListRoutes returns the cluster's routes, sorted by ID, from the snapshot of the
+// cluster's routes: no cloud call while the snapshot is trusted and no older than
+// Options.MaxAge, else one list of the cluster's routes (one call for a route table that
+// fits one page), shared by concurrent callers. A failed list is an error, never an empty
+// table; after one, the next list waits for a backoff (1 s doubling to 30 s), and
+// ListRoutes fails at once until then.
 func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
-	routes, err := r.list(ctx)
+	routes, err := r.table.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*cloudprovider.Route, 0, len(routes))
-	ids := make(map[string]bool, len(routes))
-	for _, rt := range routes {
-		ids[rt.ID] = true
-		out = append(out, &cloudprovider.Route{
-			Name:            rt.ID,
-			TargetNode:      types.NodeName(rt.Tags[cloudapi.TagNode]),
-			DestinationCIDR: rt.DestinationCIDR,
-			Blackhole:       rt.Blackhole,
-		})
-	}
-	r.mu.Lock()
-	r.ours = ids
-	r.mu.Unlock()
-	return out, nil
-}
-
-// list lists the routes with the cluster's tag, all pages.
-func (r *Routes) list(ctx context.Context) ([]cloudapi.Route, error) {
-	tags := r.clusterTags()
-	var out []cloudapi.Route
-	_, err := paging.All(ctx, cloudapi.OpListRoutes, r.page(tags), func(rt *cloudapi.Route) bool {
-		if cloudapi.MatchTags(rt.Tags, tags) { // a backend that ignored the filter must not make us touch others' routes
-			out = append(out, *rt)
+	out := make([]cloudprovider.Route, len(routes))
+	ptrs := make([]*cloudprovider.Route, len(routes))
+	for i, rt := range routes {
+		out[i] = cloudprovider.Route{
+			Name:            rt.id,
+			TargetNode:      types.NodeName(rt.node),
+			DestinationCIDR: rt.destination,
+			Blackhole:       rt.blackhole,
 		}
-		return true
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing the cluster's routes: %w", err)
+		ptrs[i] = &out[i]
 	}
-	return out, nil
+	return ptrs, nil
 }
 
-// page fetches one page of the routes with tags (all routes when tags is nil).
-func (r *Routes) page(tags map[string]string) paging.Page[cloudapi.Route] {
+// listPage fetches one page of the routes with tags (all routes when tags is nil).
+func listPage(api cloudapi.RouteAPI, tags map[string]string, pageSize int) paging.Page[cloudapi.Route] {
 	return func(ctx context.Context, token string) ([]cloudapi.Route, string, error) {
-		p, err := r.api.ListRoutes(ctx, cloudapi.ListOptions{Tags: tags, PageSize: r.opts.PageSize, PageToken: token})
+		p, err := api.ListRoutes(ctx, cloudapi.ListOptions{Tags: tags, PageSize: pageSize, PageToken: token})
 		if err != nil {
 			return nil, "", err
 		}
@@ -140,24 +154,32 @@ func (r *Routes) CreateRoute(ctx context.Context, _ string, nameHint string, rou
 	}
 	created, err := r.api.CreateRoute(ctx, spec)
 	if err == nil {
-		logger.V(2).Info("Created route", "route", created.ID, "instance", inst.ID)
+		r.table.created(created)
+		logger.V(2).Info("Created route", "route", routeID(created), "instance", inst.ID)
 		return nil
 	}
+	// From here on the create failed and may have been applied all the same: the
+	// snapshot of the cluster's routes is distrusted unless a fresh read finds the route.
 	if !errors.Is(err, cloudapi.ErrConflict) && !errors.Is(err, cloudapi.ErrTransient) {
+		r.table.distrust()
 		return fmt.Errorf("creating route %s to node %s: %w", dst, route.TargetNode, err)
 	}
 	// A lost answer or a route that exists: look at what the table holds for dst.
 	existing, lerr := r.findDestination(ctx, dst)
 	if lerr != nil {
+		r.table.distrust()
 		return fmt.Errorf("creating route %s to node %s: %w; looking for it afterwards: %w", dst, route.TargetNode, err, lerr)
 	}
 	switch {
 	case existing == nil:
+		r.table.distrust()
 		return fmt.Errorf("creating route %s to node %s: %w", dst, route.TargetNode, err)
 	case existing.TargetInstanceID == inst.ID && existing.Tags[cloudapi.TagCluster] == r.opts.ClusterID:
+		r.table.created(existing)
 		logger.V(2).Info("Route exists", "route", existing.ID)
 		return nil
 	default:
+		r.table.distrust()
 		return fmt.Errorf("creating route %s to node %s (instance %s): %w: route %s already sends %s to instance %s (cluster tag %q, node tag %q)",
 			dst, route.TargetNode, inst.ID, cloudapi.ErrConflict, existing.ID, dst, existing.TargetInstanceID, existing.Tags[cloudapi.TagCluster], existing.Tags[cloudapi.TagNode])
 	}
@@ -178,7 +200,7 @@ func (r *Routes) findID(ctx context.Context, id string) (*cloudapi.Route, error)
 
 func (r *Routes) findFunc(ctx context.Context, match func(cloudapi.Route) bool) (*cloudapi.Route, error) {
 	var found *cloudapi.Route
-	_, err := paging.All(ctx, cloudapi.OpListRoutes, r.page(nil), func(rt *cloudapi.Route) bool {
+	_, err := paging.All(ctx, cloudapi.OpListRoutes, listPage(r.api, nil, r.opts.PageSize), func(rt *cloudapi.Route) bool {
 		if match(*rt) {
 			found = rt
 			return false
@@ -192,20 +214,18 @@ func (r *Routes) findFunc(ctx context.Context, match func(cloudapi.Route) bool) 
 }
 
 // DeleteRoute deletes a route that ListRoutes returned. A route that is gone is success; a
-// route the last ListRoutes did not confirm as the cluster's is looked up first (one list)
-// and never deleted when it carries another cluster's tag or none.
+// route the snapshot of the cluster's routes does not hold is looked up first (one list of
+// the whole table) and never deleted when it carries another cluster's tag or none.
 func (r *Routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.Route) error {
 	id := route.Name
-	r.mu.Lock()
-	known := r.ours[id]
-	r.mu.Unlock()
-	if !known {
-		// Not from the last list: find it in the whole table.
+	if !r.table.holds(id) {
+		// Not the cluster's as far as the snapshot knows: find it in the whole table.
 		rt, err := r.findID(ctx, id)
 		if err != nil {
 			return fmt.Errorf("deleting route %s: %w", id, err)
 		}
 		if rt == nil {
+			r.table.deleted(id)
 			return nil // gone already
 		}
 		if rt.Tags[cloudapi.TagCluster] != r.opts.ClusterID {
@@ -214,11 +234,10 @@ func (r *Routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider
 		}
 	}
 	if err := r.api.DeleteRoute(ctx, id); err != nil && !errors.Is(err, cloudapi.ErrNotFound) {
+		r.table.distrust() // it may have been deleted all the same
 		return fmt.Errorf("deleting route %s (%s to node %s): %w", id, route.DestinationCIDR, route.TargetNode, err)
 	}
-	r.mu.Lock()
-	delete(r.ours, id)
-	r.mu.Unlock()
+	r.table.deleted(id)
 	klog.FromContext(ctx).V(2).Info("Deleted route", "route", id, "destination", route.DestinationCIDR, "node", route.TargetNode)
 	return nil
 }
@@ -229,6 +248,14 @@ func routeName(hint string, dst netip.Prefix) string {
 		return hint + "-" + strings.NewReplacer(".", "-", ":", "-", "/", "-").Replace(dst.String())
 	}
 	return dst.String()
+}
+
+// routeID returns the ID of a route the cloud answered, or "" for none.
+func routeID(rt *cloudapi.Route) string {
+	if rt == nil {
+		return ""
+	}
+	return rt.ID
 }
 
 // nextHop returns the first InternalIP of the wanted family, or "".

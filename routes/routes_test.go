@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,10 +20,13 @@ import (
 	routecontroller "k8s.io/cloud-provider/controllers/route"
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 	_ "k8s.io/controller-manager/pkg/features/register" // the route controller's feature gates, as the CCM registers them
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/clocktest"
 	"github.com/ccmkit/ccmkit/internal/instancecache"
 	"github.com/ccmkit/ccmkit/internal/paging"
 	"github.com/ccmkit/ccmkit/routes"
@@ -32,9 +36,27 @@ type env struct {
 	cloud  *fake.Cloud
 	chaos  *faultinject.Client
 	routes *routes.Routes
+	// clock is the clock of the route and instance snapshots, which stands still unless
+	// the test moves it; nil when newEnvWithClock was given another clock.
+	clock *clocktesting.FakeClock
 }
 
+// maxAge is the snapshots' maximum age in these tests.
+const maxAge = time.Minute
+
+// newEnv makes n instances (node-00000 is instance i-00000) in a fake cloud with cfg,
+// behind a fault injector that injects nothing until told, and Routes over them, whose
+// snapshots age by env.clock.
 func newEnv(t testing.TB, n int, cfg fake.Config) *env {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := newEnvWithClock(t, n, cfg, clk)
+	e.clock = clk
+	return e
+}
+
+// newEnvWithClock is newEnv with the snapshots aging by clk.
+func newEnvWithClock(t testing.TB, n int, cfg fake.Config, clk clock.PassiveClock) *env {
 	t.Helper()
 	for i := range n {
 		cfg.Instances = append(cfg.Instances, fake.Instance{ID: fmt.Sprintf("i-%05d", i), Name: nodeName(i)})
@@ -44,10 +66,14 @@ func newEnv(t testing.TB, n int, cfg fake.Config) *env {
 	chaos := faultinject.Wrap(cloud, faultinject.Config{})
 	api, ok := chaos.Routes()
 	require.True(t, ok)
-	r, err := routes.New(api, instancecache.New(chaos.Instances(), instancecache.Options{MaxAge: time.Minute}), routes.Options{ClusterID: "c1"})
+	lookup := instancecache.New(chaos.Instances(), instancecache.Options{MaxAge: maxAge, Clock: clk})
+	r, err := routes.New(api, lookup, routes.Options{ClusterID: "c1", MaxAge: maxAge, Clock: clk})
 	require.NoError(t, err)
 	return &env{cloud: cloud, chaos: chaos, routes: r}
 }
+
+// expire moves the clock past the snapshots' maximum age.
+func (e *env) expire() { e.clock.Step(maxAge + time.Nanosecond) }
 
 func nodeName(i int) string { return fmt.Sprintf("node-%05d", i) }
 
@@ -142,10 +168,12 @@ func TestListErrorsAreErrors(t *testing.T) {
 	require.ErrorIs(t, err, cloudapi.ErrTransient, "a failed list is never an empty route table")
 }
 
-// TestRouteControllerQuietReconcileIsOneCall runs the upstream route controller against
-// 5,000 Nodes. Once every Node has its route, each reconcile must cost exactly one cloud
-// call: the route list.
-func TestRouteControllerQuietReconcileIsOneCall(t *testing.T) {
+// TestRouteControllerQuietReconcilesListOncePerMaxAge runs the upstream route controller
+// against 5,000 Nodes. Bringing the cluster up costs one route list and a create per Node:
+// the creates keep the snapshot current. Once every Node has its route, a reconcile costs
+// no cloud call while the snapshot is younger than the maximum age, and the first one after
+// it one route list.
+func TestRouteControllerQuietReconcilesListOncePerMaxAge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("5,000 nodes")
 	}
@@ -162,25 +190,56 @@ func TestRouteControllerQuietReconcileIsOneCall(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	_, clusterCIDR, err := net.ParseCIDR("10.64.0.0/10")
 	require.NoError(t, err)
-	rc, err := routecontroller.New(e.routes, kube, factory.Core().V1().Nodes(), "c", []*net.IPNet{clusterCIDR})
+	counted := &countingRoutes{Routes: e.routes}
+	rc, err := routecontroller.New(counted, kube, factory.Core().V1().Nodes(), "c", []*net.IPNet{clusterCIDR})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	factory.Start(ctx.Done())
-	go rc.Run(ctx, 200*time.Millisecond, controllersmetrics.NewControllerManagerMetrics("test"))
+	go rc.Run(ctx, 100*time.Millisecond, controllersmetrics.NewControllerManagerMetrics("test"))
 
 	require.Eventually(t, func() bool { return len(e.cloud.Inventory().Routes) == n }, 5*time.Minute, 50*time.Millisecond, "every node gets its route")
-	// Let the reconcile that created them finish, then count whole reconciles.
-	settled := e.cloud.Calls()
-	require.Eventually(t, func() bool { return e.cloud.Calls().Sub(settled)[cloudapi.OpListRoutes] >= 2 }, 3*time.Minute, 20*time.Millisecond)
+	// Let the reconcile that created them finish: the next one starts after it.
+	counted.awaitReconciles(t, 2)
+	upCalls := e.cloud.Calls()
+	t.Logf("bringing up %d routes: %v", n, upCalls)
+	assert.Equal(t, int64(1), upCalls[cloudapi.OpListRoutes], "one route list: the creates keep the snapshot current")
+	assert.Equal(t, int64(n), upCalls[cloudapi.OpCreateRoute])
+
 	before := e.cloud.Calls()
-	require.Eventually(t, func() bool { return e.cloud.Calls().Sub(before)[cloudapi.OpListRoutes] >= 3 }, 3*time.Minute, 20*time.Millisecond)
+	lists := counted.awaitReconciles(t, 3)
+	quiet := e.cloud.Calls().Sub(before)
+	t.Logf("%d quiet reconciles within the maximum age over %d routes: %v", lists, n, quiet)
+	assert.Zero(t, quiet.Total(), "a quiet reconcile within the maximum age costs no call: %v", quiet)
+
+	e.expire()
+	before = e.cloud.Calls()
+	lists = counted.awaitReconciles(t, 3)
 	cancel()
-	calls := e.cloud.Calls().Sub(before)
-	lists := calls[cloudapi.OpListRoutes]
-	t.Logf("%d quiet reconciles over %d routes: %v", lists, n, calls)
-	assert.Equal(t, fake.Calls{cloudapi.OpListRoutes: lists}, calls, "a quiet reconcile is one route list and nothing else")
+	expired := e.cloud.Calls().Sub(before)
+	t.Logf("%d quiet reconciles over %d routes, the maximum age past before the first: %v", lists, n, expired)
+	assert.Equal(t, fake.Calls{cloudapi.OpListRoutes: 1}, expired, "one route list after the maximum age, and nothing else")
 	assert.Len(t, e.cloud.Inventory().Routes, n)
+}
+
+// countingRoutes counts the route controller's ListRoutes, one per reconcile.
+type countingRoutes struct {
+	*routes.Routes
+	lists atomic.Int64
+}
+
+func (c *countingRoutes) ListRoutes(ctx context.Context, clusterName string) ([]*cloudprovider.Route, error) {
+	c.lists.Add(1)
+	return c.Routes.ListRoutes(ctx, clusterName)
+}
+
+// awaitReconciles waits until the route controller has begun n more reconciles, and
+// returns how many whole reconciles it made meanwhile (n-1: the last has only begun).
+func (c *countingRoutes) awaitReconciles(t *testing.T, n int64) int64 {
+	t.Helper()
+	from := c.lists.Load()
+	require.Eventually(t, func() bool { return c.lists.Load() >= from+n }, 3*time.Minute, 10*time.Millisecond)
+	return n - 1
 }
 
 // TestRouteControllerConvergesUnderFaults runs the upstream route controller while a third
@@ -190,7 +249,9 @@ func TestRouteControllerQuietReconcileIsOneCall(t *testing.T) {
 // are untouched.
 func TestRouteControllerConvergesUnderFaults(t *testing.T) {
 	const n = 60
-	e := newEnv(t, n, fake.Config{})
+	// Time passes as ccmkit reads the clock: a failed list's backoff and the snapshot's
+	// maximum age go by while the controller runs.
+	e := newEnvWithClock(t, n, fake.Config{}, clocktest.NewTicking(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), 100*time.Millisecond))
 	api, _ := e.cloud.Routes()
 	foreign, err := api.CreateRoute(t.Context(), cloudapi.RouteSpec{DestinationCIDR: "10.64.200.0/24", TargetInstanceID: "i-00000", Tags: map[string]string{cloudapi.TagCluster: "other"}})
 	require.NoError(t, err)

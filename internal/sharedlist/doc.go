@@ -1,6 +1,6 @@
-// Package sharedlist runs the list behind a snapshot of the cloud, the way both of
-// ccmkit's snapshots (internal/instancecache's instances, loadbalancer's load balancers)
-// need it:
+// Package sharedlist runs the list behind a snapshot of the cloud, the way each of
+// ccmkit's snapshots (internal/instancecache's instances, loadbalancer's load balancers,
+// routes' route table) needs it:
 //
 //   - One list at a time: callers that need the snapshot refreshed while a list is under
 //     way wait for that list and share its result, success or error, instead of starting

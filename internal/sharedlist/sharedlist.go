@@ -22,9 +22,10 @@ const (
 
 // DefaultMaxAge is how old a snapshot may get before a lookup refreshes it, unless
 // configured: the one default behind provider.DefaultCacheMaxAge (the cloud config's
-// cache.maxAge), loadbalancer.DefaultMaxAge and instances.DefaultLookupMaxAge. A minute
-// is one list a minute for each snapshot, while the node lifecycle controller asks about
-// NotReady Nodes every 5 seconds.
+// cache.maxAge), loadbalancer.DefaultMaxAge, routes.DefaultMaxAge and
+// instances.DefaultLookupMaxAge. A minute is one list a minute for each snapshot, while
+// the node lifecycle controller asks about NotReady Nodes every 5 seconds and the route
+// controller lists the routes every 10 seconds.
 const DefaultMaxAge = time.Minute
 
 // Lister runs the lists of one snapshot: one at a time, shared by every caller that needs

@@ -45,11 +45,12 @@
 //
 // The provider's caches and the fake's provisioning read a clock that starts at a fixed
 // instant (Cloud.Now) and moves only with Cloud.Advance, so that the calls a test counts do not depend on how fast
-// the machine runs. ccmkit answers from its instance and load balancer snapshots until
-// they are older than cache.maxAge (one minute): after changing the cloud behind the
-// provider's back (Fake.DeleteInstance, Fake.SetInstanceState), call c.ExpireSnapshots()
-// before the controller pass that should see it. Advance lets the backoff of a failed
-// list pass (1 s doubling to 30 s), and fake.Provisioning.Duration.
+// the machine runs. ccmkit answers from its instance, load balancer and route table
+// snapshots until they are older than cache.maxAge (one minute): after changing the cloud
+// behind the provider's back (Fake.DeleteInstance, Fake.SetInstanceState, a route deleted
+// through Fake.Routes), call c.ExpireSnapshots() before the controller pass that should
+// see it. Advance lets the backoff of a failed list pass (1 s doubling to 30 s), and
+// fake.Provisioning.Duration.
 //
 // # Cleanup and failures
 //

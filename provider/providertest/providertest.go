@@ -184,9 +184,9 @@ func (c *Cloud) Advance(d time.Duration) {
 // ExpireSnapshots advances the clock just past cache.maxAge (provider.DefaultCacheMaxAge,
 // one minute, unless the config sets it), so that ccmkit's next lookups list the cloud
 // afresh. Call it after changing the cloud behind the provider's back (an instance
-// deleted, stopped or readdressed; a load balancer changed), before the controller pass
-// that should see the change: until then ccmkit answers from its instance and load
-// balancer snapshots, as it does in production.
+// deleted, stopped or readdressed; a load balancer or route changed), before the
+// controller pass that should see the change: until then ccmkit answers from its
+// instance, load balancer and route table snapshots, as it does in production.
 func (c *Cloud) ExpireSnapshots() {
 	c.tb.Helper()
 	c.Advance(c.Provider.Config().Cache.MaxAge + time.Nanosecond)

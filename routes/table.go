@@ -1,0 +1,188 @@
+package routes
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/paging"
+	"github.com/ccmkit/ccmkit/internal/sharedlist"
+)
+
+// DefaultMaxAge is how old the snapshot of the cluster's routes may get when
+// Options.MaxAge is zero.
+const DefaultMaxAge = sharedlist.DefaultMaxAge
+
+// table is the snapshot of the cluster's routes: what the last list by the cluster tag
+// saw, changed since by ccmkit's own writes as the cloud confirmed them. It is trusted
+// while the list behind it is no older than maxAge and no write has failed since that
+// list began: a failed write may have been applied, so after one only a new list knows.
+// It is safe for concurrent use.
+type table struct {
+	api      cloudapi.RouteAPI
+	filter   map[string]string // the cluster tag: the list's filter
+	pageSize int
+	maxAge   time.Duration
+	clock    clock.PassiveClock
+
+	mu sync.Mutex
+	// routes are the cluster's routes by ID; nil before the first list.
+	routes   map[string]entry
+	listedAt time.Time // when the list behind routes began
+	// seq counts the changes (a write recorded, the snapshot distrusted); listedSeq is seq
+	// when the list behind routes began, staleSeq seq when a failed write last distrusted
+	// the snapshot. The snapshot is trusted only when listedSeq >= staleSeq.
+	seq, listedSeq, staleSeq uint64
+	// changes are the writes recorded since the last list was installed, the latest per
+	// route ID: a list under way may have begun before them, so its install replays them.
+	changes map[string]change
+	// lists runs the lists, one at a time, shared by the callers that need one, and holds
+	// them back after a failure (internal/sharedlist).
+	lists *sharedlist.Lister
+}
+
+// entry is what the snapshot keeps of a route: what ListRoutes reports.
+type entry struct {
+	id, destination, node string
+	blackhole             bool
+}
+
+// change is a write recorded in the snapshot: the route as the cloud confirmed it, or its
+// deletion (deleted true).
+type change struct {
+	seq     uint64
+	entry   entry
+	deleted bool
+}
+
+func newTable(api cloudapi.RouteAPI, filter map[string]string, pageSize int, maxAge time.Duration, clk clock.PassiveClock) *table {
+	t := &table{api: api, filter: filter, pageSize: pageSize, maxAge: maxAge, clock: clk, changes: map[string]change{}}
+	t.lists = sharedlist.New(&t.mu, clk, "the list of the cluster's routes")
+	return t
+}
+
+// snapshot returns the cluster's routes sorted by ID, from a trusted snapshot no older
+// than maxAge, which it lists first if needed. A failed list is an error, never an empty
+// table. Concurrent callers share one list; every caller stops waiting at its own
+// deadline (internal/sharedlist).
+func (t *table) snapshot(ctx context.Context) ([]entry, error) {
+	oldest := t.clock.Now().Add(-t.maxAge)
+	var out []entry
+	err := t.lists.Until(ctx, func() bool {
+		if t.routes == nil || t.listedSeq < t.staleSeq || t.listedAt.Before(oldest) {
+			return false
+		}
+		out = slices.SortedFunc(maps.Values(t.routes), func(a, b entry) int { return strings.Compare(a.id, b.id) })
+		return true
+	}, t.beginList)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// holds reports whether the snapshot holds the route with the given ID as the cluster's:
+// a list saw it with the cluster tag, or ccmkit created it, and ccmkit has not deleted it
+// since. It makes no call, whatever the snapshot's age.
+func (t *table) holds(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.routes[id]
+	return ok
+}
+
+// created records a route that the cloud answered to a create, or that a fresh read found
+// after a create's failure, as a list would see it: one without the cluster tag is not the
+// cluster's in a list, so the snapshot is distrusted instead.
+func (t *table) created(rt *cloudapi.Route) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seq++
+	if rt == nil || rt.ID == "" || !cloudapi.MatchTags(rt.Tags, t.filter) {
+		t.staleSeq = t.seq
+		return
+	}
+	e := entryOf(rt)
+	t.changes[e.id] = change{seq: t.seq, entry: e}
+	if t.routes != nil {
+		t.routes[e.id] = e
+	}
+}
+
+// deleted records that the route with the given ID is gone: deleted, or found gone by a
+// fresh read.
+func (t *table) deleted(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seq++
+	t.changes[id] = change{seq: t.seq, deleted: true}
+	delete(t.routes, id)
+}
+
+// distrust marks the snapshot as possibly wrong after a write failed (it may have been
+// applied): the next snapshot lists, with a list that begins after now.
+func (t *table) distrust() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seq++
+	t.staleSeq = t.seq
+}
+
+// beginList returns the list to make now. t.mu is held.
+func (t *table) beginList() sharedlist.List {
+	began, beganSeq := t.clock.Now(), t.seq
+	return func(ctx context.Context) (func(), error) {
+		routes, err := t.list(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return func() { t.install(routes, began, beganSeq) }, nil // t.mu is held
+	}
+}
+
+// install makes a completed list the snapshot, with the writes recorded after the list
+// began (seq above beganSeq) replayed on it: the list may not have seen them. t.mu is
+// held; no other list is under way (sharedlist runs one at a time), so no recorded write
+// is needed any more.
+func (t *table) install(routes map[string]entry, began time.Time, beganSeq uint64) {
+	for id, c := range t.changes {
+		switch {
+		case c.seq <= beganSeq:
+		case c.deleted:
+			delete(routes, id)
+		default:
+			routes[id] = c.entry
+		}
+	}
+	clear(t.changes)
+	t.routes, t.listedAt, t.listedSeq = routes, began, beganSeq
+}
+
+// list lists the routes with the cluster's tag, all pages. Routes without the tag are
+// left out, also when a backend ignored the filter.
+func (t *table) list(ctx context.Context) (map[string]entry, error) {
+	routes := map[string]entry{}
+	pages, err := paging.All(ctx, cloudapi.OpListRoutes, listPage(t.api, t.filter, t.pageSize), func(rt *cloudapi.Route) bool {
+		if cloudapi.MatchTags(rt.Tags, t.filter) { // a backend that ignored the filter must not make us touch others' routes
+			routes[rt.ID] = entryOf(rt)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the cluster's routes: %w", err)
+	}
+	klog.FromContext(ctx).V(4).Info("Listed the cluster's routes", "routes", len(routes), "pages", pages)
+	return routes, nil
+}
+
+func entryOf(rt *cloudapi.Route) entry {
+	return entry{id: rt.ID, destination: rt.DestinationCIDR, node: rt.Tags[cloudapi.TagNode], blackhole: rt.Blackhole}
+}
