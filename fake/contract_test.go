@@ -3,6 +3,7 @@ package fake_test
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,50 +44,73 @@ func TestContract(t *testing.T) {
 			return faultinject.Wrap(c, faultinject.Config{})
 		})},
 		{"state file", newContractCloud(fake.Config{StateFile: "state.json", Provisioning: fake.Provisioning{Reads: 3}}, plain)},
-		// Every call goes to a new Cloud opened from the file, as if the process had
-		// restarted between any two calls: each write the suite saw acknowledged must be
-		// in the file. (Provisioning by reads is off: reads are saved with the next write.)
-		{"state file, reopened for every call", newContractCloud(fake.Config{StateFile: "state.json"}, func(c *fake.Cloud) cloudapi.Client {
-			return reopening{c.Config()}
+		// After every write the next call goes to a new Cloud opened from the file, as if
+		// the process had restarted: each write the suite saw acknowledged must be in the
+		// file. (Provisioning by reads is off: reads are saved with the next write.)
+		{"state file, reopened after every write", newContractCloud(fake.Config{StateFile: "state.json"}, func(c *fake.Cloud) cloudapi.Client {
+			return &reopening{cfg: c.Config()}
 		})},
 	} {
 		t.Run(tc.name, func(t *testing.T) { cloudapitest.Run(t, tc.backend) })
 	}
 }
 
-// reopening is a cloudapi.Client that opens the cloud from its state file for each call.
-type reopening struct{ cfg fake.Config }
+// reopening is a cloudapi.Client that opens the cloud from its state file anew after
+// every write: the calls up to the next write share that Cloud.
+type reopening struct {
+	cfg fake.Config
+	mu  sync.Mutex
+	cur *fake.Cloud
+}
 
-func (r reopening) open() (*fake.Cloud, error) { return fake.Open(r.cfg) }
+func (r *reopening) cloud() (*fake.Cloud, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil {
+		c, err := fake.Open(r.cfg)
+		if err != nil {
+			return nil, err
+		}
+		r.cur = c
+	}
+	return r.cur, nil
+}
 
-func (r reopening) Instances() cloudapi.InstanceAPI                 { return reopenedInstances(r) }
-func (r reopening) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return reopenedLBs(r), true }
-func (r reopening) Routes() (cloudapi.RouteAPI, bool)               { return reopenedRoutes(r), true }
+// wrote makes the next call open the cloud from its file again.
+func (r *reopening) wrote() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cur = nil
+}
+
+func (r *reopening) Instances() cloudapi.InstanceAPI                 { return reopenedInstances{r} }
+func (r *reopening) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return reopenedLBs{r}, true }
+func (r *reopening) Routes() (cloudapi.RouteAPI, bool)               { return reopenedRoutes{r}, true }
 
 type (
-	reopenedInstances reopening
-	reopenedLBs       reopening
-	reopenedRoutes    reopening
+	reopenedInstances struct{ r *reopening }
+	reopenedLBs       struct{ r *reopening }
+	reopenedRoutes    struct{ r *reopening }
 )
 
-func (r reopenedInstances) GetInstance(ctx context.Context, id string) (*cloudapi.Instance, error) {
-	c, err := reopening(r).open()
+func (a reopenedInstances) GetInstance(ctx context.Context, id string) (*cloudapi.Instance, error) {
+	c, err := a.r.cloud()
 	if err != nil {
 		return nil, err
 	}
 	return c.Instances().GetInstance(ctx, id)
 }
 
-func (r reopenedInstances) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
-	c, err := reopening(r).open()
+func (a reopenedInstances) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
+	c, err := a.r.cloud()
 	if err != nil {
 		return nil, err
 	}
 	return c.Instances().ListInstances(ctx, opts)
 }
 
-func (r reopenedLBs) api() (cloudapi.LoadBalancerAPI, error) {
-	c, err := reopening(r).open()
+func (a reopenedLBs) api() (cloudapi.LoadBalancerAPI, error) {
+	c, err := a.r.cloud()
 	if err != nil {
 		return nil, err
 	}
@@ -94,48 +118,51 @@ func (r reopenedLBs) api() (cloudapi.LoadBalancerAPI, error) {
 	return api, nil
 }
 
-func (r reopenedLBs) GetLoadBalancer(ctx context.Context, id string) (*cloudapi.LoadBalancer, error) {
-	api, err := r.api()
+func (a reopenedLBs) GetLoadBalancer(ctx context.Context, id string) (*cloudapi.LoadBalancer, error) {
+	api, err := a.api()
 	if err != nil {
 		return nil, err
 	}
 	return api.GetLoadBalancer(ctx, id)
 }
 
-func (r reopenedLBs) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
-	api, err := r.api()
+func (a reopenedLBs) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+	api, err := a.api()
 	if err != nil {
 		return nil, err
 	}
 	return api.ListLoadBalancers(ctx, opts)
 }
 
-func (r reopenedLBs) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
-	api, err := r.api()
+func (a reopenedLBs) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	api, err := a.api()
 	if err != nil {
 		return nil, err
 	}
+	defer a.r.wrote()
 	return api.CreateLoadBalancer(ctx, spec)
 }
 
-func (r reopenedLBs) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
-	api, err := r.api()
+func (a reopenedLBs) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+	api, err := a.api()
 	if err != nil {
 		return nil, err
 	}
+	defer a.r.wrote()
 	return api.UpdateLoadBalancer(ctx, id, update)
 }
 
-func (r reopenedLBs) DeleteLoadBalancer(ctx context.Context, id string) error {
-	api, err := r.api()
+func (a reopenedLBs) DeleteLoadBalancer(ctx context.Context, id string) error {
+	api, err := a.api()
 	if err != nil {
 		return err
 	}
+	defer a.r.wrote()
 	return api.DeleteLoadBalancer(ctx, id)
 }
 
-func (r reopenedRoutes) api() (cloudapi.RouteAPI, error) {
-	c, err := reopening(r).open()
+func (a reopenedRoutes) api() (cloudapi.RouteAPI, error) {
+	c, err := a.r.cloud()
 	if err != nil {
 		return nil, err
 	}
@@ -143,26 +170,28 @@ func (r reopenedRoutes) api() (cloudapi.RouteAPI, error) {
 	return api, nil
 }
 
-func (r reopenedRoutes) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.RoutePage, error) {
-	api, err := r.api()
+func (a reopenedRoutes) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.RoutePage, error) {
+	api, err := a.api()
 	if err != nil {
 		return nil, err
 	}
 	return api.ListRoutes(ctx, opts)
 }
 
-func (r reopenedRoutes) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*cloudapi.Route, error) {
-	api, err := r.api()
+func (a reopenedRoutes) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*cloudapi.Route, error) {
+	api, err := a.api()
 	if err != nil {
 		return nil, err
 	}
+	defer a.r.wrote()
 	return api.CreateRoute(ctx, spec)
 }
 
-func (r reopenedRoutes) DeleteRoute(ctx context.Context, id string) error {
-	api, err := r.api()
+func (a reopenedRoutes) DeleteRoute(ctx context.Context, id string) error {
+	api, err := a.api()
 	if err != nil {
 		return err
 	}
+	defer a.r.wrote()
 	return api.DeleteRoute(ctx, id)
 }
