@@ -124,8 +124,11 @@
 //     the latest file to replacing it, and every call first reads the file again if
 //     another Cloud replaced it since. They are one cloud, like the clients of a real
 //     one. Provisioning reads made through one Cloud are seen by the others with its
-//     next write. The file must be replaced only this way, never edited in place while a
-//     Cloud uses it. Unix only (flock): elsewhere Open refuses a state file.
+//     next write. Open them with the same Config: each Open applies the instance changes
+//     of its Config since the previous Open of the file, by any process, so two Configs
+//     would undo each other's. The file must be replaced only this way, never edited in
+//     place while a Cloud uses it. Unix only (flock): elsewhere Open refuses a state
+//     file.
 //   - The file is the cloud: deleted while a Cloud uses it, every call fails with
 //     ErrTransient until it is back; at the next start a missing file is a new, empty
 //     cloud, whose load balancers a cloud-controller-manager creates again with new
