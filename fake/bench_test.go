@@ -3,6 +3,7 @@ package fake_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
@@ -100,5 +101,67 @@ func BenchmarkListInstancesFiltered(b *testing.B) {
 				break
 			}
 		}
+	}
+}
+
+// BenchmarkLoadBalancerWrite is the cost of one UpdateLoadBalancer in a cloud of 1,000
+// load balancers (two listeners, a health check and ten targets each) and 100 instances:
+// in memory, and saved to a state file (fsync of the file and its directory included): on
+// the file system of the test's temporary directory, and on tmpfs.
+func BenchmarkLoadBalancerWrite(b *testing.B) {
+	for _, tc := range []struct {
+		name     string
+		stateDir func(*testing.B) string // nil: no state file
+	}{
+		{"in memory", nil},
+		{"state file", func(b *testing.B) string { return b.TempDir() }},
+		{"state file on tmpfs", func(b *testing.B) string { return stateDir(b) }}, // without the disk's sync latency, where /dev/shm exists
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := fake.Config{AddressPools: fake.AddressPools{Public: fake.Pool{IPv4: []string{"10.0.0.0/16"}}}}
+			for i := range 100 {
+				cfg.Instances = append(cfg.Instances, fake.Instance{ID: fmt.Sprintf("i-%06d", i), Name: fmt.Sprintf("node-%06d", i), Zone: "eu-1a"})
+			}
+			if tc.stateDir != nil {
+				cfg.StateFile = tc.stateDir(b) + "/state.json"
+			}
+			c, err := fake.Open(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			api, _ := c.LoadBalancers()
+			ctx := b.Context()
+			specOf := func(i, shift int) cloudapi.LoadBalancerSpec {
+				s := cloudapi.LoadBalancerSpec{
+					Name: fmt.Sprintf("lb-%d", i),
+					Listeners: []cloudapi.Listener{
+						{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080},
+						{Name: "https", Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443},
+					},
+					HealthCheck: &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTP, Port: 10256, Path: "/healthz", Interval: 10 * time.Second},
+					Tags:        map[string]string{cloudapi.TagCluster: "bench", cloudapi.TagService: fmt.Sprintf("uid-%d", i)},
+				}
+				for t := range 10 {
+					s.Targets = append(s.Targets, fmt.Sprintf("i-%06d", (i+t+shift)%100))
+				}
+				return s
+			}
+			ids := make([]string, 1000)
+			for i := range ids {
+				lb, err := api.CreateLoadBalancer(ctx, specOf(i, 0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = lb.ID
+			}
+			n := 0
+			for b.Loop() {
+				i := n % len(ids)
+				n++
+				if _, err := api.UpdateLoadBalancer(ctx, ids[i], cloudapi.LoadBalancerUpdate{Spec: specOf(i, n)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

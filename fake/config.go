@@ -59,8 +59,17 @@ type Config struct {
 	Hostnames Hostnames `yaml:"hostnames"`
 	// Capabilities switches off the optional APIs, to test a cloud without them.
 	Capabilities Capabilities `yaml:"capabilities"`
-	// Instances are the cloud's instances at start.
+	// Instances are the cloud's instances at start. With a StateFile they are the
+	// instances of a new cloud; at a later start, the instances added, changed or removed
+	// here since the previous start are added, replaced or removed, and the others are as
+	// the file holds them.
 	Instances []Instance `yaml:"instances"`
+	// StateFile is a file that keeps the cloud's state across restarts: load balancers,
+	// routes, instances, address pool cursors and ID sequences. Open reads it (a missing
+	// file is a new cloud) and every write is saved to it before it succeeds. A relative
+	// path is relative to the process's working directory. Empty, the default: the cloud
+	// lives as long as the process. Only Open uses it; New refuses it.
+	StateFile string `yaml:"stateFile"`
 }
 
 // Provisioning says when a new load balancer becomes active: after both Reads reads of it

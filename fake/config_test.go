@@ -27,9 +27,12 @@ func TestParseConfigExample(t *testing.T) {
 	require.Len(t, cfg.Instances, 3)
 	assert.Equal(t, cloudapi.InstanceStopped, cfg.Instances[2].State)
 	assert.Equal(t, fake.Address{Type: cloudapi.AddressInternalIP, Address: "fd00::11"}, cfg.Instances[0].Addresses[1])
+	assert.Equal(t, "cloud-state.json", cfg.StateFile)
 
-	cloud, err := fake.New(cfg)
+	t.Chdir(t.TempDir()) // where the relative state file goes
+	cloud, err := fake.Open(cfg)
 	require.NoError(t, err)
+	assert.FileExists(t, "cloud-state.json")
 	inst, err := cloud.Instances().GetInstance(t.Context(), "i-0002")
 	require.NoError(t, err)
 	assert.Equal(t, "eu-1", inst.Region, "an instance without a region is in the cloud's region")

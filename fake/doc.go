@@ -49,6 +49,7 @@
 //	    addresses:                # InternalIP, ExternalIP, Hostname, InternalDNS, ExternalDNS
 //	      - {type: InternalIP, address: 10.0.0.11}
 //	    tags: {pool: default}
+//	stateFile: cloud-state.json   # keep the cloud across restarts (default: none; see below)
 //
 // Decoding is strict: an unknown key is an error naming the key and its line. Validate
 // reports every problem at once.
@@ -89,6 +90,63 @@
 // Instances are changed behind the client's back, as people and autoscalers do, with
 // AddInstance, SetInstanceState, SetInstanceAddresses and DeleteInstance.
 //
+// # Keeping the cloud across restarts: the state file
+//
+// New makes a cloud that lives as long as its process. Open, given a Config whose
+// StateFile names a file (`stateFile:` in YAML; a relative path is relative to the
+// process's working directory), keeps the cloud in that file, so that a restarted process
+// finds its load balancers with their addresses. The built-in `ccmkit` provider opens its
+// cloud this way.
+//
+//   - The file holds the instances, the load balancers (with their creation time and the
+//     provisioning reads as of the last write), their names and addresses, the routes, each
+//     address pool's cursor (so no address is handed out again before the rest of its pool
+//     has been) and the ID sequences (so no ID is reused). It does not hold the call
+//     counts, nor LoadBalancerHistory, which is the writes of one Cloud since it was made.
+//   - No file at the path: a new cloud, as the Config describes it, written there at once
+//     (so a path that cannot be written fails Open). The directory must exist.
+//   - A fake cloud's state file: that cloud. Anything else is an error that names the
+//     file and what is wrong: an empty or truncated file, something that is not JSON, JSON
+//     without the kind "ccmkit.io/fake-cloud-state", a newer format version, unknown
+//     fields, inconsistent state. Such a file is never written over: Open never turns a
+//     file it did not write, or cannot read, into an empty cloud.
+//   - Instances: the Config's instances make a new cloud's instances. At a later start
+//     the file's instances are the cloud's, and what the Config changed since the previous
+//     start is applied on top: an instance added to the Config is added, one changed is
+//     replaced by the Config's, one removed from it is removed. The others stay as the file
+//     has them, so an instance stopped or deleted behind the client's back stays so, and
+//     one added with AddInstance stays. An operator's edit of `instances:` thus takes
+//     effect at the next start, and nothing else is undone by it.
+//   - The rest of the Config (pools, page sizes, provisioning) is read from the Config at
+//     every start. A load balancer keeps its addresses when the pools change; a pool
+//     whose CIDRs changed so that its cursor's CIDR is gone starts from its beginning,
+//     skipping the addresses in use.
+//   - Every write (a create, update or delete of a load balancer or route, and the
+//     instance changes above) is saved before it returns success: the whole state is
+//     written to path+".tmp", synced, renamed over the file, and the directory synced, so
+//     that after a crash or SIGKILL the file is the state before or after the write,
+//     never a part. A write that cannot be saved fails with cloudapi.ErrTransient and is
+//     undone (the cloud reads the file again on the next call); as after any lost
+//     answer, the caller cannot tell whether it was made (it was, when only the sync of
+//     the directory failed). At 1,000 load balancers a write costs about 10 ms on an
+//     ordinary disk, most of it the two syncs, and 1 ms on tmpfs; without a state file
+//     nothing is read or written.
+//   - Several Clouds may share one file, in one process or several (replicas with the
+//     file on a shared volume, a test process inspecting the cloud of a
+//     cloud-controller-manager): each write holds an flock on path+".lock" from reading
+//     the latest file to replacing it, and every call first reads the file again if
+//     another Cloud replaced it since. They are one cloud, like the clients of a real
+//     one. Provisioning reads made through one Cloud are seen by the others with its
+//     next write. Open them with the same Config: each Open applies the instance changes
+//     of its Config since the previous Open of the file, by any process, so two Configs
+//     would undo each other's. The file must be replaced only this way, never edited in
+//     place while a Cloud uses it. Unix only (flock): elsewhere Open refuses a state
+//     file.
+//   - The file is the cloud: deleted while a Cloud uses it, every call fails with
+//     ErrTransient until it is back; at the next start a missing file is a new, empty
+//     cloud, whose load balancers a cloud-controller-manager creates again with new
+//     addresses.
+//
 // # What it does not model
 //
 //   - Faults, latency and rate limits: wrap the cloud with cloudapi/faultinject, which
@@ -106,5 +164,7 @@
 //     expired or does not match the name is accepted.
 //   - Hostnames in DNS: a load balancer's hostname resolves nowhere.
 //   - Routes per VPC or route table: there is one table, keyed by destination.
-//   - Persistence: the cloud lives as long as the process.
+//   - Persistence beyond one file on one machine's file system: a state file shared by
+//     processes on different machines needs a shared file system whose flock works
+//     across them (see above).
 package fake

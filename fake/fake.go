@@ -25,8 +25,15 @@ type Cloud struct {
 
 	calls []atomic.Int64 // by index in operations
 
+	// file keeps the state of a cloud made by Open with a state file; nil otherwise. With
+	// it, every call holds file.mu (see enter), outside mu and netMu.
+	file *stateFile
+
 	mu        sync.RWMutex
 	instances table[cloudapi.Instance]
+	// configInstances are the config's instances as a state file keeps them (set with a
+	// state file only). Guarded by mu.
+	configInstances []stateInstance
 
 	netMu    sync.Mutex // guards load balancers, their addresses and names, the history and routes
 	lbs      table[*loadBalancer]
@@ -50,6 +57,9 @@ type loadBalancer struct {
 	lb      cloudapi.LoadBalancer
 	created time.Time
 	reads   int // reads that answered while provisioning
+	// saved is the record as the state file has it, once encoded: a write re-encodes only
+	// the records that changed. Set to nil on every change. Guarded by netMu.
+	saved []byte
 }
 
 // Option customises New.
@@ -67,10 +77,16 @@ func WithClock(clk clock.PassiveClock) Option {
 
 // New returns a cloud as cfg describes it. It validates cfg (after SetDefaults on a copy)
 // and returns every problem at once.
+//
+// New does no I/O: a cfg with a StateFile is an error; Open is the constructor that reads
+// and writes it.
 func New(cfg Config, opts ...Option) (*Cloud, error) {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("fake cloud: %w", err)
+	}
+	if cfg.StateFile != "" {
+		return nil, fmt.Errorf("fake cloud: stateFile %q is set: fake.Open keeps the cloud's state in it; fake.New does no I/O", cfg.StateFile)
 	}
 	c := &Cloud{
 		cfg:      cfg,
@@ -129,13 +145,26 @@ func (c *Cloud) Routes() (cloudapi.RouteAPI, bool) {
 func (c *Cloud) Config() Config { return c.cfg }
 
 // begin counts a call of op and fails it when ctx is done, as a real client whose request
-// never left would. The error is transient: nothing was read or applied.
-func (c *Cloud) begin(ctx context.Context, op cloudapi.Operation, id string) error {
+// never left would, then enters it (see enter); call leave when the call is done. The
+// error is transient: nothing was read or applied.
+func (c *Cloud) begin(ctx context.Context, op cloudapi.Operation, id string) (leave func(), err error) {
 	c.calls[opIndex(op)].Add(1)
 	if err := ctx.Err(); err != nil {
-		return cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
+		return nil, cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
 	}
-	return nil
+	if leave, err = c.enter(ctx, op.IsWrite()); err != nil {
+		return nil, cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
+	}
+	return leave, nil
+}
+
+// saved is err of a write whose change could not be saved to the state file: transient,
+// as the file may or may not hold it (the cloud reads the file again on the next call).
+func saved(op cloudapi.Operation, id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
 }
 
 // pageSize returns how many items a List answers with.

@@ -1,6 +1,10 @@
 package fake
 
-import "github.com/ccmkit/ccmkit/cloudapi"
+import (
+	"context"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
 
 // Inventory is everything a cloud holds, each resource with its tags, as Cloud.Inventory
 // returns it. Tests use it to find what ccmkit left behind: load balancers whose Service
@@ -38,8 +42,12 @@ func (inv Inventory) RoutesTagged(filter map[string]string) []cloudapi.Route {
 }
 
 // Inventory returns deep copies of everything the cloud holds. It is not counted as a
-// call.
+// call. With a state file it reads the file first if another Cloud changed it; if that
+// read fails, it answers with what this Cloud last read or wrote.
 func (c *Cloud) Inventory() Inventory {
+	if leave, err := c.enter(context.Background(), false); err == nil {
+		defer leave()
+	}
 	var inv Inventory
 	c.netMu.Lock()
 	for _, id := range c.lbs.ids {

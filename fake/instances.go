@@ -12,9 +12,11 @@ type instanceAPI struct{ c *Cloud }
 // GetInstance returns a copy of the instance, or ErrNotFound.
 func (a instanceAPI) GetInstance(ctx context.Context, id string) (*cloudapi.Instance, error) {
 	c := a.c
-	if err := c.begin(ctx, cloudapi.OpGetInstance, id); err != nil {
+	leave, err := c.begin(ctx, cloudapi.OpGetInstance, id)
+	if err != nil {
 		return nil, err
 	}
+	defer leave()
 	c.mu.RLock()
 	inst, ok := c.instances.get(id)
 	c.mu.RUnlock()
@@ -28,9 +30,11 @@ func (a instanceAPI) GetInstance(ctx context.Context, id string) (*cloudapi.Inst
 // ListInstances returns a page of copies of the instances that carry opts.Tags.
 func (a instanceAPI) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
 	c := a.c
-	if err := c.begin(ctx, cloudapi.OpListInstances, ""); err != nil {
+	leave, err := c.begin(ctx, cloudapi.OpListInstances, "")
+	if err != nil {
 		return nil, err
 	}
+	defer leave()
 	c.mu.RLock()
 	items, next, err := c.instances.page(opts.PageToken, c.pageSize(opts.PageSize), func(i cloudapi.Instance) bool {
 		return cloudapi.MatchTags(i.Tags, opts.Tags)
@@ -66,13 +70,13 @@ func (c *Cloud) AddInstance(inst cloudapi.Instance) error {
 	if inst.State == "" {
 		inst.State = cloudapi.InstanceRunning
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.instances.get(inst.ID); ok {
-		return fmt.Errorf("fake: add instance %s: %w: the ID is taken", inst.ID, cloudapi.ErrConflict)
-	}
-	c.instances.put(inst.ID, inst.Clone())
-	return nil
+	return c.changeInstances(func() error {
+		if _, ok := c.instances.get(inst.ID); ok {
+			return fmt.Errorf("fake: add instance %s: %w: the ID is taken", inst.ID, cloudapi.ErrConflict)
+		}
+		c.instances.put(inst.ID, inst.Clone())
+		return nil
+	})
 }
 
 // SetInstanceState changes the state of an instance, as if it had been stopped, started
@@ -96,15 +100,36 @@ func (c *Cloud) SetInstanceAddresses(id string, addrs []cloudapi.Address) error 
 }
 
 func (c *Cloud) updateInstance(id string, change func(*cloudapi.Instance)) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	inst, ok := c.instances.get(id)
-	if !ok {
-		return fmt.Errorf("fake: instance %s: %w", id, cloudapi.ErrNotFound)
+	return c.changeInstances(func() error {
+		inst, ok := c.instances.get(id)
+		if !ok {
+			return fmt.Errorf("fake: instance %s: %w", id, cloudapi.ErrNotFound)
+		}
+		inst = inst.Clone()
+		change(&inst)
+		c.instances.put(id, inst)
+		return nil
+	})
+}
+
+// changeInstances runs change under mu as one write: with a state file, on the file's
+// latest state and saved before it returns (an error wrapping cloudapi.ErrTransient when
+// saving fails; the change is then undone).
+func (c *Cloud) changeInstances(change func() error) error {
+	leave, err := c.enter(context.Background(), true)
+	if err != nil {
+		return fmt.Errorf("fake: %w: %w", cloudapi.ErrTransient, err)
 	}
-	inst = inst.Clone()
-	change(&inst)
-	c.instances.put(id, inst)
+	defer leave()
+	c.mu.Lock()
+	err = change()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := c.save(); err != nil {
+		return fmt.Errorf("fake: %w: %w", cloudapi.ErrTransient, err)
+	}
 	return nil
 }
 
@@ -112,12 +137,12 @@ func (c *Cloud) updateInstance(id string, change func(*cloudapi.Instance)) error
 // from then on the instance is not found. Routes to it become blackholes; load balancers
 // keep it as a target. It fails with ErrNotFound for an unknown ID.
 func (c *Cloud) DeleteInstance(id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.instances.delete(id) {
-		return fmt.Errorf("fake: delete instance %s: %w", id, cloudapi.ErrNotFound)
-	}
-	return nil
+	return c.changeInstances(func() error {
+		if !c.instances.delete(id) {
+			return fmt.Errorf("fake: delete instance %s: %w", id, cloudapi.ErrNotFound)
+		}
+		return nil
+	})
 }
 
 // instanceKnown reports whether the cloud has an instance with this ID.

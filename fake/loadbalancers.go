@@ -27,9 +27,11 @@ type lbAPI struct{ c *Cloud }
 // GetLoadBalancer returns a copy of the load balancer, or ErrNotFound.
 func (a lbAPI) GetLoadBalancer(ctx context.Context, id string) (*cloudapi.LoadBalancer, error) {
 	c := a.c
-	if err := c.begin(ctx, cloudapi.OpGetLoadBalancer, id); err != nil {
+	leave, err := c.begin(ctx, cloudapi.OpGetLoadBalancer, id)
+	if err != nil {
 		return nil, err
 	}
+	defer leave()
 	c.netMu.Lock()
 	defer c.netMu.Unlock()
 	rec, ok := c.lbs.get(id)
@@ -44,9 +46,11 @@ func (a lbAPI) GetLoadBalancer(ctx context.Context, id string) (*cloudapi.LoadBa
 // ListLoadBalancers returns a page of copies of the load balancers that carry opts.Tags.
 func (a lbAPI) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
 	c := a.c
-	if err := c.begin(ctx, cloudapi.OpListLoadBalancers, ""); err != nil {
+	leave, err := c.begin(ctx, cloudapi.OpListLoadBalancers, "")
+	if err != nil {
 		return nil, err
 	}
+	defer leave()
 	c.netMu.Lock()
 	defer c.netMu.Unlock()
 	recs, next, err := c.lbs.page(opts.PageToken, c.pageSize(opts.PageSize), func(r *loadBalancer) bool {
@@ -67,12 +71,27 @@ func (a lbAPI) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions)
 func (a lbAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
 	const op = cloudapi.OpCreateLoadBalancer
 	c := a.c
-	if err := c.begin(ctx, op, ""); err != nil {
+	leave, err := c.begin(ctx, op, "")
+	if err != nil {
 		return nil, err
 	}
+	defer leave()
 	if err := c.validateSpec(spec); err != nil {
 		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, spec.Name, err)
 	}
+	out, err := c.createLoadBalancer(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := saved(op, spec.Name, c.save()); err != nil {
+		return nil, err
+	}
+	c.record(Event{Op: op, ID: out.ID, Spec: spec.Clone()})
+	return out, nil
+}
+
+func (c *Cloud) createLoadBalancer(spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	const op = cloudapi.OpCreateLoadBalancer
 	c.netMu.Lock()
 	defer c.netMu.Unlock()
 	if other, taken := c.lbNames[spec.Name]; taken {
@@ -102,7 +121,6 @@ func (a lbAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalance
 	}
 	c.lbs.put(id, rec)
 	c.lbNames[spec.Name] = id
-	c.record(Event{Op: op, ID: id, Spec: spec.Clone()})
 	out := rec.lb.Clone()
 	return &out, nil
 }
@@ -112,55 +130,84 @@ func (a lbAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalance
 func (a lbAPI) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
 	const op = cloudapi.OpUpdateLoadBalancer
 	c := a.c
-	if err := c.begin(ctx, op, id); err != nil {
+	leave, err := c.begin(ctx, op, id)
+	if err != nil {
 		return nil, err
 	}
+	defer leave()
 	if err := c.validateSpec(update.Spec); err != nil {
 		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
 	}
+	out, actual, err := c.updateLoadBalancer(id, update.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := saved(op, id, c.save()); err != nil {
+		return nil, err
+	}
+	c.record(Event{Op: op, ID: id, Spec: update.Spec.Clone(), Changes: cloneChanges(update.Changes), Actual: actual})
+	return out, nil
+}
+
+func (c *Cloud) updateLoadBalancer(id string, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, cloudapi.LoadBalancerChanges, error) {
+	const op = cloudapi.OpUpdateLoadBalancer
 	c.netMu.Lock()
 	defer c.netMu.Unlock()
 	rec, ok := c.lbs.get(id)
 	if !ok {
-		return nil, cloudapi.NewError(cloudapi.ErrNotFound, op, id, nil)
+		return nil, cloudapi.LoadBalancerChanges{}, cloudapi.NewError(cloudapi.ErrNotFound, op, id, nil)
 	}
 	old := rec.lb.Spec
-	if update.Spec.Internal != old.Internal {
-		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id,
+	if spec.Internal != old.Internal {
+		return nil, cloudapi.LoadBalancerChanges{}, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id,
 			errors.New("a load balancer cannot switch between internal and public in place; create a new one"))
 	}
-	if other, taken := c.lbNames[update.Spec.Name]; taken && other != id {
-		return nil, cloudapi.NewError(cloudapi.ErrConflict, op, id, fmt.Errorf("load balancer %s already has the name %q", other, update.Spec.Name))
+	if other, taken := c.lbNames[spec.Name]; taken && other != id {
+		return nil, cloudapi.LoadBalancerChanges{}, cloudapi.NewError(cloudapi.ErrConflict, op, id, fmt.Errorf("load balancer %s already has the name %q", other, spec.Name))
 	}
-	actual := cloudapi.DiffLoadBalancer(old, update.Spec)
+	actual := cloudapi.DiffLoadBalancer(old, spec)
 	addrs := rec.lb.Addresses
 	if actual.IPFamilies || actual.RequestedIPs {
 		var err error
-		if addrs, err = c.assignAddresses(id, update.Spec, rec.lb.Addresses); err != nil {
-			return nil, cloudapi.NewError(classOf(err), op, id, err)
+		if addrs, err = c.assignAddresses(id, spec, rec.lb.Addresses); err != nil {
+			return nil, cloudapi.LoadBalancerChanges{}, cloudapi.NewError(classOf(err), op, id, err)
 		}
 	}
 	delete(c.lbNames, old.Name)
-	c.lbNames[update.Spec.Name] = id
-	rec.lb.Spec = update.Spec.Clone()
+	c.lbNames[spec.Name] = id
+	rec.lb.Spec = spec.Clone()
 	rec.lb.Addresses = addrs
-	c.record(Event{Op: op, ID: id, Spec: update.Spec.Clone(), Changes: cloneChanges(update.Changes), Actual: actual})
+	rec.saved = nil
 	out := rec.lb.Clone()
-	return &out, nil
+	return &out, actual, nil
 }
 
 // DeleteLoadBalancer removes the load balancer and releases its addresses.
 func (a lbAPI) DeleteLoadBalancer(ctx context.Context, id string) error {
 	const op = cloudapi.OpDeleteLoadBalancer
 	c := a.c
-	if err := c.begin(ctx, op, id); err != nil {
+	leave, err := c.begin(ctx, op, id)
+	if err != nil {
 		return err
 	}
+	defer leave()
+	spec, err := c.deleteLoadBalancer(id)
+	if err != nil {
+		return err
+	}
+	if err := saved(op, id, c.save()); err != nil {
+		return err
+	}
+	c.record(Event{Op: op, ID: id, Spec: spec})
+	return nil
+}
+
+func (c *Cloud) deleteLoadBalancer(id string) (cloudapi.LoadBalancerSpec, error) {
 	c.netMu.Lock()
 	defer c.netMu.Unlock()
 	rec, ok := c.lbs.get(id)
 	if !ok {
-		return cloudapi.NewError(cloudapi.ErrNotFound, op, id, nil)
+		return cloudapi.LoadBalancerSpec{}, cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpDeleteLoadBalancer, id, nil)
 	}
 	for _, s := range rec.lb.Addresses {
 		if a, err := netip.ParseAddr(s); err == nil {
@@ -169,8 +216,7 @@ func (a lbAPI) DeleteLoadBalancer(ctx context.Context, id string) error {
 	}
 	delete(c.lbNames, rec.lb.Spec.Name)
 	c.lbs.delete(id)
-	c.record(Event{Op: op, ID: id, Spec: rec.lb.Spec.Clone()})
-	return nil
+	return rec.lb.Spec.Clone(), nil
 }
 
 // observe counts a read of a provisioning load balancer and activates it once the
@@ -179,6 +225,7 @@ func (c *Cloud) observe(rec *loadBalancer) {
 	if rec.lb.Status != cloudapi.LoadBalancerProvisioning {
 		return
 	}
+	rec.saved = nil
 	if rec.reads >= c.cfg.Provisioning.Reads && c.clock.Now().Sub(rec.created) >= c.cfg.Provisioning.Duration {
 		rec.lb.Status = cloudapi.LoadBalancerActive
 		return
@@ -470,10 +517,16 @@ func cloneListeners(ls []cloudapi.Listener) []cloudapi.Listener {
 	return out
 }
 
-// record appends an event to the history. The caller holds netMu.
-func (c *Cloud) record(e Event) { c.history = append(c.history, e) }
+// record appends an event of a write that succeeded to the history.
+func (c *Cloud) record(e Event) {
+	c.netMu.Lock()
+	defer c.netMu.Unlock()
+	c.history = append(c.history, e)
+}
 
-// LoadBalancerHistory returns every write to a load balancer since New, oldest first.
+// LoadBalancerHistory returns every write to a load balancer this Cloud made since New or
+// Open, oldest first. With a state file, the writes of other Clouds sharing it and those
+// before the last start are not in it: the history is not saved.
 func (c *Cloud) LoadBalancerHistory() []Event {
 	c.netMu.Lock()
 	defer c.netMu.Unlock()

@@ -15,9 +15,11 @@ type routeAPI struct{ c *Cloud }
 // Blackhole set when its target instance is gone or terminated.
 func (a routeAPI) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.RoutePage, error) {
 	c := a.c
-	if err := c.begin(ctx, cloudapi.OpListRoutes, ""); err != nil {
+	leave, err := c.begin(ctx, cloudapi.OpListRoutes, "")
+	if err != nil {
 		return nil, err
 	}
+	defer leave()
 	c.netMu.Lock()
 	items, next, err := c.routes.page(opts.PageToken, c.routePageSize(opts.PageSize), func(r cloudapi.Route) bool {
 		return cloudapi.MatchTags(r.Tags, opts.Tags)
@@ -52,9 +54,11 @@ func (c *Cloud) routePageSize(requested int) int {
 func (a routeAPI) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*cloudapi.Route, error) {
 	const op = cloudapi.OpCreateRoute
 	c := a.c
-	if err := c.begin(ctx, op, ""); err != nil {
+	leave, err := c.begin(ctx, op, "")
+	if err != nil {
 		return nil, err
 	}
+	defer leave()
 	dst, err := c.validateRoute(spec)
 	if err != nil {
 		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, spec.DestinationCIDR, err)
@@ -70,6 +74,9 @@ func (a routeAPI) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*cl
 	c.routes.put(r.ID, r)
 	c.routeDst[dst] = r.ID
 	c.netMu.Unlock()
+	if err := saved(op, spec.DestinationCIDR, c.save()); err != nil {
+		return nil, err
+	}
 	c.mu.RLock()
 	r = c.withBlackhole(r.Clone())
 	c.mu.RUnlock()
@@ -80,20 +87,23 @@ func (a routeAPI) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*cl
 func (a routeAPI) DeleteRoute(ctx context.Context, id string) error {
 	const op = cloudapi.OpDeleteRoute
 	c := a.c
-	if err := c.begin(ctx, op, id); err != nil {
+	leave, err := c.begin(ctx, op, id)
+	if err != nil {
 		return err
 	}
+	defer leave()
 	c.netMu.Lock()
-	defer c.netMu.Unlock()
 	r, ok := c.routes.get(id)
 	if !ok {
+		c.netMu.Unlock()
 		return cloudapi.NewError(cloudapi.ErrNotFound, op, id, nil)
 	}
 	if dst, err := netip.ParsePrefix(r.DestinationCIDR); err == nil {
 		delete(c.routeDst, dst)
 	}
 	c.routes.delete(id)
-	return nil
+	c.netMu.Unlock()
+	return saved(op, id, c.save())
 }
 
 func (c *Cloud) validateRoute(spec cloudapi.RouteSpec) (netip.Prefix, error) {

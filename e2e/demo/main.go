@@ -10,8 +10,15 @@
 //	cd e2e && go run ./demo -keep               # then keep it running; Ctrl-C stops it
 //	cd e2e && go run ./demo -config my.yaml     # a cloud config of your own
 //
-// The kube-apiserver and etcd binaries come from `make controlplane`. Ctrl-C at any point
-// stops every process the demo started and removes its files.
+// The fake cloud keeps its state in a state file (the `fake:` section's stateFile; unless
+// the config names one, cloud-state.json beside the cluster's other files), so that it
+// outlives the cloud-controller-manager as a real cloud would. With -keep, the story's
+// cloud-controller-manager hands over to examples/ccm, built and started as its own
+// process on the same cloud config and state file, exactly as a user runs it; Enter kills
+// that process (SIGKILL) and starts it again, and the demo shows that every Service kept
+// its address. The kube-apiserver and etcd binaries come from `make controlplane`. Ctrl-C
+// at any point stops every process the demo started and removes its files (a state file
+// the config names is kept).
 package main
 
 import (
@@ -23,6 +30,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -55,7 +63,7 @@ func main() {
 		<-ctx.Done()
 		stop() // a second Ctrl-C ends the process at once, without the cleanup
 	}()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout); err != nil {
 		if errors.Is(err, context.Canceled) {
 			fmt.Fprintln(os.Stderr, "demo interrupted: stopped everything it started")
 			os.Exit(130)
@@ -67,13 +75,14 @@ func main() {
 
 // demo is the state of one run.
 type demo struct {
-	ctx    context.Context
-	out    io.Writer
-	cp     *harness.ControlPlane
-	cloud  *harness.Cloud
-	steps  []step
-	before fake.Calls
-	start  time.Time
+	ctx       context.Context
+	out       io.Writer
+	cp        *harness.ControlPlane
+	cloud     *harness.Cloud
+	stateFile string
+	steps     []step
+	before    fake.Calls
+	start     time.Time
 }
 
 // step is one line of the summary table.
@@ -108,11 +117,13 @@ func (d *demo) wait(what string, cond func(context.Context) (bool, error)) error
 	return nil
 }
 
-func run(ctx context.Context, args []string, out io.Writer) (err error) {
+// run runs the demo with the command line's args, writing the story to out; with -keep it
+// reads the Enter key presses that restart the cloud-controller-manager from in.
+func run(ctx context.Context, args []string, in io.Reader, out io.Writer) (err error) {
 	flags := flag.NewFlagSet("demo", flag.ContinueOnError)
 	flags.SetOutput(out)
 	configPath := flags.String("config", "", "cloud config file (default: the embedded demo/cloud.yaml)")
-	keep := flags.Bool("keep", false, "keep the cluster running after the story, until Ctrl-C, and print its kubeconfig")
+	keep := flags.Bool("keep", false, "keep the cluster running after the story, until Ctrl-C, with the cloud-controller-manager as its own process that Enter restarts, and print its kubeconfig")
 	logPath := flags.String("log", "", "write the cloud-controller-manager's log to this file (default: discarded)")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -135,7 +146,8 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	}
 
 	d := &demo{ctx: ctx, out: out}
-	if d.cloud, err = harness.NewCloud(config, faultinject.Config{}); err != nil {
+	stateFile, err := harness.StateFileOf(config)
+	if err != nil {
 		return fmt.Errorf("cloud config %s: %w", source, err)
 	}
 	d.say("ccmkit demo: the cloud-controller-manager (k8s.io/cloud-provider's command with ccmkit's provider)")
@@ -150,19 +162,42 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 			err = fmt.Errorf("stopping the control plane: %w", stopErr)
 		}
 	}()
+	if stateFile == "" {
+		// The cloud lives as long as the cluster: beside etcd's data, removed with it.
+		stateFile = filepath.Join(d.cp.Dir(), "cloud-state.json")
+		if config, err = harness.WithStateFile(config, stateFile); err != nil {
+			return fmt.Errorf("cloud config %s: %w", source, err)
+		}
+	}
+	if d.cloud, err = harness.NewCloud(config, faultinject.Config{}); err != nil {
+		return fmt.Errorf("cloud config %s: %w", source, err)
+	}
+	d.stateFile = stateFile
 	version, err := d.cp.Client.Discovery().ServerVersion()
 	if err != nil {
 		return err
 	}
 	d.say("kube-apiserver %s and etcd on %s, ready in %.1f s", version.GitVersion, d.cp.Config.Host, time.Since(started).Seconds())
+	d.say("the fake cloud keeps its state in %s", stateFile)
 
 	ccm, err := harness.StartCCM(d.cp, d.cloud, logFile)
 	if err != nil {
 		return err
 	}
+	stopCCM := func() error {
+		if ccm == nil {
+			return nil
+		}
+		err := ccm.Stop()
+		ccm = nil
+		if err != nil {
+			return fmt.Errorf("stopping the cloud-controller-manager: %w", err)
+		}
+		return nil
+	}
 	defer func() {
-		if stopErr := ccm.Stop(); stopErr != nil && err == nil {
-			err = fmt.Errorf("stopping the cloud-controller-manager: %w", stopErr)
+		if stopErr := stopCCM(); stopErr != nil && err == nil {
+			err = stopErr
 		}
 	}()
 	d.say("cloud-controller-manager started: --cloud-provider=%s, controllers cloud-node, cloud-node-lifecycle, service, route", harness.ProviderName)
@@ -175,12 +210,10 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	d.summary()
 
 	if *keep {
-		d.say("\nThe cluster keeps running. Try:")
-		d.say("  kubectl --kubeconfig %s get nodes -o wide", d.cp.KubeconfigPath)
-		d.say("  kubectl --kubeconfig %s create service loadbalancer demo --tcp=80:8080", d.cp.KubeconfigPath)
-		d.say("Ctrl-C stops it and removes every file it wrote.")
-		<-ctx.Done()
-		d.say("stopping")
+		if err := stopCCM(); err != nil {
+			return err
+		}
+		return d.keep(config, in, logFile)
 	}
 	return nil
 }

@@ -119,22 +119,7 @@ func StartCCM(cp *ControlPlane, cloud *Cloud, logFile io.Writer, extraFlags ...s
 	if err := os.WriteFile(cloudConfig, cloud.Config, 0o600); err != nil {
 		return nil, err
 	}
-	flags := []string{
-		"--kubeconfig=" + cp.KubeconfigPath,
-		"--cloud-provider=" + ProviderName,
-		"--cloud-config=" + cloudConfig,
-		"--leader-elect=false",
-		"--secure-port=0",
-		"--controllers=*",
-		"--configure-cloud-routes=true",
-		"--cluster-cidr=" + ClusterCIDRs,
-		"--node-monitor-period=" + Periods.NodeMonitor.String(),
-		"--node-status-update-frequency=" + Periods.NodeStatus.String(),
-		"--route-reconciliation-period=" + Periods.Routes.String(),
-		"--concurrent-service-syncs=4",
-		"--kube-api-qps=100",
-		"--kube-api-burst=200",
-	}
+	flags := CCMFlags(cp, ProviderName, cloudConfig)
 	return RunCCM(cloud, logFile, append(flags, extraFlags...))
 }
 

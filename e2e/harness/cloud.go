@@ -42,7 +42,9 @@ var (
 
 // NewCloud builds the fake cloud from the `fake:` section of a cloud config for the
 // built-in provider (see the README's configuration reference), behind a fault injector
-// configured with faults and switched off (Faults.SetEnabled turns it on).
+// configured with faults and switched off (Faults.SetEnabled turns it on). With a
+// stateFile in the section the cloud is opened from that file (fake.Open), and shares it
+// with every other process that opens it: a CCMProcess over the same cloud config, for one.
 func NewCloud(cloudConfig []byte, faults faultinject.Config) (*Cloud, error) {
 	cfg, err := provider.ReadConfig(bytes.NewReader(cloudConfig), ProviderName)
 	if err != nil {
@@ -58,7 +60,7 @@ func NewCloud(cloudConfig []byte, faults faultinject.Config) (*Cloud, error) {
 	if section.Region == "" {
 		section.Region = cfg.Region
 	}
-	f, err := fake.New(section)
+	f, err := fake.Open(section)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,11 @@
 // k8s.io/cloud-provider/app in this process, built as examples/ccm builds it, under
 // --cloud-provider=ccmkit-e2e. It also acts as kubelets do (RegisterNode, SetNodeReady).
 //
+// It also runs examples/ccm as its own process (BuildCCM, StartCCMProcess) under
+// --cloud-provider=ccmkit, over a cloud config whose `fake:` section names a state file
+// (WithStateFile): a cloud that outlives the process, killed with SIGKILL and started
+// again, or shared by leader-elected replicas.
+//
 // One CCM runs at a time per process: the provider registration is process-wide, and each
 // start uses the Cloud last passed to StartCCM, so a restarted CCM meets its predecessor's
 // cloud.

@@ -16,6 +16,12 @@ func init() {
 // named fake.SectionName and described by the config's section of that name (see
 // fake.Config; an empty section is an empty cloud). Its region defaults to the config's
 // region.
+//
+// It builds the cloud with fake.Open: when the section names a stateFile, the cloud is
+// loaded from it (or, where no file exists yet, created there), so a bad or foreign file
+// fails the start with an error naming it; every write is saved to it before it succeeds.
+// That is the fake's own storage, not a call of a cloud API: a standby replica that opens
+// the file before it leads reads the file again at its first call after it does.
 func Backend() provider.Backend[fake.Config] {
 	return provider.Backend[fake.Config]{
 		Name: fake.SectionName,
@@ -23,7 +29,7 @@ func Backend() provider.Backend[fake.Config] {
 			if section.Region == "" {
 				section.Region = cfg.Region
 			}
-			return fake.New(section)
+			return fake.Open(section)
 		},
 	}
 }

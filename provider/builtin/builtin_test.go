@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,6 +29,7 @@ func TestBuiltinProviderIsRegistered(t *testing.T) {
 func TestBuiltinProviderFromExampleConfig(t *testing.T) {
 	cloudYAML, err := os.ReadFile("../../fake/testdata/cloud.yaml")
 	require.NoError(t, err)
+	t.Chdir(t.TempDir()) // where its relative state file goes
 	var doc strings.Builder
 	doc.WriteString("backend: fake\ncluster: {id: demo}\nfake:\n")
 	for line := range strings.Lines(string(cloudYAML)) {
@@ -94,4 +96,38 @@ func TestBuiltinProviderConfigErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "fake: pageSize: -1 is negative")
 	assert.Contains(t, err.Error(), `instances[1].id: "i-1" is also the id of instances[0]`)
+}
+
+// TestBuiltinProviderKeepsItsCloudInTheStateFile builds the built-in provider twice from
+// one cloud config with a state file, as a restarted cloud-controller-manager does: the
+// second finds the first's load balancer, with its address, and creates nothing.
+func TestBuiltinProviderKeepsItsCloudInTheStateFile(t *testing.T) {
+	stateFile := filepath.Join(t.TempDir(), "cloud-state.json")
+	config := "cluster: {id: demo}\nfake:\n  stateFile: " + stateFile + "\n  instances: [{id: i-1, name: node-a}]\n"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://i-1"}}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u-1"},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}},
+	}
+	ensure := func() (*corev1.LoadBalancerStatus, bool) {
+		iface, err := provider.Factory(builtin.Backend(), provider.Options{Metrics: metrics.NewKubeRegistry()})(strings.NewReader(config))
+		require.NoError(t, err)
+		lb, ok := iface.LoadBalancer()
+		require.True(t, ok)
+		_, existed, err := lb.GetLoadBalancer(t.Context(), "demo", svc)
+		require.NoError(t, err)
+		status, err := lb.EnsureLoadBalancer(t.Context(), "demo", svc, []*corev1.Node{node})
+		require.NoError(t, err)
+		return status, existed
+	}
+	first, existed := ensure()
+	require.False(t, existed)
+	second, existed := ensure()
+	assert.True(t, existed, "the restarted provider finds the load balancer in the state file")
+	assert.Equal(t, first, second, "and its address")
+
+	require.NoError(t, os.WriteFile(stateFile, []byte("kind: something else\n"), 0o600))
+	_, err := provider.Factory(builtin.Backend(), provider.Options{Metrics: metrics.NewKubeRegistry()})(strings.NewReader(config))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `building the "fake" backend: fake cloud: state file `+stateFile+": the file is not JSON")
 }

@@ -5,7 +5,10 @@
 //	import _ "github.com/ccmkit/ccmkit/provider/builtin" // registers --cloud-provider=ccmkit
 //
 // The fake cloud is described by the cloud config's `fake:` section (see fake.Config); an
-// empty section is an empty cloud.
+// empty section is an empty cloud. With `fake.stateFile` set, the cloud outlives the
+// process: its load balancers, routes, addresses and instances are kept in that file and
+// loaded at the next start (fake.Open), so a restarted or failed-over
+// cloud-controller-manager finds its load balancers with their addresses.
 //
 // A cloud's own cloud-controller-manager does not import this package: its adapter calls
 // provider.Register under its own name, and its binary neither offers --cloud-provider=ccmkit
