@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Open returns the cloud cfg describes, like New, and when cfg.StateFile names a file,
@@ -55,6 +56,11 @@ func Open(cfg Config, opts ...Option) (*Cloud, error) {
 // maxStateFileSize bounds the state file Open and the calls read: a larger file is not one
 // this package wrote (a thousand load balancers take about a megabyte).
 const maxStateFileSize = 1 << 30
+
+// openLockTimeout bounds how long Open waits for the lock of a state file that another
+// process holds: Open has no caller's context, and a writer holds the lock only for one
+// write, so a lock held this long belongs to a process that hangs.
+var openLockTimeout = 30 * time.Second
 
 // stateFile is where a cloud opened with a state file keeps its state: the file at path,
 // replaced as a whole on each write (a temporary file path+".tmp" written, synced and
@@ -114,7 +120,12 @@ func (f *stateFile) close() {
 // instances applied.
 func (c *Cloud) start() error {
 	f := c.file
-	if err := lockFile(context.Background(), f.lock); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), openLockTimeout)
+	defer cancel()
+	if err := lockFile(ctx, f.lock); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("another process has held it for %s: stop that process, or give this cloud a state file of its own: %w", openLockTimeout, err)
+		}
 		return fmt.Errorf("state file %s: locking %s.lock: %w", f.path, f.path, err)
 	}
 	defer unlockFile(f.lock)
