@@ -135,8 +135,9 @@
 //     file on a shared volume, a test process inspecting the cloud of a
 //     cloud-controller-manager): each write holds an flock on path+".lock" from reading
 //     the latest file to replacing it, and every call first reads the file again if
-//     another Cloud replaced it since. They are one cloud, like the clients of a real
-//     one. Provisioning reads made through one Cloud are seen by the others with its
+//     another Cloud replaced it since (Open waits at most 30 s for the lock, then fails
+//     naming the file: only a hung process holds it that long). They are one cloud, like
+//     the clients of a real one. Provisioning reads made through one Cloud are seen by the others with its
 //     next write. Open them with the same Config: each Open applies the instance changes
 //     of its Config since the previous Open of the file, by any process, so two Configs
 //     would undo each other's. The file must be replaced only this way, never edited in
