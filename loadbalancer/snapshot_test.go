@@ -343,3 +343,64 @@ func TestNewRejectsNegativeSnapshotOptions(t *testing.T) {
 		assert.ErrorContains(t, err, "must not be negative")
 	}
 }
+
+// TestNodeAddIsOneListAndOneWritePerLoadBalancer: a Node added to a cluster of S load
+// balancer Services, synced by the service controller's workers at once, costs one list of
+// the cluster's load balancers begun after the Node arrived (⌈S/P⌉ pages) and one update
+// per load balancer, each based on that list: no read by owner tags. With the snapshot
+// fresh or expired alike.
+func TestNodeAddIsOneListAndOneWritePerLoadBalancer(t *testing.T) {
+	const services, instances, pageSize, workers = 200, 6, 50, 4
+	for _, expired := range []bool{false, true} {
+		t.Run(fmt.Sprintf("snapshot expired %t", expired), func(t *testing.T) {
+			cfg := fake.Config{PageSize: pageSize, AddressPools: fake.AddressPools{Public: fake.Pool{IPv4: []string{"100.64.0.0/16"}}}}
+			var nodes []*corev1.Node
+			for i := range instances {
+				id := fmt.Sprintf("i-%04d", i)
+				cfg.Instances = append(cfg.Instances, fake.Instance{ID: id, Name: "node-" + id})
+				nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + id}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://" + id}})
+			}
+			cloud, err := fake.New(cfg)
+			require.NoError(t, err)
+			api, _ := cloud.LoadBalancers()
+			format, err := providerid.Default("ccmkit")
+			require.NoError(t, err)
+			clk := clocktesting.NewFakeClock(t0)
+			lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format, PageSize: pageSize, Clock: clk})
+			require.NoError(t, err)
+			ctx := klog.NewContext(t.Context(), klog.Logger{})
+			svcs := make([]*corev1.Service, services)
+			for i := range svcs {
+				svcs[i] = newService(fmt.Sprintf("svc-%04d", i))
+				_, err := lb.EnsureLoadBalancer(ctx, "c", svcs[i], nodes[:instances-1])
+				require.NoError(t, err)
+			}
+			require.NoError(t, lb.UpdateLoadBalancer(ctx, "c", svcs[0], nodes[:instances-1]), "the node sync before the Node arrives")
+			if expired {
+				clk.Step(loadbalancer.DefaultMaxAge + time.Second)
+			}
+
+			before := cloud.Calls()
+			errs := make([]error, services)
+			parallel(workers, services, func(i int) { errs[i] = lb.UpdateLoadBalancer(ctx, "c", svcs[i], nodes) })
+			for i, err := range errs {
+				require.NoError(t, err, "service %d", i)
+			}
+			assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: services / pageSize, cloudapi.OpUpdateLoadBalancer: services}, cloud.Calls().Sub(before),
+				"one list of %d pages and one write per load balancer", services/pageSize)
+			for _, got := range cloud.Inventory().LoadBalancers {
+				assert.Len(t, got.Spec.Targets, instances, "load balancer %s", got.ID)
+			}
+			for _, h := range cloud.LoadBalancerHistory()[len(cloud.LoadBalancerHistory())-services:] {
+				assert.True(t, h.ChangesMatch(), "every update's changes are what changed: its base was the load balancer as it was")
+			}
+
+			before = cloud.Calls()
+			parallel(workers, services, func(i int) { errs[i] = lb.UpdateLoadBalancer(ctx, "c", svcs[i], nodes) })
+			for i, err := range errs {
+				require.NoError(t, err, "service %d", i)
+			}
+			assert.Empty(t, cloud.Calls().Sub(before), "the node sync again: nothing to do, no call")
+		})
+	}
+}
