@@ -151,7 +151,10 @@
 // owner tags confirms before UpdateLoadBalancer reports it missing) or several, or when
 // the list failed: then each call reads its Service's load balancer by owner tags, as
 // without the list, and the list is tried again after its backoff. A node set that holds
-// a Node twice has no arrival to compare with, and is read by owner tags.
+// a Node twice has no arrival to compare with, and is read by owner tags. Node sets of
+// different sources that alternate (two controllers with their own informers) make an
+// arrival at every alternation: more lists, never an older base. SyncNodeLabels, whose
+// Node objects are WatchNodeLabels' own, reads by owner tags and moves no arrival.
 //
 // # Node labels
 //

@@ -311,7 +311,7 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *co
 	}
 	defer l.lock(uid)()
 	l.track(svc)
-	serr, err := l.updateNodes(ctx, svc, nodes)
+	serr, err := l.updateNodes(ctx, svc, nodes, true)
 	if err != nil {
 		return err
 	}
@@ -320,11 +320,17 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *co
 
 // updateNodes is UpdateLoadBalancer under the Service's lock. It returns what is wrong
 // with the Service (serr: a malformed annotation, which does not keep the node set from
-// the targets) apart from what failed (err).
-func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node) (serr, err error) {
+// the targets) apart from what failed (err). A node sync (nodeSync: the service
+// controller's, which hands every Service the same Node objects) bases its writes on the
+// node sync's shared list when it can; other callers read by owner tags.
+func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, nodeSync bool) (serr, err error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	uid := string(svc.UID)
-	since, tracked := l.nodeSets.observe(nodes, l.snap.tick) // first, as the call arrives
+	var since uint64
+	tracked := false
+	if nodeSync {
+		since, tracked = l.nodeSets.observe(nodes, l.snap.tick) // first, as the call arrives
+	}
 	if current, ok := l.trusted(ctx, uid); ok {
 		want, serr := l.updateWant(logger, svc, nodes, current)
 		if cloudapi.DiffLoadBalancer(current.Spec, want).Empty() {
