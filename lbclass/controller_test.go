@@ -354,8 +354,8 @@ func TestNodeChanges(t *testing.T) {
 	c.updateNode("node-2", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse })
 	c.addNode(newNode("node-4", "ccmkit://i-2"))
 	eventually(t, func() bool { return targetsAre(c, "i-2", "i-3") }, "node-4 is added")
-	assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: 2, cloudapi.OpUpdateLoadBalancer: 2}, cloud.Fake.Calls(),
-		"one read and one write per load balancer, for node-4 only")
+	assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: 1, cloudapi.OpUpdateLoadBalancer: 2}, cloud.Fake.Calls(),
+		"one list of the cluster's load balancers and one write per load balancer, for node-4 only")
 }
 
 // TestFailureIsAnEventAndBacksOff: a failed sync is a Warning event naming the error and

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/internal/clocktest"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -135,4 +136,60 @@ func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings boo
 		b.Fatalf("a converged ensure wrote: %v", calls)
 	}
 	b.ReportMetric(float64(calls.Total())/float64(b.N), "calls/op")
+}
+
+// BenchmarkNodeSync1000Services measures the service controller's node sync after a Node
+// is added or removed (alternately, one per op): UpdateLoadBalancer for each of 1,000
+// Services over 1,000 Nodes, one after the other as its one default worker calls them, the
+// fake cloud's work included. It reports the cloud calls per node sync: one list of the
+// cluster's load balancers (⌈S/P⌉ pages, P = 500) and one update per load balancer.
+func BenchmarkNodeSync1000Services(b *testing.B) {
+	const services, n, pageSize = 1000, 1000, 500
+	ctx := klog.NewContext(context.Background(), klog.Logger{}) // the zero logger discards
+	instances := make([]fake.Instance, n+1)
+	nodes := make([]*corev1.Node, n+1)
+	for i := range n + 1 {
+		id := fmt.Sprintf("i-%05d", i)
+		instances[i] = fake.Instance{ID: id, Name: fmt.Sprintf("node-%05d", i)}
+		nodes[i] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: instances[i].Name}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://" + id}}
+	}
+	cloud, err := fake.New(fake.Config{PageSize: pageSize, Instances: instances, AddressPools: fake.AddressPools{Public: fake.Pool{IPv4: []string{"100.64.0.0/16"}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	api, _ := cloud.LoadBalancers()
+	format, err := providerid.Default("ccmkit")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format, PageSize: pageSize, Clock: clocktest.NewTicking(t0, time.Millisecond)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svcs := make([]*corev1.Service, services)
+	for i := range svcs {
+		svcs[i] = &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("svc-%04d", i), UID: types.UID(fmt.Sprintf("uid-%04d", i))},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}},
+		}
+		if _, err := lb.EnsureLoadBalancer(ctx, "c", svcs[i], nodes[:n]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sets := [][]*corev1.Node{nodes, nodes[:n]} // a Node added, then removed again
+	cloud.ResetCalls()
+	b.ReportAllocs()
+	syncs := 0
+	for b.Loop() {
+		set := slices.Clone(sets[syncs%2])
+		for _, svc := range svcs {
+			if err := lb.UpdateLoadBalancer(ctx, "c", svc, set); err != nil {
+				b.Fatal(err)
+			}
+		}
+		syncs++
+	}
+	calls := cloud.Calls()
+	b.ReportMetric(float64(calls[cloudapi.OpListLoadBalancers])/float64(syncs), "lists/op")
+	b.ReportMetric(float64(calls.Writes())/float64(syncs), "writes/op")
 }

@@ -335,21 +335,14 @@ const maxMemoSelectors = 64
 // targetMemo remembers the targets of the last node set, per node selector. The service
 // controller hands every Service the same Node objects, in a new order each time; parsing
 // and sorting 5,000 provider IDs is then most of a converged EnsureLoadBalancer's CPU. A
-// node set matches the memo when it holds exactly the memo's Node objects (by pointer,
-// each once) and none has a different provider ID than when it was stored: the targets
-// depend on nothing else but the labels, which are read when a selector's targets are
-// stored. The Node objects the service controller passes come from its informer, which
-// replaces a Node whose labels change with a new object; the node set then differs.
+// node set matches the memo when it is the memo's (see nodeSet). The targets depend on
+// nothing else but the labels, which are read when a selector's targets are stored. The
+// Node objects the service controller passes come from its informer, which replaces a Node
+// whose labels change with a new object; the node set then differs.
 type targetMemo struct {
-	mu     sync.Mutex
-	nodes  map[*corev1.Node]*memoNode
-	ids    map[string][]string // by selector ("" for every node); sorted, without duplicates; never handed out, only copies
-	visits uint64              // lookups so far: marks which memo entries a lookup has met
-}
-
-type memoNode struct {
-	providerID string
-	visit      uint64 // the lookup that last met this node
+	mu  sync.Mutex
+	set nodeSet
+	ids map[string][]string // by selector ("" for every node); sorted, without duplicates; never handed out, only copies
 }
 
 // lookup returns a copy of the memo's targets of the selector key when nodes is the
@@ -358,26 +351,10 @@ func (m *targetMemo) lookup(nodes []*corev1.Node, key string) ([]string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ids, ok := m.ids[key]
-	if !ok || !m.holds(nodes) {
+	if !ok || !m.set.holds(nodes) {
 		return nil, false
 	}
 	return slices.Clone(ids), true
-}
-
-// holds reports whether nodes is the memo's node set. The caller holds mu.
-func (m *targetMemo) holds(nodes []*corev1.Node) bool {
-	if m.nodes == nil || len(nodes) != len(m.nodes) {
-		return false
-	}
-	m.visits++
-	for _, n := range nodes {
-		e := m.nodes[n]
-		if e == nil || e.visit == m.visits || e.providerID != n.Spec.ProviderID {
-			return false // another Node, one given twice, or a changed provider ID
-		}
-		e.visit = m.visits
-	}
-	return true
 }
 
 // store records ids as the targets of the selector key on nodes: beside the other
@@ -386,19 +363,57 @@ func (m *targetMemo) holds(nodes []*corev1.Node) bool {
 func (m *targetMemo) store(nodes []*corev1.Node, key string, ids []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.holds(nodes) {
+	if m.set.holds(nodes) {
 		if len(m.ids) >= maxMemoSelectors {
 			clear(m.ids)
 		}
 		m.ids[key] = ids
 		return
 	}
+	if m.set.reset(nodes) {
+		m.ids = map[string][]string{key: ids}
+	}
+}
+
+// nodeSet remembers one set of Node objects, to tell whether a later node set is the same:
+// it holds exactly these Node objects (by pointer, each once, in any order), none with a
+// different provider ID than when it was remembered. It is not safe for concurrent use.
+type nodeSet struct {
+	nodes  map[*corev1.Node]*memoNode
+	visits uint64 // checks so far: marks which nodes a check has met
+}
+
+type memoNode struct {
+	providerID string
+	visit      uint64 // the check that last met this node
+}
+
+// holds reports whether nodes is the remembered node set.
+func (s *nodeSet) holds(nodes []*corev1.Node) bool {
+	if s.nodes == nil || len(nodes) != len(s.nodes) {
+		return false
+	}
+	s.visits++
+	for _, n := range nodes {
+		e := s.nodes[n]
+		if e == nil || e.visit == s.visits || e.providerID != n.Spec.ProviderID {
+			return false // another Node, one given twice, or a changed provider ID
+		}
+		e.visit = s.visits
+	}
+	return true
+}
+
+// reset remembers nodes instead, and reports whether it could: a node set that holds a
+// Node twice is not remembered, and the previous one is kept.
+func (s *nodeSet) reset(nodes []*corev1.Node) bool {
 	byNode := make(map[*corev1.Node]*memoNode, len(nodes))
 	for _, n := range nodes {
 		byNode[n] = &memoNode{providerID: n.Spec.ProviderID}
 	}
 	if len(byNode) != len(nodes) {
-		return
+		return false
 	}
-	m.nodes, m.ids = byNode, map[string][]string{key: ids}
+	s.nodes = byNode
+	return true
 }

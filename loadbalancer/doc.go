@@ -109,9 +109,10 @@
 //
 // EnsureLoadBalancer on a converged load balancer makes no cloud call while the snapshot
 // is fresh and one list when it refreshes it, and never writes; UpdateLoadBalancer with
-// an unchanged node set likewise. A changed node set, port or annotation is one read by
-// owner tags and one UpdateLoadBalancer call whose Changes name what changed, in place,
-// so the addresses stay. Only a switch between internal and public replaces the load
+// an unchanged node set likewise. A changed port or annotation is one read by owner tags
+// and one UpdateLoadBalancer call whose Changes name what changed, in place, so the
+// addresses stay; a changed node set is the same write, based on the node sync's one list
+// (see A node sync). Only a switch between internal and public replaces the load
 // balancer. While the cloud provisions, EnsureLoadBalancer returns an api.RetryError, and
 // the service controller asks again after ProvisioningRetryDelay instead of backing off;
 // a load balancer in status error is a plain error, with the controller's back-off. A
@@ -122,6 +123,38 @@
 // an annotation is malformed, UpdateLoadBalancer still applies the node set to the
 // targets and then reports the annotation's error; only a malformed node selector leaves
 // the targets as they are.
+//
+// # A node sync
+//
+// When a Node is added or removed, the service controller's node sync calls
+// UpdateLoadBalancer for every Service of type LoadBalancer with the new node set, from
+// several workers at once. Each of those writes is based on a fresh read, and one read
+// serves them all: a list of the cluster's load balancers (one page per Options.PageSize
+// of them), shared by the concurrent calls, instead of a list by owner tags per Service.
+// So a Node added to a cluster with S load balancers costs ⌈S/P⌉ lists and S updates
+// (one per load balancer whose targets change), not S lists and S updates.
+//
+// Fresh is defined precisely. The node set arrives with the first UpdateLoadBalancer call
+// that carries it: the first call whose Node objects (compared by object, as the service
+// controller's informer replaces a Node that changes, each once, in any order) or their
+// provider IDs differ from the previous call's; a later call with the same node set does
+// not move its arrival, and a return to an earlier node set is a new arrival. A write of
+// UpdateLoadBalancer is based on a read of the Service's load balancer that began after
+// both the arrival of the call's node set and the last write (or failed call, or fresh
+// read) about that Service ended: either the list of the cluster's load balancers, when
+// one began after both, or else the Service's own list by owner tags, made then. A list
+// that began before the node set arrived, even one that ended after it, is never the base
+// of a write; it only answers, as before, that a load balancer needs no write. The list's
+// entry of a Service is not the base either when the Service's entry changed since the
+// list began (a write, whose answer is no read; a failed or ambiguous write, which may
+// have been applied), when the list found no load balancer of the Service (the read by
+// owner tags confirms before UpdateLoadBalancer reports it missing) or several, or when
+// the list failed: then each call reads its Service's load balancer by owner tags, as
+// without the list, and the list is tried again after its backoff. A node set that holds
+// a Node twice has no arrival to compare with, and is read by owner tags. Node sets of
+// different sources that alternate (two controllers with their own informers) make an
+// arrival at every alternation: more lists, never an older base. SyncNodeLabels, whose
+// Node objects are WatchNodeLabels' own, reads by owner tags and moves no arrival.
 //
 // # Node labels
 //

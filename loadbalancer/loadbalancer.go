@@ -33,6 +33,8 @@ type LoadBalancer struct {
 	opts Options
 	snap *snapshot
 	memo targetMemo // the targets of the last node set, per node selector
+	// nodeSets marks when the node set UpdateLoadBalancer is given changed.
+	nodeSets nodeSetClock
 
 	// The whole keys of the annotations read outside parseAnnotations, made once.
 	hostnameKey, nodeSelectorKey string
@@ -296,8 +298,10 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 
 // UpdateLoadBalancer brings the targets (and anything else that drifted) in line with the
 // nodes. When the snapshot knows exactly one load balancer of the Service, active and
-// without anything to change, it makes no cloud call; otherwise it reads the load
-// balancer afresh (a list by owner tags) and writes only what differs from that read. It
+// without anything to change, it makes no cloud call; otherwise it writes only what
+// differs from a fresh read: the list of the cluster's load balancers that began after the
+// node set arrived, which the calls of one node sync share, else a list by owner tags (see
+// "A node sync" in the package documentation). It
 // never creates a load balancer: when the Service has none, it returns an error matching
 // cloudapi.ErrNotFound, and the service controller's next sync of the Service creates it.
 func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) error {
@@ -307,7 +311,7 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *co
 	}
 	defer l.lock(uid)()
 	l.track(svc)
-	serr, err := l.updateNodes(ctx, svc, nodes)
+	serr, err := l.updateNodes(ctx, svc, nodes, true)
 	if err != nil {
 		return err
 	}
@@ -316,10 +320,17 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *co
 
 // updateNodes is UpdateLoadBalancer under the Service's lock. It returns what is wrong
 // with the Service (serr: a malformed annotation, which does not keep the node set from
-// the targets) apart from what failed (err).
-func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node) (serr, err error) {
+// the targets) apart from what failed (err). A node sync (nodeSync: the service
+// controller's, which hands every Service the same Node objects) bases its writes on the
+// node sync's shared list when it can; other callers read by owner tags.
+func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, nodeSync bool) (serr, err error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	uid := string(svc.UID)
+	var since uint64
+	tracked := false
+	if nodeSync {
+		since, tracked = l.nodeSets.observe(nodes, l.snap.tick) // first, as the call arrives
+	}
 	if current, ok := l.trusted(ctx, uid); ok {
 		want, serr := l.updateWant(logger, svc, nodes, current)
 		if cloudapi.DiffLoadBalancer(current.Spec, want).Empty() {
@@ -327,6 +338,21 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 		}
 	}
 
+	// Something to write: the base is a read begun after the node set changed and after
+	// the Service's last write, the one list of the cluster's load balancers that serves
+	// the whole node sync when it has one, else the Service's own.
+	if tracked {
+		if current, ok := l.snap.listedSince(ctx, uid, since); ok {
+			want, serr := l.updateWant(logger, svc, nodes, current)
+			lb, err := l.update(ctx, logger, current, want)
+			if err != nil {
+				l.snap.forget(uid)
+				return nil, err
+			}
+			l.snap.record(uid, lb)
+			return serr, nil
+		}
+	}
 	found, err := l.find(ctx, svc)
 	if err != nil {
 		l.snap.forget(uid)

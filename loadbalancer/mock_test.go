@@ -315,42 +315,101 @@ func TestEnsureCallSequences(t *testing.T) {
 	}
 }
 
-// TestUpdateCallSequences pins the exact cloud calls of UpdateLoadBalancer.
+// TestUpdateCallSequences pins the exact cloud calls of UpdateLoadBalancer. Every write is
+// based on a read begun after the node set arrived: the list of the cluster's load
+// balancers when it began after that (and after the Service's last write or failed call),
+// else the Service's own list by owner tags.
 func TestUpdateCallSequences(t *testing.T) {
 	stale := mockConverged()
 	stale.Spec.Targets = []string{"i-a", "i-b"}
+	changedBehind := mockConverged()
+	changedBehind.Spec.Targets = []string{"i-a"}
+	addC := cloudapi.LoadBalancerUpdate{Spec: mockSpec(), Changes: cloudapi.LoadBalancerChanges{AddTargets: []string{"i-c"}}}
+	transient := cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpListLoadBalancers, "", nil)
 	tests := []struct {
-		name   string
+		name string
+		// prior, when set, is an UpdateLoadBalancer with the node set before the change,
+		// made first.
+		prior bool
+		// calls is how many times UpdateLoadBalancer is called with the new node set.
+		calls  int
 		expect func(m *cloudapimock.MockLoadBalancerAPIMockRecorder)
-		check  func(t *testing.T, err error)
+		check  func(t *testing.T, errs []error)
 	}{
 		{
-			name: "unchanged nodes: the snapshot's list and nothing else",
+			name:  "unchanged nodes: the snapshot's list and nothing else",
+			calls: 1,
 			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
 				m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", mockConverged()), nil)
 			},
-			check: func(t *testing.T, err error) { require.NoError(t, err) },
+			check: func(t *testing.T, errs []error) { require.NoError(t, errs[0]) },
 		},
 		{
-			name: "a new node: a fresh read, and one update whose changes come from it",
+			name:  "a new node: the list begun after the node set arrived is the base of the one update",
+			calls: 1,
 			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
 				gomock.InOrder(
 					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", stale), nil),
-					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", stale), nil),
-					m.UpdateLoadBalancer(gomock.Any(), "lb-1", cloudapi.LoadBalancerUpdate{Spec: mockSpec(), Changes: cloudapi.LoadBalancerChanges{AddTargets: []string{"i-c"}}}).Return(mockConverged(), nil),
+					m.UpdateLoadBalancer(gomock.Any(), "lb-1", addC).Return(mockConverged(), nil),
 				)
 			},
-			check: func(t *testing.T, err error) { require.NoError(t, err) },
+			check: func(t *testing.T, errs []error) { require.NoError(t, errs[0]) },
 		},
 		{
-			name: "gone behind ccmkit's back: a fresh read confirms, an error and no create",
+			name:  "a new node after a list begun before it: a new list, begun after it, is the base",
+			prior: true,
+			calls: 1,
 			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
 				gomock.InOrder(
 					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", stale), nil),
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", changedBehind), nil),
+					m.UpdateLoadBalancer(gomock.Any(), "lb-1", cloudapi.LoadBalancerUpdate{Spec: mockSpec(), Changes: cloudapi.LoadBalancerChanges{AddTargets: []string{"i-b", "i-c"}}}).Return(mockConverged(), nil),
+				)
+			},
+			check: func(t *testing.T, errs []error) { require.NoError(t, errs[0]) },
+		},
+		{
+			name:  "gone behind ccmkit's back: absent from the list, a read by owner tags confirms, an error and no create",
+			calls: 1,
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage(""), nil),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage(""), nil),
 				)
 			},
-			check: func(t *testing.T, err error) { require.ErrorIs(t, err, cloudapi.ErrNotFound) },
+			check: func(t *testing.T, errs []error) { require.ErrorIs(t, errs[0], cloudapi.ErrNotFound) },
+		},
+		{
+			name:  "the list fails: the read by owner tags is the base, and the list waits for its backoff",
+			calls: 2,
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(nil, transient),
+					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", stale), nil),
+					m.UpdateLoadBalancer(gomock.Any(), "lb-1", addC).Return(mockConverged(), nil),
+					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", mockConverged()), nil),
+				)
+			},
+			check: func(t *testing.T, errs []error) {
+				require.NoError(t, errs[0])
+				require.NoError(t, errs[1])
+			},
+		},
+		{
+			name:  "a failed update distrusts the list: the next write is based on a read by owner tags",
+			calls: 2,
+			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
+				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", stale), nil),
+					m.UpdateLoadBalancer(gomock.Any(), "lb-1", addC).Return(nil, cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpUpdateLoadBalancer, "lb-1", nil)),
+					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", stale), nil),
+					m.UpdateLoadBalancer(gomock.Any(), "lb-1", addC).Return(mockConverged(), nil),
+				)
+			},
+			check: func(t *testing.T, errs []error) {
+				require.ErrorIs(t, errs[0], cloudapi.ErrTransient)
+				require.NoError(t, errs[1])
+			},
 		},
 	}
 	for _, tt := range tests {
@@ -358,7 +417,15 @@ func TestUpdateCallSequences(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			lb, m := newMockLoadBalancer(t)
 			tt.expect(m.EXPECT())
-			tt.check(t, lb.UpdateLoadBalancer(ctx, "c", mockService(), mockNodes()))
+			if tt.prior {
+				require.NoError(t, lb.UpdateLoadBalancer(ctx, "c", mockService(), mockNodes()[1:]), "the node set before the change")
+			}
+			nodes := mockNodes()
+			errs := make([]error, tt.calls)
+			for i := range errs {
+				errs[i] = lb.UpdateLoadBalancer(ctx, "c", mockService(), nodes)
+			}
+			tt.check(t, errs)
 		})
 	}
 }

@@ -76,7 +76,10 @@ func (l *LoadBalancer) syncNodeLabels(ctx context.Context, uid string, nodes []*
 	if svc == nil {
 		return nil // deleted, or no longer selecting, since SyncNodeLabels began
 	}
-	_, err := l.updateNodes(ctx, svc, nodes)
+	// Not a node sync of the service controller: its Node objects are WatchNodeLabels'
+	// own, and counting them as a node set that arrived would make the service
+	// controller's next node set arrive again (a new list) for nothing.
+	_, err := l.updateNodes(ctx, svc, nodes, false)
 	if errors.Is(err, cloudapi.ErrNotFound) {
 		return nil // the service controller creates it
 	}

@@ -40,7 +40,12 @@ type snapshot struct {
 	services map[string]*serviceEntry // by Service UID (cloudapi.TagService)
 	sets     *targetSets              // the target sets of services
 	listedAt time.Time                // when the list behind services began; zero before the first
-	seq      uint64                   // counts the changes of single entries (record, forget)
+	// seq counts the changes of single entries (record, forget) and the node sets that
+	// arrived (tick): the snapshot's order of events.
+	seq uint64
+	// listedSeq is seq when the list behind services began: entries with seq 0 are that
+	// list's, which began after every event up to listedSeq.
+	listedSeq uint64
 	// lists runs the lists, one at a time. After a failed list, no new list starts until
 	// its backoff allows it: lookups answer "do not know" and the caller reads its
 	// Service's load balancer fresh, so an outage costs each call one fresh read, not a
@@ -95,6 +100,41 @@ func (s *snapshot) lookup(ctx context.Context, uid string) (lbs []*cloudapi.Load
 		return nil, false
 	}
 	return e.lbs, true
+}
+
+// tick marks an event that a list must begin after to be a fresh read of it (a node set
+// that arrived, see nodeSetClock) and returns its place in the snapshot's order of events.
+func (s *snapshot) tick() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	return s.seq
+}
+
+// listedSince returns the Service's load balancer as a list of the cluster's load
+// balancers saw it, where that list began after the event since (see tick), and after the
+// last record or forget of the Service's entry: a fresh read of it, which a write may be
+// based on. It lists first unless the snapshot's list began after since and is no older
+// than maxAge; concurrent callers share one list. ok is false when no such read can be
+// had: the list failed (or its backoff holds), the Service's entry changed after the list
+// began (a write, a read or a failed call), or the list found none or several load
+// balancers of the Service; the caller then reads the Service's load balancer itself.
+func (s *snapshot) listedSince(ctx context.Context, uid string, since uint64) (lb *cloudapi.LoadBalancer, ok bool) {
+	oldest := s.clock.Now().Add(-s.maxAge)
+	err := s.lists.Until(ctx, func() bool {
+		return !s.listedAt.IsZero() && s.listedSeq >= since && !s.listedAt.Before(oldest)
+	}, s.beginList)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Reading the load balancer from the cloud: no list of the cluster's load balancers begun after the node set changed", "err", err)
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.services[uid]
+	if e == nil || e.unsure || e.seq != 0 || len(e.lbs) != 1 || s.listedSeq < since {
+		return nil, false
+	}
+	return e.lbs[0], true
 }
 
 // record replaces the Service's entry with lbs, which the cloud has just answered to a
@@ -159,7 +199,7 @@ func (s *snapshot) install(services map[string]*serviceEntry, sets *targetSets, 
 		}
 		services[uid] = kept
 	}
-	s.services, s.sets, s.listedAt = services, sets, began
+	s.services, s.sets, s.listedAt, s.listedSeq = services, sets, began, beganSeq
 }
 
 // list pages through the load balancers that carry the cluster tag and groups them by the

@@ -2,6 +2,8 @@ package loadbalancer_test
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -342,4 +344,137 @@ func TestNewRejectsNegativeSnapshotOptions(t *testing.T) {
 		_, err := loadbalancer.New(api, opts)
 		assert.ErrorContains(t, err, "must not be negative")
 	}
+}
+
+// TestNodeAddIsOneListAndOneWritePerLoadBalancer: a Node added to a cluster of S load
+// balancer Services, synced by the service controller's workers at once, costs one list of
+// the cluster's load balancers begun after the Node arrived (⌈S/P⌉ pages) and one update
+// per load balancer, each based on that list: no read by owner tags. With the snapshot
+// fresh or expired alike.
+func TestNodeAddIsOneListAndOneWritePerLoadBalancer(t *testing.T) {
+	const services, instances, pageSize, workers = 200, 6, 50, 4
+	for _, expired := range []bool{false, true} {
+		t.Run(fmt.Sprintf("snapshot expired %t", expired), func(t *testing.T) {
+			cfg := fake.Config{PageSize: pageSize, AddressPools: fake.AddressPools{Public: fake.Pool{IPv4: []string{"100.64.0.0/16"}}}}
+			var nodes []*corev1.Node
+			for i := range instances {
+				id := fmt.Sprintf("i-%04d", i)
+				cfg.Instances = append(cfg.Instances, fake.Instance{ID: id, Name: "node-" + id})
+				nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + id}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://" + id}})
+			}
+			cloud, err := fake.New(cfg)
+			require.NoError(t, err)
+			api, _ := cloud.LoadBalancers()
+			format, err := providerid.Default("ccmkit")
+			require.NoError(t, err)
+			clk := clocktesting.NewFakeClock(t0)
+			lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format, PageSize: pageSize, Clock: clk})
+			require.NoError(t, err)
+			ctx := klog.NewContext(t.Context(), klog.Logger{})
+			svcs := make([]*corev1.Service, services)
+			for i := range svcs {
+				svcs[i] = newService(fmt.Sprintf("svc-%04d", i))
+				_, err := lb.EnsureLoadBalancer(ctx, "c", svcs[i], nodes[:instances-1])
+				require.NoError(t, err)
+			}
+			require.NoError(t, lb.UpdateLoadBalancer(ctx, "c", svcs[0], nodes[:instances-1]), "the node sync before the Node arrives")
+			if expired {
+				clk.Step(loadbalancer.DefaultMaxAge + time.Second)
+			}
+
+			before := cloud.Calls()
+			errs := make([]error, services)
+			parallel(workers, services, func(i int) { errs[i] = lb.UpdateLoadBalancer(ctx, "c", svcs[i], nodes) })
+			for i, err := range errs {
+				require.NoError(t, err, "service %d", i)
+			}
+			assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: services / pageSize, cloudapi.OpUpdateLoadBalancer: services}, cloud.Calls().Sub(before),
+				"one list of %d pages and one write per load balancer", services/pageSize)
+			for _, got := range cloud.Inventory().LoadBalancers {
+				assert.Len(t, got.Spec.Targets, instances, "load balancer %s", got.ID)
+			}
+			for _, h := range cloud.LoadBalancerHistory()[len(cloud.LoadBalancerHistory())-services:] {
+				assert.True(t, h.ChangesMatch(), "every update's changes are what changed: its base was the load balancer as it was")
+			}
+
+			before = cloud.Calls()
+			parallel(workers, services, func(i int) { errs[i] = lb.UpdateLoadBalancer(ctx, "c", svcs[i], nodes) })
+			for i, err := range errs {
+				require.NoError(t, err, "service %d", i)
+			}
+			assert.Empty(t, cloud.Calls().Sub(before), "the node sync again: nothing to do, no call")
+		})
+	}
+}
+
+// TestNodeSyncUnderFaultsWritesFromFreshReads: node syncs over a cloud that loses the
+// answers of applied updates and fails lists. A write after a failed one for the same
+// Service must not be based on the node sync's list, which began before it: the fake
+// records every update's claimed changes beside the real difference, and they must agree
+// for every update, while every load balancer ends with the last node set.
+func TestNodeSyncUnderFaultsWritesFromFreshReads(t *testing.T) {
+	const services, instances, pageSize, workers, rounds = 40, 14, 10, 4, 6
+	cfg := fake.Config{PageSize: pageSize, AddressPools: fake.AddressPools{Public: fake.Pool{IPv4: []string{"100.64.0.0/16"}}}}
+	var all []*corev1.Node
+	for i := range instances {
+		id := fmt.Sprintf("i-%02d", i)
+		cfg.Instances = append(cfg.Instances, fake.Instance{ID: id, Name: "node-" + id})
+		all = append(all, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + id}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://" + id}})
+	}
+	cloud, err := fake.New(cfg)
+	require.NoError(t, err)
+	chaos := faultinject.Wrap(cloud, faultinject.Config{
+		Seed: 7,
+		Rules: []faultinject.Rule{
+			{Ops: []cloudapi.Operation{cloudapi.OpUpdateLoadBalancer}, Probability: 0.3, Kind: faultinject.Ambiguous},
+			{Ops: []cloudapi.Operation{cloudapi.OpListLoadBalancers}, Probability: 0.1, Kind: faultinject.Transient},
+		},
+	})
+	api, _ := chaos.LoadBalancers()
+	format, err := providerid.Default("ccmkit")
+	require.NoError(t, err)
+	clk := clocktesting.NewFakeClock(t0)
+	lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format, PageSize: pageSize, Clock: clk})
+	require.NoError(t, err)
+	ctx := klog.NewContext(t.Context(), klog.Logger{})
+	svcs := make([]*corev1.Service, services)
+	for i := range svcs {
+		svcs[i] = newService(fmt.Sprintf("svc-%02d", i))
+		converge(t, "create "+svcs[i].Name, func() error {
+			_, err := lb.EnsureLoadBalancer(ctx, "c", svcs[i], all[:6])
+			return err
+		})
+	}
+
+	for round := range rounds {
+		nodes := all[round : round+6+round%3] // nodes come and go
+		pending := make([]bool, services)
+		for i := range pending {
+			pending[i] = true
+		}
+		for attempt := 0; slices.Contains(pending, true); attempt++ {
+			require.Less(t, attempt, chaosMaxAttempts, "round %d did not converge", round)
+			clk.Step(2 * time.Second) // past a failed list's backoff, within the snapshot's age
+			parallel(workers, services, func(i int) {
+				if pending[i] && lb.UpdateLoadBalancer(ctx, "c", svcs[i], nodes) == nil {
+					pending[i] = false
+				}
+			})
+		}
+		want := make([]string, 0, len(nodes))
+		for _, n := range nodes {
+			want = append(want, strings.TrimPrefix(n.Spec.ProviderID, "ccmkit://"))
+		}
+		for _, got := range cloud.Inventory().LoadBalancers {
+			require.ElementsMatch(t, want, got.Spec.Targets, "round %d: load balancer %s", round, got.ID)
+		}
+	}
+	updates := 0
+	for _, h := range cloud.LoadBalancerHistory() {
+		if h.Op == cloudapi.OpUpdateLoadBalancer {
+			updates++
+			assert.True(t, h.ChangesMatch(), "update of %s: claimed %+v, but the load balancer differed by %+v: its base was stale", h.ID, h.Changes, h.Actual)
+		}
+	}
+	assert.Greater(t, updates, rounds*services/2, "the node syncs wrote")
 }

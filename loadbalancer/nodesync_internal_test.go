@@ -1,0 +1,161 @@
+package loadbalancer
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// TestNodeSyncReadBeganAfterTheChange: the base of a node sync's write is a list of the
+// cluster's load balancers that began after the node set arrived (the tick), never one
+// that began before, even one that ended after it; and only while the Service's entry is
+// that list's: after a write or a failed call about the Service, not until a list that
+// began after it.
+func TestNodeSyncReadBeganAfterTheChange(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := &heldList{
+		lbs:     []cloudapi.LoadBalancer{testLB("lb-1", "a", "i-1"), testLB("lb-2", "b", "i-1")},
+		started: make(chan struct{}, 10),
+		release: make(chan struct{}),
+	}
+	s := newSnapshot(h, "c1", time.Minute, 0, clk)
+
+	listed := make(chan error)
+	go func() { listed <- s.refresh(t.Context()) }()
+	<-h.started
+	since := s.tick() // the node set arrives while the list runs
+	close(h.release)
+	require.NoError(t, <-listed)
+	lbs, ok := s.lookup(t.Context(), "a")
+	require.True(t, ok, "the list that began before the change still answers what needs no write")
+	assert.Equal(t, []string{"i-1"}, lbs[0].Spec.Targets)
+
+	h.lbs = []cloudapi.LoadBalancer{testLB("lb-1", "a", "i-1", "i-9"), testLB("lb-2", "b", "i-1")} // changed behind ccmkit's back
+	lb, ok := s.listedSince(t.Context(), "a", since)
+	require.True(t, ok)
+	assert.Equal(t, []string{"i-1", "i-9"}, lb.Spec.Targets, "the base is a list begun after the change")
+	assert.EqualValues(t, 2, h.calls.Load())
+	_, ok = s.listedSince(t.Context(), "b", since)
+	assert.True(t, ok)
+	assert.EqualValues(t, 2, h.calls.Load(), "every Service of the node sync shares that list")
+
+	written := testLB("lb-1", "a", "i-1", "i-2")
+	s.record("a", &written) // a write's answer is no read begun after the write
+	_, ok = s.listedSince(t.Context(), "a", since)
+	assert.False(t, ok, "after a write, not that list")
+	s.forget("b")
+	_, ok = s.listedSince(t.Context(), "b", since)
+	assert.False(t, ok, "after a failed call, not that list")
+	assert.EqualValues(t, 2, h.calls.Load())
+
+	later := s.tick() // the next node set
+	lb, ok = s.listedSince(t.Context(), "a", later)
+	require.True(t, ok, "a list begun after the write is a fresh read again")
+	assert.Equal(t, []string{"i-1", "i-9"}, lb.Spec.Targets)
+	_, ok = s.listedSince(t.Context(), "b", later)
+	assert.True(t, ok, "and after the failed call")
+	assert.EqualValues(t, 3, h.calls.Load())
+
+	clk.Step(time.Minute + time.Second)
+	_, ok = s.listedSince(t.Context(), "a", later)
+	assert.True(t, ok)
+	assert.EqualValues(t, 4, h.calls.Load(), "a list older than maxAge is listed again")
+
+	h.lbs = append(h.lbs, testLB("lb-3", "a", "i-1"))
+	_, ok = s.listedSince(t.Context(), "a", s.tick())
+	assert.False(t, ok, "duplicates are read by owner tags")
+	_, ok = s.listedSince(t.Context(), "c", s.tick())
+	assert.False(t, ok, "absent from the list is confirmed by owner tags")
+}
+
+// TestConcurrentNodeSyncsShareOneList: the service controller's workers update the
+// Services of one node sync at once; they share one list.
+func TestConcurrentNodeSyncsShareOneList(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := &heldList{
+		lbs:     []cloudapi.LoadBalancer{testLB("lb-1", "a", "i-1"), testLB("lb-2", "b", "i-1")},
+		started: make(chan struct{}, 10),
+		release: make(chan struct{}),
+	}
+	s := newSnapshot(h, "c1", time.Minute, 0, clk)
+	var c nodeSetClock
+	nodes := []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://i-1"}}}
+
+	const workers = 8
+	var wg sync.WaitGroup
+	oks := make([]bool, workers)
+	for i := range workers {
+		wg.Go(func() {
+			since, tracked := c.observe(nodes, s.tick)
+			if tracked {
+				_, oks[i] = s.listedSince(t.Context(), []string{"a", "b"}[i%2], since)
+			}
+		})
+	}
+	<-h.started
+	close(h.release)
+	wg.Wait()
+	assert.Equal(t, []bool{true, true, true, true, true, true, true, true}, oks)
+	// A worker may observe the node set only after the list began: the list then serves it
+	// too, since the node set arrived with the first worker.
+	assert.EqualValues(t, 1, h.calls.Load(), "one list for every worker")
+}
+
+// TestFailedListFallsBack: while the list of the cluster's load balancers fails, a node
+// sync gets no base from it (its callers read by owner tags), and the list is not retried
+// before its backoff.
+func TestFailedListFallsBack(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	f := &failingList{}
+	f.fail.Store(true)
+	s := newSnapshot(f, "c1", time.Minute, 0, clk)
+	since := s.tick()
+	for range 5 {
+		_, ok := s.listedSince(t.Context(), "a", since)
+		assert.False(t, ok)
+	}
+	assert.EqualValues(t, 1, f.calls.Load(), "one list, then the backoff")
+	f.fail.Store(false)
+	clk.Step(2 * time.Second)
+	_, ok := s.listedSince(t.Context(), "a", since)
+	assert.True(t, ok)
+}
+
+// TestNodeSetClock: a node set arrives once, when it first differs from the last one.
+func TestNodeSetClock(t *testing.T) {
+	var c nodeSetClock
+	var n uint64
+	tick := func() uint64 { n++; return n }
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://" + name}}
+	}
+	a, b, x := node("a"), node("b"), node("x")
+	since, ok := c.observe([]*corev1.Node{a, b}, tick)
+	require.True(t, ok)
+	assert.EqualValues(t, 1, since)
+	since, _ = c.observe([]*corev1.Node{b, a}, tick)
+	assert.EqualValues(t, 1, since, "the same node set in another order")
+	since, _ = c.observe([]*corev1.Node{a, b, x}, tick)
+	assert.EqualValues(t, 2, since, "a node added")
+	since, _ = c.observe([]*corev1.Node{a, b}, tick)
+	assert.EqualValues(t, 3, since, "back to the old node set is a change too")
+	_, ok = c.observe([]*corev1.Node{a, a}, tick)
+	assert.False(t, ok, "a Node given twice: the arrival cannot be told")
+	since, _ = c.observe([]*corev1.Node{a, b}, tick)
+	assert.EqualValues(t, 4, since)
+	b.Spec.ProviderID = "ccmkit://moved"
+	since, _ = c.observe([]*corev1.Node{a, b}, tick)
+	assert.EqualValues(t, 5, since, "a provider ID changed in place")
+	since, _ = c.observe(nil, tick)
+	assert.EqualValues(t, 6, since)
+	since, _ = c.observe(nil, tick)
+	assert.EqualValues(t, 6, since, "no nodes twice")
+}
