@@ -43,8 +43,9 @@
 //     controller's lister hands them out; P6_sorted_nodes is the same with sorted Nodes.
 //     P2_settings_calls and P6_settings are P2's calls and P6 of a converged Service with
 //     every setting that costs work (a node selector every Node meets, session affinity,
-//     HTTP and HTTPS ports with certificates, the hostname annotation), whose load
-//     balancer is created for it and deleted afterwards.
+//     HTTP and HTTPS ports with certificates, the hostname annotation, an
+//     adapter-declared setting; every Service of the world has that setting's default),
+//     whose load balancer is created for it and deleted afterwards.
 //   - node_add: cloud writes, and time, from a new Node's registration until every load
 //     balancer has it.
 package main

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -159,6 +160,11 @@ func convergedSettings(ctx context.Context, w *world, lb cloudprovider.LoadBalan
 	svc := settingsService()
 	if _, err := lb.EnsureLoadBalancer(ctx, clusterName, svc, nodes); err != nil {
 		return fmt.Errorf("creating the load balancer of a Service with every setting: %w", err)
+	}
+	if w.kind == kindCcmkit && !slices.ContainsFunc(w.cloud.Inventory().LoadBalancers, func(lb cloudapi.LoadBalancer) bool {
+		return lb.Spec.Tags[cloudapi.TagService] == string(svc.UID) && lb.Spec.Settings["size"] == "large"
+	}) {
+		return errors.New("the load balancer of a Service with every setting lacks its adapter setting size=large")
 	}
 	before := w.cloud.Calls()
 	if _, err := lb.EnsureLoadBalancer(ctx, clusterName, svc, nodes); err != nil {

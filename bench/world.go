@@ -175,7 +175,7 @@ func (w *world) newProvider() (cloudprovider.Interface, error) {
 			Cluster:  provider.ClusterConfig{ID: clusterID},
 			CloudAPI: api,
 			Enable:   provider.EnableConfig{Routes: &enable},
-		}, w.tap, provider.Options{Metrics: metrics.NewKubeRegistry(), Clock: w.clock})
+		}, w.tap, provider.Options{Metrics: metrics.NewKubeRegistry(), Clock: w.clock, LoadBalancerSettings: adapterSettings})
 	case kindBaseline:
 		return baseline.New(w.tap, baseline.Options{ClusterID: clusterID})
 	}
@@ -255,10 +255,16 @@ func newService(i int) *corev1.Service {
 	}
 }
 
+// adapterSettings are the load balancer settings the world's provider declares, as a
+// cloud's adapter would: every Service gets the size's default, settingsService another
+// size from its annotation.
+var adapterSettings = loadbalancer.Settings{{Name: "size", Values: []string{"small", "medium", "large"}, Default: "small"}}
+
 // settingsService is a Service with every setting that costs a converged
 // EnsureLoadBalancer work: a node selector (which every Node meets, so that the targets
 // are as many as without it), session affinity, an HTTP and an HTTPS port with
-// certificates, and the hostname annotation.
+// certificates, the hostname annotation, and an adapter-declared setting (adapterSettings'
+// size).
 func settingsService() *corev1.Service {
 	svc := newService(999_999) // an index no Service of the world has
 	svc.Name = "svc-settings"
@@ -275,6 +281,7 @@ func settingsService() *corev1.Service {
 		p + loadbalancer.AnnotationNodeSelector:    "!node-role.kubernetes.io/control-plane",
 		p + loadbalancer.AnnotationTLSCertificates: "cert-main,cert-alt",
 		p + loadbalancer.AnnotationHostname:        "web.example.org",
+		p + "size":                                 "Large", // canonical: "large"
 	}
 	return svc
 }

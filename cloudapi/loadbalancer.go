@@ -199,6 +199,11 @@ type LoadBalancerSpec struct {
 	// SessionAffinityTimeout is how long a SessionAffinityClientIP pin lasts after the
 	// client's last connection; zero with SessionAffinityNone.
 	SessionAffinityTimeout time.Duration
+	// Settings are the adapter's own settings (package loadbalancer's Setting declares
+	// them): name to value, each value canonical and allowed by its declaration. Nil or
+	// empty means none. A backend keeps every setting exactly as given, or refuses a spec
+	// with one it does not know or cannot build with ErrInvalidRequest; it never drops one.
+	Settings map[string]string
 	// Tags are key/value labels stored with the load balancer; ccmkit records its
 	// ownership (cluster, Service) in them.
 	Tags map[string]string
@@ -215,6 +220,7 @@ func (s LoadBalancerSpec) Clone() LoadBalancerSpec {
 	s.SourceRanges = slices.Clone(s.SourceRanges)
 	s.IPFamilies = slices.Clone(s.IPFamilies)
 	s.RequestedIPs = slices.Clone(s.RequestedIPs)
+	s.Settings = maps.Clone(s.Settings)
 	s.Tags = maps.Clone(s.Tags)
 	return s
 }
@@ -313,6 +319,9 @@ type LoadBalancerChanges struct {
 	RequestedIPs bool
 	// SessionAffinity is true when the session affinity or its timeout differs.
 	SessionAffinity bool
+	// Settings are the names of the adapter's settings that are new, changed or removed,
+	// sorted; Spec.Settings holds the new values.
+	Settings []string
 	// Tags is true when the tags differ.
 	Tags bool
 }
@@ -322,7 +331,8 @@ func (c LoadBalancerChanges) Empty() bool {
 	return !c.Name && !c.Internal && len(c.AddListeners) == 0 && len(c.UpdateListeners) == 0 &&
 		len(c.RemoveListeners) == 0 && len(c.AddTargets) == 0 && len(c.RemoveTargets) == 0 &&
 		!c.HealthCheck && !c.SourceRanges && !c.ProxyProtocol && !c.IPFamilies &&
-		!c.RequestedIPs && !c.SessionAffinity && !c.Tags
+		!c.RequestedIPs && !c.SessionAffinity && !c.Tags &&
+		len(c.Settings) == 0
 }
 
 // DiffLoadBalancer returns what must change for a load balancer configured as current to
@@ -367,7 +377,29 @@ func DiffLoadBalancer(current, desired LoadBalancerSpec) LoadBalancerChanges {
 	c.SessionAffinity = current.SessionAffinity != desired.SessionAffinity ||
 		current.SessionAffinityTimeout != desired.SessionAffinityTimeout
 	c.Tags = !maps.Equal(current.Tags, desired.Tags)
+	c.Settings = diffSettings(current.Settings, desired.Settings)
 	return c
+}
+
+// diffSettings returns the sorted names of the settings that differ between current and
+// desired: nil when none does, without allocating.
+func diffSettings(current, desired map[string]string) []string {
+	if maps.Equal(current, desired) {
+		return nil
+	}
+	var names []string
+	for k, v := range desired {
+		if old, ok := current[k]; !ok || old != v {
+			names = append(names, k)
+		}
+	}
+	for k := range current {
+		if _, ok := desired[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // normalFamilies returns families with the documented default applied: empty means IPv4.

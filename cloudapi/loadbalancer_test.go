@@ -20,6 +20,7 @@ func baseSpec() cloudapi.LoadBalancerSpec {
 		Targets:      []string{"i-2", "i-1", "i-3"},
 		HealthCheck:  &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTP, Port: 10256, Path: "/healthz", Interval: 5 * time.Second},
 		SourceRanges: []string{"10.0.0.0/8", "192.168.0.0/16"},
+		Settings:     map[string]string{"size": "small", "algorithm": "round-robin"},
 		Tags:         map[string]string{cloudapi.TagCluster: "c1"},
 	}
 }
@@ -79,6 +80,24 @@ func TestDiffLoadBalancer(t *testing.T) {
 			},
 		},
 		{
+			name: "adapter settings changed, added and removed",
+			tweak: func(s *cloudapi.LoadBalancerSpec) {
+				s.Settings = map[string]string{"size": "large", "type": "lb11"}
+			},
+			want: cloudapi.LoadBalancerChanges{Settings: []string{"algorithm", "size", "type"}},
+		},
+		{
+			name: "the same adapter settings in a new map",
+			tweak: func(s *cloudapi.LoadBalancerSpec) {
+				s.Settings = map[string]string{"algorithm": "round-robin", "size": "small"}
+			},
+		},
+		{
+			name:  "no adapter settings",
+			tweak: func(s *cloudapi.LoadBalancerSpec) { s.Settings = nil },
+			want:  cloudapi.LoadBalancerChanges{Settings: []string{"algorithm", "size"}},
+		},
+		{
 			name:  "only the session affinity timeout",
 			tweak: func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinityTimeout = time.Minute },
 			want:  cloudapi.LoadBalancerChanges{SessionAffinity: true},
@@ -111,6 +130,7 @@ func TestLoadBalancerCloneIsDeep(t *testing.T) {
 	c.Spec.HealthCheck.Port = 1
 	c.Spec.SourceRanges[0] = "x"
 	c.Spec.Tags["x"] = "y"
+	c.Spec.Settings["size"] = "large"
 	c.Addresses[0] = "x"
 	assert.Equal(t, cloudapi.LoadBalancer{ID: "lb-1", Spec: baseSpec(), Addresses: []string{"203.0.113.1"}}, lb)
 }
@@ -142,4 +162,10 @@ func TestValidEnums(t *testing.T) {
 	assert.False(t, cloudapi.InstanceState("hibernated").Valid())
 	assert.True(t, cloudapi.AddressInternalDNS.Valid())
 	assert.False(t, cloudapi.AddressType("Internal").Valid())
+}
+
+func TestDiffLoadBalancerNilAndEmptySettings(t *testing.T) {
+	a, b := baseSpec(), baseSpec()
+	a.Settings, b.Settings = nil, map[string]string{}
+	assert.True(t, cloudapi.DiffLoadBalancer(a, b).Empty(), "no settings, nil or empty, is one state: a converged load balancer costs no write")
 }

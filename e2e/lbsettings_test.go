@@ -17,6 +17,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/e2e/harness"
+	"github.com/ccmkit/ccmkit/fake"
 )
 
 // lbAnnotation is the whole key of a load balancer annotation under the default prefix.
@@ -208,5 +209,52 @@ func loadBalancerSettings(t *testing.T, m mode) {
 		e.waitLB(web, "no session affinity", func(lb cloudapi.LoadBalancer) bool {
 			return lb.Spec.SessionAffinity == cloudapi.SessionAffinityNone && lb.Spec.SessionAffinityTimeout == 0
 		})
+	})
+}
+
+// TestLoadBalancerAdapterSetting: a setting the provider declares (harness.
+// LoadBalancerSettings' size) reaches the cloud's load balancer from its annotation, and a
+// change is one update of the same load balancer (same ID and address); a malformed value
+// and a misspelt key are each a Warning event naming them, and change nothing.
+func TestLoadBalancerAdapterSetting(t *testing.T) { forEachMode(t, loadBalancerAdapterSetting) }
+
+func loadBalancerAdapterSetting(t *testing.T, m mode) {
+	e := newEnv(t, m)
+	e.registerNode(harness.NodeSpec{Name: "node-a"})
+	e.waitNodesInitialized("node-a")
+	web := e.createService(newLBService("web", withAnnotations(lbAnnotation("size"), "Medium")))
+	e.waitIngress("web")
+	lb := e.waitLB(web, "size medium", func(lb cloudapi.LoadBalancer) bool {
+		return lb.Status == cloudapi.LoadBalancerActive && lb.Spec.Settings["size"] == "medium"
+	})
+	assert.Equal(t, map[string]string{"size": "medium"}, lb.Spec.Settings, "the canonical value, nothing else")
+
+	t.Run("a change is one update in place", func(t *testing.T) {
+		before := len(e.cloud.Fake.LoadBalancerHistory())
+		e.updateService("web", withAnnotations(lbAnnotation("size"), "large"))
+		updated := e.waitLB(web, "size large", func(lb cloudapi.LoadBalancer) bool { return lb.Spec.Settings["size"] == "large" })
+		assert.Equal(t, lb.ID, updated.ID, "in place")
+		assert.Equal(t, lb.Addresses, updated.Addresses)
+		if m.faults {
+			return // a write whose answer a fault lost is made again
+		}
+		var writes []fake.Event
+		for _, ev := range e.cloud.Fake.LoadBalancerHistory()[before:] {
+			if ev.ID == lb.ID {
+				writes = append(writes, ev)
+			}
+		}
+		require.Len(t, writes, 1, "one write: %+v", writes)
+		assert.Equal(t, cloudapi.OpUpdateLoadBalancer, writes[0].Op)
+		assert.Equal(t, []string{"size"}, writes[0].Changes.Settings)
+	})
+	t.Run("a malformed value is a Warning event naming it", func(t *testing.T) {
+		e.updateService("web", withAnnotations(lbAnnotation("size"), "huge"))
+		e.waitWarning("web", lbAnnotation("size"), `"huge"`, "small, medium, large")
+	})
+	t.Run("a misspelt key is a Warning event naming it", func(t *testing.T) {
+		e.updateService("web", withAnnotations(lbAnnotation("size"), "large", lbAnnotation("sise"), "small"))
+		e.waitEvent("web", corev1.EventTypeWarning, "UnknownAnnotation", lbAnnotation("sise"))
+		assert.Equal(t, "large", e.serviceLBs(string(web.UID))[0].Spec.Settings["size"], "the misspelt key changes nothing")
 	})
 }

@@ -35,12 +35,13 @@ func newContractCloud(cfg fake.Config, wrap func(*fake.Cloud) cloudapi.Client) c
 func TestContract(t *testing.T) {
 	plain := func(c *fake.Cloud) cloudapi.Client { return c }
 	off := false
+	sizes := cloudapitest.WithSettings(map[string]string{"size": "small"}, map[string]string{"size": "large", "algorithm": "least-connections"})
 	for _, tc := range []struct {
 		name    string
 		backend cloudapitest.NewBackend
 		opts    []cloudapitest.Option
 	}{
-		{"plain", newContractCloud(fake.Config{}, plain), nil},
+		{"plain", newContractCloud(fake.Config{}, plain), []cloudapitest.Option{sizes}},
 		{"hostnames and addresses", newContractCloud(fake.Config{Hostnames: fake.Hostnames{Domain: "lb.example.com"}}, plain),
 			[]cloudapitest.Option{cloudapitest.WithHostnames()}},
 		{"hostnames without addresses", newContractCloud(fake.Config{Hostnames: fake.Hostnames{Domain: "lb.example.com", WithoutAddresses: true}}, plain),
@@ -56,7 +57,7 @@ func TestContract(t *testing.T) {
 		// file. (Provisioning by reads is off: reads are saved with the next write.)
 		{"state file, reopened after every write", newContractCloud(fake.Config{StateFile: "state.json"}, func(c *fake.Cloud) cloudapi.Client {
 			return &reopening{cfg: c.Config()}
-		}), nil},
+		}), []cloudapitest.Option{sizes}},
 		{"state file with hostnames, reopened after every write", newContractCloud(fake.Config{StateFile: "state.json", Hostnames: fake.Hostnames{Domain: "lb.example.com"}}, func(c *fake.Cloud) cloudapi.Client {
 			return &reopening{cfg: c.Config()}
 		}), []cloudapitest.Option{cloudapitest.WithHostnames()}},

@@ -68,6 +68,9 @@
 //     certificates exactly on those that terminate TLS). Capabilities.TLS and
 //     Capabilities.HTTP switched off refuse the listeners that need them, as a cloud of
 //     network load balancers does.
+//   - Adapter settings (LoadBalancerSpec.Settings): any setting with a non-empty name is
+//     stored exactly as given, changed by an update, recorded in LoadBalancerHistory (the
+//     spec, and the changed names in Changes and Actual) and kept in the state file.
 //   - Every load balancer gets one address per IP family (IPv4 when it names none), from
 //     the public or the internal pool, or the address it requested if that is free
 //     (ErrConflict when it is taken, ErrInvalidRequest when it is outside the pools). A
@@ -164,6 +167,10 @@
 //     certificate store, so a reference to a certificate that does not exist, has
 //     expired or does not match the name is accepted.
 //   - Hostnames in DNS: a load balancer's hostname resolves nowhere.
+//   - Which adapter settings exist and their values: the fake declares none, so it keeps
+//     every one and refuses none (a real cloud refuses a setting it lacks with
+//     ErrInvalidRequest, and a value it does not offer); a setting has no effect, and one
+//     that a real cloud can change only on a new load balancer is changed in place.
 //   - Routes per VPC or route table: there is one table, keyed by destination.
 //   - Persistence beyond one file on one machine's file system: a state file shared by
 //     processes on different machines needs a shared file system whose flock works

@@ -421,6 +421,11 @@ func (c *Cloud) validateSpec(s cloudapi.LoadBalancerSpec) error {
 			errs = append(errs, errors.New("tags: empty key"))
 		}
 	}
+	for k := range s.Settings {
+		if k == "" {
+			errs = append(errs, errors.New("settings: empty name"))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -493,6 +498,9 @@ func normalChanges(c cloudapi.LoadBalancerChanges) cloudapi.LoadBalancerChanges 
 	if len(c.RemoveTargets) == 0 {
 		c.RemoveTargets = nil
 	}
+	if len(c.Settings) == 0 {
+		c.Settings = nil
+	}
 	return c
 }
 
@@ -502,6 +510,7 @@ func cloneChanges(c cloudapi.LoadBalancerChanges) cloudapi.LoadBalancerChanges {
 	c.RemoveListeners = slices.Clone(c.RemoveListeners)
 	c.AddTargets = slices.Clone(c.AddTargets)
 	c.RemoveTargets = slices.Clone(c.RemoveTargets)
+	c.Settings = slices.Clone(c.Settings)
 	return c
 }
 

@@ -73,9 +73,11 @@ type stateLB struct {
 	RequestedIPs  []string          `json:"requestedIPs,omitempty"`
 	Tags          map[string]string `json:"tags,omitempty"`
 	// SessionAffinity and SessionAffinityTimeout (a Go duration) are the spec's.
-	SessionAffinity        string   `json:"sessionAffinity,omitempty"`
-	SessionAffinityTimeout string   `json:"sessionAffinityTimeout,omitempty"`
-	Addresses              []string `json:"addresses"`
+	SessionAffinity        string `json:"sessionAffinity,omitempty"`
+	SessionAffinityTimeout string `json:"sessionAffinityTimeout,omitempty"`
+	// Settings are the adapter's settings, name to value.
+	Settings  map[string]string `json:"settings,omitempty"`
+	Addresses []string          `json:"addresses"`
 	// Hostname is the DNS name the cloud gave the load balancer, if any.
 	Hostname string `json:"hostname,omitempty"`
 	Status   string `json:"status"`
@@ -293,6 +295,9 @@ func (d *stateDoc) validate() error {
 		if _, err := parseDuration(lb.SessionAffinityTimeout); err != nil {
 			errs = append(errs, fmt.Errorf("%s.sessionAffinityTimeout: %w", path, err))
 		}
+		if _, ok := lb.Settings[""]; ok {
+			errs = append(errs, fmt.Errorf("%s.settings: empty name", path))
+		}
 		for _, s := range lb.Addresses {
 			a, err := netip.ParseAddr(s)
 			switch {
@@ -470,7 +475,7 @@ func toStateLB(rec *loadBalancer) stateLB {
 	out := stateLB{
 		ID: rec.lb.ID, Name: s.Name, Internal: s.Internal, Targets: s.Targets,
 		SourceRanges: s.SourceRanges, ProxyProtocol: s.ProxyProtocol,
-		RequestedIPs: s.RequestedIPs, Tags: s.Tags,
+		RequestedIPs: s.RequestedIPs, Tags: s.Tags, Settings: s.Settings,
 		Addresses: rec.lb.Addresses, Status: string(rec.lb.Status), Created: rec.created, Reads: rec.reads,
 		SessionAffinity: string(s.SessionAffinity), SessionAffinityTimeout: formatDuration(s.SessionAffinityTimeout),
 		Hostname: rec.lb.Hostname,
@@ -495,7 +500,7 @@ func toStateLB(rec *loadBalancer) stateLB {
 func fromStateLB(s stateLB) *loadBalancer {
 	spec := cloudapi.LoadBalancerSpec{
 		Name: s.Name, Internal: s.Internal, Targets: s.Targets, SourceRanges: s.SourceRanges,
-		ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags,
+		ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags, Settings: s.Settings,
 	}
 	for _, l := range s.Listeners {
 		spec.Listeners = append(spec.Listeners, cloudapi.Listener{Name: l.Name, Protocol: cloudapi.Protocol(l.Protocol), Port: l.Port, TargetPort: l.TargetPort,

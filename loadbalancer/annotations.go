@@ -102,6 +102,10 @@ type settings struct {
 	hcPath                 string
 	hcInterval, hcTimeout  time.Duration
 	hcHealthy, hcUnhealthy int32
+
+	// adapter are the adapter's settings (Options.Settings) that the Service annotates,
+	// canonical; nil when it annotates none.
+	adapter map[string]string
 }
 
 // Annotations returns every annotation ccmkit reads, in the order of the README.
@@ -356,10 +360,10 @@ func (e *AnnotationError) Error() string {
 
 func (e *AnnotationError) Unwrap() error { return e.Err }
 
-// parseAnnotations applies every annotation under prefix to a settings value. It returns
-// every malformed value at once, and the keys under prefix that are no annotation of
-// ccmkit (probable typos).
-func parseAnnotations(prefix string, annotations map[string]string) (settings, []string, error) {
+// parseAnnotations applies every annotation under prefix to a settings value: ccmkit's
+// own and the adapter's declared settings decls. It returns every malformed value at
+// once, and the keys under prefix that are neither (probable typos).
+func parseAnnotations(prefix string, decls Settings, annotations map[string]string) (settings, []string, error) {
 	var s settings
 	var errs []error
 	known := map[string]bool{}
@@ -372,6 +376,22 @@ func parseAnnotations(prefix string, annotations map[string]string) (settings, [
 		if err := a.apply(strings.TrimSpace(v), &s); err != nil {
 			errs = append(errs, &AnnotationError{Key: prefix + a.Name, Value: v, Allowed: a.Values, Err: err})
 		}
+	}
+	for _, d := range decls {
+		known[d.Name] = true
+		v, ok := annotations[prefix+d.Name]
+		if !ok {
+			continue
+		}
+		canon, err := d.parse(v)
+		if err != nil {
+			errs = append(errs, &AnnotationError{Key: prefix + d.Name, Value: v, Allowed: d.allowed(), Err: err})
+			continue
+		}
+		if s.adapter == nil {
+			s.adapter = map[string]string{}
+		}
+		s.adapter[d.Name] = canon
 	}
 	var unknown []string
 	for k := range annotations {

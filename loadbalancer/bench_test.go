@@ -32,8 +32,9 @@ func BenchmarkEnsureConverged5000Nodes(b *testing.B) {
 // BenchmarkEnsureConverged5000NodesAllSettings is BenchmarkEnsureConverged5000Nodes with
 // every Service setting that has a cost in a converged ensure: a node selector of two
 // requirements (which every node meets, so the targets are as many), session affinity, a
-// TLS listener with certificates, an HTTP listener, and the hostname annotation, on a
-// cloud whose load balancers have hostnames.
+// TLS listener with certificates, an HTTP listener, the hostname annotation, and two
+// adapter-declared settings (one from its annotation, one from its default), on a cloud
+// whose load balancers have hostnames.
 func BenchmarkEnsureConverged5000NodesAllSettings(b *testing.B) {
 	benchmarkEnsureConverged(b, nil, true)
 }
@@ -71,7 +72,14 @@ func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings boo
 	if err != nil {
 		b.Fatal(err)
 	}
-	lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format, Clock: clk})
+	opts := loadbalancer.Options{ClusterID: "c1", ProviderID: format, Clock: clk}
+	if settings {
+		opts.Settings = loadbalancer.Settings{
+			{Name: "size", Values: []string{"small", "medium", "large"}, Default: "small"},
+			{Name: "algorithm", Values: []string{"round-robin", "least-connections"}, Default: "round-robin"},
+		}
+	}
+	lb, err := loadbalancer.New(api, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,6 +106,7 @@ func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings boo
 			p + loadbalancer.AnnotationNodeSelector:    corev1.LabelTopologyZone + "=z1,pool",
 			p + loadbalancer.AnnotationTLSCertificates: "cert-main,cert-alt",
 			p + loadbalancer.AnnotationHostname:        "web.example.org",
+			p + "size":                                 "Large",
 		}
 	}
 
@@ -112,6 +121,9 @@ func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings boo
 	}
 	if got := len(cloud.Inventory().LoadBalancers[0].Spec.Targets); got != n {
 		b.Fatalf("the load balancer has %d targets, want %d", got, n)
+	}
+	if got := cloud.Inventory().LoadBalancers[0].Spec.Settings; settings && (got["size"] != "large" || got["algorithm"] != "round-robin") {
+		b.Fatalf("the load balancer has the settings %v, want size large and algorithm round-robin", got)
 	}
 
 	// The service controller passes the nodes as its lister returns them: a new slice of

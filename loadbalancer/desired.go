@@ -50,10 +50,8 @@ func (l *LoadBalancer) defaultName(svc *corev1.Service) string {
 // foreign tags are kept. It returns the annotations' settings too, as far as they are
 // well-formed.
 func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, settings, error) {
-	s, unknown, err := parseAnnotations(l.opts.AnnotationPrefix, svc.Annotations)
-	if len(unknown) > 0 {
-		logger.Info("Ignoring unknown load balancer annotations; a typo?", "annotations", unknown, "prefix", l.opts.AnnotationPrefix)
-	}
+	s, unknown, err := parseAnnotations(l.opts.AnnotationPrefix, l.opts.Settings, svc.Annotations)
+	l.reportUnknown(logger, svc, unknown)
 	errs := []error{}
 	if err != nil {
 		errs = append(errs, err)
@@ -68,6 +66,7 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 	if spec.Name == "" {
 		spec.Name = l.defaultName(svc)
 	}
+	spec.Settings = l.adapterSettings(s.adapter, current)
 	if raw := svc.Spec.LoadBalancerIP; raw != "" { //nolint:staticcheck // the deprecated field is still honoured
 		addr, perr := netip.ParseAddr(raw)
 		ip := addr.Unmap().String() // canonical, as the annotation's and the cloud's
@@ -221,6 +220,90 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 	return spec, s, nil
 }
 
+// adapterSettings returns the adapter's settings of the spec: the defaults, overridden by
+// the Service's annotations (annotated); nil for none. A setting declared Replace that
+// current (the load balancer found, or nil) lacks and the Service does not annotate stays
+// absent: a load balancer made before the setting was declared, or before it had a
+// default, is not replaced for a value nobody asked for.
+func (l *LoadBalancer) adapterSettings(annotated map[string]string, current *cloudapi.LoadBalancer) map[string]string {
+	if len(l.settingDefaults) == 0 && len(annotated) == 0 {
+		return nil
+	}
+	out := maps.Clone(l.settingDefaults)
+	if out == nil {
+		out = make(map[string]string, len(annotated))
+	}
+	maps.Copy(out, annotated)
+	if current != nil {
+		for _, d := range l.opts.Settings {
+			if _, has := current.Spec.Settings[d.Name]; d.Replace && !has && annotated[d.Name] == "" {
+				delete(out, d.Name)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// replacedSetting returns the name of a setting declared Replace whose value differs
+// between current and want, or "" when none does.
+func (l *LoadBalancer) replacedSetting(current, want cloudapi.LoadBalancerSpec) string {
+	for _, d := range l.opts.Settings {
+		if d.Replace && current.Settings[d.Name] != want.Settings[d.Name] {
+			return d.Name
+		}
+	}
+	return ""
+}
+
+// keepReplaced sets want's settings declared Replace to current's: what UpdateLoadBalancer
+// and a load balancer that is never replaced get.
+func (l *LoadBalancer) keepReplaced(current cloudapi.LoadBalancerSpec, want *cloudapi.LoadBalancerSpec) {
+	if l.replacedSetting(current, *want) == "" {
+		return
+	}
+	want.Settings = maps.Clone(want.Settings)
+	if want.Settings == nil {
+		want.Settings = map[string]string{}
+	}
+	for _, d := range l.opts.Settings {
+		if v, ok := current.Settings[d.Name]; d.Replace && ok {
+			want.Settings[d.Name] = v
+		} else if d.Replace {
+			delete(want.Settings, d.Name)
+		}
+	}
+	if len(want.Settings) == 0 {
+		want.Settings = nil
+	}
+}
+
+// reportUnknown logs the annotation keys under the prefix that nothing reads (probable
+// typos), and records a Warning event UnknownAnnotation on the Service when they differ
+// from those it last reported for it: once per change, not on every resync.
+func (l *LoadBalancer) reportUnknown(logger klog.Logger, svc *corev1.Service, unknown []string) {
+	joined := strings.Join(unknown, ", ")
+	uid := string(svc.UID)
+	l.mu.Lock()
+	last, seen := l.unknown[uid]
+	switch {
+	case joined == "":
+		delete(l.unknown, uid)
+	case joined != last || !seen:
+		l.unknown[uid] = joined
+	}
+	l.mu.Unlock()
+	if joined == "" || joined == last {
+		return
+	}
+	logger.Info("Ignoring unknown load balancer annotations; a typo?", "annotations", unknown, "prefix", l.opts.AnnotationPrefix)
+	l.event(svc, corev1.EventTypeWarning, "UnknownAnnotation", fmt.Sprintf(
+		"Ignoring annotation %s: neither ccmkit nor the cloud's adapter reads it under the prefix %s (a typo?); see the annotation reference",
+		joined, l.opts.AnnotationPrefix))
+}
+
 // checkNamed returns what keeps the Service's load balancer current from being the one its
 // load-balancer-id annotation names: another load balancer, or one that only a
 // replacement could make what the Service asks for (internal or public).
@@ -234,6 +317,10 @@ func (l *LoadBalancer) checkNamed(s settings, spec cloudapi.LoadBalancerSpec, cu
 	if current.Spec.Internal != spec.Internal {
 		errs = append(errs, fmt.Errorf("load balancer %s is %s, but annotation %s%s asks for %s: a load balancer named by annotation %s is never replaced; set %s%s to %t",
 			current.ID, reach(current.Spec.Internal), l.opts.AnnotationPrefix, AnnotationInternal, reach(spec.Internal), key, l.opts.AnnotationPrefix, AnnotationInternal, current.Spec.Internal))
+	}
+	if name := l.replacedSetting(current.Spec, spec); name != "" {
+		errs = append(errs, fmt.Errorf("load balancer %s has %s %q, but annotation %s%s asks for %q, which only a new load balancer can have: a load balancer named by annotation %s is never replaced; set %s%s to %q",
+			current.ID, name, current.Spec.Settings[name], l.opts.AnnotationPrefix, name, spec.Settings[name], key, l.opts.AnnotationPrefix, name, current.Spec.Settings[name]))
 	}
 	return errs
 }

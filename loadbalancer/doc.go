@@ -76,7 +76,15 @@
 //   - Annotations under the configured prefix: see Annotations. A malformed value is an
 //     *AnnotationError naming the annotation, the value and what is allowed, which the
 //     service controller shows as a Warning event; an unknown key under the prefix is
-//     logged as a probable typo.
+//     logged as a probable typo and shown as a Warning event UnknownAnnotation (through
+//     Options.Recorder) once per change of the unknown keys, never a failed sync.
+//   - The adapter's own settings (Options.Settings, see Setting): read from annotations
+//     under the same prefix with the same errors, defaults from the declaration or
+//     Options.SettingDefaults, canonical values in the spec's Settings, diffed as the rest.
+//     A changed setting is one in-place update, or, when declared Replace, a new load
+//     balancer (never for a default the Service does not annotate on a load balancer made
+//     without the setting; refused with keep-on-delete or load-balancer-id), as for the
+//     internal annotation. UpdateLoadBalancer never replaces.
 //
 // # The snapshot
 //

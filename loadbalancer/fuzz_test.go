@@ -66,7 +66,7 @@ func FuzzParseAnnotations(f *testing.F) {
 			prefix + name2:         value2,
 			"example.com/" + name1: "unrelated",
 		}
-		s, unknown, err := parseAnnotations(prefix, annotations)
+		s, unknown, err := parseAnnotations(prefix, nil, annotations)
 
 		// Unknown keys: exactly those under the prefix that name no annotation, sorted.
 		var wantUnknown []string

@@ -38,10 +38,14 @@ type LoadBalancer struct {
 
 	// The whole keys of the annotations read outside parseAnnotations, made once.
 	hostnameKey, nodeSelectorKey string
+	// settingDefaults are the adapter's settings every Service starts from (declared
+	// defaults, overridden by Options.SettingDefaults); nil for none. Never changed.
+	settingDefaults map[string]string
 
 	mu        sync.Mutex
 	locks     map[string]*serviceLock    // by Service UID
 	selecting map[string]*corev1.Service // by UID: the Services last seen with a node selector
+	unknown   map[string]string          // by UID: the unknown annotation keys last reported in an event
 }
 
 type serviceLock struct {
@@ -74,7 +78,16 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if err := opts.Settings.Validate(); err != nil {
+		return nil, fmt.Errorf("loadbalancer: the adapter's settings: %w", err)
+	}
+	defaults, err := opts.Settings.Defaults(opts.SettingDefaults)
+	if err != nil {
+		return nil, fmt.Errorf("loadbalancer: the defaults of the adapter's settings: %w", err)
+	}
 	return &LoadBalancer{
+		settingDefaults: defaults,
+		unknown:         map[string]string{},
 		api:             api,
 		opts:            opts,
 		hostnameKey:     opts.AnnotationPrefix + AnnotationHostname,
@@ -122,9 +135,18 @@ type Options struct {
 	// EnsureLoadBalancer refuses an internal switch, which would replace it. Default false.
 	KeepOnDelete bool
 	// Recorder receives the events that say what ccmkit did beyond an error: a load
-	// balancer adopted (AdoptedLoadBalancer) or kept in the cloud (KeptLoadBalancer), on
-	// the Service. Nil records none.
+	// balancer adopted (AdoptedLoadBalancer) or kept in the cloud (KeptLoadBalancer), and
+	// annotation keys under the prefix that nothing reads (UnknownAnnotation, a Warning),
+	// on the Service. Nil records none.
 	Recorder record.EventRecorder
+	// Settings are the adapter's own load balancer settings (see Setting), read from the
+	// Service's annotations and handed to the cloud in cloudapi.LoadBalancerSpec.Settings.
+	// New refuses declarations that Settings.Validate refuses.
+	Settings Settings
+	// SettingDefaults override the declared defaults of Settings for every Service
+	// (setting name to value, as the cloud config's loadBalancer.settings). New refuses a
+	// name not declared or a value not allowed.
+	SettingDefaults map[string]string
 }
 
 // ErrOwnedElsewhere is matched (errors.Is) by the error of EnsureLoadBalancer when the
@@ -164,7 +186,7 @@ func lbLock(id string) string { return "load-balancer/" + id }
 // GetLoadBalancerName returns the cloud name of the Service's load balancer: the name
 // annotation if it is valid, else a name made of the cluster ID and the Service UID.
 func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *corev1.Service) string {
-	if s, _, err := parseAnnotations(l.opts.AnnotationPrefix, svc.Annotations); err == nil && s.name != "" {
+	if s, _, err := parseAnnotations(l.opts.AnnotationPrefix, l.opts.Settings, svc.Annotations); err == nil && s.name != "" {
 		return s.name
 	}
 	return l.defaultName(svc)
@@ -291,6 +313,21 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 			return nil, err
 		}
 		return l.create(ctx, logger, svc, want)
+	case l.replacedSetting(current.Spec, want) != "":
+		name := l.replacedSetting(current.Spec, want)
+		keep, err := l.keepOnDelete(svc)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			return nil, fmt.Errorf("load balancer %s has %s %q, and annotation %s%s asks for %q, which takes a new load balancer with a new address: with keep-on-delete, ccmkit deletes none; set annotation %s%s to \"false\" to replace it, or set %s%s back",
+				current.ID, name, current.Spec.Settings[name], l.opts.AnnotationPrefix, name, want.Settings[name], l.opts.AnnotationPrefix, AnnotationKeepOnDelete, l.opts.AnnotationPrefix, name)
+		}
+		logger.Info("Replacing load balancer: the cloud cannot change this setting in place", "loadBalancer", current.ID, "setting", name, "from", current.Spec.Settings[name], "to", want.Settings[name])
+		if err := l.remove(ctx, logger, svc, current, false); err != nil {
+			return nil, err
+		}
+		return l.create(ctx, logger, svc, want)
 	default:
 		return l.update(ctx, logger, current, want)
 	}
@@ -389,6 +426,7 @@ func (l *LoadBalancer) updateWant(logger klog.Logger, svc *corev1.Service, nodes
 		}
 	}
 	want.Internal = current.Spec.Internal
+	l.keepReplaced(current.Spec, &want)
 	return want, serr
 }
 
@@ -417,6 +455,9 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 	}
 	defer l.lock(uid)()
 	l.untrack(uid)
+	l.mu.Lock()
+	delete(l.unknown, uid)
+	l.mu.Unlock()
 	found, err := l.find(ctx, svc)
 	if err != nil {
 		l.snap.forget(uid)
@@ -446,7 +487,7 @@ func (l *LoadBalancer) keepOnDelete(svc *corev1.Service) (bool, error) {
 	if !ok {
 		return l.opts.KeepOnDelete, nil
 	}
-	s, _, err := parseAnnotations(l.opts.AnnotationPrefix, map[string]string{key: v})
+	s, _, err := parseAnnotations(l.opts.AnnotationPrefix, nil, map[string]string{key: v})
 	if err != nil {
 		return false, fmt.Errorf("service %s/%s: %w; nothing is deleted until it says whether to keep the load balancer", svc.Namespace, svc.Name, err)
 	}
@@ -461,7 +502,7 @@ func (l *LoadBalancer) annotation(svc *corev1.Service, name string) settings {
 	if !ok {
 		return settings{}
 	}
-	s, _, _ := parseAnnotations(l.opts.AnnotationPrefix, map[string]string{key: v})
+	s, _, _ := parseAnnotations(l.opts.AnnotationPrefix, nil, map[string]string{key: v})
 	return s
 }
 

@@ -175,7 +175,7 @@ func TestCloudWithoutTLS(t *testing.T) {
 // while the snapshot is fresh, one list and no write when it expired) holds with every
 // setting at once.
 func TestConvergedWithEverySettingCostsNoCall(t *testing.T) {
-	e := newEnv(t, fake.Config{Hostnames: fake.Hostnames{Domain: "lb.example.com"}})
+	e := newEnvWith(t, fake.Config{Hostnames: fake.Hostnames{Domain: "lb.example.com"}}, withSettings(map[string]string{"idle-timeout": "30"}, nil))
 	timeout := int32(600)
 	svc := newService("web",
 		withPorts(port("http", corev1.ProtocolTCP, 80, 30080, "http"), port("https", corev1.ProtocolTCP, 443, 30443, "https"),
@@ -184,6 +184,7 @@ func TestConvergedWithEverySettingCostsNoCall(t *testing.T) {
 		withAnnotation(loadbalancer.AnnotationTLSCertificates, "cert-a,cert-b"),
 		withAnnotation(loadbalancer.AnnotationHostname, "web.example.org"),
 		withAnnotation(loadbalancer.AnnotationProxyProtocol, "true"),
+		withAnnotation("size", "medium"), withAnnotation("network-tier", "premium"),
 		func(s *corev1.Service) {
 			s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 			s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &timeout}}
@@ -194,6 +195,7 @@ func TestConvergedWithEverySettingCostsNoCall(t *testing.T) {
 	lb := e.only(t)
 	assert.Equal(t, []string{"i-0", "i-1", "i-3"}, lb.Spec.Targets)
 	assert.Equal(t, cloudapi.SessionAffinityClientIP, lb.Spec.SessionAffinity)
+	assert.Equal(t, map[string]string{"size": "medium", "network-tier": "premium", "idle-timeout": "30"}, lb.Spec.Settings)
 
 	before := e.cloud.Calls()
 	e.ensure(t, svc, nodes)

@@ -62,6 +62,9 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := checkSettings(&cfg, opts); err != nil {
+		errs = append(errs, err)
+	}
 	format, err := providerid.Compile(opts.ProviderIDTemplate)
 	if err != nil {
 		errs = append(errs, err)
@@ -123,6 +126,8 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			Clock:            opts.Clock,
 			KeepOnDelete:     cfg.LoadBalancer.KeepOnDelete,
 			Recorder:         lateRecorder{c},
+			Settings:         opts.LoadBalancerSettings,
+			SettingDefaults:  cfg.LoadBalancer.Settings,
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -158,6 +163,13 @@ type Options struct {
 	// cloud-controller-manager's global registry (served on /metrics); tests pass their
 	// own.
 	Metrics MetricsRegistry
+	// LoadBalancerSettings are the adapter's own load balancer settings (a size, a type,
+	// an algorithm ...), read from Service annotations under the annotation prefix and
+	// handed to the backend, checked and canonical, in cloudapi.LoadBalancerSpec.Settings;
+	// see loadbalancer.Setting. The cloud config's loadBalancer.settings overrides their
+	// defaults. Register stops the process when they are declared wrongly; New and the
+	// Factory return the error.
+	LoadBalancerSettings loadbalancer.Settings
 	// Clock is the clock the provider's caches age by (how old a snapshot is, when a
 	// failed list may be retried). Nil means the real clock, clock.RealClock{};
 	// simulations and tests pass a fake one (k8s.io/utils/clock/testing).

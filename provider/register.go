@@ -6,6 +6,7 @@ import (
 	"io"
 
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -32,9 +33,16 @@ type Backend[C any] struct {
 // backend and customised by opts (opts.ProviderName is set to providerName). Call it once
 // from an adapter package's init; a CCM's main.go then selects the adapter with a blank
 // import and --cloud-provider=providerName. Like cloudprovider.RegisterCloudProvider, it
-// stops the process when providerName is registered twice.
+// stops the process (a fatal log line, exit status 255) when providerName is registered
+// twice, and also when opts.LoadBalancerSettings are declared wrongly (see
+// loadbalancer.Settings.Validate): a registration is code, and a CCM built from a wrong
+// one must not start. The log line names the provider and every problem.
 func Register[C any](providerName string, backend Backend[C], opts Options) {
 	opts.ProviderName = providerName
+	if err := opts.LoadBalancerSettings.Validate(); err != nil {
+		klog.ErrorS(err, "Invalid load balancer settings in the provider's registration (provider.Options.LoadBalancerSettings)", "provider", providerName)
+		klog.FlushAndExit(klog.ExitFlushTimeout, 255)
+	}
 	cloudprovider.RegisterCloudProvider(providerName, Factory(backend, opts))
 }
 
@@ -77,6 +85,9 @@ func build[C any](r io.Reader, backend Backend[C], opts Options) (*Cloud, error)
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := checkSettings(cfg, opts); err != nil {
+		errs = append(errs, err)
+	}
 	section, _, err := Section[C](cfg, backend.Name)
 	if err != nil {
 		errs = append(errs, err)
@@ -93,4 +104,25 @@ func build[C any](r io.Reader, backend Backend[C], opts Options) (*Cloud, error)
 		return nil, fmt.Errorf("provider %q: building the %q backend: %w", opts.ProviderName, backend.Name, err)
 	}
 	return New(*cfg, client, opts)
+}
+
+// checkSettings checks the config's loadBalancer.settings against the adapter's
+// declarations (opts.LoadBalancerSettings), every problem at once, each naming its key.
+func checkSettings(cfg *Config, opts Options) error {
+	if err := opts.LoadBalancerSettings.Validate(); err != nil {
+		return fmt.Errorf("provider %q: its load balancer settings are declared wrongly: %w", opts.ProviderName, err)
+	}
+	_, err := opts.LoadBalancerSettings.Defaults(cfg.LoadBalancer.Settings)
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	if multi, ok := err.(interface{ Unwrap() []error }); ok { //nolint:errorlint // splitting errors.Join's result to prefix each
+		for _, e := range multi.Unwrap() {
+			errs = append(errs, fmt.Errorf("loadBalancer.settings.%w", e))
+		}
+	} else {
+		errs = append(errs, fmt.Errorf("loadBalancer.settings.%w", err))
+	}
+	return errors.Join(errs...)
 }

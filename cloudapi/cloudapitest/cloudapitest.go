@@ -40,6 +40,7 @@ type options struct {
 	addresses         int
 	hostnames         bool // every active load balancer has a hostname
 	noAddresses       bool // no load balancer has an address
+	settings          []map[string]string
 }
 
 // WithProvisioningReads sets how many GetLoadBalancer reads at most a new load balancer
@@ -71,6 +72,17 @@ func WithHostnames() Option {
 // refused with ErrInvalidRequest. It implies WithHostnames.
 func WithoutAddresses() Option {
 	return func(o *options) { o.hostnames, o.noAddresses = true, true }
+}
+
+// WithSettings names adapter settings (cloudapi.LoadBalancerSpec.Settings) that the
+// backend declares and must keep exactly: each argument is one set of settings, canonical
+// values as the adapter's declarations allow. The suite creates a load balancer with the
+// first set, updates it to each of the others in turn, to none and to the first again,
+// and reads it back after every write; a backend that refuses or drops one of them fails.
+// Without it, the suite still checks that a setting the backend does not know is kept or
+// refused, never dropped.
+func WithSettings(sets ...map[string]string) Option {
+	return func(o *options) { o.settings = sets }
 }
 
 // suite carries what every check needs.

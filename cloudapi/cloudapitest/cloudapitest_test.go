@@ -41,6 +41,7 @@ const (
 	bugDropHostname bug = "lb-drop-hostname" // answers lose the cloud's hostname
 	bugDropCerts    bug = "lb-drop-certs"    // listeners lose their certificates after the first
 	bugDropApp      bug = "lb-drop-app"      // answers lose the listeners' application protocol
+	bugDropSettings bug = "lb-drop-settings" // specs lose the adapter's settings on the way to the cloud
 )
 
 // dropper is a fake cloud behind an adapter that loses a part of every load balancer spec
@@ -68,6 +69,9 @@ func newDropper(b bug) (cloudapitest.NewBackend, []cloudapitest.Option) {
 				}
 			}
 		}
+	case bugDropSettings:
+		d.in = func(s *cloudapi.LoadBalancerSpec) { s.Settings = nil }
+		opts = append(opts, cloudapitest.WithSettings(map[string]string{"size": "small"}, map[string]string{"size": "large"}))
 	case bugDropApp:
 		d.out = func(lb *cloudapi.LoadBalancer) {
 			for i := range lb.Spec.Listeners {
@@ -257,6 +261,10 @@ func TestSuiteFailsBrokenBackend(t *testing.T) {
 			`CreateLoadBalancer with a TLS listener with two certificates, as it answered: broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`},
 		{bugDropApp, "TestBrokenBackendChild/loadbalancers/optional_settings_are_kept_or_refused/an_HTTP_listener",
 			`CreateLoadBalancer with an HTTP listener, as it answered: broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`},
+		{bugDropSettings, "TestBrokenBackendChild/loadbalancers/optional_settings_are_kept_or_refused/an_adapter_setting",
+			`CreateLoadBalancer with an adapter setting, as it answered: broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`},
+		{bugDropSettings, "TestBrokenBackendChild/loadbalancers/declared_settings_are_kept",
+			`CreateLoadBalancer with the settings map[size:small], as it answered: broke "A backend keeps every setting exactly as given, or refuses a spec with one it does not know or cannot build with ErrInvalidRequest; it never drops one"`},
 		{bugDropHostname, "TestBrokenBackendChild/loadbalancers/becomes_active_with_an_address_of_every_requested_family/families_[]",
 			`broke "Hostname is the DNS name the cloud gives the load balancer": none, but the suite runs WithHostnames`},
 	} {

@@ -23,10 +23,12 @@
 //     unknown IDs are ErrNotFound, duplicate names ErrConflict, impossible specs
 //     ErrInvalidRequest; owner tags find exactly the owned load balancers; paging holds
 //     over a set that changes between pages. The optional settings (session affinity, a
-//     TLS listener with two certificates, an HTTP listener, an HTTPS listener)
-//     are either kept exactly through create, get, list and updates that remove and add
-//     them, or refused with ErrInvalidRequest by create and update alike: a backend that
-//     stores a spec without a part it was given fails.
+//     TLS listener with two certificates, an HTTP listener, an HTTPS listener, an adapter
+//     setting the backend does not know) are either kept exactly through create, get,
+//     list and updates that remove and add them, or refused with ErrInvalidRequest by
+//     create and update alike: a backend that stores a spec without a part it was given
+//     fails. The adapter settings the backend declares (WithSettings) must be kept
+//     exactly through a create, updates from one set to the next, to none and back.
 //   - routes (skipped when Client.Routes reports false): create, list and delete
 //     round-trip, IPv4 and IPv6; duplicate destinations are ErrConflict, malformed CIDRs
 //     and unknown targets ErrInvalidRequest, unknown IDs ErrNotFound; tag filters and

@@ -380,6 +380,13 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		}
 	})
 
+	t.Run("declared settings are kept", func(t *testing.T) {
+		if len(s.opts.settings) == 0 {
+			t.Skip("the backend declares no settings (WithSettings)")
+		}
+		s.checkDeclaredSettings(t)
+	})
+
 	t.Run("update with an invalid spec is an invalid request", func(t *testing.T) {
 		api := s.lbBackend(t)
 		old := s.waitActive(t, api, createLB(t, api, lbSpec("ct-update-invalid")))
@@ -707,6 +714,7 @@ func optionalSettings() []optionalSetting {
 			s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{"cert-b", "cert-a"}
 		}},
 		{"an HTTP listener", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTP }},
+		{"an adapter setting", func(s *cloudapi.LoadBalancerSpec) { s.Settings = map[string]string{"ccmkit-contract-size": "large"} }},
 		{"an HTTPS listener with a certificate", func(s *cloudapi.LoadBalancerSpec) {
 			s.Listeners = append(s.Listeners, cloudapi.Listener{Name: "https", Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443,
 				AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: []string{"cert-a"}})
@@ -768,3 +776,38 @@ func (s *suite) checkOptional(t *testing.T, o optionalSetting) {
 		requireSpec(t, to.spec, lb.Spec, "GetLoadBalancer after UpdateLoadBalancer %s: %s", to.what, neverDrops)
 	}
 }
+
+// checkDeclaredSettings creates a load balancer with the first of WithSettings' sets,
+// updates it to each of the others, to none and to the first again, and reads it back
+// after every write: each must be kept exactly.
+func (s *suite) checkDeclaredSettings(t *testing.T) {
+	api := s.lbBackend(t)
+	with := func(set map[string]string) cloudapi.LoadBalancerSpec {
+		return lbSpec("ct-settings", func(sp *cloudapi.LoadBalancerSpec) { sp.Settings = maps.Clone(set) })
+	}
+	want := with(s.opts.settings[0])
+	lb, err := api.CreateLoadBalancer(t.Context(), want.Clone())
+	require.NoErrorf(t, err, "CreateLoadBalancer with the settings %v, which WithSettings says the backend declares", want.Settings)
+	require.NotNil(t, lb, "CreateLoadBalancer returned nil and no error")
+	requireSpec(t, want, lb.Spec, "CreateLoadBalancer with the settings %v, as it answered: %s", want.Settings, keepsSettings)
+	lb = s.waitActive(t, api, lb)
+	requireSpec(t, want, lb.Spec, "GetLoadBalancer of a load balancer created with the settings %v: %s", want.Settings, keepsSettings)
+	steps := append(slices.Clone(s.opts.settings[1:]), nil, s.opts.settings[0])
+	for _, set := range steps {
+		to := with(set)
+		got, err := api.UpdateLoadBalancer(t.Context(), lb.ID,
+			cloudapi.LoadBalancerUpdate{Spec: to.Clone(), Changes: cloudapi.DiffLoadBalancer(lb.Spec, to)})
+		require.NoErrorf(t, err, "UpdateLoadBalancer to the settings %v, which WithSettings says the backend declares", set)
+		requireSpec(t, to, got.Spec, "UpdateLoadBalancer to the settings %v, as it answered: %s", set, keepsSettings)
+		lb, err = api.GetLoadBalancer(t.Context(), lb.ID)
+		require.NoError(t, err)
+		requireSpec(t, to, lb.Spec, "GetLoadBalancer after UpdateLoadBalancer to the settings %v: %s", set, keepsSettings)
+		listed := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: to.Tags}, 1)
+		require.Len(t, listed, 1)
+		requireSpec(t, to, listed[0].Spec, "ListLoadBalancers after UpdateLoadBalancer to the settings %v: %s", set, keepsSettings)
+	}
+}
+
+// keepsSettings is the promise a backend breaks when it stores other settings than it
+// was given.
+const keepsSettings = `broke "A backend keeps every setting exactly as given, or refuses a spec with one it does not know or cannot build with ErrInvalidRequest; it never drops one"`

@@ -10,6 +10,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -23,6 +24,12 @@ const ProviderName = "ccmkit-e2e"
 // ProviderIDTemplate is the provider ID format of the harness's provider: the built-in
 // provider's, so Nodes look the same as under `--cloud-provider=ccmkit`.
 const ProviderIDTemplate = "ccmkit://{id}"
+
+// LoadBalancerSettings are the load balancer settings ProviderName declares, as a cloud's
+// adapter declares its own: a size, changed in place, without a default (so that the
+// scenarios that do not set it see no setting).
+var LoadBalancerSettings = loadbalancer.Settings{{Name: "size", Values: []string{"small", "medium", "large"},
+	Doc: "The load balancer's size."}}
 
 // Cloud is the cloud behind the CCM: the fake, described by a cloud config file, behind the
 // fault injector (off until enabled).
@@ -83,7 +90,7 @@ func Use(c *Cloud) {
 				return c.Faults, nil
 			},
 		}
-		provider.Register(ProviderName, backend, provider.Options{ProviderIDTemplate: ProviderIDTemplate})
+		provider.Register(ProviderName, backend, provider.Options{ProviderIDTemplate: ProviderIDTemplate, LoadBalancerSettings: LoadBalancerSettings})
 	})
 	current.Store(c)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -26,8 +27,12 @@ func init() {
 			}
 			return New(section.Endpoint, cfg.Credentials.Token, nil), nil
 		},
-	}, provider.Options{})
+	}, provider.Options{LoadBalancerSettings: Settings})
 }
+
+// Settings are restcloud's own load balancer settings: ccmkit hands them over checked.
+var Settings = loadbalancer.Settings{{Name: "size", Values: []string{"small", "medium", "large"}, Default: "small",
+	Doc: "The load balancer's size: how many connections it takes, and its price."}}
 
 // Config is the `restcloud:` section of the cloud config.
 type Config struct {
@@ -37,8 +42,7 @@ type Config struct {
 
 // Validate reports whether Endpoint is an absolute http or https URL.
 func (c *Config) Validate() error {
-	u, err := url.Parse(c.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("endpoint: %q is not an absolute http(s) URL", c.Endpoint)
 	}
 	return nil
@@ -119,25 +123,9 @@ func statusError(op cloudapi.Operation, id string, resp *http.Response, cause er
 		e.Class = cloudapi.ErrInvalidRequest
 	}
 	if errors.Is(e.Class, cloudapi.ErrThrottled) || errors.Is(e.Class, cloudapi.ErrTransient) {
-		e.RetryAfter = retryAfter(resp.Header)
+		e.RetryAfter = cloudapi.ParseRetryAfter(resp.Header)
 	}
 	return e
-}
-
-// retryAfter reads Retry-After, whole seconds or an HTTP date counted from the answer's Date,
-// as a wait of 0 to 24 hours (ccmkit caps it lower still): longer ones are cut, so none can
-// overflow; absent, negative, past and garbled ones, or a date without a Date, are no wait.
-func retryAfter(h http.Header) time.Duration {
-	const most = 24 * time.Hour
-	v := h.Get("Retry-After")
-	if secs, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) { // too large: the largest uint64
-		return time.Duration(min(secs, uint64(most/time.Second))) * time.Second
-	}
-	at, err := http.ParseTime(v)
-	if now, errNow := http.ParseTime(h.Get("Date")); err == nil && errNow == nil {
-		return min(max(at.Sub(now), 0), most)
-	}
-	return 0
 }
 
 // listQuery encodes opts as the tag, pageSize and pageToken query parameters.
@@ -182,6 +170,7 @@ type (
 		Tags          map[string]string        `json:"tags"`
 		Affinity      cloudapi.SessionAffinity `json:"sessionAffinity"`
 		AffinityMs    int64                    `json:"sessionAffinityTimeoutMillis"`
+		Size          string                   `json:"size,omitempty"`
 	}
 	loadBalancer struct {
 		ID string `json:"id"`
@@ -203,14 +192,18 @@ type (
 	}
 )
 
-func toLBSpec(s cloudapi.LoadBalancerSpec) lbSpec {
-	w := lbSpec{s.Name, s.Internal, convert(s.Listeners, func(l cloudapi.Listener) listener { return listener(l) }), s.Targets, nil,
-		s.SourceRanges, s.ProxyProtocol, s.IPFamilies, s.RequestedIPs, s.Tags, s.SessionAffinity, s.SessionAffinityTimeout.Milliseconds()}
+// writeLB sends spec s with method to path. A setting restcloud lacks is refused, never dropped.
+func writeLB(ctx context.Context, c *Client, op cloudapi.Operation, id, method, path string, s cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	w := lbSpec{s.Name, s.Internal, convert(s.Listeners, func(l cloudapi.Listener) listener { return listener(l) }), s.Targets, nil, s.SourceRanges,
+		s.ProxyProtocol, s.IPFamilies, s.RequestedIPs, s.Tags, s.SessionAffinity, s.SessionAffinityTimeout.Milliseconds(), s.Settings["size"]}
 	if hc := s.HealthCheck; hc != nil {
 		w.HealthCheck = &healthCheck{hc.Protocol, hc.Port, hc.Path, hc.Interval.Milliseconds(),
 			hc.Timeout.Milliseconds(), hc.HealthyThreshold, hc.UnhealthyThreshold}
 	}
-	return w
+	if _, err := Settings.Defaults(s.Settings); err != nil {
+		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
+	}
+	return call(ctx, c, op, id, method, path, w, loadBalancer.cloud)
 }
 
 func (w loadBalancer) cloud() cloudapi.LoadBalancer {
@@ -218,6 +211,9 @@ func (w loadBalancer) cloud() cloudapi.LoadBalancer {
 		Listeners:     convert(w.Listeners, func(l listener) cloudapi.Listener { return cloudapi.Listener(l) }),
 		ProxyProtocol: w.ProxyProtocol, IPFamilies: w.IPFamilies, RequestedIPs: w.RequestedIPs, Tags: w.Tags,
 		SessionAffinity: w.Affinity, SessionAffinityTimeout: time.Duration(w.AffinityMs) * time.Millisecond}
+	if w.Size != "" {
+		s.Settings = map[string]string{"size": w.Size}
+	}
 	if hc := w.HealthCheck; hc != nil {
 		s.HealthCheck = &cloudapi.HealthCheck{Protocol: hc.Protocol, Port: hc.Port, Path: hc.Path,
 			Interval: time.Duration(hc.IntervalMillis) * time.Millisecond, Timeout: time.Duration(hc.TimeoutMillis) * time.Millisecond,
@@ -273,13 +269,13 @@ func (c *Client) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOption
 
 // CreateLoadBalancer answers POST /v1/loadbalancers.
 func (c *Client) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
-	return call(ctx, c, cloudapi.OpCreateLoadBalancer, "", http.MethodPost, "/v1/loadbalancers", toLBSpec(spec), loadBalancer.cloud)
+	return writeLB(ctx, c, cloudapi.OpCreateLoadBalancer, "", http.MethodPost, "/v1/loadbalancers", spec)
 }
 
 // UpdateLoadBalancer answers PUT /v1/loadbalancers/{id}, which replaces the whole spec:
 // the API has no finer-grained calls, so update.Changes is not needed.
 func (c *Client) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
-	return call(ctx, c, cloudapi.OpUpdateLoadBalancer, id, http.MethodPut, "/v1/loadbalancers/"+url.PathEscape(id), toLBSpec(update.Spec), loadBalancer.cloud)
+	return writeLB(ctx, c, cloudapi.OpUpdateLoadBalancer, id, http.MethodPut, "/v1/loadbalancers/"+url.PathEscape(id), update.Spec)
 }
 
 // DeleteLoadBalancer answers DELETE /v1/loadbalancers/{id}.

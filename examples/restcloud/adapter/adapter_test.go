@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/ccmkit/ccmkit/examples/restcloud/adapter"
 	"github.com/ccmkit/ccmkit/examples/restcloud/server"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -75,12 +77,13 @@ func withLatency(h http.Handler) http.Handler {
 
 func TestContract(t *testing.T) {
 	plain := func(h http.Handler) http.Handler { return h }
+	sizes := cloudapitest.WithSettings(map[string]string{"size": "small"}, map[string]string{"size": "large"}, map[string]string{"size": "medium"})
 	for _, tc := range []struct {
 		name    string
 		backend cloudapitest.NewBackend
 		opts    []cloudapitest.Option
 	}{
-		{"plain", newBackend(fake.Config{}, plain), nil},
+		{"plain", newBackend(fake.Config{}, plain), []cloudapitest.Option{sizes}},
 		{"server latency", newBackend(fake.Config{}, withLatency), nil},
 		{"provisioning 3 reads, small pages", newBackend(fake.Config{PageSize: 5, Provisioning: fake.Provisioning{Reads: 3}}, plain), nil},
 		{"hostnames without addresses", newBackend(fake.Config{Hostnames: fake.Hostnames{Domain: "lb.example.com", WithoutAddresses: true}}, plain),
@@ -571,4 +574,73 @@ func TestListQuery(t *testing.T) {
 
 	_, err = api.ListInstances(t.Context(), cloudapi.ListOptions{PageSize: -1})
 	assert.NoError(t, err, "a negative page size asks for the default, not a 400")
+}
+
+// TestREADMESettingsReference keeps the README's table of restcloud's annotations equal to
+// its declaration. Run with CCMKIT_PRINT_ANNOTATIONS=1 to print the table to paste.
+func TestREADMESettingsReference(t *testing.T) {
+	want := adapter.Settings.Reference(loadbalancer.DefaultAnnotationPrefix)
+	if os.Getenv("CCMKIT_PRINT_ANNOTATIONS") != "" {
+		fmt.Print(want)
+	}
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), want, "the README's settings table is out of date: run CCMKIT_PRINT_ANNOTATIONS=1 go test -run TestREADMESettingsReference ./examples/restcloud/adapter and paste the table")
+}
+
+// TestSizeSetting runs the registered provider over HTTP: the size annotation reaches the
+// API as its size field and is changed in place by one PUT; a size the API lacks is an
+// annotation error before any write, and a setting restcloud lacks is refused, never sent.
+func TestSizeSetting(t *testing.T) {
+	cloud := newCloud(t, fake.Config{}, node)
+	srv := serve(t, server.New(cloud, server.Options{Token: testToken}))
+	ccm, err := cloudprovider.GetCloudProvider("restcloud", strings.NewReader(
+		"restcloud: {endpoint: "+srv.URL+"}\ncluster: {id: c1}\ncredentials: {token: "+testToken+"}\n"))
+	require.NoError(t, err)
+	lbs, ok := ccm.LoadBalancer()
+	require.True(t, ok)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1", Annotations: map[string]string{}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}},
+	}
+	nodes := []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: node.Name}, Spec: corev1.NodeSpec{ProviderID: "restcloud://" + node.ID}}}
+	only := func() cloudapi.LoadBalancer {
+		t.Helper()
+		inv := cloud.Inventory().LoadBalancers
+		require.Len(t, inv, 1)
+		return inv[0]
+	}
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "c1", svc, nodes)
+	require.NoError(t, err)
+	first := only()
+	assert.Equal(t, map[string]string{"size": "small"}, first.Spec.Settings, "the declared default")
+
+	svc.Annotations[loadbalancer.DefaultAnnotationPrefix+"size"] = "Large"
+	before := cloud.Calls()
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "c1", svc, nodes)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), cloud.Calls().Sub(before)[cloudapi.OpUpdateLoadBalancer], "one update")
+	assert.Equal(t, int64(1), cloud.Calls().Sub(before).Writes())
+	lb := only()
+	assert.Equal(t, first.ID, lb.ID)
+	assert.Equal(t, first.Addresses, lb.Addresses)
+	assert.Equal(t, map[string]string{"size": "large"}, lb.Spec.Settings, "canonical")
+
+	svc.Annotations[loadbalancer.DefaultAnnotationPrefix+"size"] = "huge"
+	before = cloud.Calls()
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "c1", svc, nodes)
+	var aerr *loadbalancer.AnnotationError
+	require.ErrorAs(t, err, &aerr)
+	assert.Equal(t, "small, medium, large", aerr.Allowed)
+	assert.Zero(t, cloud.Calls().Sub(before).Writes())
+
+	client := adapter.New(srv.URL, testToken, srv.Client())
+	api, _ := client.LoadBalancers()
+	spec := lb.Spec.Clone()
+	spec.Settings["algorithm"] = "round-robin"
+	before = cloud.Calls()
+	_, err = api.UpdateLoadBalancer(t.Context(), lb.ID, cloudapi.LoadBalancerUpdate{Spec: spec})
+	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
+	assert.ErrorContains(t, err, "algorithm: no such setting (the adapter declares: size)")
+	assert.Empty(t, cloud.Calls().Sub(before), "refused before any request")
 }

@@ -15,7 +15,13 @@
 // 24 hours: a larger value is cut to that, never overflowing into a negative or wrapped
 // duration (ccmkit caps the wait lower still). An absent, zero, negative, signed,
 // fractional or garbled value, a date in the past, or a date without a Date header asks
-// for no wait; ccmkit then backs off on its own.
+// for no wait; ccmkit then backs off on its own (cloudapi.ParseRetryAfter reads it).
+//
+// restcloud's load balancers have a size (small, medium, large), declared to ccmkit as
+// Settings when the provider registers: ccmkit reads it from the Service's size
+// annotation and hands it over in cloudapi.LoadBalancerSpec.Settings, which the adapter
+// carries as the API's size field. A spec with any other setting is refused with
+// ErrInvalidRequest before any request, never sent without it.
 //
 // The token is sent as a bearer token and appears in no error. The client neither
 // retries, caches nor rate-limits: ccmkit does that above it.

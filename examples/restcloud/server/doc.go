@@ -40,7 +40,8 @@
 //	               "targets": ["i-1"], "healthCheck": {"protocol", "port", "path",
 //	               "intervalMillis", "timeoutMillis", "healthyThreshold", "unhealthyThreshold"},
 //	               "sourceRanges", "proxyProtocol", "ipFamilies", "requestedIPs", "tags",
-//	               "sessionAffinity": "" or "ClientIP", "sessionAffinityTimeoutMillis"}
+//	               "sessionAffinity": "" or "ClientIP", "sessionAffinityTimeoutMillis",
+//	               "size": "small", "medium" or "large" (absent: built small)}
 //	Route         {"id", "blackhole", and the spec's fields}
 //	Route spec    {"name", "destinationCIDR", "targetInstanceID", "targetAddress", "tags"}
 //	Page          {"items": [...], "nextPageToken": "T"}
@@ -48,6 +49,7 @@
 //
 // POST and PUT of a load balancer take its spec; PUT replaces the whole spec. POST of a
 // route takes its spec. Health check and session affinity durations are whole milliseconds.
+// A load balancer's size can be changed in place by a PUT; an unknown size is 400.
 //
 // # Status codes
 //

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,6 +163,8 @@ type (
 		// SessionAffinity is "" or "ClientIP", with its timeout in whole milliseconds.
 		SessionAffinity              string `json:"sessionAffinity,omitempty"`
 		SessionAffinityTimeoutMillis int64  `json:"sessionAffinityTimeoutMillis,omitempty"`
+		// Size is "small", "medium" or "large"; absent: built as "small".
+		Size string `json:"size,omitempty"`
 	}
 	loadBalancer struct {
 		ID string `json:"id"`
@@ -207,6 +210,7 @@ func toLoadBalancer(in cloudapi.LoadBalancer) loadBalancer {
 		Name: s.Name, Internal: s.Internal, Targets: s.Targets, SourceRanges: s.SourceRanges,
 		ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags,
 		SessionAffinity: string(s.SessionAffinity), SessionAffinityTimeoutMillis: s.SessionAffinityTimeout.Milliseconds(),
+		Size: s.Settings[SettingSize],
 	}}
 	for _, l := range s.Listeners {
 		out.Listeners = append(out.Listeners, listener{l.Name, string(l.Protocol), l.Port, l.TargetPort, string(l.AppProtocol), l.Certificates})
@@ -226,6 +230,9 @@ func (s lbSpec) cloud() cloudapi.LoadBalancerSpec {
 		SourceRanges: s.SourceRanges, ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags,
 		SessionAffinity:        cloudapi.SessionAffinity(s.SessionAffinity),
 		SessionAffinityTimeout: time.Duration(s.SessionAffinityTimeoutMillis) * time.Millisecond}
+	if s.Size != "" {
+		out.Settings = map[string]string{SettingSize: s.Size}
+	}
 	for _, l := range s.Listeners {
 		out.Listeners = append(out.Listeners, cloudapi.Listener{Name: l.Name, Protocol: cloudapi.Protocol(l.Protocol),
 			Port: l.Port, TargetPort: l.TargetPort, AppProtocol: cloudapi.AppProtocol(l.AppProtocol), Certificates: l.Certificates})
@@ -331,7 +338,7 @@ func (h *Handler) getLoadBalancer(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
 	var spec lbSpec
-	if !readJSON(w, r, &spec) {
+	if !readLBSpec(w, r, &spec) {
 		return
 	}
 	lb, err := h.lbs().CreateLoadBalancer(r.Context(), spec.cloud())
@@ -342,11 +349,31 @@ func (h *Handler) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
 // sends the fake no Changes.
 func (h *Handler) updateLoadBalancer(w http.ResponseWriter, r *http.Request) {
 	var spec lbSpec
-	if !readJSON(w, r, &spec) {
+	if !readLBSpec(w, r, &spec) {
 		return
 	}
 	lb, err := h.lbs().UpdateLoadBalancer(r.Context(), r.PathValue("id"), cloudapi.LoadBalancerUpdate{Spec: spec.cloud()})
 	answer(w, http.StatusOK, lb, err, toLoadBalancer)
+}
+
+// SettingSize is the fake's setting name under which the API's load balancer size is
+// stored; the fake keeps it as it keeps any adapter setting.
+const SettingSize = "size"
+
+// Sizes are the load balancer sizes, smallest first. A load balancer without one is
+// built as the first, and answered without one.
+var Sizes = []string{"small", "medium", "large"}
+
+// readLBSpec reads a load balancer spec, refusing a size that is not one of Sizes.
+func readLBSpec(w http.ResponseWriter, r *http.Request, spec *lbSpec) bool {
+	if !readJSON(w, r, spec) {
+		return false
+	}
+	if spec.Size != "" && !slices.Contains(Sizes, spec.Size) {
+		writeError(w, http.StatusBadRequest, "invalid", fmt.Sprintf("size: %q is not one of %s", spec.Size, strings.Join(Sizes, ", ")))
+		return false
+	}
+	return true
 }
 
 func (h *Handler) deleteLoadBalancer(w http.ResponseWriter, r *http.Request) {

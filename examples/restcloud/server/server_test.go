@@ -41,6 +41,11 @@ func TestRequests(t *testing.T) {
 		{"unknown load balancer", "GET", "/v1/loadbalancers/lb-9", "Bearer " + token, "", http.StatusNotFound, `"code":"not_found"`},
 		{"update unknown", "PUT", "/v1/loadbalancers/lb-9", "Bearer " + token,
 			`{"name":"web","listeners":[{"name":"http","protocol":"TCP","port":80,"targetPort":30080}]}`, http.StatusNotFound, `"code":"not_found"`},
+		{"unknown size", "POST", "/v1/loadbalancers", "Bearer " + token,
+			`{"name":"web","listeners":[{"name":"http","protocol":"TCP","port":80,"targetPort":30080}],"size":"huge"}`, http.StatusBadRequest,
+			`size: \"huge\" is not one of small, medium, large`},
+		{"a size", "POST", "/v1/loadbalancers", "Bearer " + token,
+			`{"name":"web","listeners":[{"name":"http","protocol":"TCP","port":80,"targetPort":30080}],"size":"large"}`, http.StatusCreated, `"size":"large"`},
 		{"delete unknown route", "DELETE", "/v1/routes/r-9", "Bearer " + token, "", http.StatusNotFound, `"code":"not_found"`},
 		{"unknown path", "GET", "/v2/instances/i-9", "Bearer " + token, "", http.StatusNotFound, "404 page not found"},
 	} {

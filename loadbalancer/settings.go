@@ -1,0 +1,191 @@
+package loadbalancer
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Setting is a load balancer setting that an adapter declares for its cloud, such as a
+// size or an algorithm: ccmkit reads it from the Service annotation Name under the
+// annotation prefix, checks it like its own annotations, and hands the adapter its
+// canonical value in cloudapi.LoadBalancerSpec.Settings[Name]. The adapter never sees the
+// Service.
+type Setting struct {
+	// Name is the setting's name: the key in cloudapi.LoadBalancerSpec.Settings and the
+	// annotation's key after the prefix, for example "size". A DNS label (lower-case
+	// letters, digits and '-'), not one of ccmkit's own annotations. Required.
+	Name string
+	// Values are the allowed values, each in its canonical spelling; an annotation value
+	// matches one ignoring case and surrounding white space, and the spec carries the
+	// canonical one. Set Values or Parse.
+	Values []string
+	// Parse, instead of Values, checks a value (trimmed of white space) and returns its
+	// canonical form, or an error saying what is wrong with it. It must be a pure
+	// function: ccmkit calls it on every sync and compares its results.
+	Parse func(value string) (string, error)
+	// Allowed says what Parse allows, for errors and the reference; required with Parse.
+	// With Values it is generated ("small, medium, large").
+	Allowed string
+	// Default is the value a Service without the annotation gets, unless the cloud config's
+	// loadBalancer.settings sets another. Empty means none: the spec then carries no value
+	// and the cloud uses its own default. A non-empty Default must be allowed.
+	Default string
+	// Doc says what the setting does, for the reference.
+	Doc string
+	// Replace is true when the cloud cannot change the setting of an existing load
+	// balancer: a changed value then replaces the load balancer (a new one, with a new
+	// address), as the internal annotation does, and is refused where ccmkit replaces none
+	// (keep-on-delete, load-balancer-id). False: a change is one in-place update.
+	Replace bool
+}
+
+// Settings are the load balancer settings an adapter declares.
+type Settings []Setting
+
+var settingNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Validate reports every problem of the declarations at once: a name that is empty, no DNS
+// label, declared twice or one of ccmkit's own annotations; neither or both of Values and
+// Parse; Parse without Allowed; duplicate or empty values; a default that is not allowed.
+func (ss Settings) Validate() error {
+	own := map[string]bool{}
+	for _, a := range Annotations() {
+		own[a.Name] = true
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i, s := range ss {
+		bad := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("load balancer setting %d (%q): %s", i, s.Name, fmt.Sprintf(format, args...)))
+		}
+		switch {
+		case !settingNameRE.MatchString(s.Name):
+			bad("the name must be a DNS label: 1-63 lower-case letters, digits and '-'")
+		case own[s.Name]:
+			bad("the name is one of ccmkit's own annotations; choose another")
+		case seen[s.Name]:
+			bad("declared twice")
+		}
+		seen[s.Name] = true
+		switch {
+		case len(s.Values) == 0 && s.Parse == nil:
+			bad("set Values or Parse")
+		case len(s.Values) > 0 && s.Parse != nil:
+			bad("set Values or Parse, not both")
+		case s.Parse != nil && s.Allowed == "":
+			bad("Parse needs Allowed, which says what it allows")
+		}
+		lower := map[string]bool{}
+		for _, v := range s.Values {
+			if v == "" || v != strings.TrimSpace(v) || lower[strings.ToLower(v)] {
+				bad("value %q is empty, has surrounding white space, or is listed twice (ignoring case)", v)
+			}
+			lower[strings.ToLower(v)] = true
+		}
+		if s.Default != "" && (len(s.Values) > 0) != (s.Parse != nil) {
+			if canon, err := s.parse(s.Default); err != nil {
+				bad("the default %q is not allowed: %v", s.Default, err)
+			} else if canon != s.Default {
+				bad("the default %q is not canonical: write %q", s.Default, canon)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// allowed says what values s allows.
+func (s Setting) allowed() string {
+	if s.Parse != nil {
+		return s.Allowed
+	}
+	return strings.Join(s.Values, ", ")
+}
+
+// parse returns the canonical form of v (trimmed), or what is wrong with it.
+func (s Setting) parse(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if s.Parse != nil {
+		return s.Parse(v)
+	}
+	for _, allowed := range s.Values {
+		if strings.EqualFold(v, allowed) {
+			return allowed, nil
+		}
+	}
+	return "", errors.New("not an allowed value")
+}
+
+// Defaults checks values (setting name to value, such as the cloud config's
+// loadBalancer.settings) against the declarations and returns the defaults every Service
+// starts from: each setting's Default, overridden by values, canonical. It reports every
+// problem at once: a name no setting has, a value a setting does not allow.
+func (ss Settings) Defaults(values map[string]string) (map[string]string, error) {
+	out := map[string]string{}
+	byName := map[string]Setting{}
+	for _, s := range ss {
+		byName[s.Name] = s
+		if s.Default != "" {
+			out[s.Name] = s.Default
+		}
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		s, ok := byName[name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: no such setting (the adapter declares: %s)", name, strings.Join(ss.names(), ", ")))
+			continue
+		}
+		canon, err := s.parse(values[name])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q: %w (allowed: %s)", name, values[name], err, s.allowed()))
+			continue
+		}
+		out[name] = canon
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, errors.Join(errs...)
+}
+
+// names returns the declared names, or "none".
+func (ss Settings) names() []string {
+	if len(ss) == 0 {
+		return []string{"none"}
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Reference returns the annotation reference of the settings as a Markdown table, the
+// same columns as ccmkit's own, with each key under prefix (DefaultAnnotationPrefix when
+// empty): an adapter's README carries it and a test checks it, as ccmkit's README's table
+// is checked against Annotations.
+func (ss Settings) Reference(prefix string) string {
+	if prefix == "" {
+		prefix = DefaultAnnotationPrefix
+	}
+	var b strings.Builder
+	b.WriteString("| annotation | values | default | what it does |\n|---|---|---|---|\n")
+	for _, s := range ss {
+		def := s.Default
+		if def == "" {
+			def = "none: the cloud's own"
+		}
+		doc := s.Doc
+		if s.Replace {
+			doc = strings.TrimSpace(doc + " Changing it replaces the load balancer (new address).")
+		} else {
+			doc = strings.TrimSpace(doc + " Changed in place.")
+		}
+		fmt.Fprintf(&b, "| `%s%s` | %s | %s | %s |\n", prefix, s.Name, s.allowed(), def, doc)
+	}
+	return b.String()
+}

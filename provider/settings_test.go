@@ -1,0 +1,88 @@
+package provider
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+)
+
+// sizes are an adapter's load balancer settings.
+func sizes() loadbalancer.Settings {
+	return loadbalancer.Settings{
+		{Name: "size", Values: []string{"small", "medium", "large"}, Default: "small", Doc: "The size."},
+		{Name: "algorithm", Values: []string{"round-robin", "least-connections"}, Doc: "The algorithm."},
+	}
+}
+
+func TestLoadBalancerSettingsFromConfig(t *testing.T) {
+	opts := Options{ProviderName: "mycloud", Metrics: metrics.NewKubeRegistry(), LoadBalancerSettings: sizes()}
+	factory := Factory(fakeBackend(), opts)
+
+	_, err := factory(strings.NewReader("cluster: {id: 'bad id'}\nloadBalancer:\n  settings: {sise: large, size: huge, algorithm: Least-Connections}\n"))
+	require.Error(t, err)
+	for _, want := range []string{
+		`cluster.id: "bad id"`,
+		`loadBalancer.settings.sise: no such setting (the adapter declares: size, algorithm)`,
+		`loadBalancer.settings.size: "huge": not an allowed value (allowed: small, medium, large)`,
+	} {
+		assert.Contains(t, err.Error(), want, "every problem at once")
+	}
+	assert.NotContains(t, err.Error(), "algorithm:", "a value in another case is allowed")
+
+	_, err = Factory(fakeBackend(), Options{Metrics: metrics.NewKubeRegistry()})(strings.NewReader("cluster: {id: c1}\nloadBalancer: {settings: {size: large}}\n"))
+	assert.ErrorContains(t, err, "loadBalancer.settings.size: no such setting (the adapter declares: none)")
+
+	cloud, err := factory(strings.NewReader("cluster: {id: c1}\nloadBalancer:\n  settings: {size: Large}\n"))
+	require.NoError(t, err)
+	lbs, ok := cloud.LoadBalancer()
+	require.True(t, ok)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1", Annotations: map[string]string{DefaultAnnotationPrefix + "algorithm": "round-robin"}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}},
+	}
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "c1", svc, nil)
+	require.NoError(t, err)
+	api, _ := cloud.(*Cloud).client.LoadBalancers()
+	page, err := api.ListLoadBalancers(t.Context(), cloudapi.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+	assert.Equal(t, map[string]string{"size": "large", "algorithm": "round-robin"}, page.Items[0].Spec.Settings,
+		"the config's default, canonical, and the annotation")
+}
+
+func TestNewRefusesBadDeclarations(t *testing.T) {
+	bad := loadbalancer.Settings{{Name: "internal", Values: []string{"x"}}}
+	_, err := New(Config{Cluster: ClusterConfig{ID: "c1"}}, withLoadBalancers(), Options{Metrics: metrics.NewKubeRegistry(), LoadBalancerSettings: bad})
+	assert.ErrorContains(t, err, `provider "ccmkit": its load balancer settings are declared wrongly: load balancer setting 0 ("internal"): the name is one of ccmkit's own annotations`)
+}
+
+const envRegisterChild = "CCMKIT_TEST_REGISTER_BAD_SETTINGS"
+
+// TestRegisterBadSettingsStops checks, in a child process, that Register stops the
+// process on wrongly declared settings, naming the provider and the problem.
+func TestRegisterBadSettingsStops(t *testing.T) {
+	if os.Getenv(envRegisterChild) == "1" {
+		Register("ccmkit-test-bad-settings", fakeBackend(), Options{LoadBalancerSettings: loadbalancer.Settings{
+			{Name: "size", Values: []string{"small"}, Default: "huge"}, {Name: "size", Values: []string{"small"}}}})
+		return // not reached
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestRegisterBadSettingsStops$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envRegisterChild+"=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "Register returned; output:\n%s", out)
+	assert.Equal(t, 255, exit.ExitCode())
+	for _, want := range []string{"Invalid load balancer settings", `provider="ccmkit-test-bad-settings"`, `the default "huge" is not allowed`, "declared twice"} {
+		assert.Contains(t, string(out), want)
+	}
+}
