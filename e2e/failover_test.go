@@ -754,7 +754,6 @@ func TestRestcloudTakeoverCost(t *testing.T) {
 			k, calls.Reads(), calls, calls.Writes(), services, haPageSize, nodes, haPageSize, budget)
 		assert.Zero(t, calls.Writes(), "a takeover with nothing changed writes nothing: %v", calls)
 		assert.LessOrEqual(t, calls.Reads(), budget, "a takeover's reads: %v", calls)
-		assert.LessOrEqual(t, k.toLease, next.lease.duration+2*next.lease.retryPeriod, "the takeover is bounded by the lease")
 	}
 	measure(leader, standby)
 	// deploy/'s lease on both sides: the new leader stops (SIGTERM: it exits 0, keeping
