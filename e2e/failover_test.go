@@ -901,7 +901,7 @@ func TestRestcloudFailoverUnderChurn(t *testing.T) {
 	t.Logf("%d takeovers under churn and faults (%v injected): to the Lease %v; to the first cloud call %v",
 		len(takeovers), injected, durations(takeovers, func(k takeover) time.Duration { return k.toLease }),
 		durations(takeovers, func(k takeover) time.Duration { return k.toCall }))
-	t.Logf("load balancer writes: %d creates for %d Services, %d updates, %d deletes for %d deleted Services; repeated creates %d, repeated updates %d, most load balancers of one Service at once %d",
+	t.Logf("load balancer writes: %d creates for %d Services, %d updates, %d deletes for %d deleted Services; repeated creates %d, repeated updates %d, lost 0 (every Service's load balancer targets every Node), most load balancers of one Service at once %d",
 		f.creates, created, f.updates, f.deletes, len(deleted), f.repeatedCreates, f.repeatedUpdates, f.maxAtOnce)
 	e.stopAll()
 	_, err := e.client.CoreV1().Services(metav1.NamespaceDefault).Get(e.ctx, deleted[0], metav1.GetOptions{})
