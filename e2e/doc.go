@@ -26,6 +26,19 @@
 // created the load balancers, takes them over with the same addresses. They take about
 // 30 and 45 seconds on 2 cores.
 //
+// failover_test.go proves high availability as deploy/ runs it: examples/restcloud and
+// its restcloud-server are built once (harness.Build) and run as processes (StartProcess):
+// the server over a state file with seeded faults, two CCMs with deploy/base's flags and a
+// short lease against it. TestRestcloudFailoverUnderChurn kills the leader with SIGKILL at
+// seeded moments (CCMKIT_E2E_FAILOVER_ROUNDS, default 4; CCMKIT_E2E_SEED) under Service
+// and Node churn with throttling, lost write answers and errors, and checks the server's
+// load balancer history (never two per Service, nothing created or updated twice, only
+// deleted Services' deleted), the cloud (one per Service with its first address, every
+// Node a target, no orphan), no Node deleted whose instance exists, and exit 0 on SIGTERM
+// (about 70 s). TestRestcloudTakeoverCost measures the takeover with nothing changing, with
+// the test's lease and deploy/'s: its time, logged, and its cloud calls, reads within
+// ⌈S/P⌉ + ⌈N/P⌉ + 1 and no write (about 65 s).
+//
 // Run it from the repository root with `make e2e` (part of `make test`): it builds the
 // control plane first (`make controlplane`). The suite does not run under -race: the
 // upstream service controller has a data race of its own between its node sync and

@@ -28,12 +28,18 @@ const CCMPackage = "github.com/ccmkit/ccmkit/examples/ccm"
 // the working directory, which must be inside the e2e module (the tests' and the demo's):
 // the build then reuses the packages the e2e module compiled, at its versions.
 func BuildCCM(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "ccm")
+	return Build(ctx, dir, "ccm", CCMPackage)
+}
+
+// Build builds the main package pkg into dir/name and returns the binary's path, as
+// BuildCCM does (examples/restcloud and its restcloud-server, for one).
+func Build(ctx context.Context, dir, name, pkg string) (string, error) {
+	bin := filepath.Join(dir, name)
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, CCMPackage)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", CCMPackage, err, out.String())
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out.String())
 	}
 	return bin, nil
 }
@@ -135,15 +141,24 @@ func StartCCMProcess(binary string, cp *ControlPlane, cloudConfig []byte, log io
 	if err := os.WriteFile(path, cloudConfig, 0o600); err != nil {
 		return nil, err
 	}
+	args := append(append([]string{binary}, CCMFlags(cp, provider.DefaultProviderName, path)...), extraFlags...)
+	return StartProcess(log, args...)
+}
+
+// StartProcess starts args[0] with the arguments args[1:] (any command: a CCM with flags
+// of the caller's, the restcloud-server). Its output goes to log (nil: discarded).
+func StartProcess(log io.Writer, args ...string) (*CCMProcess, error) {
+	if len(args) == 0 {
+		return nil, errors.New("no command to start")
+	}
 	if log == nil {
 		log = io.Discard
 	}
-	args := append(append([]string{binary}, CCMFlags(cp, provider.DefaultProviderName, path)...), extraFlags...)
 	p := &CCMProcess{Args: args, done: make(chan struct{}), log: &syncWriter{w: log}}
 	p.cmd = exec.Command(args[0], args[1:]...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
+		return nil, fmt.Errorf("starting %s: %w", args[0], err)
 	}
 	go func() {
 		p.err = p.cmd.Wait()
@@ -193,13 +208,17 @@ func (p *CCMProcess) Kill() error {
 }
 
 // Stop ends the process with SIGTERM, as the kubelet does, and waits up to 30 s for it
-// before it kills it.
+// before it kills it. It fails unless the process exited 0: a process that ended before,
+// died by the signal or exited with an error did not stop cleanly.
 func (p *CCMProcess) Stop() error {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	select {
 	case <-p.done:
+		if p.err != nil {
+			return fmt.Errorf("process %d did not exit 0 on SIGTERM: %w", p.Pid(), p.err)
+		}
 		return nil
 	case <-time.After(30 * time.Second):
 		return errors.Join(errors.New("the cloud-controller-manager did not stop within 30 s of SIGTERM; killed it"), p.Kill())

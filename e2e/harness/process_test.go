@@ -1,7 +1,9 @@
 package harness
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,4 +41,39 @@ func TestWithStateFile(t *testing.T) {
 func TestCommandLineQuotesForAShell(t *testing.T) {
 	p := &CCMProcess{Args: []string{"/bin/ccm", "--controllers=*", "--cloud-config=/tmp/a b/c.yaml", "--name=it's"}}
 	assert.Equal(t, `/bin/ccm '--controllers=*' '--cloud-config=/tmp/a b/c.yaml' '--name=it'\''s'`, p.CommandLine())
+}
+
+// TestStopChecksTheExitStatus checks that Stop succeeds only for a process that exits 0
+// on SIGTERM: not for one that dies by the signal or exits with another code.
+func TestStopChecksTheExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		wantErr      string
+	}{
+		{"exits 0", `trap 'exit 0' TERM; echo ready; while :; do sleep 0.05; done`, ""},
+		{"exits 3", `trap 'exit 3' TERM; echo ready; while :; do sleep 0.05; done`, "exit status 3"},
+		{"dies by the signal", `echo ready; exec sleep 60`, "signal: terminated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log syncWriter
+			var out strings.Builder
+			log.w = &out
+			p, err := StartProcess(&log, "sh", "-c", tc.script)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool {
+				log.mu.Lock()
+				defer log.mu.Unlock()
+				return strings.Contains(out.String(), "ready")
+			}, 10*time.Second, 10*time.Millisecond)
+			err = p.Stop()
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.wantErr)
+			require.ErrorContains(t, err, "did not exit 0 on SIGTERM")
+		})
+	}
+	_, err := StartProcess(nil)
+	require.Error(t, err, "no command")
 }

@@ -8,9 +8,11 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	"k8s.io/cloud-provider/app/config"
@@ -32,9 +34,15 @@ func main() {
 		klog.ErrorS(err, "Unable to initialize command options")
 		os.Exit(1)
 	}
+	// SIGTERM (the kubelet stopping the Pod) and SIGINT stop the command, which then
+	// returns, so the process exits 0 instead of dying by the signal. A leader does not
+	// give its lease up: a standby takes over once the lease expires.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	command := app.NewCloudControllerManagerCommand(opts, initCloud, lbclass.With(app.DefaultInitFuncConstructors),
-		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
-	os.Exit(cli.Run(command))
+		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, ctx.Done())
+	code := cli.Run(command)
+	stop()
+	os.Exit(code)
 }
 
 // initCloud builds the provider named by --cloud-provider from --cloud-config.

@@ -42,7 +42,7 @@ type RateLimit struct {
 
 // Handler serves the cloud API over a fake cloud. It is safe for concurrent use.
 type Handler struct {
-	cloud *fake.Cloud
+	cloud cloudapi.Client
 	token string
 	mux   *http.ServeMux
 
@@ -57,7 +57,12 @@ var _ http.Handler = (*Handler)(nil)
 
 // New returns a Handler serving cloud's instances, load balancers and routes. The cloud
 // must have load balancers and routes enabled.
-func New(cloud *fake.Cloud, opts Options) *Handler {
+func New(cloud *fake.Cloud, opts Options) *Handler { return ForClient(cloud, opts) }
+
+// ForClient returns a Handler serving any cloudapi.Client with load balancers and routes:
+// a fake cloud behind cloudapi/faultinject, for one, so that the API answers 429 and 503
+// as the faults say (the restcloud-server command).
+func ForClient(cloud cloudapi.Client, opts Options) *Handler {
 	h := &Handler{cloud: cloud, token: opts.Token, mux: http.NewServeMux(), limit: opts.RateLimit, clock: opts.Clock}
 	if h.clock == nil {
 		h.clock = clock.RealClock{}
