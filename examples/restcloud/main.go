@@ -2,7 +2,8 @@
 // controllers of k8s.io/cloud-provider, with the restcloud adapter linked in by a blank
 // import of its package, which registers the "restcloud" cloud provider, and the load
 // balancer class controller (package lbclass), which starts when the cloud config names a
-// loadBalancer.class.
+// loadBalancer.class, and the sweeper (package sweeper), which starts when the cloud
+// config says sweeper.enabled: true.
 //
 //	go run ./examples/restcloud --cloud-provider=restcloud --cloud-config=cloud.yaml --kubeconfig=...
 package main
@@ -24,6 +25,7 @@ import (
 
 	_ "github.com/ccmkit/ccmkit/examples/restcloud/adapter" // registers the "restcloud" cloud provider
 	"github.com/ccmkit/ccmkit/lbclass"
+	"github.com/ccmkit/ccmkit/sweeper"
 )
 
 func main() {
@@ -32,7 +34,7 @@ func main() {
 		klog.ErrorS(err, "Unable to initialize command options")
 		os.Exit(1)
 	}
-	command := app.NewCloudControllerManagerCommand(opts, initCloud, lbclass.With(app.DefaultInitFuncConstructors),
+	command := app.NewCloudControllerManagerCommand(opts, initCloud, sweeper.With(lbclass.With(app.DefaultInitFuncConstructors)),
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
 	os.Exit(cli.Run(command))
 }
