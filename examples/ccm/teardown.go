@@ -40,9 +40,9 @@ func runTeardown(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	clusterID := fs.String("cluster-id", "", "the cluster whose resources to tear down (default: the cloud config's cluster.id)")
 	del := fs.Bool("delete", false, "delete what is found; without it, only print what would be deleted")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s %s --cloud-config=FILE [--cloud-provider=NAME] [--cluster-id=ID] [--delete]\n\n", os.Args[0], TeardownCommand)
-		fmt.Fprintln(stderr, "Lists every load balancer and route tagged with the cluster's ID and, with --delete, deletes them.")
-		fmt.Fprintln(stderr, "Nothing without that tag is touched. Run it once the cluster's CCM is stopped for good.")
+		printf(stderr, "Usage: %s %s --cloud-config=FILE [--cloud-provider=NAME] [--cluster-id=ID] [--delete]\n\n", os.Args[0], TeardownCommand)
+		printf(stderr, "Lists every load balancer and route tagged with the cluster's ID and, with --delete, deletes them.\n")
+		printf(stderr, "Nothing without that tag is touched. Run it once the cluster's CCM is stopped for good.\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -54,12 +54,12 @@ func runTeardown(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	cloud, err := cloudprovider.InitCloudProvider(*providerName, *cloudConfig)
 	if err != nil {
-		fmt.Fprintf(stderr, "teardown: %v\n", err)
+		printf(stderr, "teardown: %v\n", err)
 		return 1
 	}
 	c, ok := cloud.(teardownCloud)
 	if cloud == nil || !ok {
-		fmt.Fprintf(stderr, "teardown: provider %q is not a ccmkit provider\n", *providerName)
+		printf(stderr, "teardown: provider %q is not a ccmkit provider\n", *providerName)
 		return 1
 	}
 	id := *clusterID
@@ -67,7 +67,7 @@ func runTeardown(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		id = c.Config().Cluster.ID
 	}
 	if id == "" {
-		fmt.Fprintln(stderr, "teardown: no cluster ID: set cluster.id in the cloud config or pass --cluster-id")
+		printf(stderr, "teardown: no cluster ID: set cluster.id in the cloud config or pass --cluster-id\n")
 		return 2
 	}
 	found, err := sweeper.Teardown(ctx, c.CloudClient(), id, sweeper.TeardownOptions{Delete: *del, PageSize: c.Config().CloudAPI.PageSize})
@@ -80,12 +80,12 @@ func runTeardown(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		if r.Err != nil {
 			status = "FAILED"
 		}
-		fmt.Fprintf(stdout, "%-12s %-14s %-24s %-30s owner=%s\n", status, r.Kind, r.ID, r.Name, r.Owner)
+		printf(stdout, "%-12s %-14s %-24s %-30s owner=%s\n", status, r.Kind, r.ID, r.Name, r.Owner)
 	}
-	fmt.Fprintf(stdout, "%d resource(s) of cluster %q %s\n", len(found), id, verb)
+	printf(stdout, "%d resource(s) of cluster %q %s\n", len(found), id, verb)
 	if err != nil {
 		for _, e := range unjoin(err) {
-			fmt.Fprintf(stderr, "%v\n", e)
+			printf(stderr, "%v\n", e)
 		}
 		return 1
 	}
@@ -106,4 +106,10 @@ func teardownMain(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	return runTeardown(ctx, args, os.Stdout, os.Stderr)
+}
+
+// printf writes to the command's output; a failed write to stdout or stderr has nowhere
+// to be reported.
+func printf(w io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(w, format, args...)
 }
