@@ -318,3 +318,25 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 	var _ kubernetes.Interface = kube
 }
+
+// Run sweeps at once, then every interval on its clock, and stops with its context.
+func TestRunSweepsEveryInterval(t *testing.T) {
+	w := newWorld(t, []runtime.Object{}, nil)
+	w.lb("gone", owned("uid-gone", "ns/gone"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.s.Run(ctx)
+	}()
+	lists := func() int64 { return w.cloud.Calls()[cloudapi.OpListLoadBalancers] }
+	require.Eventually(t, func() bool { return lists() == 1 }, 10*time.Second, time.Millisecond, "the first sweep at once")
+	for sweeps := int64(2); w.clock.Since(time.Unix(1e9, 0)) < grace; sweeps++ {
+		w.clock.Step(time.Minute)
+		require.Eventually(t, func() bool { return lists() == sweeps }, 10*time.Second, time.Millisecond, "sweep %d", sweeps)
+	}
+	require.Eventually(t, func() bool { return len(w.lbIDs()) == 0 }, 10*time.Second, time.Millisecond, "deleted once the grace period passed")
+	assert.Equal(t, int64(grace/time.Minute)+1, lists(), "one list per sweep")
+	cancel()
+	<-done
+}
