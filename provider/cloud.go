@@ -20,6 +20,7 @@ import (
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/providerid"
 	"github.com/ccmkit/ccmkit/routes"
+	"github.com/ccmkit/ccmkit/sweeper"
 	"github.com/ccmkit/ccmkit/zones"
 )
 
@@ -31,10 +32,11 @@ type Cloud struct {
 	client     cloudapi.Client
 	providerID providerid.Format
 	lookup     instances.Lookup
-	instances  *instances.Instances       // nil when disabled
-	zones      *zones.Zones               // nil when disabled
-	lbs        *loadbalancer.LoadBalancer // nil when disabled or absent
-	routes     *routes.Routes             // nil when disabled or absent
+	instances  *instances.Instances                   // nil when disabled
+	zones      *zones.Zones                           // nil when disabled
+	lbs        *loadbalancer.LoadBalancer             // nil when disabled or absent
+	routes     *routes.Routes                         // nil when disabled or absent
+	onSwept    func(kind sweeper.Kind, result string) // nil when the sweeper is off
 
 	mu       sync.Mutex
 	recorder record.EventRecorder
@@ -139,11 +141,58 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			errs = append(errs, err)
 		}
 	}
+	if cfg.Sweeper.Enabled {
+		if c.sweptLoadBalancers() == nil && c.routes == nil {
+			errs = append(errs, errors.New("sweeper.enabled: there is nothing to sweep: load balancers are off or kept on delete (loadBalancer.keepOnDelete: true), and routes are off"))
+		}
+		c.onSwept, err = sweptCounter(opts)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return c, nil
 }
+
+// Sweeper returns what the sweeper of package sweeper sweeps (the cluster's load
+// balancers unless loadBalancer.keepOnDelete is true, its routes when routes are on)
+// through the same instrumented client as every other call, with the cloud config's
+// sweeper settings and the counter SweptMetric; ok is false unless sweeper.enabled.
+func (c *Cloud) Sweeper() (sweeper.Target, bool) {
+	if !c.cfg.Sweeper.Enabled {
+		return sweeper.Target{}, false
+	}
+	t := sweeper.Target{
+		LoadBalancers: c.sweptLoadBalancers(),
+		Options: sweeper.Options{
+			ClusterID:   c.cfg.Cluster.ID,
+			GracePeriod: c.cfg.Sweeper.GracePeriod,
+			Interval:    c.cfg.Sweeper.Interval,
+			PageSize:    c.cfg.CloudAPI.PageSize,
+			OnSwept:     c.onSwept,
+		},
+	}
+	if c.routes != nil {
+		t.Routes, _ = c.client.Routes()
+	}
+	return t, true
+}
+
+// sweptLoadBalancers returns the load balancer API the sweeper sweeps, or nil.
+func (c *Cloud) sweptLoadBalancers() cloudapi.LoadBalancerAPI {
+	if c.lbs == nil || c.cfg.LoadBalancer.KeepOnDelete {
+		return nil
+	}
+	api, _ := c.client.LoadBalancers()
+	return api
+}
+
+// CloudClient returns the provider's cloud client: the backend's behind the decorator
+// every call goes through (rate limit, retries, timeouts, metrics). For tools that work
+// on the cloud with the provider's config, such as sweeper.Teardown.
+func (c *Cloud) CloudClient() cloudapi.Client { return c.client }
 
 // Options customise a provider beyond its cloud config: what an adapter decides once for
 // all its users.

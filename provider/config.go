@@ -21,6 +21,7 @@ import (
 	"github.com/ccmkit/ccmkit/internal/sharedlist"
 	"github.com/ccmkit/ccmkit/internal/strictyaml"
 	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/sweeper"
 )
 
 // Defaults of the cloud config. A zero value in a Config means "use the default".
@@ -53,6 +54,11 @@ const (
 	// DefaultCacheMaxAge is how old the shared instance snapshot may get before a lookup
 	// refreshes it.
 	DefaultCacheMaxAge = sharedlist.DefaultMaxAge
+	// DefaultSweeperGracePeriod is how long a load balancer or route must look orphaned
+	// before the sweeper deletes it.
+	DefaultSweeperGracePeriod = sweeper.DefaultGracePeriod
+	// DefaultSweeperInterval is the time between two sweeps.
+	DefaultSweeperInterval = sweeper.DefaultInterval
 )
 
 // Config is a provider's cloud config, the YAML file given to the cloud-controller-manager
@@ -84,6 +90,9 @@ type Config struct {
 	LoadBalancer LoadBalancerConfig `yaml:"loadBalancer"`
 	// Nodes configures what Node initialization reports (YAML "nodes").
 	Nodes NodesConfig `yaml:"nodes"`
+	// Sweeper configures the sweeper of orphaned load balancers and routes (YAML
+	// "sweeper"), the controller of package sweeper.
+	Sweeper SweeperConfig `yaml:"sweeper"`
 
 	// sections holds the top-level keys that are not fields above, by key: the backend's
 	// own section, and anything misspelt (which Validate reports).
@@ -263,6 +272,25 @@ type LoadBalancerConfig struct {
 	Settings map[string]string `yaml:"settings"`
 }
 
+// SweeperConfig configures the sweeper (package sweeper): the controller that deletes
+// the cluster's load balancers whose Service is gone and routes whose Node is gone. It
+// runs when Enabled is true and the cloud-controller-manager's main.go adds it
+// (sweeper.With).
+type SweeperConfig struct {
+	// Enabled switches the sweeper on (YAML "enabled"); default false. It sweeps the load
+	// balancers when load balancers are on and loadBalancer.keepOnDelete is false (a gone
+	// Service's keep-on-delete annotation can no longer be read), and the routes when
+	// routes are on; with neither it is an error.
+	Enabled bool `yaml:"enabled"`
+	// GracePeriod is how long a load balancer or route must look orphaned, sweep after
+	// sweep, before it is deleted (YAML "gracePeriod"); default 10m. A restart of the
+	// cloud-controller-manager starts it again.
+	GracePeriod time.Duration `yaml:"gracePeriod"`
+	// Interval is the time between two sweeps (YAML "interval"); default 5m. Each sweep
+	// lists the cluster's load balancers and routes once.
+	Interval time.Duration `yaml:"interval"`
+}
+
 // Enabled reports the effective value of a switch: the value if set, else def.
 func enabled(b *bool, def bool) bool {
 	if b == nil {
@@ -313,6 +341,12 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Cache.MaxAge == 0 {
 		c.Cache.MaxAge = DefaultCacheMaxAge
+	}
+	if c.Sweeper.GracePeriod == 0 {
+		c.Sweeper.GracePeriod = DefaultSweeperGracePeriod
+	}
+	if c.Sweeper.Interval == 0 {
+		c.Sweeper.Interval = DefaultSweeperInterval
 	}
 }
 
@@ -390,6 +424,12 @@ func (c *Config) Validate() error {
 	}
 	if !c.ServesUnclassed() && c.LoadBalancer.Class == "" {
 		bad("loadBalancer.serveUnclassed: false leaves ccmkit no Service to serve; set loadBalancer.class to the class it serves (or enable.loadBalancers: false)")
+	}
+	if c.Sweeper.GracePeriod < 0 {
+		bad("sweeper.gracePeriod: %s must be positive", c.Sweeper.GracePeriod)
+	}
+	if c.Sweeper.Interval < 0 {
+		bad("sweeper.interval: %s must be positive", c.Sweeper.Interval)
 	}
 	if c.Credentials.Token != "" && c.Credentials.TokenFile != "" && !c.Credentials.fromFile {
 		bad("credentials: set token or tokenFile, not both")

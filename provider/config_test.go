@@ -31,6 +31,7 @@ func TestReadConfigDefaults(t *testing.T) {
 	assert.False(t, cfg.LoadBalancer.KeepOnDelete, "load balancers go with their Services unless asked")
 	assert.Empty(t, cfg.LoadBalancer.Class, "no load balancer class unless asked for")
 	assert.True(t, cfg.ServesUnclassed(), "Services without a class are served unless asked not to")
+	assert.Equal(t, SweeperConfig{GracePeriod: DefaultSweeperGracePeriod, Interval: DefaultSweeperInterval}, cfg.Sweeper, "the sweeper is off unless asked for")
 }
 
 func TestReadConfigFull(t *testing.T) {
@@ -51,6 +52,7 @@ loadBalancer: {annotationPrefix: lb.example.com/, keepOnDelete: true, class: exa
 nodes:
   additionalLabels: {example.com/pool: general}
   labelsFromTags: {team: example.com/team, cost-center: example.com/cost-center}
+sweeper: {enabled: true, gracePeriod: 1h, interval: 2m}
 fake:
   anything: here
 `
@@ -71,6 +73,7 @@ fake:
 	assert.Equal(t, map[string]string{"team": "example.com/team", "cost-center": "example.com/cost-center"}, cfg.Nodes.LabelsFromTags)
 	assert.Equal(t, "example.com/ccmkit", cfg.LoadBalancer.Class)
 	assert.False(t, cfg.ServesUnclassed())
+	assert.Equal(t, SweeperConfig{Enabled: true, GracePeriod: time.Hour, Interval: 2 * time.Minute}, cfg.Sweeper)
 
 	type fakeSection struct {
 		Anything string `yaml:"anything"`
@@ -120,7 +123,7 @@ func TestConfigErrors(t *testing.T) {
 		{
 			name: "misspelt top-level key",
 			file: "backend: fake\ncluster:\n  id: a\nregoin: eu\n",
-			want: []string{`line 4: unknown key "regoin" at the top level (the backend section is "fake"; known keys: backend, cache, cloudAPI, cluster, credentials, enable, loadBalancer, nodes, region, zone)`},
+			want: []string{`line 4: unknown key "regoin" at the top level (the backend section is "fake"; known keys: backend, cache, cloudAPI, cluster, credentials, enable, loadBalancer, nodes, region, sweeper, zone)`},
 		},
 		{
 			name: "every problem at once",
@@ -164,6 +167,16 @@ func TestConfigErrors(t *testing.T) {
 			name: "load balancer class with a bad prefix",
 			file: "cluster: {id: a}\nloadBalancer: {class: 'Example_com/ccmkit'}\n",
 			want: []string{`loadBalancer.class: "Example_com/ccmkit": prefix part a lowercase RFC 1123 subdomain`},
+		},
+		{
+			name: "sweeper",
+			file: "cluster: {id: a}\nsweeper: {enabled: true, gracePeriod: -1m, interval: -1s, every: 1m}\n",
+			want: []string{`line 2: unknown key "every" in sweeper (known keys: enabled, gracePeriod, interval)`},
+		},
+		{
+			name: "sweeper durations",
+			file: "cluster: {id: a}\nsweeper: {enabled: true, gracePeriod: -1m, interval: -1s}\n",
+			want: []string{"sweeper.gracePeriod: -1m0s must be positive", "sweeper.interval: -1s must be positive"},
 		},
 		{
 			name: "serving no Service",

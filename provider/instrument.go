@@ -7,6 +7,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/cloudclient"
+	"github.com/ccmkit/ccmkit/sweeper"
 )
 
 // MetricsRegistry is where the cloud API metrics are registered.
@@ -64,5 +65,27 @@ func instanceChecks(opts Options) (func(reason, result string), error) {
 	}
 	return func(reason, result string) {
 		counter.WithLabelValues(reason, result).Inc()
+	}, nil
+}
+
+// SweptMetric is the name, after cloudprovider_<provider>_, of the counter of the
+// sweeper's deletes of orphaned resources, by kind (load_balancer, route) and result
+// (deleted, failed). Registered only when sweeper.enabled is true.
+const SweptMetric = "swept_total"
+
+// sweptCounter returns the hook that counts the sweeper's deletes in SweptMetric.
+func sweptCounter(opts Options) (func(kind sweeper.Kind, result string), error) {
+	var reg cloudclient.Registerer
+	if opts.Metrics != nil {
+		reg = opts.Metrics
+	}
+	counter, err := cloudclient.NewCounterVec(reg, opts.ProviderName, SweptMetric,
+		"Deletes of orphaned cloud resources by the sweeper: load balancers whose Service and routes whose Node is gone, by kind (load_balancer, route) and result (deleted, failed).",
+		"kind", "result")
+	if err != nil {
+		return nil, fmt.Errorf("provider: %w", err)
+	}
+	return func(kind sweeper.Kind, result string) {
+		counter.WithLabelValues(string(kind), result).Inc()
 	}, nil
 }

@@ -3,8 +3,10 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/sweeper"
 )
 
 // instancesOnly is a backend with instances only: a fake cloud without load balancers and
@@ -21,6 +24,9 @@ func instancesOnly() cloudapi.Client { return fakeCloud(false, false) }
 
 // withLoadBalancers is a backend that also has load balancers.
 func withLoadBalancers() cloudapi.Client { return fakeCloud(true, false) }
+
+// withRoutes is a backend with load balancers and routes.
+func withRoutes() cloudapi.Client { return fakeCloud(true, true) }
 
 func fakeCloud(lbs, routes bool) *fake.Cloud {
 	c, err := fake.New(fake.Config{Capabilities: fake.Capabilities{LoadBalancers: &lbs, Routes: &routes}})
@@ -205,6 +211,52 @@ func TestLoadBalancerClass(t *testing.T) {
 		_, err = New(Config{Cluster: ClusterConfig{ID: "c1"}, Enable: EnableConfig{LoadBalancers: &no}, LoadBalancer: LoadBalancerConfig{Class: "example.com/ccmkit"}}, withLoadBalancers(), testOptions())
 		assert.ErrorContains(t, err, `loadBalancer.class: "example.com/ccmkit" is set, but load balancers are off`)
 	})
+}
+
+// TestSweeper checks what the sweeper gets for each setting: the instrumented client's
+// load balancers unless they are kept on delete, the routes when they are on.
+func TestSweeper(t *testing.T) {
+	yes := true
+	on := SweeperConfig{Enabled: true, GracePeriod: time.Hour, Interval: time.Minute}
+	tests := []struct {
+		name     string
+		cfg      Config
+		client   cloudapi.Client
+		want     bool
+		lbs, rts bool
+		wantErr  string
+	}{
+		{name: "off by default", cfg: Config{Cluster: ClusterConfig{ID: "c1"}}, client: withLoadBalancers()},
+		{name: "load balancers", cfg: Config{Cluster: ClusterConfig{ID: "c1"}, Sweeper: on}, client: withLoadBalancers(), want: true, lbs: true},
+		{name: "load balancers and routes", cfg: Config{Cluster: ClusterConfig{ID: "c1"}, Sweeper: on, Enable: EnableConfig{Routes: &yes}}, client: withRoutes(), want: true, lbs: true, rts: true},
+		{name: "kept load balancers are not swept", cfg: Config{Cluster: ClusterConfig{ID: "c1"}, Sweeper: on, Enable: EnableConfig{Routes: &yes}, LoadBalancer: LoadBalancerConfig{KeepOnDelete: true}}, client: withRoutes(), want: true, rts: true},
+		{name: "nothing to sweep", cfg: Config{Cluster: ClusterConfig{ID: "c1"}, Sweeper: on, LoadBalancer: LoadBalancerConfig{KeepOnDelete: true}}, client: withLoadBalancers(),
+			wantErr: "sweeper.enabled: there is nothing to sweep"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cloud, err := New(tt.cfg, tt.client, testOptions())
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			target, ok := cloud.Sweeper()
+			require.Equal(t, tt.want, ok)
+			if !ok {
+				return
+			}
+			assert.Equal(t, tt.lbs, target.LoadBalancers != nil, "load balancers swept")
+			assert.Equal(t, tt.rts, target.Routes != nil, "routes swept")
+			assert.Equal(t, "c1", target.Options.ClusterID)
+			assert.Equal(t, time.Hour, target.Options.GracePeriod)
+			assert.Equal(t, time.Minute, target.Options.Interval)
+			require.NotNil(t, target.Options.OnSwept)
+			target.Options.OnSwept(sweeper.KindRoute, sweeper.ResultDeleted) // registered: no panic
+			_, raw := tt.client.LoadBalancers()
+			assert.NotEqual(t, fmt.Sprintf("%T", raw), fmt.Sprintf("%T", target.LoadBalancers), "through the instrumented client")
+		})
+	}
 }
 
 func TestClusters(t *testing.T) {

@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 
 	"github.com/ccmkit/ccmkit/lbclass"
+	"github.com/ccmkit/ccmkit/sweeper"
 )
 
 // ClusterCIDRs are the pod CIDRs of the harness's cluster (--cluster-cidr): the route
@@ -112,7 +113,8 @@ func (s *switchWriter) set(w io.Writer) {
 // StartCCM writes the cloud's config beside the control plane's files and starts the
 // cloud-controller-manager with every controller (cloud-node, cloud-node-lifecycle,
 // service, route, and the load balancer class controller, which starts only when the cloud
-// config names loadBalancer.class), no leader election and no serving port. Its log goes to logFile (nil:
+// config names loadBalancer.class, and the sweeper, which starts only when it says
+// sweeper.enabled: true), no leader election and no serving port. Its log goes to logFile (nil:
 // discarded). extraFlags come last and override the defaults.
 func StartCCM(cp *ControlPlane, cloud *Cloud, logFile io.Writer, extraFlags ...string) (*CCM, error) {
 	cloudConfig := filepath.Join(cp.Dir(), "cloud.yaml")
@@ -141,7 +143,7 @@ func RunCCM(cloud *Cloud, logFile io.Writer, flags []string) (*CCM, error) {
 		return nil, err
 	}
 	c := &CCM{stop: make(chan struct{}), done: make(chan error, 1), exits: exitCalls.Load()}
-	cmd := app.NewCloudControllerManagerCommand(opts, initCloud, lbclass.With(app.DefaultInitFuncConstructors),
+	cmd := app.NewCloudControllerManagerCommand(opts, initCloud, sweeper.With(lbclass.With(app.DefaultInitFuncConstructors)),
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, c.stop)
 	cmd.SetArgs(flags)
 	cmd.SetOut(logFile)

@@ -4,8 +4,15 @@
 //
 // lbclass.With adds the load balancer class controller (package lbclass) to the upstream
 // controllers; it starts only when the cloud config names a loadBalancer.class.
+// sweeper.With adds the sweeper of orphaned load balancers and routes (package sweeper);
+// it starts only when the cloud config says sweeper.enabled: true.
 //
 //	go run ./examples/ccm --cloud-provider=ccmkit --cloud-config=cloud.yaml --kubeconfig=...
+//
+// `ccm teardown` lists every load balancer and route of the cloud config's cluster, and
+// with --delete deletes them (sweeper.Teardown), for a cluster that is gone:
+//
+//	go run ./examples/ccm teardown --cloud-config=cloud.yaml [--cluster-id=ID] [--delete]
 package main
 
 import (
@@ -27,9 +34,13 @@ import (
 
 	"github.com/ccmkit/ccmkit/lbclass"
 	_ "github.com/ccmkit/ccmkit/provider/builtin" // registers the "ccmkit" cloud provider over the fake cloud
+	"github.com/ccmkit/ccmkit/sweeper"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == TeardownCommand {
+		os.Exit(teardownMain(os.Args[2:]))
+	}
 	opts, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
 		klog.ErrorS(err, "Unable to initialize command options")
@@ -39,7 +50,7 @@ func main() {
 	// returns, so the process exits 0 instead of dying by the signal. A leader does not
 	// give its lease up: a standby takes over once the lease expires.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	command := app.NewCloudControllerManagerCommand(opts, initCloud, lbclass.With(app.DefaultInitFuncConstructors),
+	command := app.NewCloudControllerManagerCommand(opts, initCloud, sweeper.With(lbclass.With(app.DefaultInitFuncConstructors)),
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, ctx.Done())
 	code := cli.Run(command)
 	stop()

@@ -2,7 +2,8 @@
 // controllers of k8s.io/cloud-provider, with the restcloud adapter linked in by a blank
 // import of its package, which registers the "restcloud" cloud provider, and the load
 // balancer class controller (package lbclass), which starts when the cloud config names a
-// loadBalancer.class.
+// loadBalancer.class, and the sweeper (package sweeper), which starts when the cloud
+// config says sweeper.enabled: true.
 //
 //	go run ./examples/restcloud --cloud-provider=restcloud --cloud-config=cloud.yaml --kubeconfig=...
 package main
@@ -26,6 +27,7 @@ import (
 
 	_ "github.com/ccmkit/ccmkit/examples/restcloud/adapter" // registers the "restcloud" cloud provider
 	"github.com/ccmkit/ccmkit/lbclass"
+	"github.com/ccmkit/ccmkit/sweeper"
 )
 
 func main() {
@@ -38,7 +40,7 @@ func main() {
 	// returns, so the process exits 0 instead of dying by the signal. A leader does not
 	// give its lease up: a standby takes over once the lease expires.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	command := app.NewCloudControllerManagerCommand(opts, initCloud, lbclass.With(app.DefaultInitFuncConstructors),
+	command := app.NewCloudControllerManagerCommand(opts, initCloud, sweeper.With(lbclass.With(app.DefaultInitFuncConstructors)),
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, ctx.Done())
 	code := cli.Run(command)
 	stop()

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/fake"
+)
+
+// TestTeardown runs `ccm teardown` over the built-in provider with a state file that
+// another Cloud (another process, as far as the file is concerned) filled.
+func TestTeardown(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "cloud.state")
+	cloud, err := fake.Open(fake.Config{StateFile: state})
+	require.NoError(t, err)
+	lbs, _ := cloud.LoadBalancers()
+	ctx := context.Background()
+	for _, spec := range []cloudapi.LoadBalancerSpec{
+		{Name: "web", Tags: map[string]string{cloudapi.TagCluster: "c1", cloudapi.TagService: "u1", cloudapi.TagServiceName: "ns/web"}},
+		{Name: "theirs", Tags: map[string]string{cloudapi.TagCluster: "c2"}},
+		{Name: "foreign"},
+	} {
+		_, err := lbs.CreateLoadBalancer(ctx, spec)
+		require.NoError(t, err)
+	}
+	config := filepath.Join(dir, "cloud.yaml")
+	require.NoError(t, os.WriteFile(config, []byte("backend: fake\ncluster: {id: c1}\nfake: {stateFile: "+state+"}\n"), 0o600))
+	left := func() []string {
+		var names []string
+		for _, lb := range cloud.Inventory().LoadBalancers {
+			names = append(names, lb.Spec.Name)
+		}
+		return names
+	}
+
+	var out, errOut bytes.Buffer
+	code := runTeardown(ctx, []string{"--cloud-config=" + config}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	assert.Contains(t, out.String(), "would delete")
+	assert.Contains(t, out.String(), "owner=ns/web")
+	assert.Contains(t, out.String(), `1 resource(s) of cluster "c1" would delete`)
+	assert.ElementsMatch(t, []string{"web", "theirs", "foreign"}, left(), "a dry run deletes nothing")
+
+	out.Reset()
+	code = runTeardown(ctx, []string{"--cloud-config=" + config, "--cluster-id=c2", "--delete"}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	assert.ElementsMatch(t, []string{"web", "foreign"}, left(), "--cluster-id names the cluster")
+
+	out.Reset()
+	code = runTeardown(ctx, []string{"--cloud-config=" + config, "--delete"}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	assert.Equal(t, []string{"foreign"}, left())
+
+	t.Run("bad flags and configs exit non-zero", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 2, runTeardown(ctx, nil, &out, &errOut), "no cloud config")
+		assert.Equal(t, 2, runTeardown(ctx, []string{"--nope"}, &out, &errOut))
+		bad := filepath.Join(dir, "bad.yaml")
+		require.NoError(t, os.WriteFile(bad, []byte("backend: fake\ncluster: {id: c1}\nfake: {stateFile: "+filepath.Join(dir, "corrupt")+"}\n"), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "corrupt"), []byte("not a state file"), 0o600))
+		errOut.Reset()
+		assert.Equal(t, 1, runTeardown(ctx, []string{"--cloud-config=" + bad}, &out, &errOut))
+		assert.Contains(t, errOut.String(), "corrupt")
+	})
+}

@@ -1,0 +1,61 @@
+// Package sweeper deletes what a cluster left behind in the cloud: load balancers and
+// routes tagged with the cluster whose Service or Node is gone (a finalizer removed by
+// hand, a namespace force-deleted, a cloud-controller-manager that was down when they
+// went). Teardown lists, and when told to deletes, everything a cluster owns, for
+// whoever deletes a whole cluster.
+//
+// # In a cloud-controller-manager
+//
+// One line in main.go adds the sweeper next to the upstream controllers (and lbclass's):
+//
+//	command := app.NewCloudControllerManagerCommand(opts, initCloud,
+//		sweeper.With(lbclass.With(app.DefaultInitFuncConstructors)), names.CCMControllerAliases(),
+//		cliflag.NamedFlagSets{}, wait.NeverStop)
+//
+// It is the controller ControllerName ("ccmkit-sweeper") of --controllers, and is off
+// unless the cloud config switches it on (ccmkit's provider: sweeper.enabled). It runs in
+// the leader only, calls the cloud through the provider's client (rate limit, retries,
+// metrics) and the API server as ClientName.
+//
+// # What it deletes, and when
+//
+// A load balancer that carries cloudapi.TagCluster with the cluster's ID, and
+// cloudapi.TagService (the owner's UID) and cloudapi.TagServiceName (its namespace/name),
+// whose Service is gone; a route that carries the cluster's tag and cloudapi.TagNode
+// whose Node is gone. "Gone" is proven twice: the informers have synced and lacked the
+// owner at every sweep for the grace period; then, right before the delete, the cloud is
+// read again (the resource still has the same tags) and the API server is read live (a
+// GET, not the cache) and answers NotFound, or for a Service one of the same name with
+// another UID (a Service deleted and created again under its name owns nothing of its
+// predecessor's). An error anywhere is never "gone": the resource waits for the next
+// sweep. The grace period is counted in the process, so a restart of the
+// cloud-controller-manager (or a new leader) starts it again.
+//
+// Why both: the informer makes a sweep cheap (one cloud list per kind, no API call for
+// the owned); the live read closes the window in which the service controller creates a
+// load balancer for a Service the sweeper's informer has not yet seen, and the grace
+// period covers every other race (a Service or Node being recreated, a controller
+// catching up after a restart).
+//
+// # What it never touches
+//
+// Anything without the cluster's tag: foreign load balancers, another cluster's, and
+// load balancers released by keep-on-delete (which have no ccmkit tag left). A load
+// balancer whose Service still exists, whatever its type or class now: cleaning up after
+// a Service that stopped being of type LoadBalancer is the service controller's job (or
+// lbclass's), which the Service's finalizer guarantees; the sweeper only acts where
+// no Service is left to carry a finalizer. A load balancer with the cluster's tag but
+// without a complete owner (no UID or no namespace/name) has no owner to prove gone. A
+// cloud provider that keeps load balancers by default (ccmkit's loadBalancer.keepOnDelete)
+// does not hand the sweeper its load balancers: a gone Service's keep-on-delete
+// annotation can no longer be read, so a sweeper could not tell what was meant to stay.
+//
+// # What it reports
+//
+// On the gone owner, referenced by what the resource's tags say (a Service by namespace,
+// name and UID; a Node by name, whose events go to the namespace default): a Normal event
+// EventDeletedLoadBalancer or EventDeletedRoute per delete and a Warning
+// EventDeleteFailed per failed delete; `kubectl get events -n <namespace>` finds them
+// after the Service is gone. Options.OnSwept counts the deletes by kind and result; the
+// provider exports them as cloudprovider_<provider>_swept_total.
+package sweeper

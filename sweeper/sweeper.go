@@ -1,0 +1,485 @@
+package sweeper
+
+// Sweeper deletes this cluster's load balancers and routes whose owner is gone from the
+// Kubernetes API; proven gone twice (the informer, then a live read after the grace
+// period), re-read in the cloud right before the delete.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/paging"
+)
+
+// Defaults of Options.
+const (
+	// DefaultGracePeriod is how long a resource must look orphaned before the sweeper
+	// deletes it: longer than any Service's or Node's creation takes to reach the
+	// informers, and than an operator's "delete the finalizer, then recreate" takes.
+	DefaultGracePeriod = 10 * time.Minute
+	// DefaultInterval is the time between two sweeps.
+	DefaultInterval = 5 * time.Minute
+)
+
+// Kind is the kind of cloud resource the sweeper and Teardown delete.
+type Kind string
+
+// The kinds of resources.
+const (
+	// KindLoadBalancer is a load balancer, owned by a Service (cloudapi.TagService).
+	KindLoadBalancer Kind = "load_balancer"
+	// KindRoute is a route, owned by a Node (cloudapi.TagNode).
+	KindRoute Kind = "route"
+)
+
+// The results the sweeper reports through Options.OnSwept.
+const (
+	// ResultDeleted: the orphan was deleted (or the cloud answered it was gone already).
+	ResultDeleted = "deleted"
+	// ResultFailed: the delete failed; the orphan is tried again at the next sweep.
+	ResultFailed = "failed"
+)
+
+// The reasons of the sweeper's events.
+const (
+	// EventDeletedLoadBalancer is the Normal event of a deleted orphaned load balancer,
+	// on its gone Service.
+	EventDeletedLoadBalancer = "DeletedOrphanedLoadBalancer"
+	// EventDeletedRoute is the Normal event of a deleted orphaned route, on its gone Node.
+	EventDeletedRoute = "DeletedOrphanedRoute"
+	// EventDeleteFailed is the Warning event of a delete that failed.
+	EventDeleteFailed = "DeleteOrphanFailed"
+)
+
+// Options configure a Sweeper.
+type Options struct {
+	// ClusterID is the cluster's ID, the value of cloudapi.TagCluster on its resources.
+	// Required: nothing without this tag is ever looked at twice.
+	ClusterID string
+	// GracePeriod is how long a resource must look orphaned, sweep after sweep, before it
+	// is deleted. Zero means DefaultGracePeriod.
+	GracePeriod time.Duration
+	// Interval is the time between two sweeps. Zero means DefaultInterval.
+	Interval time.Duration
+	// PageSize is the page size of the cloud lists; zero is the backend's default.
+	PageSize int
+	// Clock is what the grace period and the interval are measured on. Nil means the real
+	// clock.
+	Clock clock.WithTicker
+	// Recorder records the sweeper's events (see the Event constants). Nil drops them.
+	Recorder record.EventRecorder
+	// OnSwept, when set, is called once per delete the sweeper attempted, with its kind
+	// and result (ResultDeleted, ResultFailed): the provider counts them in a metric.
+	OnSwept func(kind Kind, result string)
+}
+
+// Sweeper finds and deletes the cluster's orphans: load balancers tagged with
+// Options.ClusterID whose Service (cloudapi.TagService, a UID) is gone from the
+// Kubernetes API, and routes tagged with it whose Node (cloudapi.TagNode) is gone.
+//
+// A resource is deleted only when all of these hold, in this order: the informers have
+// synced; it carries this cluster's tag and its owner's tag; its owner was absent from
+// the informer cache at every sweep for GracePeriod (counted from the sweep that first
+// saw it so, in this process: a restart starts the grace period again); a fresh read of
+// the cloud (GetLoadBalancer; a list of the route by its tags) still shows it with the
+// same tags; and a live read of the Kubernetes API (a GET, not the cache) answers that
+// the owner does not exist: NotFound, or a Service of the same namespace and name with
+// another UID. Any error on the way leaves the resource alone until the next sweep.
+type Sweeper struct {
+	lbs            cloudapi.LoadBalancerAPI
+	routes         cloudapi.RouteAPI
+	kube           kubernetes.Interface
+	services       corelisters.ServiceLister
+	servicesSynced cache.InformerSynced
+	nodes          corelisters.NodeLister
+	nodesSynced    cache.InformerSynced
+	opts           Options
+
+	mu sync.Mutex
+	// suspects holds, by resource and owner, when a sweep first saw the resource
+	// orphaned; a resource seen owned again, or no longer listed, is dropped.
+	suspects map[suspect]time.Time
+}
+
+// errListFailed marks the error of a sweep whose list of a kind failed.
+var errListFailed = errors.New("the list failed, nothing of this kind swept")
+
+// suspect is a resource that looked orphaned, with the owner it names.
+type suspect struct {
+	kind  Kind
+	id    string
+	owner string // a Service UID, or a Node name
+}
+
+// New returns a Sweeper over the cloud's load balancers (lbs; nil: none are swept) and
+// routes (routes; nil: none are swept), reading owners from the informers and live from
+// kube. It does no I/O and starts nothing; Run does.
+func New(lbs cloudapi.LoadBalancerAPI, routes cloudapi.RouteAPI, kube kubernetes.Interface,
+	services coreinformers.ServiceInformer, nodes coreinformers.NodeInformer, opts Options) (*Sweeper, error) {
+	var errs []error
+	if opts.ClusterID == "" {
+		errs = append(errs, errors.New("sweeper: a cluster ID is required: the sweeper touches only resources tagged with it"))
+	}
+	if opts.GracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("sweeper: grace period %s must be positive", opts.GracePeriod))
+	}
+	if opts.Interval < 0 {
+		errs = append(errs, fmt.Errorf("sweeper: interval %s must be positive", opts.Interval))
+	}
+	if kube == nil || services == nil || nodes == nil {
+		errs = append(errs, errors.New("sweeper: a Kubernetes client and the Service and Node informers are required"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if opts.GracePeriod == 0 {
+		opts.GracePeriod = DefaultGracePeriod
+	}
+	if opts.Interval == 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = &record.FakeRecorder{}
+	}
+	return &Sweeper{
+		lbs:            lbs,
+		routes:         routes,
+		kube:           kube,
+		services:       services.Lister(),
+		servicesSynced: services.Informer().HasSynced,
+		nodes:          nodes.Lister(),
+		nodesSynced:    nodes.Informer().HasSynced,
+		opts:           opts,
+		suspects:       map[suspect]time.Time{},
+	}, nil
+}
+
+// Run waits for the informers to sync, then sweeps every Options.Interval until ctx
+// ends. A failed sweep is logged and the next one comes at the next interval.
+func (s *Sweeper) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	if !cache.WaitForNamedCacheSync("sweeper", ctx.Done(), s.servicesSynced, s.nodesSynced) {
+		return
+	}
+	logger.Info("Sweeping orphaned load balancers and routes", "cluster", s.opts.ClusterID,
+		"loadBalancers", s.lbs != nil, "routes", s.routes != nil, "gracePeriod", s.opts.GracePeriod, "interval", s.opts.Interval)
+	ticker := s.opts.Clock.NewTicker(s.opts.Interval)
+	defer ticker.Stop()
+	for {
+		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Sweep failed; trying again at the next interval", "interval", s.opts.Interval)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+// Result is what one sweep did.
+type Result struct {
+	// Suspects are the resources that look orphaned and wait for their grace period.
+	Suspects int
+	// Deleted are the resources the sweep deleted.
+	Deleted []Resource
+}
+
+// Sweep is one sweep: it lists the cluster's load balancers and routes, notes the ones
+// whose owner the informers lack, and deletes those that have been orphaned for the
+// grace period and are confirmed so by the cloud and a live read of the API. It refuses
+// to run before the informers have synced. The error joins every failure; a failure of
+// one resource does not stop the others.
+func (s *Sweeper) Sweep(ctx context.Context) (Result, error) {
+	var res Result
+	if !s.servicesSynced() || !s.nodesSynced() {
+		return res, errors.New("sweeper: the Service and Node informers have not synced; nothing is swept before they have")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	listed := map[suspect]bool{}
+	var errs []error
+	// A kind whose list failed keeps its suspects: a flaky cloud does not restart their
+	// grace periods.
+	failed := map[Kind]bool{}
+	if s.lbs != nil {
+		if err := s.sweepLoadBalancers(ctx, listed, &res); err != nil {
+			errs = append(errs, err)
+			failed[KindLoadBalancer] = errors.Is(err, errListFailed)
+		}
+	}
+	if s.routes != nil {
+		if err := s.sweepRoutes(ctx, listed, &res); err != nil {
+			errs = append(errs, err)
+			failed[KindRoute] = errors.Is(err, errListFailed)
+		}
+	}
+	for k := range s.suspects {
+		if !listed[k] && !failed[k.kind] {
+			delete(s.suspects, k)
+		}
+	}
+	res.Suspects = len(s.suspects)
+	return res, errors.Join(errs...)
+}
+
+// due records k as orphaned now and reports whether it has been so for the grace period.
+// The caller marks it listed.
+func (s *Sweeper) due(k suspect) bool {
+	now := s.opts.Clock.Now()
+	first, ok := s.suspects[k]
+	if !ok {
+		s.suspects[k] = now
+		return false
+	}
+	return now.Sub(first) >= s.opts.GracePeriod
+}
+
+// sweepLoadBalancers sweeps the cluster's load balancers.
+func (s *Sweeper) sweepLoadBalancers(ctx context.Context, listed map[suspect]bool, res *Result) error {
+	logger := klog.FromContext(ctx)
+	lbs, err := ListLoadBalancers(ctx, s.lbs, s.opts.ClusterID, s.opts.PageSize)
+	if err != nil {
+		return fmt.Errorf("sweeper: %w: %w", errListFailed, err)
+	}
+	var errs []error
+	for _, lb := range lbs {
+		uid, ns, name, ok := serviceOwner(lb.Spec.Tags)
+		if !ok {
+			logger.V(2).Info("Not sweeping a load balancer without a complete owner: no Service to prove gone",
+				"loadBalancer", lb.ID, "serviceUID", lb.Spec.Tags[cloudapi.TagService], "service", lb.Spec.Tags[cloudapi.TagServiceName])
+			continue
+		}
+		if svc, err := s.services.Services(ns).Get(name); err == nil && string(svc.UID) == uid {
+			continue // owned
+		}
+		k := suspect{kind: KindLoadBalancer, id: lb.ID, owner: uid}
+		listed[k] = true
+		if !s.due(k) {
+			continue
+		}
+		deleted, err := s.deleteLoadBalancer(ctx, lb.ID, uid, ns, name)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if deleted {
+			delete(s.suspects, k)
+			res.Deleted = append(res.Deleted, Resource{Kind: KindLoadBalancer, ID: lb.ID, Name: lb.Spec.Name, Owner: ns + "/" + name})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteLoadBalancer re-reads the load balancer in the cloud, confirms with a live read
+// that its Service is gone, and deletes it. deleted is true when it is gone from the
+// cloud.
+func (s *Sweeper) deleteLoadBalancer(ctx context.Context, id, uid, ns, name string) (deleted bool, _ error) {
+	logger := klog.FromContext(ctx)
+	cur, err := s.lbs.GetLoadBalancer(ctx, id)
+	if errors.Is(err, cloudapi.ErrNotFound) {
+		return false, nil // gone already; the next list will not show it
+	}
+	if err != nil {
+		return false, fmt.Errorf("sweeper: re-reading load balancer %s before deleting it: %w", id, err)
+	}
+	if cur.Spec.Tags[cloudapi.TagCluster] != s.opts.ClusterID || cur.Spec.Tags[cloudapi.TagService] != uid {
+		logger.Info("Not sweeping a load balancer whose owner tags changed", "loadBalancer", id, "service", ns+"/"+name)
+		return false, nil
+	}
+	gone, err := s.serviceGone(ctx, ns, name, uid)
+	if err != nil || !gone {
+		return false, err
+	}
+	ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name, UID: types.UID(uid)}
+	err = s.lbs.DeleteLoadBalancer(ctx, id)
+	if err != nil && !errors.Is(err, cloudapi.ErrNotFound) {
+		s.report(KindLoadBalancer, ResultFailed)
+		s.opts.Recorder.Eventf(ref, corev1.EventTypeWarning, EventDeleteFailed,
+			"Deleting load balancer %s, left behind by this deleted Service, failed (tried again at the next sweep): %v", id, err)
+		return false, fmt.Errorf("sweeper: deleting load balancer %s of the deleted Service %s/%s: %w", id, ns, name, err)
+	}
+	s.report(KindLoadBalancer, ResultDeleted)
+	s.opts.Recorder.Eventf(ref, corev1.EventTypeNormal, EventDeletedLoadBalancer,
+		"Deleted load balancer %s, left behind by this deleted Service (UID %s) for at least %s", id, uid, s.opts.GracePeriod)
+	logger.Info("Deleted an orphaned load balancer", "loadBalancer", id, "service", klog.KRef(ns, name), "serviceUID", uid)
+	return true, nil
+}
+
+// serviceGone reads the Service live: gone when the API answers NotFound or a Service
+// of another UID. An error is never gone.
+func (s *Sweeper) serviceGone(ctx context.Context, ns, name, uid string) (bool, error) {
+	svc, err := s.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("sweeper: confirming that Service %s/%s is gone: %w", ns, name, err)
+	default:
+		return string(svc.UID) != uid, nil
+	}
+}
+
+// sweepRoutes sweeps the cluster's routes.
+func (s *Sweeper) sweepRoutes(ctx context.Context, listed map[suspect]bool, res *Result) error {
+	rts, err := ListRoutes(ctx, s.routes, s.opts.ClusterID, s.opts.PageSize)
+	if err != nil {
+		return fmt.Errorf("sweeper: %w: %w", errListFailed, err)
+	}
+	var errs []error
+	for _, rt := range rts {
+		node := rt.Tags[cloudapi.TagNode]
+		if node == "" {
+			continue
+		}
+		if _, err := s.nodes.Get(node); err == nil {
+			continue // owned
+		}
+		k := suspect{kind: KindRoute, id: rt.ID, owner: node}
+		listed[k] = true
+		if !s.due(k) {
+			continue
+		}
+		deleted, err := s.deleteRoute(ctx, rt.ID, node)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if deleted {
+			delete(s.suspects, k)
+			res.Deleted = append(res.Deleted, Resource{Kind: KindRoute, ID: rt.ID, Name: rt.DestinationCIDR, Owner: node})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteRoute re-reads the route in the cloud (the cloud API has no GetRoute: a list by
+// its tags), confirms with a live read that its Node is gone, and deletes it.
+func (s *Sweeper) deleteRoute(ctx context.Context, id, node string) (deleted bool, _ error) {
+	rts, err := listRoutes(ctx, s.routes, map[string]string{cloudapi.TagCluster: s.opts.ClusterID, cloudapi.TagNode: node}, s.opts.PageSize)
+	if err != nil {
+		return false, fmt.Errorf("sweeper: re-reading route %s before deleting it: %w", id, err)
+	}
+	var cur *cloudapi.Route
+	for i := range rts {
+		if rts[i].ID == id {
+			cur = &rts[i]
+		}
+	}
+	if cur == nil {
+		return false, nil // gone, or its tags changed
+	}
+	if _, err := s.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if err != nil {
+			return false, fmt.Errorf("sweeper: confirming that Node %s is gone: %w", node, err)
+		}
+		return false, nil
+	}
+	ref := &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node}
+	err = s.routes.DeleteRoute(ctx, id)
+	if err != nil && !errors.Is(err, cloudapi.ErrNotFound) {
+		s.report(KindRoute, ResultFailed)
+		s.opts.Recorder.Eventf(ref, corev1.EventTypeWarning, EventDeleteFailed,
+			"Deleting route %s (%s), left behind by this deleted Node, failed (tried again at the next sweep): %v", id, cur.DestinationCIDR, err)
+		return false, fmt.Errorf("sweeper: deleting route %s of the deleted Node %s: %w", id, node, err)
+	}
+	s.report(KindRoute, ResultDeleted)
+	s.opts.Recorder.Eventf(ref, corev1.EventTypeNormal, EventDeletedRoute,
+		"Deleted route %s (%s), left behind by this deleted Node for at least %s", id, cur.DestinationCIDR, s.opts.GracePeriod)
+	klog.FromContext(ctx).Info("Deleted an orphaned route", "route", id, "destination", cur.DestinationCIDR, "node", node)
+	return true, nil
+}
+
+func (s *Sweeper) report(kind Kind, result string) {
+	if s.opts.OnSwept != nil {
+		s.opts.OnSwept(kind, result)
+	}
+}
+
+// serviceOwner returns the owner a load balancer's tags name: the Service's UID and its
+// namespace and name; ok is false when any is missing.
+func serviceOwner(tags map[string]string) (uid, ns, name string, ok bool) {
+	uid = tags[cloudapi.TagService]
+	ns, name, found := strings.Cut(tags[cloudapi.TagServiceName], "/")
+	if uid == "" || !found || ns == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", "", false
+	}
+	return uid, ns, name, true
+}
+
+// ListLoadBalancers returns every load balancer tagged with clusterID (all pages), and
+// only those: an item the cloud answered without the tag, despite the filter, is
+// dropped.
+func ListLoadBalancers(ctx context.Context, api cloudapi.LoadBalancerAPI, clusterID string, pageSize int) ([]cloudapi.LoadBalancer, error) {
+	if clusterID == "" {
+		return nil, errors.New("listing a cluster's load balancers: the cluster ID is empty")
+	}
+	tags := map[string]string{cloudapi.TagCluster: clusterID}
+	var out []cloudapi.LoadBalancer
+	page := func(ctx context.Context, token string) ([]cloudapi.LoadBalancer, string, error) {
+		p, err := api.ListLoadBalancers(ctx, cloudapi.ListOptions{Tags: tags, PageSize: pageSize, PageToken: token})
+		if err != nil {
+			return nil, "", err
+		}
+		return p.Items, p.NextPageToken, nil
+	}
+	_, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, func(lb *cloudapi.LoadBalancer) bool {
+		if cloudapi.MatchTags(lb.Spec.Tags, tags) {
+			out = append(out, *lb)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the load balancers of cluster %q: %w", clusterID, err)
+	}
+	return out, nil
+}
+
+// ListRoutes returns every route tagged with clusterID (all pages), and only those.
+func ListRoutes(ctx context.Context, api cloudapi.RouteAPI, clusterID string, pageSize int) ([]cloudapi.Route, error) {
+	if clusterID == "" {
+		return nil, errors.New("listing a cluster's routes: the cluster ID is empty")
+	}
+	rts, err := listRoutes(ctx, api, map[string]string{cloudapi.TagCluster: clusterID}, pageSize)
+	if err != nil {
+		return nil, fmt.Errorf("listing the routes of cluster %q: %w", clusterID, err)
+	}
+	return rts, nil
+}
+
+// listRoutes lists the routes that carry every tag of tags.
+func listRoutes(ctx context.Context, api cloudapi.RouteAPI, tags map[string]string, pageSize int) ([]cloudapi.Route, error) {
+	var out []cloudapi.Route
+	page := func(ctx context.Context, token string) ([]cloudapi.Route, string, error) {
+		p, err := api.ListRoutes(ctx, cloudapi.ListOptions{Tags: tags, PageSize: pageSize, PageToken: token})
+		if err != nil {
+			return nil, "", err
+		}
+		return p.Items, p.NextPageToken, nil
+	}
+	_, err := paging.All(ctx, cloudapi.OpListRoutes, page, func(rt *cloudapi.Route) bool {
+		if cloudapi.MatchTags(rt.Tags, tags) {
+			out = append(out, *rt)
+		}
+		return true
+	})
+	return out, err
+}
