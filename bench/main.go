@@ -31,9 +31,13 @@ type config struct {
 
 func main() {
 	var cfg config
-	var jsonPath string
+	var jsonPath, sweepNodes, sweepDir string
+	var sweepMode bool
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.StringVar(&jsonPath, "json", "", "also write the figures as JSON to `FILE`")
+	fs.BoolVar(&sweepMode, "sweep", false, "run at each size of -sweep-nodes with a fifth as many Services (-nodes and -services are ignored), print each size's table and the cost curve, and write it to -sweep-dir")
+	fs.StringVar(&sweepNodes, "sweep-nodes", defaultSweepNodes, "the sweep's sizes in Nodes, comma-separated, increasing")
+	fs.StringVar(&sweepDir, "sweep-dir", "docs/benchmarks", "the `DIR` -sweep writes "+sweepFile+" to (hack/benchplot draws the plots from it)")
 	fs.IntVar(&cfg.nodes, "nodes", 5000, "Nodes (N)")
 	fs.IntVar(&cfg.services, "services", 1000, "LoadBalancer Services (S)")
 	fs.IntVar(&cfg.pageSize, "page-size", 500, "list page size of the fake cloud, and ccmkit's cloudAPI.pageSize")
@@ -48,6 +52,13 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if sweepMode {
+		if err := runSweep(ctx, cfg, sweepNodes, sweepDir); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	rep, err := run(ctx, cfg, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -60,6 +71,21 @@ func main() {
 			os.Exit(1)
 		}
 	}
+}
+
+// runSweep is -sweep: the side-by-side at each size, then the cost curve on stdout and
+// in dir.
+func runSweep(ctx context.Context, cfg config, nodes, dir string) error {
+	sizes, err := parseSweepNodes(nodes)
+	if err != nil {
+		return err
+	}
+	sr, err := sweep(ctx, cfg, sizes, os.Stdout, os.Stderr)
+	if err != nil {
+		return err
+	}
+	sr.print(os.Stdout)
+	return sr.writeJSON(dir)
 }
 
 // run measures both providers and returns the report; progress goes to stderr.
