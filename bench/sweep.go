@@ -198,6 +198,11 @@ func (sr *sweepReport) checkGoals() {
 		measured := ""
 		if len(f.CcmkitCalls) > 0 {
 			measured = callString(toCalls(f.CcmkitCalls))
+		} else if len(sr.Sizes) > 1 {
+			// What each Node adds, between the two largest sizes (S grows with N).
+			y := sr.Sizes[len(sr.Sizes)-2]
+			per := (f.Ccmkit - y.Figures[key].Ccmkit) / float64(z.Nodes-y.Nodes)
+			measured = fmt.Sprintf("%s %s per 1,000 Nodes (and 200 Services) between %d and %d Nodes", compact(per*1000), f.Unit, y.Nodes, z.Nodes)
 		}
 		sr.Goals = append(sr.Goals, sweepGoal{Figure: key, Goal: text, AtMost: atMost, Ccmkit: f.Ccmkit, Unit: f.Unit, Met: f.Ccmkit <= atMost, Measure: measured})
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -22,6 +23,10 @@ func TestSweepSmall(t *testing.T) {
 			t.Log(logs.String())
 		}
 	})
+	// testing.Benchmark's rounds (P6) take a second each by default.
+	old := flag.Lookup("test.benchtime").Value.String()
+	require.NoError(t, flag.Set("test.benchtime", "20x"))
+	t.Cleanup(func() { _ = flag.Set("test.benchtime", old) })
 	sizes := []int{30, 60}
 	sr, err := sweep(context.Background(), smallConfig(), sizes, &out, &logs)
 	require.NoError(t, err)
