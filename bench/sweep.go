@@ -64,11 +64,13 @@ type sweepSize struct {
 	Nodes    int `json:"nodes"`
 	Services int `json:"services"`
 	// NodePages and ServicePages are ⌈N/P⌉ and ⌈S/P⌉: what ccmkit's list costs scale with.
-	NodePages    int                    `json:"node_pages"`
-	ServicePages int                    `json:"service_pages"`
-	NotReady     int                    `json:"not_ready"`
-	Figures      map[string]sweepFigure `json:"figures"`
-	WallSeconds  float64                `json:"wall_seconds"`
+	NodePages    int `json:"node_pages"`
+	ServicePages int `json:"service_pages"`
+	NotReady     int `json:"not_ready"`
+	// BaselineRun is false when the baseline was not run at this size: its figures are 0.
+	BaselineRun bool                   `json:"baseline_run"`
+	Figures     map[string]sweepFigure `json:"figures"`
+	WallSeconds float64                `json:"wall_seconds"`
 }
 
 // sweepFigure is one figure of both providers at one size, with the calls by operation
@@ -113,7 +115,11 @@ func parseSweepNodes(s string) ([]int, error) {
 
 // sweep runs the side-by-side at each size, N Nodes and N/5 Services, with cfg's other
 // settings, and returns what it found; every size's table goes to out as it is done.
-func sweep(ctx context.Context, cfg config, sizes []int, out, stderr io.Writer) (*sweepReport, error) {
+//
+// The baseline runs at the sizes up to baselineNodes (every size when 0). After each size
+// the sweep so far, goals checked at its largest size, is written to dir, so that a sweep
+// cut short keeps the sizes it finished.
+func sweep(ctx context.Context, cfg config, sizes []int, baselineNodes int, dir string, out, stderr io.Writer) (*sweepReport, error) {
 	sr := &sweepReport{
 		Date:     time.Now().UTC().Format(time.RFC3339),
 		PageSize: cfg.pageSize,
@@ -125,6 +131,7 @@ func sweep(ctx context.Context, cfg config, sizes []int, out, stderr io.Writer) 
 	for _, n := range sizes {
 		c := cfg
 		c.nodes, c.services, c.notReady = n, max(1, n/servicesPerNode), -1
+		c.noBaseline = baselineNodes > 0 && n > baselineNodes
 		start := time.Now()
 		rep, err := run(ctx, c, stderr)
 		if err != nil {
@@ -133,12 +140,15 @@ func sweep(ctx context.Context, cfg config, sizes []int, out, stderr io.Writer) 
 		rep.printTable(out)
 		_, _ = fmt.Fprintln(out)
 		sr.Sizes = append(sr.Sizes, newSweepSize(rep, time.Since(start)))
+		sr.checkGoals()
+		if err := sr.writeJSON(dir); err != nil {
+			return nil, err
+		}
 		// The next size builds its worlds from scratch: give this one's memory back.
 		rep = nil
 		runtime.GC()
 		debug.FreeOSMemory()
 	}
-	sr.checkGoals()
 	return sr, nil
 }
 
@@ -162,7 +172,7 @@ func newSweepSize(rep *report, wall time.Duration) sweepSize {
 		return out
 	}
 	return sweepSize{
-		Nodes: cfg.nodes, Services: cfg.services, NotReady: cfg.notReady,
+		Nodes: cfg.nodes, Services: cfg.services, NotReady: cfg.notReady, BaselineRun: !cfg.noBaseline,
 		NodePages: ceilDiv(cfg.nodes, cfg.pageSize), ServicePages: ceilDiv(cfg.services, cfg.pageSize),
 		Figures: map[string]sweepFigure{
 			sweepQuiet:        calls("calls/min", c.p1Calls, b.p1Calls, true),
@@ -193,6 +203,7 @@ func (sr *sweepReport) checkGoals() {
 	}
 	z := sr.Sizes[len(sr.Sizes)-1]
 	sr.GoalSize = sweepSizeKey{Nodes: z.Nodes, Services: z.Services}
+	sr.Goals = nil
 	goal := func(key, text string, atMost float64) {
 		f := z.Figures[key]
 		measured := ""
@@ -249,7 +260,11 @@ func (sr *sweepReport) print(out io.Writer) {
 			if i == 0 {
 				line += f.Unit + "\t"
 			}
-			line += fmt.Sprintf("%s / %s\t", compact(f.Ccmkit), compact(f.Baseline))
+			base := "-"
+			if z.BaselineRun {
+				base = compact(f.Baseline)
+			}
+			line += fmt.Sprintf("%s / %s\t", compact(f.Ccmkit), base)
 		}
 		_, _ = fmt.Fprintln(tw, line)
 	}
@@ -259,6 +274,11 @@ func (sr *sweepReport) print(out io.Writer) {
 	}
 	_, _ = fmt.Fprintln(tw, wall)
 	_ = tw.Flush()
+	for _, z := range sr.Sizes {
+		if !z.BaselineRun {
+			_, _ = fmt.Fprintf(out, "-: the baseline was not run at %d Nodes (-sweep-baseline-nodes)\n", z.Nodes)
+		}
+	}
 	_, _ = fmt.Fprintf(out, "\nccmkit's goals at %d Nodes, %d Services:\n", sr.GoalSize.Nodes, sr.GoalSize.Services)
 	for _, g := range sr.Goals {
 		met := "met"

@@ -28,11 +28,10 @@ func TestSweepSmall(t *testing.T) {
 	require.NoError(t, flag.Set("test.benchtime", "20x"))
 	t.Cleanup(func() { _ = flag.Set("test.benchtime", old) })
 	sizes := []int{30, 60}
-	sr, err := sweep(context.Background(), smallConfig(), sizes, &out, &logs)
+	dir := t.TempDir()
+	sr, err := sweep(context.Background(), smallConfig(), sizes, 30, dir, &out, &logs)
 	require.NoError(t, err)
 	sr.print(&out)
-	dir := t.TempDir()
-	require.NoError(t, sr.writeJSON(dir))
 
 	data, err := os.ReadFile(filepath.Join(dir, sweepFile))
 	require.NoError(t, err)
@@ -50,10 +49,16 @@ func TestSweepSmall(t *testing.T) {
 			assert.NotEmpty(t, f.Unit, row.key)
 		}
 		quiet := z.Figures[sweepQuiet]
-		assert.Less(t, quiet.Ccmkit, quiet.Baseline, "%d Nodes: the quiet cluster", z.Nodes)
 		assert.NotEmpty(t, quiet.CcmkitCalls, "the calls by operation")
 		assert.Positive(t, z.Figures[sweepRestartReads].Ccmkit)
-		assert.Positive(t, z.Figures[sweepNodeAdd].Baseline)
+		assert.Equal(t, z.Nodes <= 30, z.BaselineRun, "the baseline runs up to -sweep-baseline-nodes")
+		if z.BaselineRun {
+			assert.Less(t, quiet.Ccmkit, quiet.Baseline, "%d Nodes: the quiet cluster", z.Nodes)
+			assert.Positive(t, z.Figures[sweepNodeAdd].Baseline)
+		} else {
+			assert.Zero(t, z.Figures[sweepNodeAdd].Baseline)
+			assert.Empty(t, z.Figures[sweepQuiet].BaselineCalls)
+		}
 		assert.Positive(t, z.Figures[sweepEnsureCPU].Ccmkit, "the CPU time per ensure")
 	}
 	last := got.Sizes[len(got.Sizes)-1]
@@ -65,6 +70,7 @@ func TestSweepSmall(t *testing.T) {
 	}
 	assert.Equal(t, float64(last.ServicePages+last.NodePages+1), got.Goals[3].AtMost, "the restart goal")
 	assert.Contains(t, out.String(), "ccmkit's goals at 60 Nodes, 12 Services")
+	assert.Contains(t, out.String(), "the baseline was not run at 60 Nodes")
 }
 
 func TestParseSweepNodes(t *testing.T) {
