@@ -55,7 +55,9 @@
 //     balancer has it.
 //
 // With -sweep it runs the whole side-by-side at each size of -sweep-nodes (N Nodes,
-// S = N/5 Services, the other flags as given), prints each size's table, then the cost
+// S = N/5 Services, the other flags as given; the baseline only up to
+// -sweep-baseline-nodes, 5,000 by default: building its cluster and adding a Node take
+// time that grows with N × S), prints each size's table, then the cost
 // curve: each figure below by size, ccmkit / baseline, and ccmkit's goals checked at the
 // largest size. It writes the curve to -sweep-dir/sweep.json (the sizes with ⌈N/P⌉ and
 // ⌈S/P⌉ and each figure of both providers, with the calls by operation where it counts
@@ -74,6 +76,6 @@
 // ≤ 60 MB, converged EnsureLoadBalancer ≤ 4 ms of CPU, restart reads ≤ ⌈S/P⌉ + ⌈N/P⌉ + 1.
 // For a missed goal the report says what the figure is made of: the calls by operation,
 // or for heap and CPU what 1,000 more Nodes (and 200 Services) added between the two
-// largest sizes. At 20,000 Nodes the baseline's world holds 4,000 load balancers of
-// 20,000 targets each: the sweep needs about 6 GB of memory.
+// largest sizes. At 20,000 Nodes the world holds 4,000 load balancers of 20,000 targets
+// each: the sweep needs about 6 GB of memory.
 package main

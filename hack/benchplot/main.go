@@ -25,6 +25,7 @@ type sweep struct {
 		Services     int               `json:"services"`
 		NodePages    int               `json:"node_pages"`
 		ServicePages int               `json:"service_pages"`
+		BaselineRun  bool              `json:"baseline_run"`
 		Figures      map[string]figure `json:"figures"`
 	} `json:"sizes"`
 	GoalSize struct {
@@ -57,20 +58,20 @@ type ref struct {
 
 var charts = []chart{
 	{key: "quiet_calls_per_min", file: "sweep_quiet.svg", title: "Quiet cluster: cloud calls per minute", log: true, refs: []ref{
-		{"goal: 3 + ⌈N/P⌉/5", func(_, _, np, _ float64) float64 { return 3 + np/5 }},
+		{"goal: 3 + ceil(N/P)/5", func(_, _, np, _ float64) float64 { return 3 + np/5 }},
 		{"N/5 (one read per Node per 5 min)", func(n, _, _, _ float64) float64 { return n / 5 }},
 	}},
 	{key: "outage_calls_per_min", file: "sweep_outage.svg", title: "A zone's Nodes NotReady: cloud calls per minute", log: true, refs: []ref{
-		{"⌈N/P⌉ (a full list per minute)", func(_, _, np, _ float64) float64 { return np }},
+		{"ceil(N/P) (a full list per minute)", func(_, _, np, _ float64) float64 { return np }},
 		{"4N (a read per NotReady Node, a third, every 5 s)", func(n, _, _, _ float64) float64 { return 4 * n }},
 	}},
 	{key: "restart_reads", file: "sweep_restart_reads.svg", title: "Restart: cloud reads until synced", log: true, refs: []ref{
-		{"goal: ⌈S/P⌉ + ⌈N/P⌉ + 1", func(_, _, np, sp float64) float64 { return sp + np + 1 }},
+		{"goal: ceil(S/P) + ceil(N/P) + 1", func(_, _, np, sp float64) float64 { return sp + np + 1 }},
 		{"N + S (a read per object)", func(n, s, _, _ float64) float64 { return n + s }},
 	}},
 	{key: "node_add_calls", file: "sweep_node_add.svg", title: "A Node added: cloud calls", log: true, refs: []ref{
 		{"S (a write per load balancer)", func(_, s, _, _ float64) float64 { return s }},
-		{"⌈S/P⌉ + 1", func(_, _, _, sp float64) float64 { return sp + 1 }},
+		{"ceil(S/P) + 1", func(_, _, _, sp float64) float64 { return sp + 1 }},
 	}},
 	{key: "retained_heap_mb", file: "sweep_heap.svg", title: "Heap retained by the provider (MB)"},
 	{key: "ensure_cpu_ms", file: "sweep_ensure_cpu.svg", title: "CPU per converged EnsureLoadBalancer (ms)"},
@@ -140,12 +141,15 @@ func draw1(sw sweep, c chart) (*plot.Plot, error) {
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
 
-	series := func(v func(f figure, n, s, np, sp float64) float64) (plotter.XYs, error) {
+	series := func(baseline bool, v func(f figure, n, s, np, sp float64) float64) (plotter.XYs, error) {
 		var xys plotter.XYs
 		for _, z := range sw.Sizes {
 			f, ok := z.Figures[c.key]
 			if !ok {
 				return nil, fmt.Errorf("size %d has no figure %q", z.Nodes, c.key)
+			}
+			if baseline && !z.BaselineRun {
+				continue // not measured at this size
 			}
 			y := v(f, float64(z.Nodes), float64(z.Services), float64(z.NodePages), float64(z.ServicePages))
 			if c.log && y <= 0 {
@@ -182,15 +186,16 @@ func draw1(sw sweep, c chart) (*plot.Plot, error) {
 		return nil
 	}
 	for _, s := range []struct {
-		label string
-		col   color.Color
-		shape draw.GlyphDrawer
-		v     func(figure) float64
+		label    string
+		col      color.Color
+		shape    draw.GlyphDrawer
+		baseline bool
+		v        func(figure) float64
 	}{
-		{"ccmkit", ccmkitColor, draw.CircleGlyph{}, func(f figure) float64 { return f.Ccmkit }},
-		{"baseline (pass-through)", baselineColor, draw.SquareGlyph{}, func(f figure) float64 { return f.Baseline }},
+		{"ccmkit", ccmkitColor, draw.CircleGlyph{}, false, func(f figure) float64 { return f.Ccmkit }},
+		{"baseline (pass-through)", baselineColor, draw.SquareGlyph{}, true, func(f figure) float64 { return f.Baseline }},
 	} {
-		xys, err := series(func(f figure, _, _, _, _ float64) float64 { return s.v(f) })
+		xys, err := series(s.baseline, func(f figure, _, _, _, _ float64) float64 { return s.v(f) })
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +204,7 @@ func draw1(sw sweep, c chart) (*plot.Plot, error) {
 		}
 	}
 	for _, r := range c.refs {
-		xys, err := series(func(_ figure, n, s, np, sp float64) float64 { return r.at(n, s, np, sp) })
+		xys, err := series(false, func(_ figure, n, s, np, sp float64) float64 { return r.at(n, s, np, sp) })
 		if err != nil {
 			return nil, err
 		}
@@ -219,12 +224,16 @@ func draw1(sw sweep, c chart) (*plot.Plot, error) {
 		p.Add(pts)
 		p.Legend.Add(fmt.Sprintf("goal at %s Nodes: ≤ %s", thousands(sw.GoalSize.Nodes), strconv.FormatFloat(g.AtMost, 'f', -1, 64)), pts)
 	}
-	if !c.log {
-		p.Y.Min = 0
-	}
 	if math.IsInf(p.Y.Max, 0) || math.IsNaN(p.Y.Max) {
 		return nil, errors.New("no drawable value")
 	}
+	// Room above the curves for the legend, and beside the outermost sizes.
+	if c.log {
+		p.Y.Max *= 40
+	} else {
+		p.Y.Min, p.Y.Max = 0, p.Y.Max*1.7
+	}
+	p.X.Min, p.X.Max = p.X.Min/1.3, p.X.Max*1.3
 	return p, nil
 }
 

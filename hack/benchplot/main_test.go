@@ -21,7 +21,7 @@ func TestRunDrawsEveryChart(t *testing.T) {
 			figures[c.key] = fig(2*scale, 100*scale)
 		}
 		figures["retained_heap_mb"] = fig(3*scale, 0) // the baseline retains nothing
-		return map[string]any{"nodes": n, "services": n / 5, "node_pages": (n + 499) / 500, "service_pages": (n/5 + 499) / 500, "figures": figures}
+		return map[string]any{"nodes": n, "services": n / 5, "baseline_run": true, "node_pages": (n + 499) / 500, "service_pages": (n/5 + 499) / 500, "figures": figures}
 	}
 	sw := map[string]any{
 		"page_size": 500,
