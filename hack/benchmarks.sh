@@ -63,7 +63,8 @@ echo "==> ${budget_cmd[*]}" >&2
 	echo "## The cost curve (\`make bench ARGS=-sweep\`)"
 	echo
 	echo "The same side-by-side at N = 1,000, 5,000 and 20,000 Nodes with S = N/5 Services"
-	echo "(page size P = 500): ccmkit's cost grows with ⌈N/P⌉ and ⌈S/P⌉ pages, the baseline's"
+	echo "(page size P = 500), the baseline up to 5,000 Nodes (building its cluster and adding"
+	echo "a Node grow with N × S): ccmkit's cost grows with ⌈N/P⌉ and ⌈S/P⌉ pages, the baseline's"
 	echo "with N and S objects. Figures in $sweep_dir/sweep.json, every size's whole table in"
 	echo "$sweep_dir/sweep.txt; the goals are checked at the largest size. CPU is the process's"
 	echo "CPU time (getrusage), not wall time: the machine was shared with other work, so CPU"
