@@ -63,15 +63,15 @@ var charts = []chart{
 	}},
 	{key: "outage_calls_per_min", file: "sweep_outage.svg", title: "A zone's Nodes NotReady: cloud calls per minute", log: true, refs: []ref{
 		{"ceil(N/P) (a full list per minute)", func(_, _, np, _ float64) float64 { return np }},
-		{"4N (a read per NotReady Node, a third, every 5 s)", func(n, _, _, _ float64) float64 { return 4 * n }},
+		{"8N (2 reads per NotReady Node, a third, every 5 s)", func(n, _, _, _ float64) float64 { return 8 * n }},
 	}},
 	{key: "restart_reads", file: "sweep_restart_reads.svg", title: "Restart: cloud reads until synced", log: true, refs: []ref{
 		{"goal: ceil(S/P) + ceil(N/P) + 1", func(_, _, np, sp float64) float64 { return sp + np + 1 }},
 		{"N + S (a read per object)", func(n, s, _, _ float64) float64 { return n + s }},
 	}},
 	{key: "node_add_calls", file: "sweep_node_add.svg", title: "A Node added: cloud calls", log: true, refs: []ref{
-		{"S (a write per load balancer)", func(_, s, _, _ float64) float64 { return s }},
-		{"ceil(S/P) + 1", func(_, _, _, sp float64) float64 { return sp + 1 }},
+		{"2S (a read and a write per load balancer)", func(_, s, _, _ float64) float64 { return 2 * s }},
+		{"ceil(S/P) + 1 (the goal with shared target groups)", func(_, _, _, sp float64) float64 { return sp + 1 }},
 	}},
 	{key: "retained_heap_mb", file: "sweep_heap.svg", title: "Heap retained by the provider (MB)"},
 	{key: "ensure_cpu_ms", file: "sweep_ensure_cpu.svg", title: "CPU per converged EnsureLoadBalancer (ms)"},
