@@ -27,9 +27,10 @@ if [[ ${BENCHMARKS_SWEEP:-1} != 0 ]]; then
 	"${sweep_cmd[@]}" > "$tmp.sweep"
 	mv "$tmp.sweep" "$sweep_dir/sweep.txt"
 	echo "commit $commit, $((SECONDS - start)) s of wall time" > "$sweep_dir/sweep.run"
+elif [[ ! -f $sweep_dir/sweep.txt || ! -f $sweep_dir/sweep.run || ! -f $sweep_dir/sweep.json ]]; then
+	echo "BENCHMARKS_SWEEP=0, but $sweep_dir has no complete cost curve to embed: run without it" >&2
+	exit 1
 fi
-echo "==> (cd hack/benchplot && ${plot_cmd[*]})" >&2
-(cd hack/benchplot && "${plot_cmd[@]}")
 
 echo "==> ${report_cmd[*]}" >&2
 "${report_cmd[@]}" > "$tmp.report"
@@ -37,6 +38,9 @@ echo "==> ${bench_cmd[*]}" >&2
 "${bench_cmd[@]}" 2>&1 | grep -E '^(Benchmark|goos|goarch|pkg|cpu)' > "$tmp.bench"
 echo "==> ${budget_cmd[*]}" >&2
 "${budget_cmd[@]}" 2>&1 | grep -E '(--- (PASS|FAIL)|_test.go:[0-9]+: )' > "$tmp.budget"
+
+echo "==> (cd hack/benchplot && ${plot_cmd[*]})" >&2
+(cd hack/benchplot && "${plot_cmd[@]}")
 
 {
 	echo "# Benchmarks"
