@@ -133,7 +133,7 @@ e2e: vet controlplane $(BIN)/helm
 ## bench: ccmkit against a pass-through baseline provider under the upstream controllers at
 ## 5,000 Nodes and 1,000 Services (a few minutes); ARGS='-json FILE' also writes JSON.
 ## ARGS=-sweep runs it at 1,000, 5,000 and 20,000 Nodes with N/5 Services instead, the
-## baseline up to 5,000 (-sweep-baseline-nodes): the cost curve, about 40 minutes on 2 busy
+## baseline up to 5,000 (-sweep-baseline-nodes): the cost curve, about 45 minutes on 2 busy
 ## cores; it writes $(SWEEP_DIR)/sweep.json and draws its plots there with hack/benchplot
 ## (SWEEP_DIR, not -sweep-dir, moves them).
 SWEEP_DIR := docs/benchmarks

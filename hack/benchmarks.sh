@@ -2,7 +2,7 @@
 # Regenerates docs/benchmarks.md from a real run: the side-by-side with the baseline, the
 # cost curve (docs/benchmarks/: sweep.json, sweep.txt and the plots), the Go benchmarks and
 # the call-budget tests, with the machine, the date and the exact commands. Never edit the
-# output by hand. BENCHMARKS_SWEEP=0 skips the cost curve's run (about 40 minutes on 2 busy
+# output by hand. BENCHMARKS_SWEEP=0 skips the cost curve's run (about 45 minutes on 2 busy
 # cores) and embeds the one committed in docs/benchmarks/ as it is, with its own date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
