@@ -36,12 +36,13 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## vet: go build (compiles every package, also the main packages no test compiles) and
-## go vet, in the library's module and in e2e.
+## go vet, in the library's module, in e2e and in hack/benchplot (a module of its own: gonum/plot).
 vet:
 	@echo "==> go build, go vet"
 	go build ./...
 	go vet ./...
 	cd e2e && go build ./... && go vet ./...
+	cd hack/benchplot && go build ./... && go vet ./...
 
 ## api: write api/ccmkit.txt, the description of the exported API of the public packages
 ## (docs/versioning.md), from the code; commit it with the change that changed the API.
@@ -68,6 +69,7 @@ lint: $(BIN)/golangci-lint
 	@echo "==> golangci-lint"
 	$(BIN)/golangci-lint run ./...
 	cd e2e && $(BIN)/golangci-lint run ./...
+	cd hack/benchplot && $(BIN)/golangci-lint run ./...
 
 $(BIN)/mockgen: go.mod
 	@echo "==> installing mockgen $(MOCKGEN_VERSION) (the version go.mod pins)"
@@ -97,11 +99,13 @@ versions-check:
 ## depend on `make vet`, whose full go vet is a superset of the checks go test runs; go
 ## test's own vet pass would analyze every dependency again (95 s for deploy alone after
 ## `make vet`, cold).
+## hack/benchplot, a module of its own (gonum/plot), is tested last.
 unit: vet $(BIN)/helm
 	@echo "==> go test -race (every package with tests but two), go test ./deploy ./examples/restcloud"
 	pkgs=$$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -vxE 'github.com/ccmkit/ccmkit/(deploy|examples/restcloud)'); \
 	go test -race -vet=off -count=1 $$pkgs
 	go test -vet=off -count=1 ./deploy ./examples/restcloud
+	cd hack/benchplot && go test -vet=off -count=1 ./...
 
 ## compat: build and test the library against the newest patch of each supported Kubernetes
 ## minor above the floor go.mod requires, and the next minor's newest pre-release (an
@@ -128,8 +132,14 @@ e2e: vet controlplane $(BIN)/helm
 
 ## bench: ccmkit against a pass-through baseline provider under the upstream controllers at
 ## 5,000 Nodes and 1,000 Services (a few minutes); ARGS='-json FILE' also writes JSON.
+## ARGS=-sweep runs it at 1,000, 5,000 and 20,000 Nodes with N/5 Services instead, the
+## baseline up to 5,000 (-sweep-baseline-nodes): the cost curve, about 45 minutes on 2 busy
+## cores; it writes $(SWEEP_DIR)/sweep.json and draws its plots there with hack/benchplot
+## (SWEEP_DIR, not -sweep-dir, moves them).
+SWEEP_DIR := docs/benchmarks
 bench:
-	go run ./bench $(ARGS)
+	go run ./bench -sweep-dir $(SWEEP_DIR) $(ARGS)
+	$(if $(findstring -sweep,$(ARGS)),cd hack/benchplot && go run . -in $(abspath $(SWEEP_DIR))/sweep.json)
 
 ## bench-fake: the fake cloud's cost per call at 5,000 instances.
 bench-fake:

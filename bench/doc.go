@@ -5,6 +5,7 @@
 // cloud, whose per-operation counters are where every call is counted.
 //
 //	go run ./bench [-json FILE] [-nodes N] [-services S] [-page-size P] ...
+//	go run ./bench -sweep [-sweep-nodes 1000,5000,20000] [-sweep-dir docs/benchmarks]
 //
 // It prints one table with each figure of both providers, ccmkit's goal and whether ccmkit
 // meets it; with -json the same figures as JSON, one key per figure, each
@@ -41,6 +42,11 @@
 //   - P6: CPU and allocations per converged EnsureLoadBalancer (testing.Benchmark), the
 //     fake cloud's work included, with the Nodes in a shuffled order as the service
 //     controller's lister hands them out; P6_sorted_nodes is the same with sorted Nodes.
+//     P6_cpu is P6 as CPU time: the process's user and system time (getrusage
+//     RUSAGE_SELF) over the benchmark's last, longest round divided by its calls. The
+//     controllers are stopped by then, so it is the call's own work and the garbage
+//     collection it causes; unlike wall time it does not count the time other processes
+//     hold the cores, though it still rises when they contend for the caches.
 //     P2_settings_calls and P6_settings are P2's calls and P6 of a converged Service with
 //     every setting that costs work (a node selector every Node meets, session affinity,
 //     HTTP and HTTPS ports with certificates, the hostname annotation, an
@@ -48,4 +54,29 @@
 //     whose load balancer is created for it and deleted afterwards.
 //   - node_add: cloud writes, and time, from a new Node's registration until every load
 //     balancer has it.
+//
+// With -sweep it runs the whole side-by-side at each size of -sweep-nodes (N Nodes,
+// S = N/5 Services, the other flags as given; the baseline only up to
+// -sweep-baseline-nodes, 5,000 by default: building its cluster and adding a Node take
+// time that grows with N × S), prints each size's table, then the cost
+// curve: each figure below by size, ccmkit / baseline, and ccmkit's goals checked at the
+// largest size. It writes the curve to -sweep-dir/sweep.json (the sizes with ⌈N/P⌉ and
+// ⌈S/P⌉ and each figure of both providers, with the calls by operation where it counts
+// calls; the goals, met or not, with what the figure is made of); hack/benchplot draws
+// it as SVGs beside it (`make bench ARGS=-sweep` does both). The sweep's figures are the
+// table's:
+//
+//   - quiet_calls_per_min, outage_calls_per_min: P1 and P1_outage, every call counted.
+//   - restart_reads: the reads of P4.
+//   - node_add_calls: every call of node_add, reads and writes.
+//   - retained_heap_mb: P5.
+//   - ensure_cpu_ms: P6_cpu.
+//
+// The goals at the largest size (20,000 Nodes, 4,000 Services by default) are: quiet ≤ 3 +
+// ⌈N/P⌉/5 calls/min (an instance list every 5 minutes and little else), retained heap
+// ≤ 60 MB, converged EnsureLoadBalancer ≤ 4 ms of CPU, restart reads ≤ ⌈S/P⌉ + ⌈N/P⌉ + 1.
+// For a missed goal the report says what the figure is made of: the calls by operation,
+// or for heap and CPU what 1,000 more Nodes (and 200 Services) added between the two
+// largest sizes. At 20,000 Nodes the world holds 4,000 load balancers of 20,000 targets
+// each: the sweep needs about 6 GB of memory.
 package main

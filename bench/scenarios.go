@@ -35,6 +35,7 @@ type result struct {
 	p5                  float64 // MB (10^6 bytes)
 	p6NsPerOp           float64
 	p6AllocsPerOp       float64
+	p6CPUNsPerOp        float64 // the process's CPU time per op of P6 (processCPU)
 	p6SortedNsPerOp     float64 // the same with the Nodes sorted by name
 	p2SettingsCalls     int64   // cloud calls of a converged EnsureLoadBalancer of settingsService
 	p6SettingsNsPerOp   float64 // P6 of settingsService
@@ -138,13 +139,13 @@ func converged(ctx context.Context, w *world, p cloudprovider.Interface, r *resu
 	r.p2UpdateWrites = w.cloud.Calls().Sub(before).Writes()
 	log.printf("%s: P2 converged EnsureLoadBalancer: %d reads, %d writes; UpdateLoadBalancer: %d writes", w.kind, r.p2EnsureReads, r.p2EnsureWrites, r.p2UpdateWrites)
 
-	res, err := benchmarkEnsure(ctx, lb, svc, nodes)
+	res, cpu, err := benchmarkEnsure(ctx, lb, svc, nodes)
 	if err != nil {
 		return fmt.Errorf("P6 EnsureLoadBalancer: %w", err)
 	}
-	r.p6NsPerOp, r.p6AllocsPerOp = float64(res.NsPerOp()), float64(res.AllocsPerOp())
-	log.printf("%s: P6 converged EnsureLoadBalancer with %d Nodes in lister order: %s", w.kind, len(nodes), res.String()+res.MemString())
-	res, err = benchmarkEnsure(ctx, lb, svc, w.nodes)
+	r.p6NsPerOp, r.p6AllocsPerOp, r.p6CPUNsPerOp = float64(res.NsPerOp()), float64(res.AllocsPerOp()), float64(cpu.Nanoseconds())
+	log.printf("%s: P6 converged EnsureLoadBalancer with %d Nodes in lister order: %s, %v CPU/op", w.kind, len(nodes), res.String()+res.MemString(), cpu)
+	res, _, err = benchmarkEnsure(ctx, lb, svc, w.nodes)
 	if err != nil {
 		return fmt.Errorf("P6 EnsureLoadBalancer: %w", err)
 	}
@@ -171,7 +172,7 @@ func convergedSettings(ctx context.Context, w *world, lb cloudprovider.LoadBalan
 		return fmt.Errorf("P2 EnsureLoadBalancer with every setting: %w", err)
 	}
 	r.p2SettingsCalls = w.cloud.Calls().Sub(before).Total()
-	res, err := benchmarkEnsure(ctx, lb, svc, nodes)
+	res, _, err := benchmarkEnsure(ctx, lb, svc, nodes)
 	if err != nil {
 		return fmt.Errorf("P6 EnsureLoadBalancer with every setting: %w", err)
 	}
@@ -184,18 +185,27 @@ func convergedSettings(ctx context.Context, w *world, lb cloudprovider.LoadBalan
 }
 
 // benchmarkEnsure runs EnsureLoadBalancer of a converged Service under testing.Benchmark.
-func benchmarkEnsure(ctx context.Context, lb cloudprovider.LoadBalancer, svc *corev1.Service, nodes []*corev1.Node) (testing.BenchmarkResult, error) {
+// Besides the benchmark's result it returns the process's CPU time (user and system, see
+// processCPU) per call over the benchmark's last, longest round: the controllers are
+// stopped, so that is the call's own CPU and the garbage collection it causes.
+func benchmarkEnsure(ctx context.Context, lb cloudprovider.LoadBalancer, svc *corev1.Service, nodes []*corev1.Node) (testing.BenchmarkResult, time.Duration, error) {
 	var benchErr error
+	var cpuPerOp time.Duration
 	res := testing.Benchmark(func(b *testing.B) {
 		b.ReportAllocs()
+		start, ops := processCPU(), 0
 		for b.Loop() {
 			if _, err := lb.EnsureLoadBalancer(ctx, clusterName, svc, nodes); err != nil {
 				benchErr = err
 				b.FailNow()
 			}
+			ops++
+		}
+		if ops > 0 {
+			cpuPerOp = (processCPU() - start) / time.Duration(ops)
 		}
 	})
-	return res, benchErr
+	return res, cpuPerOp, benchErr
 }
 
 // retainedMB returns the heap that only *p keeps alive: the heap after a GC with the

@@ -214,7 +214,7 @@ func (s *session) waitSynced(ctx context.Context, serviceController bool) error 
 }
 
 // waitTimeout bounds every wait for the controllers.
-const waitTimeout = 15 * time.Minute
+const waitTimeout = time.Hour
 
 // waitFor polls cond until it holds.
 func waitFor(ctx context.Context, cond func() bool) error {

@@ -42,9 +42,9 @@ const (
 	clusterID   = "bench"
 	clusterName = "bench"
 	namespace   = "default"
-	// podCIDRBase is the cluster CIDR; Node i gets the i-th /24 of it.
+	// podCIDRBase is the cluster CIDR; Node i gets the i-th /25 of it.
 	podCIDRBase = "100.64.0.0/10"
-	maxNodes    = 1 << 14 // /24s in the cluster CIDR
+	maxNodes    = 1 << 15 // /25s in the cluster CIDR
 )
 
 var zones = []string{"bench-1a", "bench-1b", "bench-1c"}
@@ -73,7 +73,9 @@ func instanceAddress(i int) string {
 	return fmt.Sprintf("10.%d.%d.%d", n>>16, (n>>8)&255, n&255)
 }
 
-func podCIDR(i int) string { return fmt.Sprintf("100.%d.%d.0/24", 64+i>>8, i&255) }
+func podCIDR(i int) string {
+	return fmt.Sprintf("100.%d.%d.%d/25", 64+i>>9, (i>>1)&255, (i&1)*128)
+}
 
 func fakeInstance(i int) fakecloud.Instance {
 	return fakecloud.Instance{
@@ -85,7 +87,7 @@ func fakeInstance(i int) fakecloud.Instance {
 // newWorld builds the fake cloud and converges it with a provider of kind k.
 func newWorld(ctx context.Context, cfg config, k kind, log *progress) (*world, error) {
 	if cfg.nodes+1 > maxNodes {
-		return nil, fmt.Errorf("at most %d nodes: the cluster CIDR %s has no more /24s", maxNodes-1, podCIDRBase)
+		return nil, fmt.Errorf("at most %d nodes: the cluster CIDR %s has no more /25s", maxNodes-1, podCIDRBase)
 	}
 	fc := fakecloud.Config{
 		Region:   "bench-1",

@@ -434,6 +434,9 @@ func sortListeners(ls []Listener) {
 // setDiff returns the elements of want missing from have and those of have missing from
 // want, each sorted and without duplicates.
 func setDiff(have, want []string) (add, remove []string) {
+	if slices.Equal(have, want) {
+		return nil, nil // a converged load balancer's targets: one comparison a target
+	}
 	if slices.IsSorted(have) && slices.IsSorted(want) {
 		return sortedDiff(have, want)
 	}

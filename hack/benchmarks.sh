@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Regenerates docs/benchmarks.md from a real run: the Go benchmarks and the call-budget
-# tests, with the machine, the date and the exact commands. Never edit the output by hand.
+# Regenerates docs/benchmarks.md from a real run: the side-by-side with the baseline, the
+# cost curve (docs/benchmarks/: sweep.json, sweep.txt and the plots), the Go benchmarks and
+# the call-budget tests, with the machine, the date and the exact commands. Never edit the
+# output by hand. BENCHMARKS_SWEEP=0 skips the cost curve's run (about 45 minutes on 2 busy
+# cores) and embeds the one committed in docs/benchmarks/ as it is, with its own date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=docs/benchmarks.md
+sweep_dir=docs/benchmarks
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 
@@ -11,8 +15,22 @@ bench_cmd=(go test -run '^$' -bench . -benchmem -benchtime=2s ./fake ./instances
 report_cmd=(go run ./bench)
 budget_cmd=(go test -count=1 -v -run 'TestCallBudgetAt5000Nodes|TestNoFalseNotExistUnderFaults|TestRouteControllerQuietReconcilesListOncePerMaxAge|TestConvergesUnderFaults' ./instances ./routes ./loadbalancer)
 
-# Before anything is written: the output file itself must not count as a change.
-commit="$(git rev-parse --short HEAD)$(git diff --quiet -- . ":(exclude)$out" || echo ' (with uncommitted changes)')"
+sweep_cmd=(go run ./bench -sweep -sweep-dir "$sweep_dir")
+plot_cmd=(go run . -in "../../$sweep_dir/sweep.json") # in hack/benchplot
+
+# Before anything is written: the output files themselves must not count as a change.
+commit="$(git rev-parse --short HEAD)$(git diff --quiet -- . ":(exclude)$out" ":(exclude)$sweep_dir" || echo ' (with uncommitted changes)')"
+
+if [[ ${BENCHMARKS_SWEEP:-1} != 0 ]]; then
+	echo "==> ${sweep_cmd[*]}" >&2
+	start=$SECONDS
+	"${sweep_cmd[@]}" > "$tmp.sweep"
+	mv "$tmp.sweep" "$sweep_dir/sweep.txt"
+	echo "commit $commit, $((SECONDS - start)) s of wall time" > "$sweep_dir/sweep.run"
+elif [[ ! -f $sweep_dir/sweep.txt || ! -f $sweep_dir/sweep.run || ! -f $sweep_dir/sweep.json ]]; then
+	echo "BENCHMARKS_SWEEP=0, but $sweep_dir has no complete cost curve to embed: run without it" >&2
+	exit 1
+fi
 
 echo "==> ${report_cmd[*]}" >&2
 "${report_cmd[@]}" > "$tmp.report"
@@ -20,6 +38,9 @@ echo "==> ${bench_cmd[*]}" >&2
 "${bench_cmd[@]}" 2>&1 | grep -E '^(Benchmark|goos|goarch|pkg|cpu)' > "$tmp.bench"
 echo "==> ${budget_cmd[*]}" >&2
 "${budget_cmd[@]}" 2>&1 | grep -E '(--- (PASS|FAIL)|_test.go:[0-9]+: )' > "$tmp.budget"
+
+echo "==> (cd hack/benchplot && ${plot_cmd[*]})" >&2
+(cd hack/benchplot && "${plot_cmd[@]}")
 
 {
 	echo "# Benchmarks"
@@ -42,6 +63,28 @@ echo "==> ${budget_cmd[*]}" >&2
 	echo "\$ ${report_cmd[*]}"
 	cat "$tmp.report"
 	echo '```'
+	echo
+	echo "## The cost curve (\`make bench ARGS=-sweep\`)"
+	echo
+	echo "The same side-by-side at N = 1,000, 5,000 and 20,000 Nodes with S = N/5 Services"
+	echo "(page size P = 500), the baseline up to 5,000 Nodes (building its cluster and adding"
+	echo "a Node grow with N × S): ccmkit's cost grows with ⌈N/P⌉ and ⌈S/P⌉ pages, the baseline's"
+	echo "with N and S objects. Figures in $sweep_dir/sweep.json, every size's whole table in"
+	echo "$sweep_dir/sweep.txt; the goals are checked at the largest size. CPU is the process's"
+	echo "CPU time (getrusage), not wall time: the machine was shared with other work, so CPU"
+	echo "figures are noisy (cache contention), call counts are exact. How each figure is"
+	echo "measured: bench/doc.go."
+	echo
+	echo "- run: $(sed -n 's/.*"date": "\(.*\)",/\1/p' "$sweep_dir/sweep.json" | head -1), $(cat "$sweep_dir/sweep.run")"
+	echo
+	echo '```'
+	echo "\$ ${sweep_cmd[*]}"
+	sed -n '/^cost curve:/,$p' "$sweep_dir/sweep.txt"
+	echo '```'
+	echo
+	for svg in quiet outage restart_reads node_add heap ensure_cpu; do
+		echo "![$svg](benchmarks/sweep_$svg.svg)"
+	done
 	echo
 	echo "## Go benchmarks"
 	echo

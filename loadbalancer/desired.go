@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -465,42 +466,49 @@ func (m *targetMemo) store(nodes []*corev1.Node, key string, ids []string) {
 // nodeSet remembers one set of Node objects, to tell whether a later node set is the same:
 // it holds exactly these Node objects (by pointer, each once, in any order), none with a
 // different provider ID than when it was remembered. It is not safe for concurrent use.
+//
+// The per-Node state lives in two dense slices rather than behind a pointer per Node: a
+// check of 20,000 Nodes in a random order is bound by cache misses, and this saves one a
+// Node.
 type nodeSet struct {
-	nodes  map[*corev1.Node]*memoNode
-	visits uint64 // checks so far: marks which nodes a check has met
-}
-
-type memoNode struct {
-	providerID string
-	visit      uint64 // the check that last met this node
+	index       map[*corev1.Node]int32 // each Node object's position in providerIDs and seen; nil: none remembered
+	providerIDs []string               // each Node's provider ID when remembered
+	seen        []uint64               // the check that last met each Node
+	visits      uint64                 // checks so far: marks which Nodes a check has met
 }
 
 // holds reports whether nodes is the remembered node set.
 func (s *nodeSet) holds(nodes []*corev1.Node) bool {
-	if s.nodes == nil || len(nodes) != len(s.nodes) {
+	if s.index == nil || len(nodes) != len(s.index) {
 		return false
 	}
 	s.visits++
 	for _, n := range nodes {
-		e := s.nodes[n]
-		if e == nil || e.visit == s.visits || e.providerID != n.Spec.ProviderID {
+		i, ok := s.index[n]
+		if !ok || s.seen[i] == s.visits || s.providerIDs[i] != n.Spec.ProviderID {
 			return false // another Node, one given twice, or a changed provider ID
 		}
-		e.visit = s.visits
+		s.seen[i] = s.visits
 	}
 	return true
 }
 
 // reset remembers nodes instead, and reports whether it could: a node set that holds a
-// Node twice is not remembered, and the previous one is kept.
+// Node twice (or more Nodes than an int32 counts) is not remembered, and the previous one
+// is kept.
 func (s *nodeSet) reset(nodes []*corev1.Node) bool {
-	byNode := make(map[*corev1.Node]*memoNode, len(nodes))
-	for _, n := range nodes {
-		byNode[n] = &memoNode{providerID: n.Spec.ProviderID}
-	}
-	if len(byNode) != len(nodes) {
+	if len(nodes) > math.MaxInt32 {
 		return false
 	}
-	s.nodes = byNode
+	index := make(map[*corev1.Node]int32, len(nodes))
+	providerIDs := make([]string, len(nodes))
+	for i, n := range nodes {
+		index[n] = int32(i)
+		providerIDs[i] = n.Spec.ProviderID
+	}
+	if len(index) != len(nodes) {
+		return false
+	}
+	s.index, s.providerIDs, s.seen = index, providerIDs, make([]uint64, len(nodes))
 	return true
 }

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package main
+
+import "time"
+
+// processCPU returns zero where getrusage is missing: the CPU figures then read 0.
+func processCPU() time.Duration { return 0 }
