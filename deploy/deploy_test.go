@@ -30,9 +30,14 @@ import (
 	"github.com/ccmkit/ccmkit/lbclass"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/provider/builtin"
+	"github.com/ccmkit/ccmkit/sweeper"
 )
 
-const baseDir = "base"
+const (
+	baseDir = "base"
+	// sweeperComponentDir is the kustomize component with the sweeper's RBAC.
+	sweeperComponentDir = "components/sweeper"
+)
 
 // cloudProviderClient is the client name ccmkit's Initialize asks the client builder for:
 // "<provider>-cloud-provider".
@@ -58,12 +63,13 @@ type manifests struct {
 	roleBindings        []*rbacv1.RoleBinding
 }
 
-func readKustomization(t *testing.T) kustomization {
+// readKustomization reads the kustomization.yaml of dir (the base or a component).
+func readKustomization(t *testing.T, dir string) kustomization {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(baseDir, "kustomization.yaml"))
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	require.NoError(t, err)
 	var k kustomization
-	require.NoError(t, yaml.UnmarshalStrict(data, &k), "kustomization.yaml")
+	require.NoError(t, yaml.UnmarshalStrict(data, &k), "%s/kustomization.yaml", dir)
 	return k
 }
 
@@ -102,21 +108,36 @@ func decodeStrict(doc []byte) (runtime.Object, error) {
 	return obj, nil
 }
 
+// loadManifests decodes every object of the base.
 func loadManifests(t *testing.T) manifests {
 	t.Helper()
+	return loadManifestsFrom(t, baseDir)
+}
+
+// loadManifestsFrom decodes every object of the kustomizations in dirs (the base and the
+// components an overlay adds to it), as kustomize renders them: none of them patches.
+func loadManifestsFrom(t *testing.T, dirs ...string) manifests {
+	t.Helper()
 	var m manifests
-	for _, file := range readKustomization(t).Resources {
-		data, err := os.ReadFile(filepath.Join(baseDir, file))
+	for _, dir := range dirs {
+		m.load(t, dir)
+	}
+	return m
+}
+
+func (m *manifests) load(t *testing.T, dir string) {
+	t.Helper()
+	for _, file := range readKustomization(t, dir).Resources {
+		data, err := os.ReadFile(filepath.Join(dir, file))
 		require.NoError(t, err)
 		docs := splitDocuments(t, data)
 		require.NotEmpty(t, docs, "%s holds no object", file)
 		for i, doc := range docs {
 			obj, err := decodeStrict(doc)
 			require.NoError(t, err, "%s, document %d", file, i+1)
-			require.True(t, m.add(obj), "%s, document %d: unexpected object %T", file, i+1, obj)
+			require.True(t, m.add(obj), "%s/%s, document %d: unexpected object %T", dir, file, i+1, obj)
 		}
 	}
-	return m
 }
 
 // add files obj under its type and reports whether manifests has a place for it.
@@ -165,26 +186,36 @@ func flagValue(args []string, name string) (string, bool) {
 }
 
 func TestKustomizationListsEveryManifest(t *testing.T) {
-	k := readKustomization(t)
-	assert.Equal(t, "kustomize.config.k8s.io/v1beta1", k.APIVersion)
-	assert.Equal(t, "Kustomization", k.Kind)
-	assert.Empty(t, k.Namespace, "a namespace transformer would move the objects that must be outside kube-system (the events RoleBinding in default)")
+	tests := []struct {
+		dir, apiVersion, kind string
+	}{
+		{baseDir, "kustomize.config.k8s.io/v1beta1", "Kustomization"},
+		{sweeperComponentDir, "kustomize.config.k8s.io/v1alpha1", "Component"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dir, func(t *testing.T) {
+			k := readKustomization(t, tt.dir)
+			assert.Equal(t, tt.apiVersion, k.APIVersion)
+			assert.Equal(t, tt.kind, k.Kind)
+			assert.Empty(t, k.Namespace, "a namespace transformer would move the objects that must be outside kube-system (the events RoleBinding in default)")
 
-	for _, file := range k.Resources {
-		assert.FileExists(t, filepath.Join(baseDir, file), "listed in kustomization.yaml")
+			for _, file := range k.Resources {
+				assert.FileExists(t, filepath.Join(tt.dir, file), "listed in kustomization.yaml")
+			}
+			entries, err := os.ReadDir(tt.dir)
+			require.NoError(t, err)
+			var files []string
+			for _, e := range entries {
+				ext := filepath.Ext(e.Name())
+				if e.IsDir() || (ext != ".yaml" && ext != ".yml") || e.Name() == "kustomization.yaml" {
+					continue
+				}
+				files = append(files, e.Name())
+			}
+			require.NotEmpty(t, files)
+			assert.ElementsMatch(t, files, k.Resources, "every manifest in %s is listed once in kustomization.yaml", tt.dir)
+		})
 	}
-	entries, err := os.ReadDir(baseDir)
-	require.NoError(t, err)
-	var files []string
-	for _, e := range entries {
-		ext := filepath.Ext(e.Name())
-		if e.IsDir() || (ext != ".yaml" && ext != ".yml") || e.Name() == "kustomization.yaml" {
-			continue
-		}
-		files = append(files, e.Name())
-	}
-	require.NotEmpty(t, files)
-	assert.ElementsMatch(t, files, k.Resources, "every manifest in %s is listed once in kustomization.yaml", baseDir)
 }
 
 func TestDecodeStrictRejectsUnknownFields(t *testing.T) {
@@ -211,7 +242,7 @@ func TestDecodeStrictRejectsUnknownFields(t *testing.T) {
 }
 
 func TestManifestsAreInKubeSystem(t *testing.T) {
-	m := loadManifests(t)
+	m := loadManifestsFrom(t, baseDir, sweeperComponentDir)
 	var metas []struct{ kind, name, namespace string }
 	for _, o := range m.serviceAccounts {
 		metas = append(metas, struct{ kind, name, namespace string }{"ServiceAccount", o.Name, o.Namespace})
@@ -445,8 +476,37 @@ func grantedVerbs(rules []rbacv1.PolicyRule, group, resource string) (all []stri
 	return all, byName
 }
 
+// controllerClients returns the identities the controllers of examples/ccm (the upstream
+// ones, the load balancer class controller and the sweeper) ask the client builder for
+// under --use-service-account-credentials.
+func controllerClients() []string {
+	var clients []string
+	for _, ctor := range sweeper.With(lbclass.With(app.DefaultInitFuncConstructors)) {
+		if !slices.Contains(clients, ctor.InitContext.ClientName) {
+			clients = append(clients, ctor.InitContext.ClientName)
+		}
+	}
+	return clients
+}
+
+// TestRBAC checks the base's RBAC, and the base's with the component that grants the
+// sweeper its own (an overlay adds it when the cloud config enables the sweeper).
 func TestRBAC(t *testing.T) {
-	m := loadManifests(t)
+	for _, set := range []struct {
+		name    string
+		dirs    []string
+		sweeper bool // the sweeper's identity has its grants
+	}{
+		{"base", []string{baseDir}, false},
+		{"base with " + sweeperComponentDir, []string{baseDir, sweeperComponentDir}, true},
+	} {
+		t.Run(set.name, func(t *testing.T) {
+			testRBAC(t, loadManifestsFrom(t, set.dirs...), set.sweeper)
+		})
+	}
+}
+
+func testRBAC(t *testing.T, m manifests, sweeperGranted bool) {
 	require.Len(t, m.serviceAccounts, 1)
 	sa := m.serviceAccounts[0]
 	d, _ := m.deployment(t)
@@ -498,12 +558,18 @@ func TestRBAC(t *testing.T) {
 			cloudProviderClient: {
 				cluster: map[string][]string{"events": events, "nodes": {"list", "watch"}},
 			},
+			// Nothing unless the component grants it.
+			sweeper.ClientName: {},
 		}
-		// Every client a controller of examples/ccm (the upstream ones and the load
-		// balancer class controller) asks for under --use-service-account-credentials has
-		// its expectation above.
-		for _, ctor := range lbclass.With(app.DefaultInitFuncConstructors) {
-			assert.Contains(t, want, ctor.InitContext.ClientName, "controller %s's identity", ctor.InitContext.ClientName)
+		if sweeperGranted {
+			w := want[sweeper.ClientName]
+			w.cluster = map[string][]string{"nodes": {"get"}, "services": {"get"}, "events": events}
+			want[sweeper.ClientName] = w
+		}
+		// Every client a controller of examples/ccm asks for under
+		// --use-service-account-credentials has its expectation above.
+		for _, client := range controllerClients() {
+			assert.Contains(t, want, client, "controller identity %s", client)
 		}
 		for identity, w := range want {
 			got := clusterGrants(m, identity)
@@ -525,24 +591,24 @@ func TestRBAC(t *testing.T) {
 
 	// The manager may request the controllers' tokens, and only theirs.
 	t.Run("controller identities", func(t *testing.T) {
-		var clients []string
-		for _, ctor := range lbclass.With(app.DefaultInitFuncConstructors) {
-			if !slices.Contains(clients, ctor.InitContext.ClientName) {
-				clients = append(clients, ctor.InitContext.ClientName)
-			}
+		clients := controllerClients()
+		require.Contains(t, clients, sweeper.ClientName)
+		if !sweeperGranted {
+			clients = slices.DeleteFunc(clients, func(c string) bool { return c == sweeper.ClientName })
 		}
-		require.NotEmpty(t, clients)
-		role := roleBoundTo(t, m, sa.Name, "ccmkit:cloud-controller-manager")
-		createSA, _ := grantedVerbs(role.Rules, "", "serviceaccounts")
+		roleBoundTo(t, m, sa.Name, "ccmkit:cloud-controller-manager")
+		rules := kubeSystemRules(m, sa.Name)
+		createSA, _ := grantedVerbs(rules, "", "serviceaccounts")
 		assert.Equal(t, []string{"create"}, createSA, "unrestricted serviceaccounts verbs")
-		tokenAll, tokenByName := grantedVerbs(role.Rules, "", "serviceaccounts/token")
+		tokenAll, tokenByName := grantedVerbs(rules, "", "serviceaccounts/token")
 		assert.Empty(t, tokenAll, "tokens must be limited by name")
-		_, getByName := grantedVerbs(role.Rules, "", "serviceaccounts")
+		_, getByName := grantedVerbs(rules, "", "serviceaccounts")
 		for _, client := range append(clients, cloudProviderClient) {
 			assert.Equal(t, []string{"create"}, tokenByName[client], "serviceaccounts/token %s", client)
 			assert.Equal(t, []string{"get"}, getByName[client], "serviceaccounts %s", client)
 		}
 		assert.Len(t, tokenByName, len(clients)+1, "tokens of other ServiceAccounts")
+		assert.Len(t, getByName, len(clients)+1, "other ServiceAccounts")
 	})
 
 	t.Run("leader election", func(t *testing.T) {
@@ -620,6 +686,23 @@ func roleBoundTo(t *testing.T, m manifests, serviceAccount, roleName string) *rb
 		return nil
 	}
 	return m.roles[i]
+}
+
+// kubeSystemRules returns the rules of every Role that a RoleBinding in kube-system binds
+// the ServiceAccount kube-system/serviceAccount to.
+func kubeSystemRules(m manifests, serviceAccount string) []rbacv1.PolicyRule {
+	var rules []rbacv1.PolicyRule
+	for _, b := range m.roleBindings {
+		if b.Namespace != "kube-system" || b.RoleRef.Kind != "Role" || !hasSubject(b.Subjects, serviceAccount) {
+			continue
+		}
+		for _, r := range m.roles {
+			if r.Namespace == b.Namespace && r.Name == b.RoleRef.Name {
+				rules = append(rules, r.Rules...)
+			}
+		}
+	}
+	return rules
 }
 
 // clusterGrants returns the verbs per resource ("nodes", "nodes/status") that the base's

@@ -4,5 +4,7 @@
 // Deployment, the cloud config Secret, the ServiceAccount and the RBAC agree with each
 // other and with what the cloud-controller-manager's controllers need. It also lints and
 // renders the Helm chart in deploy/helm/ccmkit with helm, and checks that its defaults
-// render what deploy/base holds and that its values change what they say.
+// render what deploy/base holds, that with sweeper.enabled it renders the RBAC of
+// deploy/base with the kustomize component deploy/components/sweeper, and that its values
+// change what they say.
 package deploy

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,6 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/provider/builtin"
+	"github.com/ccmkit/ccmkit/sweeper"
 )
 
 // The chart, and the install its defaults are compared with deploy/base for:
@@ -159,6 +162,11 @@ type chartValues struct {
 	Routes           struct {
 		ClusterCIDR string `json:"clusterCIDR"`
 	} `json:"routes"`
+	Sweeper struct {
+		Enabled     bool   `json:"enabled"`
+		GracePeriod string `json:"gracePeriod"`
+		Interval    string `json:"interval"`
+	} `json:"sweeper"`
 	LeaderElection struct {
 		LeaseDuration  string `json:"leaseDuration"`
 		RenewDeadline  string `json:"renewDeadline"`
@@ -459,6 +467,7 @@ func TestHelmRenders(t *testing.T) {
 				require.NoError(t, cfg.Validate())
 				_, routes := flagValue(c.Args, "configure-cloud-routes")
 				assert.Equal(t, cfg.RoutesEnabled(), routes, "enable.routes in the cloud config and --configure-cloud-routes")
+				assert.Equal(t, v.Sweeper.Enabled, cfg.Sweeper.Enabled, "sweeper.enabled in the values and the cloud config")
 			})
 
 			t.Run("service account", func(t *testing.T) {
@@ -472,15 +481,15 @@ func TestHelmRenders(t *testing.T) {
 			})
 
 			t.Run("rbac", func(t *testing.T) {
-				checkRBAC(t, r.manifests, pod.ServiceAccountName, providerName)
+				checkRBAC(t, r.manifests, pod.ServiceAccountName, providerName, v.Sweeper.Enabled)
 			})
 		})
 	}
 }
 
 // checkRBAC checks the RBAC the chart renders for the manager's ServiceAccount (in
-// kube-system) and the provider name.
-func checkRBAC(t *testing.T, m manifests, manager, providerName string) {
+// kube-system) and the provider name, with or without the sweeper's.
+func checkRBAC(t *testing.T, m manifests, manager, providerName string, sweeperOn bool) {
 	t.Helper()
 	var rules []rbacv1.PolicyRule
 	for _, r := range m.clusterRoles {
@@ -514,14 +523,116 @@ func checkRBAC(t *testing.T, m manifests, manager, providerName string) {
 	require.NotNil(t, events)
 	require.Len(t, events.Rules, 1)
 
+	clients := []string{"node-controller", "service-controller", "route-controller", providerClient}
+	if sweeperOn {
+		clients = append(clients, sweeper.ClientName)
+		sweeperRole := clusterRoleBoundTo(t, m, sweeper.ClientName, prefix+sweeper.ClientName)
+		require.NotNil(t, sweeperRole, "the sweeper's own ClusterRole")
+		assert.Equal(t, map[string][]string{"nodes": {"get"}, "services": {"get"}, "events": {"create", "patch", "update"}},
+			clusterGrants(m, sweeper.ClientName), "the sweeper's grants")
+	} else {
+		assert.Empty(t, clusterGrants(m, sweeper.ClientName), "grants of the sweeper, which is off")
+	}
+
 	role := roleBoundTo(t, m, manager, prefix+"cloud-controller-manager")
 	require.NotNil(t, role)
-	tokenAll, tokenByName := grantedVerbs(role.Rules, "", "serviceaccounts/token")
+	managerRules := kubeSystemRules(m, manager)
+	tokenAll, tokenByName := grantedVerbs(managerRules, "", "serviceaccounts/token")
 	assert.Empty(t, tokenAll, "tokens must be limited by name")
-	assert.ElementsMatch(t, []string{"node-controller", "service-controller", "route-controller", providerClient},
-		slices.Collect(maps.Keys(tokenByName)), "the identities the manager may request tokens for")
+	assert.ElementsMatch(t, clients, slices.Collect(maps.Keys(tokenByName)), "the identities the manager may request tokens for")
+	_, getByName := grantedVerbs(managerRules, "", "serviceaccounts")
+	assert.ElementsMatch(t, clients, slices.Collect(maps.Keys(getByName)), "the ServiceAccounts the manager may get")
 	roleBoundTo(t, m, manager, "extension-apiserver-authentication-reader")
 	clusterRoleBoundTo(t, m, manager, "system:auth-delegator")
+}
+
+// chartCloudConfig returns the cloud config of the chart's own Secret as the Deployment
+// mounts it.
+func chartCloudConfig(t *testing.T, r rendered) string {
+	t.Helper()
+	d, c := r.deployment(t)
+	path, ok := flagValue(c.Args, "cloud-config")
+	require.True(t, ok)
+	secretName, key := mountedSecretFile(t, d.Spec.Template.Spec, c, path)
+	data, ok := secretData(findSecret(t, r.manifests, secretName))[key]
+	require.True(t, ok, "Secret %s has no key %s", secretName, key)
+	return data
+}
+
+// TestHelmSweeper renders ci/sweeper-values.yaml: the chart's cloud config gains a sweeper
+// section from the values and builds a provider whose sweeper is on, and the RBAC is the
+// base's with the kustomize component of the sweeper.
+func TestHelmSweeper(t *testing.T) {
+	t.Setenv("CCMKIT_CLOUD_TOKEN", "")
+	t.Setenv("CCMKIT_CLOUD_TOKEN_FILE", "")
+	values := ciFile(t, "sweeper-values.yaml")
+	v := readValues(t, values)
+	require.True(t, v.Sweeper.Enabled)
+	chart := render(t, "--values", values)
+
+	t.Run("rbac is the base's with the component", func(t *testing.T) {
+		want := loadManifestsFrom(t, baseDir, sweeperComponentDir)
+		require.Len(t, want.serviceAccounts, 1)
+		require.Len(t, chart.serviceAccounts, 1)
+		assert.Equal(t, roleRules(want), roleRules(chart.manifests))
+		assert.Equal(t, bindings(want, want.serviceAccounts[0].Name), bindings(chart.manifests, chart.serviceAccounts[0].Name))
+	})
+
+	t.Run("cloud config", func(t *testing.T) {
+		data := chartCloudConfig(t, chart)
+		content := chartCloudConfig(t, render(t))
+		assert.True(t, strings.HasPrefix(data, content), "cloudConfig.content is kept as written, the sweeper section after it:\n%s", data)
+
+		cfg, err := provider.ReadConfig(strings.NewReader(data), provider.DefaultProviderName)
+		require.NoError(t, err)
+		require.NoError(t, cfg.Validate())
+		assert.True(t, cfg.Sweeper.Enabled)
+		grace, err := time.ParseDuration(v.Sweeper.GracePeriod)
+		require.NoError(t, err)
+		interval, err := time.ParseDuration(v.Sweeper.Interval)
+		require.NoError(t, err)
+		assert.Equal(t, grace, cfg.Sweeper.GracePeriod)
+		assert.Equal(t, interval, cfg.Sweeper.Interval)
+
+		// The whole provider builds from it and offers the sweeper its load balancers.
+		cloud, err := provider.Factory(builtin.Backend(), provider.Options{ProviderName: provider.DefaultProviderName})(strings.NewReader(data))
+		require.NoError(t, err)
+		c, ok := cloud.(sweeper.Cloud)
+		require.True(t, ok, "%T offers no sweeper", cloud)
+		target, ok := c.Sweeper()
+		require.True(t, ok, "the sweeper is off")
+		assert.NotNil(t, target.LoadBalancers)
+		assert.Equal(t, grace, target.Options.GracePeriod)
+	})
+
+	t.Run("ccmkit's defaults", func(t *testing.T) {
+		data := chartCloudConfig(t, render(t, "--set", "sweeper.enabled=true"))
+		cfg, err := provider.ReadConfig(strings.NewReader(data), provider.DefaultProviderName)
+		require.NoError(t, err)
+		assert.True(t, cfg.Sweeper.Enabled)
+		assert.Equal(t, provider.DefaultSweeperGracePeriod, cfg.Sweeper.GracePeriod)
+		assert.Equal(t, provider.DefaultSweeperInterval, cfg.Sweeper.Interval)
+	})
+
+	t.Run("off", func(t *testing.T) {
+		r := render(t)
+		cfg, err := provider.ReadConfig(strings.NewReader(chartCloudConfig(t, r)), provider.DefaultProviderName)
+		require.NoError(t, err)
+		assert.False(t, cfg.Sweeper.Enabled)
+		assert.Empty(t, clusterGrants(r.manifests, sweeper.ClientName))
+		assert.Empty(t, kubeSystemRules(r.manifests, sweeper.ClientName))
+	})
+
+	// With a Secret of the operator's, the chart grants and the operator switches the
+	// sweeper on in that Secret.
+	t.Run("existing secret", func(t *testing.T) {
+		r := render(t, "--values", ciFile(t, "existing-secret-values.yaml"), "--set", "sweeper.enabled=true")
+		assert.Empty(t, r.secrets)
+		d, c := r.deployment(t)
+		providerName, ok := flagValue(c.Args, "cloud-provider")
+		require.True(t, ok)
+		checkRBAC(t, r.manifests, d.Spec.Template.Spec.ServiceAccountName, providerName, true)
+	})
 }
 
 func TestHelmExistingSecret(t *testing.T) {
@@ -863,6 +974,10 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"monitor without a token", "metrics: {podMonitor: {enabled: true}}\n", []string{"metrics.scraperClusterRole.create", "metrics.bearerTokenSecret.name"}},
 		{"no ServiceAccount", "serviceAccount: {create: false}\n", []string{"serviceAccount.name"}},
 		{"no cloud config", "cloudConfig: {content: \"\"}\n", []string{"cloudConfig.existingSecret"}},
+		{"sweeper switch not a boolean", "sweeper: {enabled: \"true\"}\n", []string{"schema", "enabled"}},
+		{"sweeper grace period not a duration", "sweeper: {enabled: true, gracePeriod: 10}\n", []string{"schema", "gracePeriod"}},
+		{"sweeper in the cloud config", "cloudConfig: {content: \"backend: fake\\nsweeper: {enabled: true}\\n\"}\n", []string{"sweeper section", "sweeper.enabled"}},
+		{"cloud config not a mapping", "sweeper: {enabled: true}\ncloudConfig: {content: \"- backend\\n\"}\n", []string{"cloudConfig.content"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -73,13 +73,22 @@ func helmTemplate(t *testing.T, args ...string) []byte {
 	return stdout.Bytes()
 }
 
-// kustomizeBase renders deploy/base as `kubectl kustomize` does for what the base uses
-// (deploy's unit test decodes kustomization.yaml strictly, so a new field fails there
-// first): its resources in order, with the kustomization's namespace on every object that
-// names none.
-func kustomizeBase(t *testing.T) []*unstructured.Unstructured {
+// kustomizeBase renders deploy/base, and after it the components in dirs (under deploy/, as
+// an overlay adds them), as `kubectl kustomize` does for what they use (deploy's unit test
+// decodes each kustomization.yaml strictly, so a new field fails there first): their
+// resources in order, with the kustomization's namespace on every object that names none.
+func kustomizeBase(t *testing.T, components ...string) []*unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(deployDir, "base", "kustomization.yaml"))
+	var objs []*unstructured.Unstructured
+	for _, dir := range append([]string{"base"}, components...) {
+		objs = append(objs, kustomizeDir(t, dir)...)
+	}
+	return objs
+}
+
+func kustomizeDir(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(deployDir, dir, "kustomization.yaml"))
 	require.NoError(t, err)
 	var k struct {
 		Namespace string   `json:"namespace"`
@@ -89,7 +98,7 @@ func kustomizeBase(t *testing.T) []*unstructured.Unstructured {
 	require.NotEmpty(t, k.Resources)
 	var objs []*unstructured.Unstructured
 	for _, r := range k.Resources {
-		data, err := os.ReadFile(filepath.Join(deployDir, "base", r))
+		data, err := os.ReadFile(filepath.Join(deployDir, dir, r))
 		require.NoError(t, err)
 		for _, o := range decodeObjects(t, data) {
 			if o.GetNamespace() == "" && !clusterScoped(o) {
@@ -203,7 +212,8 @@ func installMonitorCRDs(ctx context.Context, t *testing.T, a *applier) {
 	}))
 }
 
-// TestManifestsAreAcceptedByTheAPIServer applies the kustomize base and the chart, rendered
+// TestManifestsAreAcceptedByTheAPIServer applies the kustomize base (alone and with the
+// sweeper's component) and the chart, rendered
 // with its defaults and with every ci/*-values.yaml, to a real kube-apiserver with
 // server-side dry run and strict field validation: every object must be admitted.
 func TestManifestsAreAcceptedByTheAPIServer(t *testing.T) {
@@ -215,7 +225,10 @@ func TestManifestsAreAcceptedByTheAPIServer(t *testing.T) {
 	a := newApplier(t, cp.Config)
 	installMonitorCRDs(ctx, t, a)
 
-	sets := map[string][]*unstructured.Unstructured{"kustomize base": kustomizeBase(t)}
+	sets := map[string][]*unstructured.Unstructured{
+		"kustomize base":                     kustomizeBase(t),
+		"kustomize base, components/sweeper": kustomizeBase(t, "components/sweeper"),
+	}
 	sets["chart defaults"] = decodeObjects(t, helmTemplate(t))
 	files, err := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/e2e/harness"
+	"github.com/ccmkit/ccmkit/sweeper"
 )
 
 // repeatedEvent is why a recorder's patch and update of events go unused in a short run.
@@ -59,6 +61,8 @@ var unusedGrants = map[string]string{
 	"ccmkit-e2e-cloud-provider events create":       "ccmkit records events only about a problem with a Service (a bad annotation, a refused write)",
 	"ccmkit-e2e-cloud-provider events patch":        repeatedEvent,
 	"ccmkit-e2e-cloud-provider events update":       repeatedEvent,
+	"ccmkit-sweeper events patch":                   repeatedEvent,
+	"ccmkit-sweeper events update":                  repeatedEvent,
 }
 
 // expectedRefusals are the requests of the CCM's identities that the API server refuses
@@ -95,7 +99,8 @@ type auditEvent struct {
 // chart binds for it. The CCM must initialize Nodes, provision a load balancer (one
 // through the upstream service controller, one through the load balancer class
 // controller), delete the
-// Node of a deleted instance and serve /metrics to the chart's scraper identity; the API
+// Node of a deleted instance, sweep an orphaned load balancer and route (sweeper.enabled,
+// with a short grace period) and serve /metrics to the chart's scraper identity; the API
 // server's audit log must show no request of the CCM's identities refused (403), and
 // every permission the chart grants used by the scenario or listed in unusedGrants.
 func TestChartRBACRunsTheCCM(t *testing.T) {
@@ -128,9 +133,10 @@ func TestChartRBACRunsTheCCM(t *testing.T) {
 		"--set-file", "cloudConfig.content="+cloudConfig,
 		"--set", "routes.configureCloudRoutes=true",
 		"--set", "routes.clusterCIDR="+strings.ReplaceAll(harness.ClusterCIDRs, ",", "\\,"),
-		"--set", "metrics.scraperClusterRole.create=true"))
+		"--set", "metrics.scraperClusterRole.create=true",
+		"--set", "sweeper.enabled=true", "--set", "sweeper.gracePeriod=1s", "--set", "sweeper.interval=1s"))
 	a := newApplier(t, cp.Config)
-	var deployment, scraper *unstructured.Unstructured
+	var deployment, scraper, secret *unstructured.Unstructured
 	for _, o := range objs {
 		require.NoError(t, a.apply(ctx, o, false))
 		switch {
@@ -138,8 +144,11 @@ func TestChartRBACRunsTheCCM(t *testing.T) {
 			deployment = o
 		case o.GetKind() == "ServiceAccount" && strings.HasSuffix(o.GetName(), "-metrics-scraper"):
 			scraper = o
+		case o.GetKind() == "Secret":
+			secret = o
 		}
 	}
+	require.NotNil(t, secret, "the chart renders the cloud config's Secret")
 	require.NotNil(t, deployment, "the chart renders a Deployment")
 	require.NotNil(t, scraper, "metrics.scraperClusterRole.create renders the scraper's ServiceAccount")
 
@@ -158,12 +167,32 @@ func TestChartRBACRunsTheCCM(t *testing.T) {
 	namespace := deployment.GetNamespace()
 	kubeconfig := writeTokenKubeconfig(t, cp, namespace, manager)
 
+	// The cloud config as the chart renders it: the test's, with the sweeper section.
+	encoded, ok, err := unstructured.NestedString(secret.Object, "data", "cloud.yaml")
+	require.NoError(t, err)
+	require.True(t, ok, "the Secret has no cloud.yaml")
+	chartConfig, err := base64.StdEncoding.DecodeString(encoded)
+	require.NoError(t, err)
+	require.Contains(t, string(chartConfig), "sweeper:")
+
+	// Orphans for the sweeper, whose owners never existed: its live GETs of the Service
+	// and the Node and its events are what the chart grants it. The route is outside
+	// --cluster-cidr, which the route controller leaves alone.
+	lbs, _ := cloud.Fake.LoadBalancers()
+	orphanLB, err := lbs.CreateLoadBalancer(ctx, cloudapi.LoadBalancerSpec{Name: "orphan", Tags: map[string]string{
+		cloudapi.TagCluster: clusterID, cloudapi.TagService: "gone-uid", cloudapi.TagServiceName: metav1.NamespaceDefault + "/gone"}})
+	require.NoError(t, err)
+	rts, _ := cloud.Fake.Routes()
+	orphanRoute, err := rts.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.250.2.0/24", TargetInstanceID: "i-0003",
+		Tags: map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagNode: "node-gone"}})
+	require.NoError(t, err)
+
 	// The Deployment's flags, where the pod and this test differ: the cloud config file,
 	// the serving address, and the kubeconfigs that in a pod are the in-cluster config of
 	// the pod's ServiceAccount. The controller periods are shortened as in every scenario.
 	port := freePort(t)
 	cloudConfigFile := filepath.Join(cp.Dir(), "cloud.yaml")
-	require.NoError(t, os.WriteFile(cloudConfigFile, cfg, 0o600))
+	require.NoError(t, os.WriteFile(cloudConfigFile, chartConfig, 0o600))
 	var flags []string
 	for _, arg := range pod.Containers[0].Args {
 		name, _, _ := strings.Cut(arg, "=")
@@ -243,6 +272,14 @@ func TestChartRBACRunsTheCCM(t *testing.T) {
 	code, _, err := getMetrics(port, managerToken)
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusForbidden, code, "/metrics for an identity without the metrics-reader grant")
+
+	// The sweeper has deleted the orphans, recorded it, and left the rest alone.
+	e.eventually("the sweeper deleted the orphaned load balancer and route", func(context.Context) (bool, error) {
+		return !slices.Contains(e.lbIDs(), orphanLB.ID) && !slices.Contains(e.routeIDs(), orphanRoute.ID), nil
+	})
+	e.waitEvent("gone", corev1.EventTypeNormal, sweeper.EventDeletedLoadBalancer, orphanLB.ID)
+	e.waitNodeEvent("node-gone", corev1.EventTypeNormal, sweeper.EventDeletedRoute, orphanRoute.ID)
+	e.waitLB(svc, "still there", func(cloudapi.LoadBalancer) bool { return true })
 
 	require.NoError(t, e.ccm.Stop())
 	e.ccm = nil

@@ -74,6 +74,39 @@ and '.' as '_' (as provider.ReadConfig reads it). */}}
 {{- printf "%s-cloud-provider" .Values.cloudProvider -}}
 {{- end -}}
 
+{{/* The sweeper's identity under --use-service-account-credentials (sweeper.ClientName). */}}
+{{- define "ccmkit.sweeperClient" -}}
+ccmkit-sweeper
+{{- end -}}
+
+{{/* The cloud config of the chart's Secret: cloudConfig.content, with the sweeper section
+of the sweeper values appended when sweeper.enabled. The content may not have a sweeper
+section of its own: the chart's values switch the sweeper on together with its RBAC. */}}
+{{- define "ccmkit.cloudConfig" -}}
+{{- $content := required "cloudConfig.content or cloudConfig.existingSecret is required" .Values.cloudConfig.content -}}
+{{- $parsed := fromYaml $content -}}
+{{- if hasKey $parsed "Error" -}}
+{{- fail (printf "cloudConfig.content is not a YAML mapping: %s" (get $parsed "Error")) -}}
+{{- end -}}
+{{- if hasKey $parsed "sweeper" -}}
+{{- fail "cloudConfig.content has a sweeper section: remove it and set the chart's sweeper.enabled, sweeper.gracePeriod and sweeper.interval, which also grant the sweeper its RBAC" -}}
+{{- end -}}
+{{- if not .Values.sweeper.enabled -}}
+{{- $content -}}
+{{- else -}}
+{{- trimSuffix "\n" $content }}
+# Added by the chart (sweeper.*).
+sweeper:
+  enabled: true
+{{- with .Values.sweeper.gracePeriod }}
+  gracePeriod: {{ . }}
+{{- end }}
+{{- with .Values.sweeper.interval }}
+  interval: {{ . }}
+{{- end }}
+{{ end -}}
+{{- end -}}
+
 {{/* The upstream controllers' identities under --use-service-account-credentials, which
 the client builder keeps in kube-system (not the release's namespace). */}}
 {{- define "ccmkit.controllerClients" -}}
