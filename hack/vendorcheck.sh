@@ -89,10 +89,13 @@ func init() {
 	}, provider.Options{})
 }
 EOF
-# The CCM's main.go is the example's, with the consumer's adapter linked in instead of
-# the built-in cloud.
-sed 's#_ "github.com/ccmkit/ccmkit/provider/builtin".*#_ "example.com/ccm/adapter"#' \
-	examples/ccm/main.go >"$scratch/ccm/main.go"
+# The CCM is the example's package (main.go and the files beside it, such as its teardown
+# subcommand), with the consumer's adapter linked in instead of the built-in cloud.
+for f in examples/ccm/*.go; do
+	[[ $f == *_test.go ]] && continue
+	sed 's#_ "github.com/ccmkit/ccmkit/provider/builtin".*#_ "example.com/ccm/adapter"#' \
+		"$f" >"$scratch/ccm/${f##*/}"
+done
 grep -q '"example.com/ccm/adapter"' "$scratch/ccm/main.go" ||
 	{ echo "vendorcheck: examples/ccm/main.go no longer blank-imports provider/builtin" >&2; exit 1; }
 
