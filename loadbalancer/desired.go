@@ -237,7 +237,15 @@ func (l *LoadBalancer) adapterSettings(annotated map[string]string, current *clo
 	maps.Copy(out, annotated)
 	if current != nil {
 		for _, d := range l.opts.Settings {
-			if _, has := current.Spec.Settings[d.Name]; d.Replace && !has && annotated[d.Name] == "" {
+			if !d.Replace || annotated[d.Name] != "" {
+				continue
+			}
+			// A default is no reason to replace a load balancer: one made before the
+			// setting was declared or had a default, or before the default changed (in
+			// the cloud config or in the adapter), keeps the value it has.
+			if v, ok := canonicalSetting(d, current.Spec.Settings); ok {
+				out[d.Name] = v
+			} else {
 				delete(out, d.Name)
 			}
 		}
@@ -249,14 +257,64 @@ func (l *LoadBalancer) adapterSettings(annotated map[string]string, current *clo
 }
 
 // replacedSetting returns the name of a setting declared Replace whose value differs
-// between current and want, or "" when none does.
+// between current and want, or "" when none does. Only a value the cloud reports, in any
+// spelling the declaration accepts, differing from one the Service asks for counts: a
+// value the cloud does not report, or one the declaration cannot read, is no reason to
+// replace a load balancer and change its address (an in-place update carries the wanted
+// value instead, and the cloud refuses it if it must).
 func (l *LoadBalancer) replacedSetting(current, want cloudapi.LoadBalancerSpec) string {
 	for _, d := range l.opts.Settings {
-		if d.Replace && current.Settings[d.Name] != want.Settings[d.Name] {
+		if !d.Replace {
+			continue
+		}
+		cur, known := canonicalSetting(d, current.Settings)
+		w, wanted := want.Settings[d.Name]
+		if known && wanted && cur != w {
 			return d.Name
 		}
 	}
 	return ""
+}
+
+// canonicalSetting returns the canonical form of the value of d in settings (a cloud's
+// answer), and whether there is one that d accepts.
+func canonicalSetting(d Setting, settings map[string]string) (string, bool) {
+	v, ok := settings[d.Name]
+	if !ok {
+		return "", false
+	}
+	c, err := d.parse(v)
+	if err != nil {
+		return "", false
+	}
+	return c, true
+}
+
+// comparable returns current as DiffLoadBalancer compares it with a desired spec: the
+// adapter's declared settings in their canonical spelling (a cloud that answers "Large"
+// for "large" holds the wanted value, and costs no write), the names the adapter does not
+// declare left out (they are not ccmkit's to change), a value no declaration accepts kept
+// as the cloud spells it (so a wanted value replaces it).
+func (l *LoadBalancer) comparable(current cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerSpec {
+	if len(current.Settings) == 0 {
+		return current
+	}
+	settings := make(map[string]string, len(current.Settings))
+	for _, d := range l.opts.Settings {
+		v, ok := current.Settings[d.Name]
+		if !ok {
+			continue
+		}
+		if c, err := d.parse(v); err == nil {
+			v = c
+		}
+		settings[d.Name] = v
+	}
+	if len(settings) == 0 {
+		settings = nil
+	}
+	current.Settings = settings
+	return current
 }
 
 // keepReplaced sets want's settings declared Replace to current's: what UpdateLoadBalancer
@@ -270,9 +328,15 @@ func (l *LoadBalancer) keepReplaced(current cloudapi.LoadBalancerSpec, want *clo
 		want.Settings = map[string]string{}
 	}
 	for _, d := range l.opts.Settings {
-		if v, ok := current.Settings[d.Name]; d.Replace && ok {
+		if !d.Replace {
+			continue
+		}
+		if v, ok := current.Settings[d.Name]; ok {
+			if c, err := d.parse(v); err == nil {
+				v = c // as comparable has it, so the diff sees no change
+			}
 			want.Settings[d.Name] = v
-		} else if d.Replace {
+		} else {
 			delete(want.Settings, d.Name)
 		}
 	}

@@ -250,7 +250,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 		if err != nil {
 			return nil, err
 		}
-		if cloudapi.DiffLoadBalancer(current.Spec, want).Empty() {
+		if cloudapi.DiffLoadBalancer(l.comparable(current.Spec), want).Empty() {
 			return l.status(svc, current)
 		}
 	}
@@ -370,7 +370,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 	}
 	if current, ok := l.trusted(ctx, uid); ok {
 		want, serr := l.updateWant(logger, svc, nodes, current)
-		if cloudapi.DiffLoadBalancer(current.Spec, want).Empty() {
+		if cloudapi.DiffLoadBalancer(l.comparable(current.Spec), want).Empty() {
 			return serr, nil
 		}
 	}
@@ -764,7 +764,7 @@ func (l *LoadBalancer) event(svc *corev1.Service, eventType, reason, message str
 // for until its owner changes it; its targets must follow the nodes all the same. So when
 // want also changes the targets, update writes the targets alone, and returns the refusal.
 func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
-	changes := cloudapi.DiffLoadBalancer(current.Spec, want)
+	changes := cloudapi.DiffLoadBalancer(l.comparable(current.Spec), want)
 	if changes.Empty() {
 		return current, nil
 	}

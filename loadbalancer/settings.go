@@ -39,7 +39,10 @@ type Setting struct {
 	// Replace is true when the cloud cannot change the setting of an existing load
 	// balancer: a changed value then replaces the load balancer (a new one, with a new
 	// address), as the internal annotation does, and is refused where ccmkit replaces none
-	// (keep-on-delete, load-balancer-id). False: a change is one in-place update.
+	// (keep-on-delete, load-balancer-id). Only a value the Service's annotation asks for
+	// replaces: without the annotation a load balancer keeps the value it has, whatever
+	// the default, and a value the cloud does not report or Parse cannot read never
+	// causes a replacement. False: a change is one in-place update.
 	Replace bool
 }
 

@@ -182,7 +182,7 @@ func TestAdapterSettings(t *testing.T) {
 
 	t.Run("keep-on-delete refuses a replacement", func(t *testing.T) {
 		svc := newService("web", withAnnotation("size", "large"), withAnnotation("idle-timeout", "120"),
-			withAnnotation(loadbalancer.AnnotationKeepOnDelete, "true"))
+			withAnnotation("network-tier", "standard"), withAnnotation(loadbalancer.AnnotationKeepOnDelete, "true"))
 		before := e.cloud.Calls()
 		_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", svc, e.nodes)
 		require.Error(t, err)
@@ -283,7 +283,7 @@ func mustFormat(t *testing.T) providerid.Format {
 func TestNamedLoadBalancerIsNeverReplacedForASetting(t *testing.T) {
 	e := newEnvWith(t, fake.Config{}, withSettings(nil, nil))
 	named := e.unowned(t, "kept", func(s *cloudapi.LoadBalancerSpec) { s.Settings = map[string]string{"network-tier": "premium"} })
-	svc := newService("web", withAnnotation(loadbalancer.AnnotationLoadBalancerID, named.ID))
+	svc := newService("web", withAnnotation(loadbalancer.AnnotationLoadBalancerID, named.ID), withAnnotation("network-tier", "standard"))
 	before := e.cloud.Calls()
 	_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", svc, e.nodes)
 	require.Error(t, err)
@@ -296,4 +296,43 @@ func TestNamedLoadBalancerIsNeverReplacedForASetting(t *testing.T) {
 	lb := e.only(t)
 	assert.Equal(t, named.ID, lb.ID, "adopted")
 	assert.Equal(t, map[string]string{"size": "small", "network-tier": "premium"}, lb.Spec.Settings)
+}
+
+// A cloud that spells a setting differently, a default that changes and a value the
+// declaration cannot read each cost no replacement (no new address) and no write loop.
+func TestReplaceSettingIsReplacedOnlyForAnAnnotatedValue(t *testing.T) {
+	e := newEnvWith(t, fake.Config{}, withSettings(nil, nil))
+	svc := newService("web", withAnnotation("network-tier", "premium"))
+	e.ensure(t, svc, e.nodes)
+	first := e.only(t)
+	api, _ := e.cloud.LoadBalancers()
+
+	for _, tc := range []struct{ name, cloudValue string }{
+		{"the cloud answers another spelling", "PREMIUM"},
+		{"the cloud answers a value the declaration cannot read", "gold"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := e.only(t).Spec.Clone()
+			spec.Settings["network-tier"] = tc.cloudValue
+			_, err := api.UpdateLoadBalancer(t.Context(), first.ID, cloudapi.LoadBalancerUpdate{Spec: spec})
+			require.NoError(t, err)
+			e.expire() // Ensure reads the cloud again
+			e.ensure(t, svc, e.nodes)
+			lb := e.only(t)
+			assert.Equal(t, first.ID, lb.ID, "not replaced")
+			assert.Equal(t, first.Addresses, lb.Addresses)
+			before := e.cloud.Calls()
+			e.ensure(t, svc, e.nodes)
+			assert.Zero(t, e.cloud.Calls().Sub(before).Writes(), "converged: no write loop")
+		})
+	}
+
+	t.Run("without the annotation the load balancer keeps its value, whatever the default", func(t *testing.T) {
+		plain := newService("web") // the default is standard
+		before := e.cloud.Calls()
+		e.ensure(t, plain, e.nodes)
+		lb := e.only(t)
+		assert.Equal(t, first.ID, lb.ID, "not replaced for a default")
+		assert.Zero(t, e.cloud.Calls().Sub(before)[cloudapi.OpCreateLoadBalancer])
+	})
 }
