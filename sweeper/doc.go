@@ -22,7 +22,10 @@
 // A load balancer that carries cloudapi.TagCluster with the cluster's ID, and
 // cloudapi.TagService (the owner's UID) and cloudapi.TagServiceName (its namespace/name),
 // whose Service is gone; a route that carries the cluster's tag and cloudapi.TagNode
-// whose Node is gone. "Gone" is proven twice: the informers have synced and lacked the
+// whose Node is gone. A load balancer is owned while the Service informer holds a
+// Service with its UID, whatever the name tag says (a cloud may shorten tag values); a
+// load balancer or route the cloud lists without an ID, or a load balancer the cloud
+// re-reads as nothing, is never deleted. "Gone" is proven twice: the informers have synced and lacked the
 // owner at every sweep for the grace period; then, right before the delete, the cloud is
 // read again (the resource still has the same tags) and the API server is read live (a
 // GET, not the cache) and answers NotFound, or for a Service one of the same name with

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -262,15 +263,29 @@ func (s *Sweeper) sweepLoadBalancers(ctx context.Context, listed map[suspect]boo
 	if err != nil {
 		return fmt.Errorf("sweeper: %w: %w", errListFailed, err)
 	}
+	// Ownership is the UID: a Service with this UID anywhere owns its load balancer, even
+	// when the name tag does not name it (a cloud that shortens tag values, a hand edit).
+	svcs, err := s.services.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("sweeper: %w: listing the Service informer: %w", errListFailed, err)
+	}
+	live := make(map[string]bool, len(svcs))
+	for _, svc := range svcs {
+		live[string(svc.UID)] = true
+	}
 	var errs []error
 	for _, lb := range lbs {
+		if lb.ID == "" {
+			logger.Info("Not sweeping a load balancer the cloud listed without an ID", "name", lb.Spec.Name)
+			continue
+		}
 		uid, ns, name, ok := serviceOwner(lb.Spec.Tags)
 		if !ok {
 			logger.V(2).Info("Not sweeping a load balancer without a complete owner: no Service to prove gone",
 				"loadBalancer", lb.ID, "serviceUID", lb.Spec.Tags[cloudapi.TagService], "service", lb.Spec.Tags[cloudapi.TagServiceName])
 			continue
 		}
-		if svc, err := s.services.Services(ns).Get(name); err == nil && string(svc.UID) == uid {
+		if live[uid] {
 			continue // owned
 		}
 		k := suspect{kind: KindLoadBalancer, id: lb.ID, owner: uid}
@@ -301,6 +316,9 @@ func (s *Sweeper) deleteLoadBalancer(ctx context.Context, id, uid, ns, name stri
 	}
 	if err != nil {
 		return false, fmt.Errorf("sweeper: re-reading load balancer %s before deleting it: %w", id, err)
+	}
+	if cur == nil {
+		return false, fmt.Errorf("sweeper: re-reading load balancer %s before deleting it: the cloud answered neither a load balancer nor an error", id)
 	}
 	if cur.Spec.Tags[cloudapi.TagCluster] != s.opts.ClusterID || cur.Spec.Tags[cloudapi.TagService] != uid {
 		logger.Info("Not sweeping a load balancer whose owner tags changed", "loadBalancer", id, "service", ns+"/"+name)
@@ -348,8 +366,8 @@ func (s *Sweeper) sweepRoutes(ctx context.Context, listed map[suspect]bool, res 
 	var errs []error
 	for _, rt := range rts {
 		node := rt.Tags[cloudapi.TagNode]
-		if node == "" {
-			continue
+		if node == "" || rt.ID == "" {
+			continue // no owner to prove gone, or nothing to delete by
 		}
 		if _, err := s.nodes.Get(node); err == nil {
 			continue // owned

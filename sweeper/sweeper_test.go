@@ -340,3 +340,20 @@ func TestRunSweepsEveryInterval(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// Ownership is the Service's UID: a load balancer whose name tag names no Service (a cloud
+// that shortened the tag, a hand edit) belongs to the live Service with its UID.
+func TestSweepKeepsALoadBalancerWhoseUIDIsLiveWhateverItsNameTag(t *testing.T) {
+	w := newWorld(t, []runtime.Object{newService("ns", "web", "uid-web")}, nil)
+	lb := w.lb("web", owned("uid-web", "ns/we"))
+	ctx := context.Background()
+	_, err := w.s.Sweep(ctx)
+	require.NoError(t, err)
+	w.clock.Step(grace)
+	res, err := w.s.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, res.Deleted)
+	assert.Zero(t, res.Suspects)
+	assert.Equal(t, []string{lb}, w.lbIDs())
+	assert.Zero(t, w.cloud.Calls()[cloudapi.OpDeleteLoadBalancer])
+}
