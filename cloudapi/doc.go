@@ -26,6 +26,14 @@
 //     passed through as the Service names them. A cloud whose load balancers are DNS
 //     names reports them in LoadBalancer.Hostname.
 //   - RouteAPI: routes of the pod network, tagged with TagCluster and TagNode.
+//   - TargetGroupAPI (optional; offered by also implementing TargetGroupClient, found
+//     with TargetGroups): a cloud whose load balancers send traffic to shared groups of
+//     instances (GCE's instance groups, target groups or pools elsewhere) maps them here;
+//     a load balancer names its group in LoadBalancerSpec.TargetGroup. Groups are found
+//     by tags like load balancers (TagCluster), a group a load balancer names is never
+//     deleted (ErrConflict), creates follow the same rules as a load balancer's. Zones
+//     are the adapter's: one TargetGroup may stand for one cloud group per zone. ccmkit's
+//     loadbalancer package does not use it yet; the contract suite checks it.
 //   - Capabilities: return (nil, false) from Client.LoadBalancers or Client.Routes when
 //     the cloud lacks them.
 //
@@ -68,4 +76,4 @@
 // interface, for tests that need exact call sequences.
 package cloudapi
 
-//go:generate mockgen -typed -destination=cloudapimock/mocks.go -package=cloudapimock . Client,InstanceAPI,LoadBalancerAPI,RouteAPI
+//go:generate mockgen -typed -destination=cloudapimock/mocks.go -package=cloudapimock . Client,InstanceAPI,LoadBalancerAPI,RouteAPI,TargetGroupAPI,TargetGroupClient

@@ -97,8 +97,8 @@ func TestOperations(t *testing.T) {
 			writes++
 		}
 	}
-	assert.Len(t, ops, 10)
-	assert.Equal(t, 5, writes)
+	assert.Len(t, ops, 14)
+	assert.Equal(t, 8, writes)
 	assert.False(t, cloudapi.Operation("Reboot").Valid())
 	assert.False(t, cloudapi.OpListInstances.IsWrite())
 	assert.True(t, cloudapi.OpCreateRoute.IsWrite())

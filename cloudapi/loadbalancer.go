@@ -180,6 +180,11 @@ type LoadBalancerSpec struct {
 	// Targets are the IDs of the instances that receive traffic. The order carries no
 	// meaning; an empty list is valid and leaves the load balancer without backends.
 	Targets []string
+	// TargetGroup is the ID of a target group (TargetGroupAPI) whose members receive
+	// traffic, instead of Targets, which must then be empty. Empty means none. A cloud
+	// without target groups refuses a spec that names one with ErrInvalidRequest, as does
+	// a cloud that has no group with that ID.
+	TargetGroup string
 	// HealthCheck probes the targets; nil means the cloud's default.
 	HealthCheck *HealthCheck
 	// SourceRanges are the CIDRs allowed to connect; empty means everyone.
@@ -307,6 +312,8 @@ type LoadBalancerChanges struct {
 	AddTargets []string
 	// RemoveTargets are instance IDs to remove from the targets.
 	RemoveTargets []string
+	// TargetGroup is true when the target group differs.
+	TargetGroup bool
 	// HealthCheck is true when the health check differs.
 	HealthCheck bool
 	// SourceRanges is true when the set of source ranges differs.
@@ -331,7 +338,7 @@ func (c LoadBalancerChanges) Empty() bool {
 	return !c.Name && !c.Internal && len(c.AddListeners) == 0 && len(c.UpdateListeners) == 0 &&
 		len(c.RemoveListeners) == 0 && len(c.AddTargets) == 0 && len(c.RemoveTargets) == 0 &&
 		!c.HealthCheck && !c.SourceRanges && !c.ProxyProtocol && !c.IPFamilies &&
-		!c.RequestedIPs && !c.SessionAffinity && !c.Tags &&
+		!c.RequestedIPs && !c.SessionAffinity && !c.Tags && !c.TargetGroup &&
 		len(c.Settings) == 0
 }
 
@@ -369,6 +376,7 @@ func DiffLoadBalancer(current, desired LoadBalancerSpec) LoadBalancerChanges {
 	slices.SortFunc(c.RemoveListeners, compareListenerKeys)
 
 	c.AddTargets, c.RemoveTargets = setDiff(current.Targets, desired.Targets)
+	c.TargetGroup = current.TargetGroup != desired.TargetGroup
 	c.HealthCheck = !equalHealthChecks(current.HealthCheck, desired.HealthCheck)
 	c.SourceRanges = !equalSets(current.SourceRanges, desired.SourceRanges)
 	c.ProxyProtocol = current.ProxyProtocol != desired.ProxyProtocol

@@ -4,7 +4,8 @@ package cloudapi
 // logs use these values, so that no layer types an operation name by hand.
 type Operation string
 
-// The operations, one per method of InstanceAPI, LoadBalancerAPI and RouteAPI.
+// The operations, one per method of InstanceAPI, LoadBalancerAPI, RouteAPI and
+// TargetGroupAPI.
 const (
 	OpGetInstance        Operation = "GetInstance"
 	OpListInstances      Operation = "ListInstances"
@@ -16,13 +17,19 @@ const (
 	OpListRoutes         Operation = "ListRoutes"
 	OpCreateRoute        Operation = "CreateRoute"
 	OpDeleteRoute        Operation = "DeleteRoute"
+
+	OpListTargetGroups  Operation = "ListTargetGroups"
+	OpCreateTargetGroup Operation = "CreateTargetGroup"
+	OpUpdateTargetGroup Operation = "UpdateTargetGroup"
+	OpDeleteTargetGroup Operation = "DeleteTargetGroup"
 )
 
 // Operations returns every operation, reads first.
 func Operations() []Operation {
 	return []Operation{
-		OpGetInstance, OpListInstances, OpGetLoadBalancer, OpListLoadBalancers, OpListRoutes,
+		OpGetInstance, OpListInstances, OpGetLoadBalancer, OpListLoadBalancers, OpListRoutes, OpListTargetGroups,
 		OpCreateLoadBalancer, OpUpdateLoadBalancer, OpDeleteLoadBalancer, OpCreateRoute, OpDeleteRoute,
+		OpCreateTargetGroup, OpUpdateTargetGroup, OpDeleteTargetGroup,
 	}
 }
 
@@ -30,7 +37,8 @@ func Operations() []Operation {
 // retry; writes are not (see ErrTransient).
 func (o Operation) IsWrite() bool {
 	switch o {
-	case OpCreateLoadBalancer, OpUpdateLoadBalancer, OpDeleteLoadBalancer, OpCreateRoute, OpDeleteRoute:
+	case OpCreateLoadBalancer, OpUpdateLoadBalancer, OpDeleteLoadBalancer, OpCreateRoute, OpDeleteRoute,
+		OpCreateTargetGroup, OpUpdateTargetGroup, OpDeleteTargetGroup:
 		return true
 	}
 	return false
@@ -40,7 +48,8 @@ func (o Operation) IsWrite() bool {
 func (o Operation) Valid() bool {
 	switch o {
 	case OpGetInstance, OpListInstances, OpGetLoadBalancer, OpListLoadBalancers, OpCreateLoadBalancer,
-		OpUpdateLoadBalancer, OpDeleteLoadBalancer, OpListRoutes, OpCreateRoute, OpDeleteRoute:
+		OpUpdateLoadBalancer, OpDeleteLoadBalancer, OpListRoutes, OpCreateRoute, OpDeleteRoute,
+		OpListTargetGroups, OpCreateTargetGroup, OpUpdateTargetGroup, OpDeleteTargetGroup:
 		return true
 	}
 	return false

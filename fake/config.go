@@ -115,7 +115,8 @@ type Hostnames struct {
 	WithoutAddresses bool `yaml:"withoutAddresses"`
 }
 
-// Capabilities switches the optional parts of the cloud API. Nil means enabled.
+// Capabilities switches the optional parts of the cloud API. Nil means enabled, but for
+// TargetGroups.
 type Capabilities struct {
 	// LoadBalancers false makes Cloud.LoadBalancers return (nil, false).
 	LoadBalancers *bool `yaml:"loadBalancers"`
@@ -128,6 +129,12 @@ type Capabilities struct {
 	// HTTP false makes the load balancers refuse HTTP listeners (cloudapi.AppProtocolHTTP
 	// and AppProtocolHTTPS) with ErrInvalidRequest.
 	HTTP *bool `yaml:"http"`
+	// TargetGroups true gives the cloud target groups (Cloud.TargetGroups, a
+	// cloudapi.TargetGroupClient) that load balancers name in
+	// cloudapi.LoadBalancerSpec.TargetGroup. Unlike the others it is off unless set:
+	// false or nil, TargetGroups returns (nil, false) and a spec that names a group is
+	// refused with ErrInvalidRequest.
+	TargetGroups *bool `yaml:"targetGroups"`
 }
 
 // Instance is an instance as a Config describes it.
@@ -283,6 +290,10 @@ func validateAddress(a cloudapi.Address) error {
 
 func (c *Config) loadBalancersEnabled() bool {
 	return c.Capabilities.LoadBalancers == nil || *c.Capabilities.LoadBalancers
+}
+
+func (c *Config) targetGroupsEnabled() bool {
+	return c.Capabilities.TargetGroups != nil && *c.Capabilities.TargetGroups
 }
 
 func (c *Config) routesEnabled() bool {

@@ -34,7 +34,7 @@ func newContractCloud(cfg fake.Config, wrap func(*fake.Cloud) cloudapi.Client) c
 
 func TestContract(t *testing.T) {
 	plain := func(c *fake.Cloud) cloudapi.Client { return c }
-	off := false
+	off, on := false, true
 	sizes := cloudapitest.WithSettings(map[string]string{"size": "small"}, map[string]string{"size": "large", "algorithm": "least-connections"})
 	for _, tc := range []struct {
 		name    string
@@ -58,6 +58,10 @@ func TestContract(t *testing.T) {
 		{"state file, reopened after every write", newContractCloud(fake.Config{StateFile: "state.json"}, func(c *fake.Cloud) cloudapi.Client {
 			return &reopening{cfg: c.Config()}
 		}), []cloudapitest.Option{sizes}},
+		{"target groups", newContractCloud(fake.Config{Capabilities: fake.Capabilities{TargetGroups: &on}}, plain), nil},
+		{"target groups in a state file, reopened after every write", newContractCloud(fake.Config{StateFile: "state.json", Capabilities: fake.Capabilities{TargetGroups: &on}}, func(c *fake.Cloud) cloudapi.Client {
+			return &reopening{cfg: c.Config()}
+		}), nil},
 		{"state file with hostnames, reopened after every write", newContractCloud(fake.Config{StateFile: "state.json", Hostnames: fake.Hostnames{Domain: "lb.example.com"}}, func(c *fake.Cloud) cloudapi.Client {
 			return &reopening{cfg: c.Config()}
 		}), []cloudapitest.Option{cloudapitest.WithHostnames()}},
@@ -97,6 +101,65 @@ func (r *reopening) wrote() {
 func (r *reopening) Instances() cloudapi.InstanceAPI                 { return reopenedInstances{r} }
 func (r *reopening) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return reopenedLBs{r}, true }
 func (r *reopening) Routes() (cloudapi.RouteAPI, bool)               { return reopenedRoutes{r}, true }
+
+// TargetGroups makes reopening a cloudapi.TargetGroupClient when its cloud has target
+// groups.
+func (r *reopening) TargetGroups() (cloudapi.TargetGroupAPI, bool) {
+	c, err := r.cloud()
+	if err != nil {
+		return nil, false
+	}
+	if _, ok := c.TargetGroups(); !ok {
+		return nil, false
+	}
+	return reopenedGroups{r}, true
+}
+
+type reopenedGroups struct{ r *reopening }
+
+func (a reopenedGroups) api() (cloudapi.TargetGroupAPI, error) {
+	c, err := a.r.cloud()
+	if err != nil {
+		return nil, err
+	}
+	api, _ := c.TargetGroups()
+	return api, nil
+}
+
+func (a reopenedGroups) ListTargetGroups(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.TargetGroupPage, error) {
+	api, err := a.api()
+	if err != nil {
+		return nil, err
+	}
+	return api.ListTargetGroups(ctx, opts)
+}
+
+func (a reopenedGroups) CreateTargetGroup(ctx context.Context, spec cloudapi.TargetGroupSpec) (*cloudapi.TargetGroup, error) {
+	api, err := a.api()
+	if err != nil {
+		return nil, err
+	}
+	defer a.r.wrote()
+	return api.CreateTargetGroup(ctx, spec)
+}
+
+func (a reopenedGroups) UpdateTargetGroup(ctx context.Context, id string, u cloudapi.TargetGroupUpdate) (*cloudapi.TargetGroup, error) {
+	api, err := a.api()
+	if err != nil {
+		return nil, err
+	}
+	defer a.r.wrote()
+	return api.UpdateTargetGroup(ctx, id, u)
+}
+
+func (a reopenedGroups) DeleteTargetGroup(ctx context.Context, id string) error {
+	api, err := a.api()
+	if err != nil {
+		return err
+	}
+	defer a.r.wrote()
+	return api.DeleteTargetGroup(ctx, id)
+}
 
 type (
 	reopenedInstances struct{ r *reopening }

@@ -39,6 +39,7 @@
 //	  routes: true                # false: Routes() answers (nil, false)
 //	  tls: true                   # false: listeners that terminate TLS are refused
 //	  http: true                  # false: HTTP and HTTPS listeners are refused
+//	  targetGroups: false         # true: TargetGroups() offers target groups (default false)
 //	instances:
 //	  - id: i-0001                # required, unique
 //	    name: node-a
@@ -84,6 +85,14 @@
 //   - Updates replace the whole spec, like a cloud with one PUT; switching Internal in
 //     place is ErrInvalidRequest. Each write is recorded (LoadBalancerHistory) with the
 //     caller's Changes and the real difference, so a test can catch a stale diff.
+//   - With Capabilities.TargetGroups (off unless set), the Cloud is a
+//     cloudapi.TargetGroupClient: target groups with unique names (ErrConflict), members
+//     that must be instances, paged lists by tag like the others; a load balancer names
+//     one in LoadBalancerSpec.TargetGroup instead of having targets of its own (both, or
+//     a group that does not exist, is ErrInvalidRequest), and a group a load balancer
+//     names is not deleted (ErrConflict). Zones are not modelled: a group holds instances
+//     of any zone. Without the capability, a spec that names a group is ErrInvalidRequest.
+//     Inventory.Targets resolves a load balancer's targets through its group.
 //   - Routes live in one table: a second route for a destination is ErrConflict; a route
 //     whose target instance is deleted or terminated is reported as a blackhole.
 //   - A call whose context is done fails with ErrTransient and changes nothing.
@@ -104,7 +113,9 @@
 //   - The file holds the instances, the load balancers (with their creation time and the
 //     provisioning reads as of the last write), their names and addresses, the routes, each
 //     address pool's cursor (so no address is handed out again before the rest of its pool
-//     has been) and the ID sequences (so no ID is reused). It does not hold the call
+//     has been), the target groups (keys "targetGroups" and "targetGroupSeq", absent while
+//     the cloud never had one, so such a file reads as before) and the ID sequences (so
+//     no ID is reused). It does not hold the call
 //     counts, nor LoadBalancerHistory, which is the writes of one Cloud since it was made.
 //   - No file at the path: a new cloud, as the Config describes it, written there at once
 //     (so a path that cannot be written fails Open). The directory must exist.

@@ -35,7 +35,7 @@ type Cloud struct {
 	// state file only). Guarded by mu.
 	configInstances []stateInstance
 
-	netMu    sync.Mutex // guards load balancers, their addresses and names, the history and routes
+	netMu    sync.Mutex // guards load balancers, their addresses and names, the history, routes and target groups
 	lbs      table[*loadBalancer]
 	lbNames  map[string]string // name → ID
 	lbSeq    int
@@ -43,6 +43,8 @@ type Cloud struct {
 	pools    map[poolKey]*pool
 	history  []Event
 	routes   table[cloudapi.Route]
+	groups   table[cloudapi.TargetGroup] // target groups (Capabilities.TargetGroups)
+	groupSeq int
 	routeDst map[netip.Prefix]string // destination → route ID
 	routeSeq int
 }

@@ -584,3 +584,48 @@ func TestInventoryFindsLeftovers(t *testing.T) {
 	assert.Len(t, inv.LoadBalancersTagged(map[string]string{cloudapi.TagCluster: "c1"}), 3)
 	assert.Empty(t, cloud.Calls().Reads(), "inventory does not count as calls")
 }
+
+// TestTargetGroupsCapability: without capabilities.targetGroups the cloud has no target
+// groups and refuses a load balancer that names one; with it, a load balancer names an
+// existing group instead of having targets.
+func TestTargetGroupsCapability(t *testing.T) {
+	cfg := fake.Config{Instances: []fake.Instance{{ID: "i-1"}, {ID: "i-2"}}}
+	spec := cloudapi.LoadBalancerSpec{Name: "lb", Listeners: []cloudapi.Listener{{Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080}}, TargetGroup: "tg-000001"}
+
+	off, err := fake.New(cfg)
+	require.NoError(t, err)
+	groups, ok := off.TargetGroups()
+	assert.False(t, ok)
+	assert.Nil(t, groups)
+	_, ok = cloudapi.TargetGroups(off)
+	assert.False(t, ok)
+	lbs, _ := off.LoadBalancers()
+	_, err = lbs.CreateLoadBalancer(t.Context(), spec)
+	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
+	assert.Contains(t, err.Error(), "capabilities.targetGroups")
+
+	yes := true
+	cfg.Capabilities.TargetGroups = &yes
+	on, err := fake.New(cfg)
+	require.NoError(t, err)
+	groups, ok = cloudapi.TargetGroups(on)
+	require.True(t, ok)
+	lbs, _ = on.LoadBalancers()
+	_, err = lbs.CreateLoadBalancer(t.Context(), spec)
+	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "no such group yet")
+	g, err := groups.CreateTargetGroup(t.Context(), cloudapi.TargetGroupSpec{Name: "g", Targets: []string{"i-2", "i-1"}})
+	require.NoError(t, err)
+	require.Equal(t, "tg-000001", g.ID)
+	assert.Equal(t, []string{"i-1", "i-2"}, g.Spec.Targets, "stored sorted")
+	lb, err := lbs.CreateLoadBalancer(t.Context(), spec)
+	require.NoError(t, err)
+	inv := on.Inventory()
+	assert.Equal(t, []string{"i-1", "i-2"}, inv.Targets(*lb), "the group's members receive the traffic")
+	require.Len(t, inv.TargetGroups, 1)
+
+	calls := on.Calls()
+	_, err = groups.UpdateTargetGroup(t.Context(), g.ID, cloudapi.DiffTargetGroup(g.Spec, cloudapi.TargetGroupSpec{Name: "g", Targets: []string{"i-1"}}))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"i-1"}, on.Inventory().Targets(*lb), "one write moves every load balancer that names the group")
+	assert.Equal(t, fake.Calls{cloudapi.OpUpdateTargetGroup: 1}, on.Calls().Sub(calls))
+}

@@ -17,6 +17,22 @@ type Inventory struct {
 	LoadBalancers []cloudapi.LoadBalancer
 	// Routes, ordered by ID, with Blackhole set as ListRoutes would.
 	Routes []cloudapi.Route
+	// TargetGroups, ordered by ID (Capabilities.TargetGroups).
+	TargetGroups []cloudapi.TargetGroup
+}
+
+// Targets returns the instance IDs that receive the load balancer's traffic: its target
+// group's members when it names one the inventory holds, else its own targets.
+func (inv Inventory) Targets(lb cloudapi.LoadBalancer) []string {
+	if lb.Spec.TargetGroup == "" {
+		return lb.Spec.Targets
+	}
+	for _, g := range inv.TargetGroups {
+		if g.ID == lb.Spec.TargetGroup {
+			return g.Spec.Targets
+		}
+	}
+	return nil
 }
 
 // LoadBalancersTagged returns the load balancers that carry every tag in filter.
@@ -55,6 +71,9 @@ func (c *Cloud) Inventory() Inventory {
 	}
 	for _, id := range c.routes.ids {
 		inv.Routes = append(inv.Routes, c.routes.byID[id].Clone())
+	}
+	for _, id := range c.groups.ids {
+		inv.TargetGroups = append(inv.TargetGroups, c.groups.byID[id].Clone())
 	}
 	c.netMu.Unlock()
 	c.mu.RLock()

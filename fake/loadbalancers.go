@@ -94,6 +94,9 @@ func (c *Cloud) createLoadBalancer(spec cloudapi.LoadBalancerSpec) (*cloudapi.Lo
 	const op = cloudapi.OpCreateLoadBalancer
 	c.netMu.Lock()
 	defer c.netMu.Unlock()
+	if err := c.checkTargetGroup(spec); err != nil {
+		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, spec.Name, err)
+	}
 	if other, taken := c.lbNames[spec.Name]; taken {
 		return nil, cloudapi.NewError(cloudapi.ErrConflict, op, spec.Name, fmt.Errorf("load balancer %s already has the name %q", other, spec.Name))
 	}
@@ -158,6 +161,9 @@ func (c *Cloud) updateLoadBalancer(id string, spec cloudapi.LoadBalancerSpec) (*
 		return nil, cloudapi.LoadBalancerChanges{}, cloudapi.NewError(cloudapi.ErrNotFound, op, id, nil)
 	}
 	old := rec.lb.Spec
+	if err := c.checkTargetGroup(spec); err != nil {
+		return nil, cloudapi.LoadBalancerChanges{}, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
+	}
 	if spec.Internal != old.Internal {
 		return nil, cloudapi.LoadBalancerChanges{}, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id,
 			errors.New("a load balancer cannot switch between internal and public in place; create a new one"))

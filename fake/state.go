@@ -40,6 +40,10 @@ type stateDoc struct {
 	LoadBalancerSeq int          `json:"loadBalancerSeq"`
 	Routes          []stateRoute `json:"routes"`
 	RouteSeq        int          `json:"routeSeq"`
+	// TargetGroups and TargetGroupSeq are the target groups (Capabilities.TargetGroups)
+	// and the last group ID handed out; absent in a file without any.
+	TargetGroups   []stateTargetGroup `json:"targetGroups,omitempty"`
+	TargetGroupSeq int                `json:"targetGroupSeq,omitempty"`
 	// AddressPools are the pools' cursors: the last address each pool handed out.
 	AddressPools []stateCursor `json:"addressPools"`
 }
@@ -66,6 +70,7 @@ type stateLB struct {
 	Internal      bool              `json:"internal,omitempty"`
 	Listeners     []stateListener   `json:"listeners,omitempty"`
 	Targets       []string          `json:"targets,omitempty"`
+	TargetGroup   string            `json:"targetGroup,omitempty"`
 	HealthCheck   *stateHealthCheck `json:"healthCheck,omitempty"`
 	SourceRanges  []string          `json:"sourceRanges,omitempty"`
 	ProxyProtocol bool              `json:"proxyProtocol,omitempty"`
@@ -114,6 +119,13 @@ type stateRoute struct {
 	TargetInstanceID string            `json:"targetInstanceID"`
 	TargetAddress    string            `json:"targetAddress,omitempty"`
 	Tags             map[string]string `json:"tags,omitempty"`
+}
+
+type stateTargetGroup struct {
+	ID      string            `json:"id"`
+	Name    string            `json:"name"`
+	Targets []string          `json:"targets,omitempty"`
+	Tags    map[string]string `json:"tags,omitempty"`
 }
 
 type stateCursor struct {
@@ -172,6 +184,14 @@ func (c *Cloud) encodeState(sizeHint int) ([]byte, error) {
 		field("routeSeq", c.routeSeq),
 		field("addressPools", cursors),
 	)
+	if c.groups.len() > 0 || c.groupSeq > 0 {
+		groups := make([]stateTargetGroup, 0, c.groups.len())
+		for _, id := range c.groups.ids {
+			g := c.groups.byID[id]
+			groups = append(groups, stateTargetGroup{ID: g.ID, Name: g.Spec.Name, Targets: g.Spec.Targets, Tags: nilIfEmpty(g.Spec.Tags)})
+		}
+		err = errors.Join(err, field("targetGroups", groups), field("targetGroupSeq", c.groupSeq))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -322,6 +342,23 @@ func (d *stateDoc) validate() error {
 			}
 		}
 	}
+	groupIDs, groupNames := map[string]bool{}, map[string]bool{}
+	for i, g := range d.TargetGroups {
+		path := fmt.Sprintf("targetGroups[%d]", i)
+		if n, ok := seqOf(g.ID, "tg-"); !ok || n > d.TargetGroupSeq || groupIDs[g.ID] {
+			errs = append(errs, fmt.Errorf("%s: id %q is not an unused tg-N with N at most targetGroupSeq %d", path, g.ID, d.TargetGroupSeq))
+		}
+		groupIDs[g.ID] = true
+		if g.Name == "" || groupNames[g.Name] {
+			errs = append(errs, fmt.Errorf("%s: name %q is empty or taken", path, g.Name))
+		}
+		groupNames[g.Name] = true
+	}
+	for i, lb := range d.LoadBalancers {
+		if lb.TargetGroup != "" && !groupIDs[lb.TargetGroup] {
+			errs = append(errs, fmt.Errorf("loadBalancers[%d]: target group %q is not in targetGroups", i, lb.TargetGroup))
+		}
+	}
 	ids, dsts := map[string]bool{}, map[netip.Prefix]bool{}
 	for i, r := range d.Routes {
 		path := fmt.Sprintf("routes[%d]", i)
@@ -397,6 +434,11 @@ func (c *Cloud) applyState(doc *stateDoc) {
 		c.routeDst[netip.MustParsePrefix(s.DestinationCIDR)] = r.ID // validated
 	}
 	c.routeSeq = doc.RouteSeq
+	c.groups = table[cloudapi.TargetGroup]{}
+	for _, g := range doc.TargetGroups {
+		c.groups.put(g.ID, cloudapi.TargetGroup{ID: g.ID, Spec: cloudapi.TargetGroupSpec{Name: g.Name, Targets: g.Targets, Tags: g.Tags}})
+	}
+	c.groupSeq = doc.TargetGroupSeq
 	for _, p := range c.pools {
 		p.idx, p.last = 0, netip.Addr{}
 	}
@@ -473,7 +515,7 @@ func fromStateInstance(in stateInstance) cloudapi.Instance {
 func toStateLB(rec *loadBalancer) stateLB {
 	s := rec.lb.Spec
 	out := stateLB{
-		ID: rec.lb.ID, Name: s.Name, Internal: s.Internal, Targets: s.Targets,
+		ID: rec.lb.ID, Name: s.Name, Internal: s.Internal, Targets: s.Targets, TargetGroup: s.TargetGroup,
 		SourceRanges: s.SourceRanges, ProxyProtocol: s.ProxyProtocol,
 		RequestedIPs: s.RequestedIPs, Tags: s.Tags, Settings: s.Settings,
 		Addresses: rec.lb.Addresses, Status: string(rec.lb.Status), Created: rec.created, Reads: rec.reads,
@@ -499,7 +541,7 @@ func toStateLB(rec *loadBalancer) stateLB {
 
 func fromStateLB(s stateLB) *loadBalancer {
 	spec := cloudapi.LoadBalancerSpec{
-		Name: s.Name, Internal: s.Internal, Targets: s.Targets, SourceRanges: s.SourceRanges,
+		Name: s.Name, Internal: s.Internal, Targets: s.Targets, TargetGroup: s.TargetGroup, SourceRanges: s.SourceRanges,
 		ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags, Settings: s.Settings,
 	}
 	for _, l := range s.Listeners {

@@ -112,7 +112,9 @@ func TestStateFileRoundTrip(t *testing.T) {
 	lbs, routes := lbAPI(t, first), routeAPI(t, first)
 
 	full := fullSpec("full")
-	requireEveryFieldSet(t, reflect.ValueOf(full), "LoadBalancerSpec")
+	checked := full
+	checked.TargetGroup = "tg" // excludes Targets: TestStateFileKeepsTargetGroups keeps it
+	requireEveryFieldSet(t, reflect.ValueOf(checked), "LoadBalancerSpec")
 	lb1, err := lbs.CreateLoadBalancer(ctx, full)
 	require.NoError(t, err)
 	_, err = lbs.GetLoadBalancer(ctx, lb1.ID) // one of its two provisioning reads, saved with the next write
@@ -182,6 +184,45 @@ func TestStateFileRoundTrip(t *testing.T) {
 	_, err = lbAPI(t, first).GetLoadBalancer(ctx, lb5.ID)
 	require.NoError(t, err)
 	assert.Equal(t, second.Inventory(), first.Inventory())
+}
+
+// TestStateFileKeepsTargetGroups: the groups, their sequence and the load balancers that
+// name them survive a restart; a file without groups has no key for them.
+func TestStateFileKeepsTargetGroups(t *testing.T) {
+	cfg := stateConfig(t)
+	plain := openCloud(t, cfg)
+	_, err := lbAPI(t, plain).CreateLoadBalancer(t.Context(), spec("plain"))
+	require.NoError(t, err)
+	data, err := os.ReadFile(cfg.StateFile)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "targetGroup", "no key for groups in a file without any")
+
+	on := true
+	cfg.Capabilities.TargetGroups = &on
+	first := openCloud(t, cfg)
+	groups, ok := first.TargetGroups()
+	require.True(t, ok)
+	ctx := t.Context()
+	g1, err := groups.CreateTargetGroup(ctx, cloudapi.TargetGroupSpec{Name: "g1", Targets: []string{"i-00001", "i-00000"}, Tags: map[string]string{cloudapi.TagCluster: "c1"}})
+	require.NoError(t, err)
+	g2, err := groups.CreateTargetGroup(ctx, cloudapi.TargetGroupSpec{Name: "g2"})
+	require.NoError(t, err)
+	require.NoError(t, groups.DeleteTargetGroup(ctx, g2.ID))
+	lb, err := lbAPI(t, first).CreateLoadBalancer(ctx, spec("grouped", func(s *cloudapi.LoadBalancerSpec) { s.Targets, s.TargetGroup = nil, g1.ID }))
+	require.NoError(t, err)
+
+	second := openCloud(t, cfg)
+	assert.Equal(t, first.Inventory(), second.Inventory())
+	got, err := lbAPI(t, second).GetLoadBalancer(ctx, lb.ID)
+	require.NoError(t, err)
+	assert.Equal(t, g1.ID, got.Spec.TargetGroup)
+	assert.Equal(t, []string{"i-00000", "i-00001"}, second.Inventory().Targets(*got))
+	groups, _ = second.TargetGroups()
+	g3, err := groups.CreateTargetGroup(ctx, cloudapi.TargetGroupSpec{Name: "g3"})
+	require.NoError(t, err)
+	assert.Equal(t, "tg-000003", g3.ID, "IDs are never reused")
+	err = groups.DeleteTargetGroup(ctx, g1.ID)
+	assert.ErrorIs(t, err, cloudapi.ErrConflict, "the reopened cloud knows the load balancer names it")
 }
 
 func TestStateFileKeepsProvisioningTime(t *testing.T) {

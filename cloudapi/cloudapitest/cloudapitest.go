@@ -106,9 +106,9 @@ func (s *suite) backend(t testing.TB, instances []cloudapi.Instance) cloudapi.Cl
 }
 
 // Run runs the contract suite against the backends that newBackend builds, each check in
-// its own subtest with its own backend: instances, loadbalancers, routes, concurrency and
-// errors. Load balancer and route checks are skipped when the client reports that it
-// lacks the capability.
+// its own subtest with its own backend: instances, loadbalancers, routes, targetgroups,
+// concurrency and errors. Load balancer, route and target group checks are skipped when
+// the client reports that it lacks the capability (target groups: cloudapi.TargetGroups).
 func Run(t *testing.T, newBackend NewBackend, opts ...Option) {
 	s := &suite{
 		newBackend: newBackend,
@@ -120,6 +120,7 @@ func Run(t *testing.T, newBackend NewBackend, opts ...Option) {
 	t.Run("instances", s.testInstances)
 	t.Run("loadbalancers", s.testLoadBalancers)
 	t.Run("routes", s.testRoutes)
+	t.Run("targetgroups", s.testTargetGroups)
 	t.Run("concurrency", s.testConcurrency)
 	t.Run("errors", s.testErrors)
 }
