@@ -158,12 +158,12 @@ func retryable(op cloudapi.Operation, class error) bool {
 
 // isCreate reports whether op creates a resource.
 func isCreate(op cloudapi.Operation) bool {
-	return op == cloudapi.OpCreateLoadBalancer || op == cloudapi.OpCreateRoute || op == cloudapi.OpCreateTargetGroup
+	return op == cloudapi.OpCreateLoadBalancer || op == cloudapi.OpCreateRoute
 }
 
 // isDelete reports whether op deletes a resource.
 func isDelete(op cloudapi.Operation) bool {
-	return op == cloudapi.OpDeleteLoadBalancer || op == cloudapi.OpDeleteRoute || op == cloudapi.OpDeleteTargetGroup
+	return op == cloudapi.OpDeleteLoadBalancer || op == cloudapi.OpDeleteRoute
 }
 
 // backoff returns the wait before the retry that follows the given attempt (1-based):
