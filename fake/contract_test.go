@@ -59,6 +59,9 @@ func TestContract(t *testing.T) {
 			return &reopening{cfg: c.Config()}
 		}), []cloudapitest.Option{sizes}},
 		{"target groups", newContractCloud(fake.Config{Capabilities: fake.Capabilities{TargetGroups: &on}}, plain), nil},
+		{"target groups behind faultinject zero config", newContractCloud(fake.Config{Capabilities: fake.Capabilities{TargetGroups: &on}}, func(c *fake.Cloud) cloudapi.Client {
+			return faultinject.Wrap(c, faultinject.Config{})
+		}), nil},
 		{"target groups in a state file, reopened after every write", newContractCloud(fake.Config{StateFile: "state.json", Capabilities: fake.Capabilities{TargetGroups: &on}}, func(c *fake.Cloud) cloudapi.Client {
 			return &reopening{cfg: c.Config()}
 		}), nil},

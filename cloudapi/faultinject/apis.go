@@ -91,3 +91,34 @@ func (a *routeAPI) DeleteRoute(ctx context.Context, id string) error {
 	})
 	return err
 }
+
+// targetGroupAPI injects faults into a TargetGroupAPI.
+type targetGroupAPI struct {
+	c     *Client
+	inner cloudapi.TargetGroupAPI
+}
+
+func (a *targetGroupAPI) ListTargetGroups(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.TargetGroupPage, error) {
+	return do(ctx, a.c, cloudapi.OpListTargetGroups, "", func(ctx context.Context) (*cloudapi.TargetGroupPage, error) {
+		return a.inner.ListTargetGroups(ctx, opts)
+	})
+}
+
+func (a *targetGroupAPI) CreateTargetGroup(ctx context.Context, spec cloudapi.TargetGroupSpec) (*cloudapi.TargetGroup, error) {
+	return do(ctx, a.c, cloudapi.OpCreateTargetGroup, "", func(ctx context.Context) (*cloudapi.TargetGroup, error) {
+		return a.inner.CreateTargetGroup(ctx, spec)
+	})
+}
+
+func (a *targetGroupAPI) UpdateTargetGroup(ctx context.Context, id string, update cloudapi.TargetGroupUpdate) (*cloudapi.TargetGroup, error) {
+	return do(ctx, a.c, cloudapi.OpUpdateTargetGroup, id, func(ctx context.Context) (*cloudapi.TargetGroup, error) {
+		return a.inner.UpdateTargetGroup(ctx, id, update)
+	})
+}
+
+func (a *targetGroupAPI) DeleteTargetGroup(ctx context.Context, id string) error {
+	_, err := do(ctx, a.c, cloudapi.OpDeleteTargetGroup, id, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, a.inner.DeleteTargetGroup(ctx, id)
+	})
+	return err
+}

@@ -3,7 +3,8 @@
 // enforces a server-side rate limit, reproducibly under a seed. Tests of ccmkit and of a
 // cloud team's adapter use it to prove that the layers above survive a misbehaving cloud:
 // that a create whose answer was lost is not repeated blindly, that throttling is
-// honoured, and that everything converges once the faults stop.
+// honoured, and that everything converges once the faults stop. Target groups
+// (cloudapi.TargetGroups) pass through, with faults, when the wrapped client offers them.
 //
 // # Using it
 //

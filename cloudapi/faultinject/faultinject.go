@@ -105,6 +105,17 @@ func (c *Client) Routes() (cloudapi.RouteAPI, bool) {
 	return &routeAPI{c: c, inner: r}, true
 }
 
+// TargetGroups returns the inner client's target group API (cloudapi.TargetGroups) with
+// faults injected and true, or (nil, false) when the inner client has none. It makes the
+// Client a cloudapi.TargetGroupClient.
+func (c *Client) TargetGroups() (cloudapi.TargetGroupAPI, bool) {
+	g, ok := cloudapi.TargetGroups(c.inner)
+	if !ok {
+		return nil, false
+	}
+	return &targetGroupAPI{c: c, inner: g}, true
+}
+
 // Script queues faults for the next calls of op: the n-th call of op from now on gets
 // faults[n-1] (after any faults queued before), ahead of the rate limiter and the rules,
 // which that call does not consult. Fault{} lets one call through untouched. Faults

@@ -121,7 +121,7 @@ func callWith[T any](ctx context.Context, c *Client, op cloudapi.Operation, key,
 			logger.V(2).Info("Cloud API throttled", "attempt", attempt, "retryAfter", retryAfter, "hold", hold, "qps", qps, "lowered", lowered)
 		}
 		if !retryable(op, class) || attempt >= c.opts.Retry.MaxAttempts ||
-			isCreate(op) && errors.Is(err, cloudapi.ErrTransient) { // throttled, but also of unknown outcome
+			unrepeatable(op) && errors.Is(err, cloudapi.ErrTransient) { // throttled, but also of unknown outcome
 			return zero, r.final(err, attempt, "", nil)
 		}
 		if tooLate(ctx, wait) {
@@ -148,8 +148,8 @@ func retryable(op cloudapi.Operation, class error) bool {
 	case class == nil, errors.Is(class, cloudapi.ErrTransient):
 		// The outcome is unknown: reads, updates to a desired state and deletes may be
 		// repeated; a create may have made a resource, so the layer above looks it up by
-		// its tags instead.
-		return !isCreate(op)
+		// its tags instead; a target group update is not repeated (see unrepeatable).
+		return !unrepeatable(op)
 	}
 	// ErrNotFound, ErrConflict and ErrInvalidRequest are answers; repeating the request
 	// cannot change them.
@@ -158,12 +158,21 @@ func retryable(op cloudapi.Operation, class error) bool {
 
 // isCreate reports whether op creates a resource.
 func isCreate(op cloudapi.Operation) bool {
-	return op == cloudapi.OpCreateLoadBalancer || op == cloudapi.OpCreateRoute
+	return op == cloudapi.OpCreateLoadBalancer || op == cloudapi.OpCreateRoute || op == cloudapi.OpCreateTargetGroup
+}
+
+// unrepeatable reports whether an attempt of op whose outcome is unknown must not be
+// repeated: a create (it may have made the resource), and a target group update, whose
+// AddTargets and RemoveTargets describe the difference from the caller's last read and
+// which, unlike a load balancer's, this Client cannot read again to re-base (the API has no
+// get by ID): the caller reads it again and sends what is still to change.
+func unrepeatable(op cloudapi.Operation) bool {
+	return isCreate(op) || op == cloudapi.OpUpdateTargetGroup
 }
 
 // isDelete reports whether op deletes a resource.
 func isDelete(op cloudapi.Operation) bool {
-	return op == cloudapi.OpDeleteLoadBalancer || op == cloudapi.OpDeleteRoute
+	return op == cloudapi.OpDeleteLoadBalancer || op == cloudapi.OpDeleteRoute || op == cloudapi.OpDeleteTargetGroup
 }
 
 // backoff returns the wait before the retry that follows the given attempt (1-based):

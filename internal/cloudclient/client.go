@@ -23,6 +23,7 @@ type Client struct {
 	instances instanceAPI
 	lbs       *loadBalancerAPI // nil when the inner client has no load balancers
 	routes    *routeAPI        // nil when the inner client has no routes
+	groups    *targetGroupAPI  // nil when the inner client has no target groups
 
 	mu sync.Mutex
 	// notBefore is when the last throttled answer allows the next call; zero before any.
@@ -39,10 +40,12 @@ type Client struct {
 }
 
 var (
-	_ cloudapi.Client          = (*Client)(nil)
-	_ cloudapi.InstanceAPI     = instanceAPI{}
-	_ cloudapi.LoadBalancerAPI = (*loadBalancerAPI)(nil)
-	_ cloudapi.RouteAPI        = (*routeAPI)(nil)
+	_ cloudapi.Client            = (*Client)(nil)
+	_ cloudapi.InstanceAPI       = instanceAPI{}
+	_ cloudapi.LoadBalancerAPI   = (*loadBalancerAPI)(nil)
+	_ cloudapi.RouteAPI          = (*routeAPI)(nil)
+	_ cloudapi.TargetGroupClient = (*Client)(nil)
+	_ cloudapi.TargetGroupAPI    = (*targetGroupAPI)(nil)
 )
 
 // New returns a Client around inner. It asks inner for its APIs once, here: inner's
@@ -76,6 +79,9 @@ func New(inner cloudapi.Client, opts Options) (*Client, error) {
 			errs = append(errs, errors.New("inner client reported routes but returned a nil RouteAPI"))
 		}
 		c.routes = &routeAPI{c: c, inner: api}
+	}
+	if api, ok := cloudapi.TargetGroups(inner); ok {
+		c.groups = &targetGroupAPI{c: c, inner: api}
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("cloud client: %w", errors.Join(errs...))
@@ -116,6 +122,16 @@ func (c *Client) Routes() (cloudapi.RouteAPI, bool) {
 		return nil, false
 	}
 	return c.routes, true
+}
+
+// TargetGroups returns the target group API of the inner client, wrapped, and true, or
+// (nil, false) when the inner client has none (cloudapi.TargetGroups). It makes the Client
+// a cloudapi.TargetGroupClient.
+func (c *Client) TargetGroups() (cloudapi.TargetGroupAPI, bool) {
+	if c.groups == nil {
+		return nil, false
+	}
+	return c.groups, true
 }
 
 // instanceAPI wraps an InstanceAPI.
@@ -225,6 +241,42 @@ func (a *routeAPI) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*c
 func (a *routeAPI) DeleteRoute(ctx context.Context, id string) error {
 	_, err := call(ctx, a.c, cloudapi.OpDeleteRoute, "id", id, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, a.inner.DeleteRoute(ctx, id)
+	})
+	return err
+}
+
+// targetGroupAPI wraps a TargetGroupAPI.
+type targetGroupAPI struct {
+	c     *Client
+	inner cloudapi.TargetGroupAPI
+}
+
+func (a *targetGroupAPI) ListTargetGroups(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.TargetGroupPage, error) {
+	return call(ctx, a.c, cloudapi.OpListTargetGroups, "", "", func(ctx context.Context) (*cloudapi.TargetGroupPage, error) {
+		return a.inner.ListTargetGroups(ctx, opts)
+	})
+}
+
+// CreateTargetGroup is retried only on ErrThrottled, like CreateLoadBalancer.
+func (a *targetGroupAPI) CreateTargetGroup(ctx context.Context, spec cloudapi.TargetGroupSpec) (*cloudapi.TargetGroup, error) {
+	return call(ctx, a.c, cloudapi.OpCreateTargetGroup, "name", spec.Name, func(ctx context.Context) (*cloudapi.TargetGroup, error) {
+		return a.inner.CreateTargetGroup(ctx, spec)
+	})
+}
+
+// UpdateTargetGroup is retried only on ErrThrottled: after an attempt of unknown outcome
+// its AddTargets and RemoveTargets may be applied already, and there is no get by ID to
+// re-base them on.
+func (a *targetGroupAPI) UpdateTargetGroup(ctx context.Context, id string, update cloudapi.TargetGroupUpdate) (*cloudapi.TargetGroup, error) {
+	return call(ctx, a.c, cloudapi.OpUpdateTargetGroup, "id", id, func(ctx context.Context) (*cloudapi.TargetGroup, error) {
+		return a.inner.UpdateTargetGroup(ctx, id, update)
+	})
+}
+
+// DeleteTargetGroup is retried on transient failures, like DeleteLoadBalancer.
+func (a *targetGroupAPI) DeleteTargetGroup(ctx context.Context, id string) error {
+	_, err := call(ctx, a.c, cloudapi.OpDeleteTargetGroup, "id", id, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, a.inner.DeleteTargetGroup(ctx, id)
 	})
 	return err
 }

@@ -14,8 +14,14 @@
 //	operation                              Transient  Throttled  NotFound  Conflict  InvalidRequest
 //	Get*, List* (reads)                    retry      retry      final     final     final
 //	UpdateLoadBalancer                     retry      retry      final     final     final
-//	DeleteLoadBalancer, DeleteRoute        retry      retry      final     final     final
-//	CreateLoadBalancer, CreateRoute        final      retry      final     final     final
+//	Delete* (load balancer, route, group)  retry      retry      final     final     final
+//	Create* (load balancer, route, group)  final      retry      final     final     final
+//	UpdateTargetGroup                      final      retry      final     final     final
+//
+// Target groups (cloudapi.TargetGroupAPI) pass through when the inner client offers them
+// (cloudapi.TargetGroups). A target group update whose outcome is unknown is not repeated:
+// its AddTargets and RemoveTargets describe the difference from the caller's last read,
+// and the API has no get by ID to re-base them on; the caller reads the group again.
 //
 // An attempt that outlives Options.Timeout while the caller's context is still alive is
 // Transient (its error then matches cloudapi.ErrTransient). An error of no class at all
