@@ -13,6 +13,11 @@ const (
 	TagServiceName = "ccmkit.io/service"
 	// TagNode holds the name of the Node whose pod CIDR a route serves.
 	TagNode = "ccmkit.io/node"
+	// TagTargetGroup holds which Nodes a target group of the cluster holds (TargetGroupAPI):
+	// "all-nodes" for every Node the service controller passes, or "selector-" and a hash
+	// of a node selector's canonical form. The load balancers that want the same Nodes
+	// share the group with that value.
+	TagTargetGroup = "ccmkit.io/target-group"
 )
 
 // MatchTags reports whether tags carries every key of filter with the same value.

@@ -147,6 +147,14 @@ type Options struct {
 	// (setting name to value, as the cloud config's loadBalancer.settings). New refuses a
 	// name not declared or a value not allowed.
 	SettingDefaults map[string]string
+	// TargetGroups is the cloud's target group API, or nil when the cloud has none (see
+	// cloudapi.TargetGroups). With it, the load balancers that want the same Nodes (the
+	// same node selector, or none) send traffic to one shared target group instead of
+	// their own targets, so that a Node added or removed is one write to each group
+	// rather than one per load balancer (see "Target groups" in the package
+	// documentation). Existing load balancers move into their group with one update
+	// each, addresses kept. Nil keeps each load balancer's own targets.
+	TargetGroups cloudapi.TargetGroupAPI
 }
 
 // ErrOwnedElsewhere is matched (errors.Is) by the error of EnsureLoadBalancer when the

@@ -119,6 +119,10 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		}
 	}
 	if api, ok := instrumented.LoadBalancers(); ok && cfg.LoadBalancersEnabled() {
+		var groups cloudapi.TargetGroupAPI
+		if g, ok := cloudapi.TargetGroups(instrumented); ok && cfg.TargetGroupsEnabled() {
+			groups = g
+		}
 		c.lbs, err = loadbalancer.New(api, loadbalancer.Options{
 			ClusterID:        cfg.Cluster.ID,
 			ProviderID:       format,
@@ -130,6 +134,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			Recorder:         lateRecorder{c},
 			Settings:         opts.LoadBalancerSettings,
 			SettingDefaults:  cfg.LoadBalancer.Settings,
+			TargetGroups:     groups,
 		})
 		if err != nil {
 			errs = append(errs, err)

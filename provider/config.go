@@ -270,6 +270,13 @@ type LoadBalancerConfig struct {
 	// declares (provider.Options.LoadBalancerSettings) and each value allowed; checked
 	// with the rest of the config. Default: none, the adapter's defaults.
 	Settings map[string]string `yaml:"settings"`
+	// TargetGroups says whether load balancers share the cloud's target groups when the
+	// adapter offers them (cloudapi.TargetGroupClient) (YAML "targetGroups"); default
+	// true. Then the load balancers that want the same Nodes send traffic to one group,
+	// and a Node added or removed is one write per group instead of one per load
+	// balancer. false keeps each load balancer's own targets (and moves load balancers
+	// out of their groups, one update each). Without the capability it changes nothing.
+	TargetGroups *bool `yaml:"targetGroups"`
 }
 
 // SweeperConfig configures the sweeper (package sweeper): the controller that deletes
@@ -311,6 +318,10 @@ func (c *Config) RoutesEnabled() bool { return enabled(c.Enable.Routes, false) }
 // ServesUnclassed reports whether ccmkit serves Services of type LoadBalancer without a
 // load balancer class (loadBalancer.serveUnclassed, default true).
 func (c *Config) ServesUnclassed() bool { return enabled(c.LoadBalancer.ServeUnclassed, true) }
+
+// TargetGroupsEnabled reports whether load balancers use the cloud's target groups when
+// it offers them (loadBalancer.targetGroups, default true).
+func (c *Config) TargetGroupsEnabled() bool { return enabled(c.LoadBalancer.TargetGroups, true) }
 
 // SetDefaults fills every zero field that has a default. It is idempotent; ReadConfig and
 // New call it.
