@@ -81,6 +81,7 @@
 //   - quiet_calls_per_min, outage_calls_per_min: P1 and P1_outage, every call counted.
 //   - restart_reads: the reads of P4.
 //   - node_add_calls: every call of node_add, reads and writes.
+//   - node_add_groups_calls: every call of node_add_groups (the baseline's: its node_add).
 //   - retained_heap_mb: P5.
 //   - ensure_cpu_ms: P6_cpu.
 //
