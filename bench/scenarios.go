@@ -363,11 +363,8 @@ func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
 	return nil
 }
 
-// nodeAdd measures node_add: with the cloud node and service controllers running and
-// synced, a new instance appears and its kubelet registers a Node (cloud taint, no provider
-// ID); the cloud node controller initializes it and the service controller adds it to
-// every load balancer. It counts the cloud writes and the time from the Node's creation
-// until every load balancer has the instance, then checks the cloud's load balancers.
+// nodeAdd measures node_add (addNode): the cloud writes, the time until every load
+// balancer has the new instance, and the load balancers that have it at the end.
 func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
 	a, err := addNode(ctx, w)
 	if err != nil {
