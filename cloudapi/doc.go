@@ -33,7 +33,9 @@
 //     by tags like load balancers (TagCluster), a group a load balancer names is never
 //     deleted (ErrConflict), creates follow the same rules as a load balancer's. Zones
 //     are the adapter's: one TargetGroup may stand for one cloud group per zone. ccmkit's
-//     loadbalancer package does not use it yet; the contract suite checks it.
+//     load balancers that want the same Nodes then share one group (tagged TagCluster
+//     and TagTargetGroup), so a Node added is one group write, not one write per load
+//     balancer; the contract suite checks it.
 //   - Capabilities: return (nil, false) from Client.LoadBalancers or Client.Routes when
 //     the cloud lacks them.
 //

@@ -29,6 +29,13 @@ func (l *LoadBalancer) ownerTags(svc *corev1.Service) map[string]string {
 // the cluster ID (shortened) and the Service UID, so that it is unique, stable and within
 // 63 characters.
 func (l *LoadBalancer) defaultName(svc *corev1.Service) string {
+	uid := strings.ReplaceAll(string(svc.UID), "-", "")
+	return l.namePrefix() + "-a" + uid
+}
+
+// namePrefix is the cluster ID made fit for a cloud name: lower case letters, digits and
+// '-', at most 24 characters, "k8s" when nothing is left.
+func (l *LoadBalancer) namePrefix() string {
 	cluster := strings.ToLower(l.opts.ClusterID)
 	cluster = strings.Map(func(r rune) rune {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
@@ -42,8 +49,7 @@ func (l *LoadBalancer) defaultName(svc *corev1.Service) string {
 	if cluster = strings.Trim(cluster, "-"); cluster == "" {
 		cluster = "k8s" // a cluster ID without letters or digits
 	}
-	uid := strings.ReplaceAll(string(svc.UID), "-", "")
-	return cluster + "-a" + uid
+	return cluster
 }
 
 // desired builds the load balancer spec the Service asks for, and reports annotation keys

@@ -120,7 +120,8 @@
 // an unchanged node set likewise. A changed port or annotation is one read by owner tags
 // and one UpdateLoadBalancer call whose Changes name what changed, in place, so the
 // addresses stay; a changed node set is the same write, based on the node sync's one list
-// (see A node sync). Only a switch between internal and public replaces the load
+// (see A node sync), or with target groups one write to the group (see Target groups).
+// Only a switch between internal and public replaces the load
 // balancer. While the cloud provisions, EnsureLoadBalancer returns an api.RetryError, and
 // the service controller asks again after ProvisioningRetryDelay instead of backing off;
 // a load balancer in status error is a plain error, with the controller's back-off. A
@@ -163,6 +164,41 @@
 // different sources that alternate (two controllers with their own informers) make an
 // arrival at every alternation: more lists, never an older base. SyncNodeLabels, whose
 // Node objects are WatchNodeLabels' own, reads by owner tags and moves no arrival.
+//
+// # Target groups
+//
+// With a cloud that has target groups (Options.TargetGroups, cloudapi.TargetGroupAPI),
+// the load balancers that want the same Nodes share one: every load balancer without a
+// node selector sends traffic to the cluster's group of every Node, and those with the
+// same node selector (compared in its canonical form) to that selector's group. A load
+// balancer then names its group (cloudapi.LoadBalancerSpec.TargetGroup) and has no
+// targets of its own, and a Node added or removed is one write to each group whose Nodes
+// change, not one per load balancer: a node sync over S load balancers of one group costs
+// one list of the group and one update, and no load balancer call while the snapshot
+// knows them converged.
+//
+// A group is the cluster's when it carries cloudapi.TagCluster with the cluster ID, and
+// it is the group of its Nodes by cloudapi.TagTargetGroup ("all-nodes", or "selector-"
+// and a hash of the selector); its name, made of the cluster ID and a hash, is for
+// humans. The rules of load balancers hold for groups: what the LoadBalancer last learnt
+// about a group (no older than Options.MaxAge) only skips a write that would change
+// nothing; a group's members are written only from a list of the group by its tags that
+// began after the node set arrived (for a node sync, see A node sync) or after the call
+// (for the others), and the calls about one group are serialized, so the calls of a node
+// sync write a group once. A group is created only after such a list found none; after
+// an ambiguous or conflicting create it is listed again and adopted. Of two groups with
+// the same tags (a cloud that lost track of a create), the first by ID is used.
+//
+// A load balancer moves between its own targets and its group with one update, keeping
+// its addresses: into the group when target groups are turned on (the group is written
+// first, so it never names an empty one), out of it when they are off, and from one group
+// to another when its node selector changes. A group that no load balancer names any more
+// (a load balancer moved, deleted or released: a released one names no group) is deleted,
+// unless a call has chosen it and not yet written its load balancer, or the snapshot knows
+// another load balancer that names it; the cloud refuses to delete a group in use
+// (ErrConflict), which keeps it. A failed delete is logged and tried again with the next
+// one. A cloud error about a group fails the call without a load balancer write, and the
+// group is listed again next time; it is never taken for "no group".
 //
 // # Node labels
 //

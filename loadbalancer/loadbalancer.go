@@ -32,7 +32,9 @@ type LoadBalancer struct {
 	api  cloudapi.LoadBalancerAPI
 	opts Options
 	snap *snapshot
-	memo targetMemo // the targets of the last node set, per node selector
+	// groups are the cluster's target groups; nil without Options.TargetGroups.
+	groups *groups
+	memo   targetMemo // the targets of the last node set, per node selector
 	// nodeSets marks when the node set UpdateLoadBalancer is given changed.
 	nodeSets nodeSetClock
 
@@ -85,7 +87,12 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loadbalancer: the defaults of the adapter's settings: %w", err)
 	}
+	var groupSet *groups
+	if opts.TargetGroups != nil {
+		groupSet = &groups{api: opts.TargetGroups, entries: map[string]*groupEntry{}, dropping: map[string]bool{}}
+	}
 	return &LoadBalancer{
+		groups:          groupSet,
 		settingDefaults: defaults,
 		unknown:         map[string]string{},
 		api:             api,
@@ -254,10 +261,15 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	l.track(svc)
 
 	if current, ok := l.trusted(ctx, uid); ok {
-		want, _, err := l.desired(logger, svc, nodes, current)
+		want, s, err := l.desired(logger, svc, nodes, current)
 		if err != nil {
 			return nil, err
 		}
+		done, err := l.group(ctx, logger, &want, s.nodeSelector, 0)
+		if err != nil {
+			return nil, err
+		}
+		done()
 		if cloudapi.DiffLoadBalancer(l.comparable(current.Spec), want).Empty() {
 			return l.status(svc, current)
 		}
@@ -299,10 +311,15 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	if len(found) > 0 {
 		current = &found[0]
 	}
-	want, _, err := l.desired(logger, svc, nodes, current)
+	want, s, err := l.desired(logger, svc, nodes, current)
 	if err != nil {
 		return nil, err
 	}
+	done, err := l.group(ctx, logger, &want, s.nodeSelector, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 
 	switch {
 	case current == nil:
@@ -376,8 +393,15 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 	if nodeSync {
 		since, tracked = l.nodeSets.observe(nodes, l.snap.tick) // first, as the call arrives
 	}
+	if !tracked {
+		since = 0 // a group write then reads the group after this call began
+	}
 	if current, ok := l.trusted(ctx, uid); ok {
-		want, serr := l.updateWant(logger, svc, nodes, current)
+		want, serr, done, err := l.updateWant(ctx, logger, svc, nodes, current, since)
+		if err != nil {
+			return nil, err
+		}
+		done()
 		if cloudapi.DiffLoadBalancer(l.comparable(current.Spec), want).Empty() {
 			return serr, nil
 		}
@@ -388,7 +412,11 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 	// the whole node sync when it has one, else the Service's own.
 	if tracked {
 		if current, ok := l.snap.listedSince(ctx, uid, since); ok {
-			want, serr := l.updateWant(logger, svc, nodes, current)
+			want, serr, done, err := l.updateWant(ctx, logger, svc, nodes, current, since)
+			if err != nil {
+				return nil, err
+			}
+			defer done()
 			lb, err := l.update(ctx, logger, current, want)
 			if err != nil {
 				l.snap.forget(uid)
@@ -408,7 +436,11 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 		return nil, fmt.Errorf("service %s/%s has no load balancer with tags %s=%s, %s=%s to update: %w", svc.Namespace, svc.Name,
 			cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagService, svc.UID, cloudapi.ErrNotFound)
 	}
-	want, serr := l.updateWant(logger, svc, nodes, &found[0])
+	want, serr, done, err := l.updateWant(ctx, logger, svc, nodes, &found[0], since)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	lb, err := l.update(ctx, logger, &found[0], want)
 	if err != nil {
 		l.snap.forget(uid)
@@ -422,20 +454,33 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 // updateWant is what UpdateLoadBalancer makes of current: what the Service asks for, but
 // never a switch between internal and public (only EnsureLoadBalancer replaces). When an
 // annotation is malformed, it is current with the nodes (that a well-formed node selector
-// selects) as targets, and the Service's error: removed nodes must not stay targets until
-// the user fixes the annotation. A malformed node selector leaves the targets as they are:
-// every node is not what its user asked for.
-func (l *LoadBalancer) updateWant(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, error) {
+// selects) as targets, and the Service's error (serr): removed nodes must not stay targets
+// until the user fixes the annotation. A malformed node selector leaves the targets (and
+// the target group) as they are: every node is not what its user asked for. With target
+// groups, the targets go to the group (see group, whose read is fresh after since), and
+// done must be called once the load balancer is written; err is what failed.
+func (l *LoadBalancer) updateWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer, since uint64) (want cloudapi.LoadBalancerSpec, serr error, done func(), err error) {
 	want, s, serr := l.desired(logger, svc, nodes, current)
 	if serr != nil {
 		want = current.Spec.Clone()
-		if !s.nodeSelectorBad {
-			want.Targets = l.targets(logger, nodes, s.nodeSelector)
+		if s.nodeSelectorBad {
+			return l.keepUpdated(current, want), serr, func() {}, nil
 		}
+		want.Targets = l.targets(logger, nodes, s.nodeSelector)
+		want.TargetGroup = ""
 	}
+	if done, err = l.group(ctx, logger, &want, s.nodeSelector, since); err != nil {
+		return want, serr, nil, err
+	}
+	return l.keepUpdated(current, want), serr, done, nil
+}
+
+// keepUpdated is want without what UpdateLoadBalancer never changes: internal, and the
+// settings that only a replacement changes.
+func (l *LoadBalancer) keepUpdated(current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerSpec {
 	want.Internal = current.Spec.Internal
 	l.keepReplaced(current.Spec, &want)
-	return want, serr
+	return want
 }
 
 // EnsureLoadBalancerDeleted deletes every load balancer that carries the Service's owner
@@ -599,6 +644,7 @@ func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, s
 		if err := l.delete(ctx, extra.ID); err != nil {
 			return nil, err
 		}
+		l.dropGroups(ctx, logger, extra.ID, extra.Spec.TargetGroup)
 	}
 	return found[keep : keep+1], nil
 }
@@ -651,13 +697,18 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 		logger.Info("Refusing to adopt load balancer", "loadBalancer", id, "tags", lb.Spec.Tags, "err", err)
 		return nil, err
 	}
-	want, _, err := l.desired(logger, svc, nodes, lb)
+	want, s, err := l.desired(logger, svc, nodes, lb)
 	if err != nil {
 		return nil, err
 	}
 	if err := keepsAddresses(lb, want, key); err != nil {
 		return nil, err
 	}
+	done, err := l.group(ctx, logger, &want, s.nodeSelector, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	adopted, err := l.update(ctx, logger, lb, want)
 	if err != nil {
 		return nil, err
@@ -733,6 +784,7 @@ func (l *LoadBalancer) remove(ctx context.Context, logger klog.Logger, svc *core
 		return err
 	}
 	logger.Info("Deleted load balancer", "loadBalancer", lb.ID, "name", lb.Spec.Name)
+	l.dropGroups(ctx, logger, lb.ID, lb.Spec.TargetGroup)
 	return nil
 }
 
@@ -748,6 +800,7 @@ func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *cor
 		delete(want.Tags, k)
 	}
 	want.Targets = nil
+	want.TargetGroup = ""
 	released, err := l.update(ctx, logger, lb, want)
 	if err != nil {
 		return fmt.Errorf("releasing load balancer %s (keep-on-delete): %w", lb.ID, err)
@@ -780,9 +833,16 @@ func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, current *
 	if err != nil {
 		err = fmt.Errorf("updating load balancer %s: %w", current.ID, err)
 		if errors.Is(err, cloudapi.ErrInvalidRequest) {
+			l.forgetGroupID(want.TargetGroup) // refused perhaps because the group is gone
 			l.updateTargetsOnly(ctx, logger, current, want, changes)
 		}
 		return nil, err
+	}
+	if lb == nil {
+		return nil, fmt.Errorf("updating load balancer %s: the cloud answered neither a load balancer nor an error: %w", current.ID, cloudapi.ErrTransient)
+	}
+	if old := current.Spec.TargetGroup; old != "" && old != lb.Spec.TargetGroup {
+		l.dropGroups(ctx, logger, current.ID, old)
 	}
 	logger.V(2).Info("Updated load balancer", "loadBalancer", lb.ID, "addTargets", len(changes.AddTargets), "removeTargets", len(changes.RemoveTargets),
 		"addListeners", len(changes.AddListeners), "updateListeners", len(changes.UpdateListeners), "removeListeners", len(changes.RemoveListeners))
@@ -793,14 +853,15 @@ func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, current *
 // whole of changes, when they change the targets and something else. Its failure is
 // logged: the refusal is what the caller reports.
 func (l *LoadBalancer) updateTargetsOnly(ctx context.Context, logger klog.Logger, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, changes cloudapi.LoadBalancerChanges) {
-	only := cloudapi.LoadBalancerChanges{AddTargets: changes.AddTargets, RemoveTargets: changes.RemoveTargets}
+	only := cloudapi.LoadBalancerChanges{AddTargets: changes.AddTargets, RemoveTargets: changes.RemoveTargets, TargetGroup: changes.TargetGroup}
 	others := changes
-	others.AddTargets, others.RemoveTargets = nil, nil
+	others.AddTargets, others.RemoveTargets, others.TargetGroup = nil, nil, false
 	if only.Empty() || others.Empty() {
 		return // no target change, or nothing but: the refused request was this one
 	}
 	targetsOnly := current.Spec.Clone()
 	targetsOnly.Targets = want.Targets
+	targetsOnly.TargetGroup = want.TargetGroup
 	if _, err := l.api.UpdateLoadBalancer(ctx, current.ID, cloudapi.LoadBalancerUpdate{Spec: targetsOnly, Changes: only}); err != nil {
 		logger.Error(err, "Updating the targets alone, after the cloud refused the Service's other changes", "loadBalancer", current.ID)
 		return

@@ -64,6 +64,9 @@ func newEnvWith(t *testing.T, cfg fake.Config, tweak func(*loadbalancer.Options)
 	format, err := providerid.Default("ccmkit")
 	require.NoError(t, err)
 	opts := loadbalancer.Options{ClusterID: "c1", ProviderID: format, Clock: e.clock}
+	if groups, ok := cloudapi.TargetGroups(client); ok {
+		opts.TargetGroups = groups // a cloud configured with target groups
+	}
 	if tweak != nil {
 		tweak(&opts)
 	}

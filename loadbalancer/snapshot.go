@@ -151,6 +151,21 @@ func (s *snapshot) record(uid string, lbs ...*cloudapi.LoadBalancer) {
 	s.services[uid] = e
 }
 
+// names reports whether the snapshot knows a load balancer other than the one with ID
+// except that sends traffic to the target group with ID group.
+func (s *snapshot) names(group, except string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.services {
+		for _, lb := range e.lbs {
+			if lb.Spec.TargetGroup == group && lb.ID != except {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // forget marks the Service's entry as unknown, after a call about it failed: the next
 // lookup answers ok false until a fresh read or a write records the entry again, or a
 // list that begins later replaces it.
