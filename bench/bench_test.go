@@ -83,6 +83,8 @@ func TestBenchSmall(t *testing.T) {
 	}
 	assert.Zero(t, rep.ccmkit.p1KubeWrites+rep.base.p1KubeWrites, "quiet passes over a converged cluster write no object")
 	assert.Equal(t, float64(smallConfig().services), value("node_add_groups_lbs", "ccmkit"), "every load balancer reaches the new Node")
+	assert.Equal(t, true, figures["node_add_groups_calls"]["meets_goal"], "node_add_groups within its goal")
+	assert.Less(t, value("node_add_groups_calls", "ccmkit"), float64(rep.ccmkit.nodeAddCalls.Total()), "target groups make a Node added cheaper than node_add")
 	assert.Equal(t, value("node_add_lbs", "baseline"), value("node_add_groups_lbs", "baseline"), "the baseline has no target groups: its node_add")
 	assert.Equal(t, float64(rep.base.nodeAddCalls.Total()), value("node_add_groups_calls", "baseline"))
 }
@@ -98,14 +100,24 @@ func TestNodeAddGroupsSmall(t *testing.T) {
 			t.Log(logs.String())
 		}
 	})
+	silenceKlog()
 	cfg := smallConfig()
 	r := &result{}
 	require.NoError(t, measureGroups(context.Background(), cfg, r, &progress{w: &logs, start: time.Now()}))
 
+	assert.Equal(t, cfg.services, r.groupedLBs, "every load balancer names a target group before the Node")
+	assert.Positive(t, r.groupsBefore)
 	assert.Equal(t, cfg.services, r.nodeAddGroupsLBs, "every load balancer reaches the new Node")
-	assert.Positive(t, r.nodeAddGroupsCalls.Total(), "the calls are counted at the fake")
-	assert.Equal(t, int64(ceilDiv(cfg.nodes+1, cfg.pageSize)), r.nodeAddGroupsCalls[cloudapi.OpListInstances],
+
+	calls := r.nodeAddGroupsCalls
+	assert.Positive(t, calls.Total(), "the calls are counted at the fake")
+	assert.Equal(t, int64(ceilDiv(cfg.nodes+1, cfg.pageSize)), calls[cloudapi.OpListInstances],
 		"the new Node is initialized with one instance list, as in node_add")
+	assert.Zero(t, calls[cloudapi.OpUpdateLoadBalancer], "no load balancer is written: their group is")
+	assert.Equal(t, int64(r.groupsBefore), calls.Writes(), "one write per target group")
+	assert.Equal(t, int64(r.groupsBefore), calls[cloudapi.OpUpdateTargetGroup])
+	assert.LessOrEqual(t, calls.Total()-calls[cloudapi.OpListInstances], int64(ceilDiv(cfg.services, cfg.pageSize)+1),
+		"beyond the Node's initialization, at most a list of ⌈S/P⌉ pages and a group write")
 	assert.Positive(t, r.nodeAddGroupsSeconds)
 	assert.Contains(t, logs.String(), "node_add_groups:", "the log line with the calls by operation")
 }
