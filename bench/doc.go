@@ -63,9 +63,11 @@
 //     log), node_add_groups_seconds the time until every load balancer reaches the new
 //     instance (through its group, as the tap sees the group's write), and
 //     node_add_groups_lbs the load balancers that reach it at the end (a load balancer
-//     that names a group reaches that group's members). The baseline has no target groups:
-//     beside these figures stand its node_add's (every call, its seconds, its load
-//     balancers).
+//     that names a group reaches that group's members). The goals: calls ≤ ⌈(N+1)/P⌉ +
+//     ⌈S/P⌉ + 1 (the instance list that initializes the Node, as in node_add, then at most
+//     a list of the groups and one group write, no load balancer call) and under a
+//     second. The baseline has no target groups: beside these figures stand its
+//     node_add's (every call, its seconds, its load balancers).
 //
 // With -sweep it runs the whole side-by-side at each size of -sweep-nodes (N Nodes,
 // S = N/5 Services, the other flags as given; the baseline only up to
