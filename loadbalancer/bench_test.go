@@ -155,7 +155,14 @@ func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings boo
 // Services over 1,000 Nodes, one after the other as its one default worker calls them, the
 // fake cloud's work included. It reports the cloud calls per node sync: one list of the
 // cluster's load balancers (⌈S/P⌉ pages, P = 500) and one update per load balancer.
-func BenchmarkNodeSync1000Services(b *testing.B) {
+func BenchmarkNodeSync1000Services(b *testing.B) { benchmarkNodeSync(b, false) }
+
+// BenchmarkNodeSync1000ServicesTargetGroups is BenchmarkNodeSync1000Services on a cloud
+// with target groups: the 1,000 load balancers share one group, and a node sync is one
+// list of the group and one update of it, and no load balancer call.
+func BenchmarkNodeSync1000ServicesTargetGroups(b *testing.B) { benchmarkNodeSync(b, true) }
+
+func benchmarkNodeSync(b *testing.B, groups bool) {
 	const services, n, pageSize = 1000, 1000, 500
 	ctx := klog.NewContext(context.Background(), klog.Logger{}) // the zero logger discards
 	instances := make([]fake.Instance, n+1)
@@ -165,7 +172,8 @@ func BenchmarkNodeSync1000Services(b *testing.B) {
 		instances[i] = fake.Instance{ID: id, Name: fmt.Sprintf("node-%05d", i)}
 		nodes[i] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: instances[i].Name}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://" + id}}
 	}
-	cloud, err := fake.New(fake.Config{PageSize: pageSize, Instances: instances, AddressPools: fake.AddressPools{Public: fake.Pool{IPv4: []string{"100.64.0.0/16"}}}})
+	cloud, err := fake.New(fake.Config{PageSize: pageSize, Instances: instances, AddressPools: fake.AddressPools{Public: fake.Pool{IPv4: []string{"100.64.0.0/16"}}},
+		Capabilities: fake.Capabilities{TargetGroups: &groups}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -174,7 +182,11 @@ func BenchmarkNodeSync1000Services(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lb, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format, PageSize: pageSize, Clock: clocktest.NewTicking(t0, time.Millisecond)})
+	opts := loadbalancer.Options{ClusterID: "c1", ProviderID: format, PageSize: pageSize, Clock: clocktest.NewTicking(t0, time.Millisecond)}
+	if g, ok := cloud.TargetGroups(); ok {
+		opts.TargetGroups = g
+	}
+	lb, err := loadbalancer.New(api, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -202,6 +214,8 @@ func BenchmarkNodeSync1000Services(b *testing.B) {
 		syncs++
 	}
 	calls := cloud.Calls()
+	b.ReportMetric(float64(calls.Total())/float64(syncs), "calls/op")
 	b.ReportMetric(float64(calls[cloudapi.OpListLoadBalancers])/float64(syncs), "lists/op")
 	b.ReportMetric(float64(calls.Writes())/float64(syncs), "writes/op")
+	b.ReportMetric(float64(calls[cloudapi.OpUpdateLoadBalancer])/float64(syncs), "lb-updates/op")
 }

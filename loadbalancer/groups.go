@@ -77,10 +77,6 @@ func (l *LoadBalancer) groupTags(k string) map[string]string {
 	return map[string]string{cloudapi.TagCluster: l.opts.ClusterID, cloudapi.TagTargetGroup: k}
 }
 
-// grouping is the outcome of group: done must be called once the load balancer that names
-// the group is written (or the attempt given up).
-type grouping struct{ done func() }
-
 // group makes want send traffic to the cluster's target group of the Nodes in want.Targets
 // (those that sel selects; nil: every Node), when the LoadBalancer has target groups: it
 // makes the group hold exactly want.Targets and sets want.TargetGroup to its ID and
@@ -93,6 +89,9 @@ type grouping struct{ done func() }
 // last answered, no older than Options.MaxAge) costs no call. A group is created only after
 // such a list found none, and after an ambiguous or conflicting create the group is looked
 // up again and adopted.
+//
+// The function it returns must be called once the load balancer that names the group is
+// written, or the attempt given up: until then the group is not deleted.
 func (l *LoadBalancer) group(ctx context.Context, logger klog.Logger, want *cloudapi.LoadBalancerSpec, sel labels.Selector, since uint64) (func(), error) {
 	if l.groups == nil {
 		return func() {}, nil

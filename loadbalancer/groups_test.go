@@ -295,3 +295,73 @@ func TestTargetGroupFaults(t *testing.T) {
 		assert.Len(t, e.reaches(t)["default/web"], 5)
 	})
 }
+
+func TestARestartFindsTheGroupsAndWritesNothing(t *testing.T) {
+	e := newEnv(t, groupsOn())
+	nodes := e.labelled("web", "web", "db", "", "web")
+	svcs := []*corev1.Service{newService("a"), newService("b"), newService("c", withNodeSelector("pool=web"))}
+	for _, svc := range svcs {
+		e.ensure(t, svc, nodes)
+	}
+	api, _ := e.cloud.LoadBalancers()
+	groups, _ := e.cloud.TargetGroups()
+	restarted, err := loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: mustFormat(t), Clock: e.clock, TargetGroups: groups})
+	require.NoError(t, err)
+	before := e.cloud.Calls()
+	for _, svc := range svcs {
+		_, err := restarted.EnsureLoadBalancer(t.Context(), "c", svc, nodes)
+		require.NoError(t, err)
+	}
+	calls := e.cloud.Calls().Sub(before)
+	assert.Zero(t, calls.Writes(), calls)
+	assert.EqualValues(t, 2, calls[cloudapi.OpListTargetGroups], "one list per group: %v", calls)
+	assert.EqualValues(t, 1, calls[cloudapi.OpListLoadBalancers], calls)
+}
+
+func TestANodeLabelChangeWritesTheSelectorsGroupOnce(t *testing.T) {
+	e := newEnv(t, groupsOn())
+	nodes := e.labelled("web", "web", "db", "", "")
+	var svcs []*corev1.Service
+	for i := range 5 {
+		svcs = append(svcs, newService(fmt.Sprintf("web-%d", i), withNodeSelector("pool=web")))
+	}
+	svcs = append(svcs, newService("all"))
+	for _, svc := range svcs {
+		e.ensure(t, svc, nodes)
+	}
+	relabelled := e.labelled("web", "web", "db", "", "web")
+	before := e.cloud.Calls()
+	require.NoError(t, e.lb.SyncNodeLabels(t.Context(), relabelled))
+	calls := e.cloud.Calls().Sub(before)
+	assert.EqualValues(t, 1, calls[cloudapi.OpUpdateTargetGroup], calls)
+	assert.Zero(t, calls[cloudapi.OpUpdateLoadBalancer], calls)
+	for name, targets := range e.reaches(t) {
+		if name == "default/all" {
+			assert.Len(t, targets, 5)
+		} else {
+			assert.Equal(t, []string{"i-0", "i-1", "i-4"}, targets, name)
+		}
+	}
+}
+
+func TestALoadBalancerRefusedForAGroupGoneBehindCcmkitsBackGetsANewOne(t *testing.T) {
+	e := newEnv(t, groupsOn())
+	web := newService("web")
+	e.ensure(t, web, e.nodes)
+	require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", web))
+	// Deleted behind ccmkit's back while it is unused, then a Service wants it again: the
+	// group's entry, as ccmkit last learnt it, is stale.
+	e.ensure(t, newService("a"), e.nodes)
+	groups, _ := e.cloud.TargetGroups()
+	g := e.cloud.Inventory().TargetGroups[0]
+	lbs, _ := e.cloud.LoadBalancers()
+	require.NoError(t, lbs.DeleteLoadBalancer(t.Context(), e.cloud.Inventory().LoadBalancers[0].ID))
+	require.NoError(t, groups.DeleteTargetGroup(t.Context(), g.ID))
+
+	b := newService("b")
+	_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", b, e.nodes)
+	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "the cloud refuses a load balancer naming a group it lacks")
+	e.ensure(t, b, e.nodes)
+	require.Len(t, e.cloud.Inventory().TargetGroups, 1)
+	assert.Len(t, e.reaches(t)["default/b"], 5)
+}

@@ -657,6 +657,9 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 		return lb, nil
 	}
 	if !errors.Is(err, cloudapi.ErrConflict) && !errors.Is(err, cloudapi.ErrTransient) && !errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, cloudapi.ErrInvalidRequest) {
+			l.forgetGroupID(want.TargetGroup) // refused perhaps because the group is gone
+		}
 		return nil, fmt.Errorf("creating load balancer %q: %w", want.Name, err)
 	}
 	// The create may have happened (a lost answer), or another sync made it: look again.

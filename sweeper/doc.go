@@ -1,8 +1,9 @@
 // Package sweeper deletes what a cluster left behind in the cloud: load balancers and
 // routes tagged with the cluster whose Service or Node is gone (a finalizer removed by
 // hand, a namespace force-deleted, a cloud-controller-manager that was down when they
-// went). Teardown lists, and when told to deletes, everything a cluster owns, for
-// whoever deletes a whole cluster.
+// went). Teardown lists, and when told to deletes, everything a cluster owns (its target
+// groups too, when the cloud has them; KindTargetGroup), for whoever deletes a whole
+// cluster.
 //
 // # In a cloud-controller-manager
 //
@@ -52,6 +53,7 @@
 // cloud provider that keeps load balancers by default (ccmkit's loadBalancer.keepOnDelete)
 // does not hand the sweeper its load balancers: a gone Service's keep-on-delete
 // annotation can no longer be read, so a sweeper could not tell what was meant to stay.
+// Target groups (cloudapi.TargetGroupAPI): only Teardown deletes them.
 //
 // # What it reports
 //

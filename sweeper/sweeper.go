@@ -48,6 +48,10 @@ const (
 	KindLoadBalancer Kind = "load_balancer"
 	// KindRoute is a route, owned by a Node (cloudapi.TagNode).
 	KindRoute Kind = "route"
+	// KindTargetGroup is a target group (cloudapi.TargetGroupAPI), shared by the
+	// cluster's load balancers that want the same Nodes (cloudapi.TagTargetGroup). Only
+	// Teardown deletes it; the sweeper does not.
+	KindTargetGroup Kind = "target_group"
 )
 
 // The results the sweeper reports through Options.OnSwept.
@@ -500,4 +504,34 @@ func listRoutes(ctx context.Context, api cloudapi.RouteAPI, tags map[string]stri
 		return true
 	})
 	return out, err
+}
+
+// ListTargetGroups returns every target group tagged with clusterID (all pages), and only
+// those: an item the cloud answered without the tag, despite the filter, is dropped.
+func ListTargetGroups(ctx context.Context, api cloudapi.TargetGroupAPI, clusterID string, pageSize int) ([]cloudapi.TargetGroup, error) {
+	if clusterID == "" {
+		return nil, errors.New("listing a cluster's target groups: the cluster ID is empty")
+	}
+	tags := map[string]string{cloudapi.TagCluster: clusterID}
+	var out []cloudapi.TargetGroup
+	page := func(ctx context.Context, token string) ([]cloudapi.TargetGroup, string, error) {
+		p, err := api.ListTargetGroups(ctx, cloudapi.ListOptions{Tags: tags, PageSize: pageSize, PageToken: token})
+		if err != nil {
+			return nil, "", err
+		}
+		if p == nil {
+			return nil, "", errors.New("the cloud answered neither a page nor an error")
+		}
+		return p.Items, p.NextPageToken, nil
+	}
+	_, err := paging.All(ctx, cloudapi.OpListTargetGroups, page, func(g *cloudapi.TargetGroup) bool {
+		if cloudapi.MatchTags(g.Spec.Tags, tags) {
+			out = append(out, *g)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the target groups of cluster %q: %w", clusterID, err)
+	}
+	return out, nil
 }

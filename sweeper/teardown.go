@@ -1,24 +1,27 @@
 package sweeper
 
-// Teardown lists, and when asked deletes, every load balancer and route of one cluster.
+// Teardown lists, and when asked deletes, every load balancer, route and target group of
+// one cluster.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
 
 // Resource is one cloud resource of a cluster.
 type Resource struct {
-	// Kind is a load balancer or a route.
+	// Kind is a load balancer, a route or a target group.
 	Kind Kind
 	// ID is the cloud's ID.
 	ID string
-	// Name is the load balancer's name, or the route's destination CIDR.
+	// Name is the load balancer's or target group's name, or the route's destination CIDR.
 	Name string
-	// Owner is the owner its tags name: the Service's namespace/name, or the Node's name.
+	// Owner is the owner its tags name: the Service's namespace/name, the Node's name, or
+	// for a target group which Nodes it holds (its cloudapi.TagTargetGroup value).
 	Owner string
 	// Err is why deleting it failed; nil when it was deleted or not to be deleted.
 	Err error
@@ -33,27 +36,38 @@ type TeardownOptions struct {
 	PageSize int
 }
 
-// Teardown finds every load balancer and route of client tagged with cloudapi.TagCluster
-// = clusterID, whoever its owner, and with opts.Delete deletes each: what a cluster's
-// owner (a Cluster API provider, an operator) runs after deleting the cluster, when no
-// controller is left to clean up. Nothing without that tag is listed or deleted (an item
-// the cloud answers without it is dropped), so load balancers released by
-// keep-on-delete, another cluster's and foreign ones survive. A resource the cloud
-// answers not found on delete is gone already, which counts as deleted.
+// Teardown finds every load balancer, route and target group of client tagged with
+// cloudapi.TagCluster = clusterID, whoever its owner, and with opts.Delete deletes each:
+// what a cluster's owner (a Cluster API provider, an operator) runs after deleting the
+// cluster, when no controller is left to clean up. Target groups are looked for only when
+// client offers them (cloudapi.TargetGroups). Nothing without that tag is listed or
+// deleted (an item the cloud answers without it is dropped), so load balancers released
+// by keep-on-delete, another cluster's and foreign resources survive. A resource the
+// cloud answers not found on delete is gone already, which counts as deleted.
 //
-// It returns the resources found, load balancers first, each with its delete error, and
-// an error joining every failure: a list that failed (its kind's resources are then
-// missing from the answer) and every failed delete. A dry run deletes nothing. An empty
-// clusterID is an error: it would name no cluster.
+// Target groups are deleted after the load balancers, which name them. A group the cloud
+// still finds in use (cloudapi.ErrConflict: one of the cluster's load balancers whose
+// delete failed, or another's load balancer that names it) is kept, never forced: its
+// error says which, and a second run once that load balancer is gone deletes it.
+//
+// It returns the resources found, load balancers first, then routes, then target groups,
+// each with its delete error, and an error joining every failure: a list that failed (its
+// kind's resources are then missing from the answer) and every failed delete. A dry run
+// deletes nothing. An empty clusterID is an error: it would name no cluster.
 func Teardown(ctx context.Context, client cloudapi.Client, clusterID string, opts TeardownOptions) ([]Resource, error) {
 	if clusterID == "" {
 		return nil, errors.New("teardown: the cluster ID is empty; give the ID the cluster's resources are tagged with")
 	}
 	var found []Resource
 	var errs []error
+	// kept holds, by target group ID, the cluster's load balancers that name the group
+	// and whose delete failed: why the group's delete is refused.
+	kept := map[string][]string{}
+	lbsListed := true
 	if api, ok := client.LoadBalancers(); ok {
 		lbs, err := ListLoadBalancers(ctx, api, clusterID, opts.PageSize)
 		if err != nil {
+			lbsListed = false
 			errs = append(errs, fmt.Errorf("teardown: %w", err))
 		}
 		for _, lb := range lbs {
@@ -62,6 +76,9 @@ func Teardown(ctx context.Context, client cloudapi.Client, clusterID string, opt
 				if err := api.DeleteLoadBalancer(ctx, lb.ID); err != nil && !errors.Is(err, cloudapi.ErrNotFound) {
 					r.Err = fmt.Errorf("deleting load balancer %s: %w", lb.ID, err)
 					errs = append(errs, fmt.Errorf("teardown: %w", r.Err))
+					if g := lb.Spec.TargetGroup; g != "" {
+						kept[g] = append(kept[g], lb.ID)
+					}
 				}
 			}
 			found = append(found, r)
@@ -83,5 +100,38 @@ func Teardown(ctx context.Context, client cloudapi.Client, clusterID string, opt
 			found = append(found, r)
 		}
 	}
+	if api, ok := cloudapi.TargetGroups(client); ok {
+		groups, err := ListTargetGroups(ctx, api, clusterID, opts.PageSize)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("teardown: %w", err))
+		}
+		for _, g := range groups {
+			r := Resource{Kind: KindTargetGroup, ID: g.ID, Name: g.Spec.Name, Owner: g.Spec.Tags[cloudapi.TagTargetGroup]}
+			if opts.Delete {
+				if err := api.DeleteTargetGroup(ctx, g.ID); err != nil && !errors.Is(err, cloudapi.ErrNotFound) {
+					r.Err = targetGroupDeleteError(g.ID, kept[g.ID], lbsListed, err)
+					errs = append(errs, fmt.Errorf("teardown: %w", r.Err))
+				}
+			}
+			found = append(found, r)
+		}
+	}
 	return found, errors.Join(errs...)
+}
+
+// targetGroupDeleteError is why deleting the target group id failed with err; failedLBs
+// are the cluster's load balancers that name it and failed to delete, lbsListed is false
+// when the cluster's load balancers could not be listed.
+func targetGroupDeleteError(id string, failedLBs []string, lbsListed bool, err error) error {
+	switch {
+	case !errors.Is(err, cloudapi.ErrConflict):
+		return fmt.Errorf("deleting target group %s: %w", id, err)
+	case !lbsListed:
+		return fmt.Errorf("target group %s kept: still in use by a load balancer, and the cluster's load balancers could not be listed; run teardown again: %w", id, err)
+	case len(failedLBs) > 0:
+		return fmt.Errorf("target group %s kept: still in use by the cluster's load balancer(s) %s, whose delete failed; run teardown again: %w",
+			id, strings.Join(failedLBs, ", "), err)
+	}
+	return fmt.Errorf("target group %s kept: still in use by a load balancer that is not the cluster's (or was created since the list); "+
+		"delete that load balancer or make it name another group, then run teardown again: %w", id, err)
 }

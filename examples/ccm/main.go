@@ -9,8 +9,8 @@
 //
 //	go run ./examples/ccm --cloud-provider=ccmkit --cloud-config=cloud.yaml --kubeconfig=...
 //
-// `ccm teardown` lists every load balancer and route of the cloud config's cluster, and
-// with --delete deletes them (sweeper.Teardown), for a cluster that is gone:
+// `ccm teardown` lists every load balancer, route and target group of the cloud config's
+// cluster, and with --delete deletes them (sweeper.Teardown), for a cluster that is gone:
 //
 //	go run ./examples/ccm teardown --cloud-config=cloud.yaml [--cluster-id=ID] [--delete]
 package main

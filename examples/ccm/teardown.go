@@ -1,7 +1,8 @@
 package main
 
-// ccm teardown: list, and with --delete delete, every load balancer and route of a
-// cluster (sweeper.Teardown) with the provider and cloud config the CCM itself uses.
+// ccm teardown: list, and with --delete delete, every load balancer, route and target
+// group of a cluster (sweeper.Teardown) with the provider and cloud config the CCM itself
+// uses.
 
 import (
 	"context"
@@ -41,7 +42,8 @@ func runTeardown(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	del := fs.Bool("delete", false, "delete what is found; without it, only print what would be deleted")
 	fs.Usage = func() {
 		printf(stderr, "Usage: %s %s --cloud-config=FILE [--cloud-provider=NAME] [--cluster-id=ID] [--delete]\n\n", os.Args[0], TeardownCommand)
-		printf(stderr, "Lists every load balancer and route tagged with the cluster's ID and, with --delete, deletes them.\n")
+		printf(stderr, "Lists every load balancer, route and target group tagged with the cluster's ID and, with --delete,\n")
+		printf(stderr, "deletes them (target groups last; one still in use is kept and reported).\n")
 		printf(stderr, "Nothing without that tag is touched. Run it once the cluster's CCM is stopped for good.\n")
 		fs.PrintDefaults()
 	}
