@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
 )
 
 // smallConfig is the whole benchmark at a size that runs in seconds.
@@ -47,6 +49,7 @@ func TestBenchSmall(t *testing.T) {
 		"P1", "P1_outage", "P2_ensure_reads", "P2_ensure_writes", "P2_update_writes", "P3",
 		"P4_reads", "P4_writes", "P5", "P6", "P6_allocs", "node_add_writes", "node_add_seconds",
 		"P2_settings_calls", "P6_settings", "P6_settings_allocs",
+		"node_add_groups_calls", "node_add_groups_seconds", "node_add_groups_lbs",
 	} {
 		assert.Contains(t, figures, key)
 	}
@@ -79,6 +82,99 @@ func TestBenchSmall(t *testing.T) {
 		assert.Positive(t, value("P4_reads", side), side)
 	}
 	assert.Zero(t, rep.ccmkit.p1KubeWrites+rep.base.p1KubeWrites, "quiet passes over a converged cluster write no object")
+	assert.Equal(t, float64(smallConfig().services), value("node_add_groups_lbs", "ccmkit"), "every load balancer reaches the new Node")
+	assert.Equal(t, true, figures["node_add_groups_calls"]["meets_goal"], "node_add_groups within its goal")
+	assert.Less(t, value("node_add_groups_calls", "ccmkit"), float64(rep.ccmkit.nodeAddCalls.Total()), "target groups make a Node added cheaper than node_add")
+	assert.Equal(t, value("node_add_lbs", "baseline"), value("node_add_groups_lbs", "baseline"), "the baseline has no target groups: its node_add")
+	assert.Equal(t, float64(rep.base.nodeAddCalls.Total()), value("node_add_groups_calls", "baseline"))
+}
+
+// TestNodeAddGroupsSmall runs node_add_groups alone at a small size: ccmkit's world over a
+// fake cloud with target groups, whose load balancers are created in their groups, and a
+// Node added. Every load balancer must reach the new Node through its group, and the calls
+// are counted at the fake.
+func TestNodeAddGroupsSmall(t *testing.T) {
+	var logs bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	silenceKlog()
+	cfg := smallConfig()
+	r := &result{}
+	require.NoError(t, measureGroups(context.Background(), cfg, r, &progress{w: &logs, start: time.Now()}))
+
+	assert.Equal(t, cfg.services, r.groupedLBs, "every load balancer names a target group before the Node")
+	assert.Positive(t, r.groupsBefore)
+	assert.Equal(t, cfg.services, r.nodeAddGroupsLBs, "every load balancer reaches the new Node")
+
+	calls := r.nodeAddGroupsCalls
+	assert.Positive(t, calls.Total(), "the calls are counted at the fake")
+	assert.Equal(t, int64(ceilDiv(cfg.nodes+1, cfg.pageSize)), calls[cloudapi.OpListInstances],
+		"the new Node is initialized with one instance list, as in node_add")
+	assert.Zero(t, calls[cloudapi.OpUpdateLoadBalancer], "no load balancer is written: their group is")
+	assert.Equal(t, int64(r.groupsBefore), calls.Writes(), "one write per target group")
+	assert.Equal(t, int64(r.groupsBefore), calls[cloudapi.OpUpdateTargetGroup])
+	assert.LessOrEqual(t, calls.Total()-calls[cloudapi.OpListInstances], int64(ceilDiv(cfg.services, cfg.pageSize)+1),
+		"beyond the Node's initialization, at most a list of ⌈S/P⌉ pages and a group write")
+	assert.Positive(t, r.nodeAddGroupsSeconds)
+	assert.Contains(t, logs.String(), "node_add_groups:", "the log line with the calls by operation")
+}
+
+// TestTapReach checks when the tap counts a load balancer as reaching the watched
+// instance: with it among its own targets, or naming a target group written with it,
+// whether the group was written before or after the load balancer.
+func TestTapReach(t *testing.T) {
+	lb := func(id, group string, targets ...string) *cloudapi.LoadBalancer {
+		return &cloudapi.LoadBalancer{ID: id, Spec: cloudapi.LoadBalancerSpec{TargetGroup: group, Targets: targets}}
+	}
+	group := func(id string, targets ...string) *cloudapi.TargetGroup {
+		return &cloudapi.TargetGroup{ID: id, Spec: cloudapi.TargetGroupSpec{Targets: targets}}
+	}
+	tests := []struct {
+		name     string
+		lbGroups map[string]string // as the cloud held them before the watch
+		writes   []any             // *cloudapi.LoadBalancer or *cloudapi.TargetGroup, in order
+		want     int
+		reached  []string
+	}{
+		{"own targets", nil, []any{lb("lb-1", "", "i-0", "i-new"), lb("lb-2", "", "i-0")}, 2, []string{"lb-1"}},
+		{"a group written with the instance reaches the load balancers that name it",
+			map[string]string{"lb-1": "tg-1", "lb-2": "tg-1", "lb-3": "tg-2"},
+			[]any{group("tg-1", "i-0", "i-new"), group("tg-2", "i-0")}, 3, []string{"lb-1", "lb-2"}},
+		{"a load balancer written into a group that has the instance",
+			nil, []any{group("tg-1", "i-new"), lb("lb-1", "tg-1")}, 1, []string{"lb-1"}},
+		{"a load balancer moved out of its group before the group's write",
+			map[string]string{"lb-1": "tg-1"}, []any{lb("lb-1", ""), group("tg-1", "i-new")}, 1, nil},
+		{"the same load balancer twice counts once",
+			nil, []any{lb("lb-1", "", "i-new"), lb("lb-1", "", "i-new")}, 2, []string{"lb-1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tp := newTap(nil)
+			done := tp.watch("i-new", tt.want, tt.lbGroups)
+			for _, w := range tt.writes {
+				switch w := w.(type) {
+				case *cloudapi.LoadBalancer:
+					tp.observe(w)
+				case *cloudapi.TargetGroup:
+					tp.observeGroup(w)
+				}
+			}
+			var reached []string
+			for id := range tp.reached {
+				reached = append(reached, id)
+			}
+			assert.ElementsMatch(t, tt.reached, reached)
+			select {
+			case <-done:
+				assert.Len(t, tt.reached, tt.want, "done only once want load balancers reach the instance")
+			default:
+				assert.Less(t, len(tt.reached), tt.want, "done once want load balancers reach the instance")
+			}
+		})
+	}
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -54,6 +54,20 @@
 //     whose load balancer is created for it and deleted afterwards.
 //   - node_add: cloud writes, and time, from a new Node's registration until every load
 //     balancer has it.
+//   - node_add_groups: node_add over a cloud with target groups (cloudapi.TargetGroupAPI),
+//     ccmkit's alone: a second converged cluster is built with the fake cloud's
+//     capabilities.targetGroups on from the start, so that ccmkit (loadBalancer.targetGroups,
+//     on by default) creates the load balancers in their shared target group and the
+//     groups exist before the Node; then a Node is added as in node_add.
+//     node_add_groups_calls counts every call (the calls by operation in the report and the
+//     log), node_add_groups_seconds the time until every load balancer reaches the new
+//     instance (through its group, as the tap sees the group's write), and
+//     node_add_groups_lbs the load balancers that reach it at the end (a load balancer
+//     that names a group reaches that group's members). The goals: calls ≤ ⌈(N+1)/P⌉ +
+//     ⌈S/P⌉ + 1 (the instance list that initializes the Node, as in node_add, then at most
+//     a list of the groups and one group write, no load balancer call) and under a
+//     second. The baseline has no target groups: beside these figures stand its
+//     node_add's (every call, its seconds, its load balancers).
 //
 // With -sweep it runs the whole side-by-side at each size of -sweep-nodes (N Nodes,
 // S = N/5 Services, the other flags as given; the baseline only up to
@@ -69,6 +83,7 @@
 //   - quiet_calls_per_min, outage_calls_per_min: P1 and P1_outage, every call counted.
 //   - restart_reads: the reads of P4.
 //   - node_add_calls: every call of node_add, reads and writes.
+//   - node_add_groups_calls: every call of node_add_groups (the baseline's: its node_add).
 //   - retained_heap_mb: P5.
 //   - ensure_cpu_ms: P6_cpu.
 //

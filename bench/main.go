@@ -109,6 +109,9 @@ func run(ctx context.Context, cfg config, stderr io.Writer) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := measureGroups(ctx, cfg, c, log); err != nil {
+		return nil, err
+	}
 	b := &result{}
 	if cfg.noBaseline {
 		log.printf("baseline: not run at this size")

@@ -100,6 +100,20 @@ func newReport(cfg config, c, b *result) *report {
 		note: "from the Node's creation until every load balancer has it"})
 	add(figure{key: "node_add_lbs", unit: "load balancers", ccmkit: float64(c.nodeAddLBs), baseline: float64(b.nodeAddLBs),
 		note: fmt.Sprintf("load balancers that have the new Node at the end, of %d", cfg.services)})
+	// The baseline has no target groups: its figures beside node_add_groups are its
+	// node_add's, what a Node added costs it on any cloud.
+	// The goal: the instance list that initializes the new Node (node_add's too; N + 1
+	// instances by then), then a list of at most ⌈S/P⌉ pages (the groups, at most one per
+	// load balancer) and one write of their group.
+	nodePages, lbPages := ceilDiv(cfg.nodes+1, cfg.pageSize), ceilDiv(cfg.services, cfg.pageSize)
+	add(figure{key: "node_add_groups_calls", unit: "calls", ccmkit: float64(c.nodeAddGroupsCalls.Total()), baseline: float64(b.nodeAddCalls.Total()),
+		goal: atMost(float64(nodePages + lbPages + 1)),
+		note: fmt.Sprintf("node_add over a cloud with target groups, every call until the cloud is quiet: ccmkit over a second converged cluster whose load balancers were created with the capability (%d of %d named one of %d target groups before the Node); goal ⌈(N+1)/P⌉ + ⌈S/P⌉ + 1 = %d + %d + 1: the instance list that initializes the Node, as in node_add, then a list of at most ⌈S/P⌉ pages (of the target groups, at most one per load balancer) and one group write. Baseline: it has no target groups, its node_add, every call",
+			c.groupedLBs, cfg.services, c.groupsBefore, nodePages, lbPages)})
+	add(figure{key: "node_add_groups_seconds", unit: "s", ccmkit: c.nodeAddGroupsSeconds, baseline: b.nodeAddSeconds, digits: 2, goal: atMost(1),
+		note: "from the Node's creation until every load balancer reaches it (through its target group); baseline: its node_add_seconds"})
+	add(figure{key: "node_add_groups_lbs", unit: "load balancers", ccmkit: float64(c.nodeAddGroupsLBs), baseline: float64(b.nodeAddLBs),
+		note: fmt.Sprintf("load balancers that reach the new Node at the end, through their target group or their own targets, of %d; baseline: its node_add_lbs", cfg.services)})
 	return rep
 }
 
@@ -154,8 +168,9 @@ func (r *report) printTable(out io.Writer) {
 	} {
 		_, _ = fmt.Fprintf(out, "%s: ccmkit %s; baseline %s\n", d.name, callString(d.c), callString(d.b))
 	}
-	_, _ = fmt.Fprintf(out, "wall time: ccmkit %.0fs (setup %.0fs), baseline %.0fs (setup %.0fs)\n",
-		r.ccmkit.total.Seconds(), r.ccmkit.setup.Seconds(), r.base.total.Seconds(), r.base.setup.Seconds())
+	_, _ = fmt.Fprintf(out, "node_add_groups calls: ccmkit %s; baseline none of its own (no target groups: its node_add calls)\n", callString(r.ccmkit.nodeAddGroupsCalls))
+	_, _ = fmt.Fprintf(out, "wall time: ccmkit %.0fs (setup %.0fs) and %.0fs with target groups (setup %.0fs), baseline %.0fs (setup %.0fs)\n",
+		r.ccmkit.total.Seconds(), r.ccmkit.setup.Seconds(), r.ccmkit.groupsTotal.Seconds(), r.ccmkit.groupsSetup.Seconds(), r.base.total.Seconds(), r.base.setup.Seconds())
 }
 
 func num(v float64, digits int) string { return fmt.Sprintf("%.*f", digits, v) }

@@ -46,6 +46,13 @@ type result struct {
 	nodeAddCalls        fakecloud.Calls
 	nodeAddKubeWrites   int64
 	setup, total        time.Duration
+
+	// node_add_groups, ccmkit's only (measureGroups).
+	nodeAddGroupsCalls       fakecloud.Calls
+	nodeAddGroupsSeconds     float64
+	nodeAddGroupsLBs         int // load balancers that reach the new Node's instance at the end
+	groupedLBs, groupsBefore int // load balancers that name a target group, and groups, before the Node
+	groupsSetup, groupsTotal time.Duration
 }
 
 // measure builds k's world and takes every figure in turn.
@@ -356,20 +363,77 @@ func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
 	return nil
 }
 
-// nodeAdd measures node_add: with the cloud node and service controllers running and
-// synced, a new instance appears and its kubelet registers a Node (cloud taint, no provider
-// ID); the cloud node controller initializes it and the service controller adds it to
-// every load balancer. It counts the cloud writes and the time from the Node's creation
-// until every load balancer has the instance, then checks the cloud's load balancers.
+// nodeAdd measures node_add (addNode): the cloud writes, the time until every load
+// balancer has the new instance, and the load balancers that have it at the end.
 func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
-	k := newKube(w.nodes, 0)
-	s, err := w.start(ctx, k, parts{nodeController: true, service: true})
+	a, err := addNode(ctx, w)
 	if err != nil {
 		return err
 	}
+	r.nodeAddCalls, r.nodeAddSeconds, r.nodeAddLBs, r.nodeAddKubeWrites = a.calls, a.seconds, a.lbs, a.kubeWrites
+	r.nodeAddWrites = a.calls.Writes()
+	log.printf("%s: node_add: %d cloud writes in %.2fs %v; %d of %d load balancers have %s; %d kube writes",
+		w.kind, r.nodeAddWrites, r.nodeAddSeconds, map[cloudapi.Operation]int64(r.nodeAddCalls), r.nodeAddLBs, len(w.services), a.instance, r.nodeAddKubeWrites)
+	return nil
+}
+
+// measureGroups measures node_add_groups into r, ccmkit's result: it builds ccmkit's world
+// again over a fake cloud with target groups, so that the load balancers are created in
+// their groups, and adds a Node as nodeAdd does.
+func measureGroups(ctx context.Context, cfg config, r *result, log *progress) error {
+	k := kindCcmkitGroups
+	start := time.Now()
+	log.printf("%s: building the converged cluster: %d Nodes, %d Services, page size %d, target groups", k, cfg.nodes, cfg.services, cfg.pageSize)
+	w, err := newWorld(ctx, cfg, k, log)
+	if err != nil {
+		return fmt.Errorf("%s: setting up: %w", k, err)
+	}
+	inv := w.cloud.Inventory()
+	r.groupsSetup = time.Since(start)
+	r.groupsBefore = len(inv.TargetGroups)
+	for _, lb := range inv.LoadBalancers {
+		if lb.Spec.TargetGroup != "" {
+			r.groupedLBs++
+		}
+	}
+	log.printf("%s: %d of %d load balancers name one of %d target groups", k, r.groupedLBs, len(inv.LoadBalancers), r.groupsBefore)
+	log.printf("%s: node_add_groups", k)
+	a, err := addNode(ctx, w)
+	if err != nil {
+		return fmt.Errorf("%s: node_add_groups: %w", k, err)
+	}
+	r.nodeAddGroupsCalls, r.nodeAddGroupsSeconds, r.nodeAddGroupsLBs = a.calls, a.seconds, a.lbs
+	log.printf("%s: node_add_groups: %d cloud calls in %.2fs %v; %d of %d load balancers reach %s; %d kube writes",
+		k, a.calls.Total(), a.seconds, map[cloudapi.Operation]int64(a.calls), a.lbs, len(w.services), a.instance, a.kubeWrites)
+	r.groupsTotal = time.Since(start)
+	return nil
+}
+
+// nodeAdded is what addNode found.
+type nodeAdded struct {
+	instance   string          // the new instance's ID
+	calls      fakecloud.Calls // every cloud call from the Node's creation until the cloud is quiet
+	seconds    float64         // from the Node's creation until every load balancer reaches it
+	lbs        int             // the cluster's load balancers that reach the instance at the end
+	kubeWrites int64
+}
+
+// addNode runs node_add in w: with the cloud node and service controllers running and
+// synced, a new instance appears and its kubelet registers a Node (cloud taint, no provider
+// ID); the cloud node controller initializes it and the service controller adds it to
+// every load balancer, or to the target groups they name. It counts the cloud calls until
+// the cloud is quiet and times the Node's creation until every load balancer reaches the
+// instance (through its own targets or its group's, as the tap sees the writes), then
+// counts the cloud's load balancers that reach it.
+func addNode(ctx context.Context, w *world) (*nodeAdded, error) {
+	k := newKube(w.nodes, 0)
+	s, err := w.start(ctx, k, parts{nodeController: true, service: true})
+	if err != nil {
+		return nil, err
+	}
 	defer s.stop()
 	if err := s.waitSynced(ctx, true); err != nil {
-		return err
+		return nil, err
 	}
 	i := len(w.nodes)
 	fi := fakeInstance(i)
@@ -378,40 +442,46 @@ func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
 		inst.Addresses = append(inst.Addresses, cloudapi.Address{Type: a.Type, Address: a.Address})
 	}
 	if err := w.cloud.AddInstance(inst); err != nil {
-		return err
+		return nil, err
 	}
 	// The kubelet registers the Node a moment after the instance appeared, later than the
 	// provider's last instance list (the node controller's status pass at start): move the
 	// provider's clock on as real time would, or a lookup by name would trust that list.
 	w.clock.Step(time.Second)
-	done := w.tap.watch(inst.ID, len(w.services))
+	lbGroups := map[string]string{}
+	if w.kind == kindCcmkitGroups { // elsewhere no load balancer names a group
+		for _, lb := range w.cloud.Inventory().LoadBalancers {
+			if lb.Spec.TargetGroup != "" {
+				lbGroups[lb.ID] = lb.Spec.TargetGroup
+			}
+		}
+	}
+	done := w.tap.watch(inst.ID, len(w.services), lbGroups)
 	before, writesBefore := w.cloud.Calls(), k.writes.Load()
 	start := time.Now()
 	if _, err := k.CoreV1().Nodes().Create(ctx, registeredNode(i), metav1.CreateOptions{}); err != nil {
-		return err
+		return nil, err
 	}
 	timeout := time.NewTimer(waitTimeout)
 	defer timeout.Stop()
 	select {
 	case <-done:
 	case <-timeout.C:
-		return fmt.Errorf("the new Node reached only some load balancers in %v", waitTimeout)
+		return nil, fmt.Errorf("the new Node reached only some load balancers in %v", waitTimeout)
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	r.nodeAddSeconds = time.Since(start).Seconds()
+	a := &nodeAdded{instance: inst.ID, seconds: time.Since(start).Seconds()}
 	if err := w.waitQuiet(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	r.nodeAddCalls = w.cloud.Calls().Sub(before)
-	r.nodeAddWrites = r.nodeAddCalls.Writes()
-	r.nodeAddKubeWrites = k.writes.Load() - writesBefore
-	for _, lb := range w.cloud.Inventory().LoadBalancersTagged(map[string]string{cloudapi.TagCluster: clusterID}) {
-		if slices.Contains(lb.Spec.Targets, inst.ID) {
-			r.nodeAddLBs++
+	a.calls = w.cloud.Calls().Sub(before)
+	a.kubeWrites = k.writes.Load() - writesBefore
+	inv := w.cloud.Inventory()
+	for _, lb := range inv.LoadBalancersTagged(map[string]string{cloudapi.TagCluster: clusterID}) {
+		if slices.Contains(inv.Targets(lb), inst.ID) {
+			a.lbs++
 		}
 	}
-	log.printf("%s: node_add: %d cloud writes in %.2fs %v; %d of %d load balancers have %s; %d kube writes",
-		w.kind, r.nodeAddWrites, r.nodeAddSeconds, map[cloudapi.Operation]int64(r.nodeAddCalls), r.nodeAddLBs, len(w.services), inst.ID, r.nodeAddKubeWrites)
-	return nil
+	return a, nil
 }

@@ -44,8 +44,10 @@ const (
 	sweepOutage       = "outage_calls_per_min"
 	sweepRestartReads = "restart_reads"
 	sweepNodeAdd      = "node_add_calls"
-	sweepHeap         = "retained_heap_mb"
-	sweepEnsureCPU    = "ensure_cpu_ms"
+	// sweepNodeAddGroups is ccmkit's node_add_groups; the baseline's is its node_add.
+	sweepNodeAddGroups = "node_add_groups_calls"
+	sweepHeap          = "retained_heap_mb"
+	sweepEnsureCPU     = "ensure_cpu_ms"
 )
 
 // sweepReport is the JSON the sweep writes.
@@ -132,7 +134,7 @@ func sweep(ctx context.Context, cfg config, sizes []int, baselineNodes int, dir 
 		PageSize: cfg.pageSize,
 		Minutes:  cfg.minutes,
 		Note: "calls counted at the fake cloud; quiet and outage over simulated minutes; restart reads until every controller synced once; " +
-			"node_add every call from a new Node's registration until the cloud is quiet; retained heap of the provider alone after a restart; " +
+			"node_add every call from a new Node's registration until the cloud is quiet; node_add_groups the same over a cloud with target groups (the baseline's: its node_add); retained heap of the provider alone after a restart; " +
 			"ensure CPU the process's user+system CPU time per converged EnsureLoadBalancer with the fake cloud's work and GC included",
 	}
 	for _, n := range sizes {
@@ -182,12 +184,13 @@ func newSweepSize(rep *report, wall time.Duration) sweepSize {
 		Nodes: cfg.nodes, Services: cfg.services, NotReady: cfg.notReady, BaselineRun: !cfg.noBaseline,
 		NodePages: ceilDiv(cfg.nodes, cfg.pageSize), ServicePages: ceilDiv(cfg.services, cfg.pageSize),
 		Figures: map[string]sweepFigure{
-			sweepQuiet:        calls("calls/min", c.p1Calls, b.p1Calls, true),
-			sweepOutage:       calls("calls/min", c.p1OutCalls, b.p1OutCalls, true),
-			sweepRestartReads: calls("calls", reads(c.p4Calls), reads(b.p4Calls), false),
-			sweepNodeAdd:      calls("calls", c.nodeAddCalls, b.nodeAddCalls, false),
-			sweepHeap:         {Ccmkit: c.p5, Baseline: b.p5, Unit: "MB"},
-			sweepEnsureCPU:    {Ccmkit: c.p6CPUNsPerOp / 1e6, Baseline: b.p6CPUNsPerOp / 1e6, Unit: "ms"},
+			sweepQuiet:         calls("calls/min", c.p1Calls, b.p1Calls, true),
+			sweepOutage:        calls("calls/min", c.p1OutCalls, b.p1OutCalls, true),
+			sweepRestartReads:  calls("calls", reads(c.p4Calls), reads(b.p4Calls), false),
+			sweepNodeAdd:       calls("calls", c.nodeAddCalls, b.nodeAddCalls, false),
+			sweepNodeAddGroups: calls("calls", c.nodeAddGroupsCalls, b.nodeAddCalls, false),
+			sweepHeap:          {Ccmkit: c.p5, Baseline: b.p5, Unit: "MB"},
+			sweepEnsureCPU:     {Ccmkit: c.p6CPUNsPerOp / 1e6, Baseline: b.p6CPUNsPerOp / 1e6, Unit: "ms"},
 		},
 		WallSeconds: wall.Seconds(),
 	}
@@ -244,6 +247,7 @@ var sweepRows = []struct{ key, label string }{
 	{sweepOutage, "zone outage"},
 	{sweepRestartReads, "restart reads"},
 	{sweepNodeAdd, "node added"},
+	{sweepNodeAddGroups, "node added, target groups"},
 	{sweepHeap, "retained heap"},
 	{sweepEnsureCPU, "converged Ensure CPU"},
 }

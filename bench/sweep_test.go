@@ -60,6 +60,8 @@ func TestSweepSmall(t *testing.T) {
 			assert.Empty(t, z.Figures[sweepQuiet].BaselineCalls)
 		}
 		assert.Positive(t, z.Figures[sweepEnsureCPU].Ccmkit, "the CPU time per ensure")
+		assert.NotEmpty(t, z.Figures[sweepNodeAddGroups].CcmkitCalls, "node_add_groups: the calls by operation")
+		assert.Equal(t, z.Figures[sweepNodeAdd].Baseline, z.Figures[sweepNodeAddGroups].Baseline, "the baseline has no target groups: its node_add")
 	}
 	last := got.Sizes[len(got.Sizes)-1]
 	assert.Equal(t, sweepSizeKey{Nodes: last.Nodes, Services: last.Services}, got.GoalSize)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,47 +13,91 @@ import (
 
 // tap sits between a provider and the fake cloud. It delays every call by a latency that
 // can be changed between measurements (the node-status pass at 100 ms per call), and it
-// watches load balancer writes for one target instance, to time how long a new Node takes
-// to reach every load balancer. Calls are counted at the fake, not here.
+// watches load balancer and target group writes for one target instance, to time how
+// long a new Node takes to reach every load balancer. Calls are counted at the fake, not
+// here. It offers the cloud's target groups when the cloud has them.
 type tap struct {
 	inner   cloudapi.Client
 	latency atomic.Int64 // time.Duration
 
 	mu      sync.Mutex
-	target  string          // the instance ID being watched; empty: none
-	written map[string]bool // IDs of load balancers written with target
+	target  string            // the instance ID being watched; empty: none
+	reached map[string]bool   // IDs of load balancers that reach target
+	lbGroup map[string]string // load balancer ID to the target group it names
+	groups  map[string]bool   // IDs of target groups written with target
 	want    int
 	done    chan struct{}
 }
 
-var _ cloudapi.Client = (*tap)(nil)
+var (
+	_ cloudapi.Client            = (*tap)(nil)
+	_ cloudapi.TargetGroupClient = (*tap)(nil)
+)
 
 func newTap(inner cloudapi.Client) *tap { return &tap{inner: inner} }
 
 // setLatency makes every following call wait d before it reaches the cloud.
 func (t *tap) setLatency(d time.Duration) { t.latency.Store(int64(d)) }
 
-// watch starts watching load balancer writes for target. The returned channel is closed
-// once want different load balancers have been created or updated with target among
-// their targets.
-func (t *tap) watch(target string, want int) <-chan struct{} {
+// watch starts watching load balancer and target group writes for target. lbGroups maps
+// the load balancers that name a target group (cloudapi.LoadBalancerSpec.TargetGroup) to
+// it, as the cloud held them before; writes update it. The returned channel is closed once
+// want different load balancers reach target: created or updated with target among their
+// own targets, or naming a target group that was created or updated with it.
+func (t *tap) watch(target string, want int, lbGroups map[string]string) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.target, t.written, t.want, t.done = target, map[string]bool{}, want, make(chan struct{})
+	t.target, t.want, t.done = target, want, make(chan struct{})
+	t.reached, t.lbGroup, t.groups = map[string]bool{}, maps.Clone(lbGroups), map[string]bool{}
+	if t.lbGroup == nil {
+		t.lbGroup = map[string]string{}
+	}
 	if want <= 0 {
 		close(t.done)
 	}
 	return t.done
 }
 
+// observe notes a load balancer as a write returned it.
 func (t *tap) observe(lb *cloudapi.LoadBalancer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.target == "" || t.written[lb.ID] || !slices.Contains(lb.Spec.Targets, t.target) {
+	if t.target == "" {
 		return
 	}
-	t.written[lb.ID] = true
-	if len(t.written) == t.want {
+	if g := lb.Spec.TargetGroup; g != "" {
+		t.lbGroup[lb.ID] = g
+	} else {
+		delete(t.lbGroup, lb.ID)
+	}
+	if slices.Contains(lb.Spec.Targets, t.target) || (lb.Spec.TargetGroup != "" && t.groups[lb.Spec.TargetGroup]) {
+		t.reach(lb.ID)
+	}
+}
+
+// observeGroup notes a target group as a write returned it: with target, every load
+// balancer that names it reaches target.
+func (t *tap) observeGroup(g *cloudapi.TargetGroup) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.target == "" || t.groups[g.ID] || !slices.Contains(g.Spec.Targets, t.target) {
+		return
+	}
+	t.groups[g.ID] = true
+	for lb, group := range t.lbGroup {
+		if group == g.ID {
+			t.reach(lb)
+		}
+	}
+}
+
+// reach counts load balancer id as reaching the target; t.mu is held.
+func (t *tap) reach(id string) {
+	if t.reached[id] {
+		return
+	}
+	t.reached[id] = true
+	if len(t.reached) == t.want {
 		close(t.done)
 	}
 }
@@ -89,6 +134,15 @@ func (t *tap) Routes() (cloudapi.RouteAPI, bool) {
 		return nil, false
 	}
 	return tapRoutes{t, api}, true
+}
+
+// TargetGroups returns the cloud's target group API, tapped, when the cloud has one.
+func (t *tap) TargetGroups() (cloudapi.TargetGroupAPI, bool) {
+	api, ok := cloudapi.TargetGroups(t.inner)
+	if !ok {
+		return nil, false
+	}
+	return tapGroups{t, api}, true
 }
 
 type tapInstances struct {
@@ -182,4 +236,45 @@ func (a tapRoutes) DeleteRoute(ctx context.Context, id string) error {
 		return err
 	}
 	return a.inner.DeleteRoute(ctx, id)
+}
+
+type tapGroups struct {
+	t     *tap
+	inner cloudapi.TargetGroupAPI
+}
+
+func (a tapGroups) ListTargetGroups(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.TargetGroupPage, error) {
+	if err := a.t.delay(ctx); err != nil {
+		return nil, err
+	}
+	return a.inner.ListTargetGroups(ctx, opts)
+}
+
+func (a tapGroups) CreateTargetGroup(ctx context.Context, spec cloudapi.TargetGroupSpec) (*cloudapi.TargetGroup, error) {
+	if err := a.t.delay(ctx); err != nil {
+		return nil, err
+	}
+	g, err := a.inner.CreateTargetGroup(ctx, spec)
+	if err == nil {
+		a.t.observeGroup(g)
+	}
+	return g, err
+}
+
+func (a tapGroups) UpdateTargetGroup(ctx context.Context, id string, update cloudapi.TargetGroupUpdate) (*cloudapi.TargetGroup, error) {
+	if err := a.t.delay(ctx); err != nil {
+		return nil, err
+	}
+	g, err := a.inner.UpdateTargetGroup(ctx, id, update)
+	if err == nil {
+		a.t.observeGroup(g)
+	}
+	return g, err
+}
+
+func (a tapGroups) DeleteTargetGroup(ctx context.Context, id string) error {
+	if err := a.t.delay(ctx); err != nil {
+		return err
+	}
+	return a.inner.DeleteTargetGroup(ctx, id)
 }

@@ -30,12 +30,15 @@ import (
 	"github.com/ccmkit/ccmkit/provider"
 )
 
-// kind names the provider under test.
+// kind names the provider under test, and the cloud it runs over.
 type kind string
 
 const (
 	kindCcmkit   kind = "ccmkit"
 	kindBaseline kind = "baseline"
+	// kindCcmkitGroups is ccmkit over a fake cloud that offers target groups
+	// (cloudapi.TargetGroupClient), which ccmkit uses by default: node_add_groups' world.
+	kindCcmkitGroups kind = "ccmkit+groups"
 )
 
 const (
@@ -94,6 +97,11 @@ func newWorld(ctx context.Context, cfg config, k kind, log *progress) (*world, e
 		PageSize: cfg.pageSize,
 		// The benchmarking range (RFC 2544): the default pools hold about 500 addresses.
 		AddressPools: fakecloud.AddressPools{Public: fakecloud.Pool{IPv4: []string{"198.18.0.0/15"}}},
+	}
+	if k == kindCcmkitGroups {
+		// From the start: the load balancers are created in their groups.
+		on := true
+		fc.Capabilities.TargetGroups = &on
 	}
 	for i := range cfg.nodes {
 		fc.Instances = append(fc.Instances, fakeInstance(i))
@@ -167,7 +175,7 @@ func newWorld(ctx context.Context, cfg config, k kind, log *progress) (*world, e
 // newProvider returns a new provider of the world's kind over the world's cloud.
 func (w *world) newProvider() (cloudprovider.Interface, error) {
 	switch w.kind {
-	case kindCcmkit:
+	case kindCcmkit, kindCcmkitGroups: // loadBalancer.targetGroups is on by default
 		enable := true
 		api := provider.CloudAPIConfig{PageSize: w.cfg.pageSize, QPS: w.cfg.qps}
 		if math.IsInf(api.QPS, 1) {

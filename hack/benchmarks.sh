@@ -57,6 +57,8 @@ echo "==> (cd hack/benchplot && ${plot_cmd[*]})" >&2
 	echo "The upstream node, node lifecycle, route and service controllers over client-go's"
 	echo "fake clientset, at 5,000 Nodes and 1,000 LoadBalancer Services (page size 500), once"
 	echo "with ccmkit and once with bench/baseline, a provider that passes every call to the cloud."
+	echo "node_add_groups is node_add once more with ccmkit over a fake cloud that offers target"
+	echo "groups from the start (the baseline has none: its node_add figures stand beside it)."
 	echo "How each figure is measured: bench/doc.go."
 	echo
 	echo '```'
