@@ -49,7 +49,7 @@ func TestBenchSmall(t *testing.T) {
 		"P1", "P1_outage", "P2_ensure_reads", "P2_ensure_writes", "P2_update_writes", "P3",
 		"P4_reads", "P4_writes", "P5", "P6", "P6_allocs", "node_add_writes", "node_add_seconds",
 		"P2_settings_calls", "P6_settings", "P6_settings_allocs",
-		"node_add_groups_calls", "node_add_groups_seconds", "node_add_groups_lbs",
+		"node_add_groups_calls", "node_add_groups_lb_calls", "node_add_groups_seconds", "node_add_groups_lbs",
 	} {
 		assert.Contains(t, figures, key)
 	}
@@ -84,6 +84,7 @@ func TestBenchSmall(t *testing.T) {
 	assert.Zero(t, rep.ccmkit.p1KubeWrites+rep.base.p1KubeWrites, "quiet passes over a converged cluster write no object")
 	assert.Equal(t, float64(smallConfig().services), value("node_add_groups_lbs", "ccmkit"), "every load balancer reaches the new Node")
 	assert.Equal(t, true, figures["node_add_groups_calls"]["meets_goal"], "node_add_groups within its goal")
+	assert.Equal(t, true, figures["node_add_groups_lb_calls"]["meets_goal"], "the load balancers' part within ⌈S/P⌉ + 1")
 	assert.Less(t, value("node_add_groups_calls", "ccmkit"), float64(rep.ccmkit.nodeAddCalls.Total()), "target groups make a Node added cheaper than node_add")
 	assert.Equal(t, value("node_add_lbs", "baseline"), value("node_add_groups_lbs", "baseline"), "the baseline has no target groups: its node_add")
 	assert.Equal(t, float64(rep.base.nodeAddCalls.Total()), value("node_add_groups_calls", "baseline"))

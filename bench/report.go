@@ -110,6 +110,12 @@ func newReport(cfg config, c, b *result) *report {
 		goal: atMost(float64(nodePages + lbPages + 1)),
 		note: fmt.Sprintf("node_add over a cloud with target groups, every call until the cloud is quiet: ccmkit over a second converged cluster whose load balancers were created with the capability (%d of %d named one of %d target groups before the Node); goal ⌈(N+1)/P⌉ + ⌈S/P⌉ + 1 = %d + %d + 1: the instance list that initializes the Node, as in node_add, then a list of at most ⌈S/P⌉ pages (of the target groups, at most one per load balancer) and one group write. Baseline: it has no target groups, its node_add, every call",
 			c.groupedLBs, cfg.services, c.groupsBefore, nodePages, lbPages)})
+	lbSide := func(calls fakecloud.Calls) float64 {
+		return float64(calls.Total() - calls[cloudapi.OpListInstances] - calls[cloudapi.OpGetInstance])
+	}
+	add(figure{key: "node_add_groups_lb_calls", unit: "calls", ccmkit: lbSide(c.nodeAddGroupsCalls), baseline: lbSide(b.nodeAddCalls),
+		goal: atMost(float64(lbPages + 1)),
+		note: fmt.Sprintf("node_add_groups_calls without the instance calls that initialize the Node: what the load balancers cost, goal ⌈S/P⌉ + 1 = %d + 1 (one list, one write per group); baseline: its node_add, load balancer calls", lbPages)})
 	add(figure{key: "node_add_groups_seconds", unit: "s", ccmkit: c.nodeAddGroupsSeconds, baseline: b.nodeAddSeconds, digits: 2, goal: atMost(1),
 		note: "from the Node's creation until every load balancer reaches it (through its target group); baseline: its node_add_seconds"})
 	add(figure{key: "node_add_groups_lbs", unit: "load balancers", ccmkit: float64(c.nodeAddGroupsLBs), baseline: float64(b.nodeAddLBs),
