@@ -73,6 +73,11 @@ var charts = []chart{
 		{"2S (a read and a write per load balancer)", func(_, s, _, _ float64) float64 { return 2 * s }},
 		{"ceil(S/P) + 1 (the goal with shared target groups)", func(_, _, _, sp float64) float64 { return sp + 1 }},
 	}},
+	{key: "node_add_groups_calls", file: "sweep_node_add_groups.svg", title: "A Node added, cloud with target groups: cloud calls", log: true, refs: []ref{
+		{"2S (a read and a write per load balancer)", func(_, s, _, _ float64) float64 { return 2 * s }},
+		// ceil((N+1)/P) is ceil(N/P) + 1: the sweep's sizes are multiples of P.
+		{"goal: ceil((N+1)/P) + ceil(S/P) + 1 (the Node's instance list, then the groups)", func(_, _, np, sp float64) float64 { return np + 1 + sp + 1 }},
+	}},
 	{key: "retained_heap_mb", file: "sweep_heap.svg", title: "Heap retained by the provider (MB)"},
 	{key: "ensure_cpu_ms", file: "sweep_ensure_cpu.svg", title: "CPU per converged EnsureLoadBalancer (ms)"},
 }
