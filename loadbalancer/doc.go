@@ -192,13 +192,23 @@
 // A load balancer moves between its own targets and its group with one update, keeping
 // its addresses: into the group when target groups are turned on (the group is written
 // first, so it never names an empty one), out of it when they are off, and from one group
-// to another when its node selector changes. A group that no load balancer names any more
-// (a load balancer moved, deleted or released: a released one names no group) is deleted,
-// unless a call has chosen it and not yet written its load balancer, or the snapshot knows
-// another load balancer that names it; the cloud refuses to delete a group in use
-// (ErrConflict), which keeps it. A failed delete is logged and tried again with the next
-// one. A cloud error about a group fails the call without a load balancer write, and the
-// group is listed again next time; it is never taken for "no group".
+// to another when its node selector changes. Only groups known to be the cluster's (found
+// by a list with its tags, which are checked, or created by ccmkit) are ever deleted: a
+// group another's load balancer named before a Service adopted it is left alone. The
+// group a load balancer leaves (moved, deleted or released: a released one names no group)
+// is deleted at once unless a call has chosen it and not yet written its load balancer,
+// or the snapshot knows another load balancer that names it; the cloud refuses to delete a
+// group in use (ErrConflict), which keeps it. Whatever is left that way (a kept group, a
+// failed delete, a group made for a load balancer whose create then failed, a group a
+// predecessor left, duplicates of a group) is found by the collection: after such an
+// event, and once after the LoadBalancer is made, the next EnsureLoadBalancer,
+// UpdateLoadBalancer or EnsureLoadBalancerDeleted, outside its Service's lock, lists the
+// cluster's groups (one list by the cluster tag) once the snapshot is no older than
+// Options.MaxAge, and deletes those no load balancer names, as above. Collections are at
+// least Options.MaxAge apart, and while one leaves a group it could not delete, the wait
+// doubles up to 32 times MaxAge. A cloud error about a group fails the call without a load
+// balancer write; the group is listed again next time, after a backoff (1 s doubling to
+// 30 s) when the list failed; it is never taken for "no group".
 //
 // # Node labels
 //

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -15,24 +14,45 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/pace"
 	"github.com/ccmkit/ccmkit/internal/paging"
+	"github.com/ccmkit/ccmkit/internal/sharedlist"
 )
 
 // groupAllNodes is the TagTargetGroup value of the group of every Node.
 const groupAllNodes = "all-nodes"
 
-// groups is what a LoadBalancer knows about the cluster's target groups, by group key
-// (the TagTargetGroup value). It is safe for concurrent use; the calls about one key are
+// groups is what a LoadBalancer knows about the cluster's target groups. It is safe for
+// concurrent use; the calls about the group of one key (the TagTargetGroup value) are
 // serialized by the LoadBalancer's lock of that key (groupLock).
 type groups struct {
 	api cloudapi.TargetGroupAPI
 
 	mu      sync.Mutex
 	entries map[string]*groupEntry // by key
-	// dropping are the IDs of groups no load balancer wants any more whose delete failed;
-	// the next drop tries them again.
-	dropping map[string]bool
+	// keys are the keys of the groups known to be the cluster's, by group ID: found by a
+	// list with the cluster's tags (checked), or created by ccmkit. Only those are ever
+	// deleted.
+	keys map[string]string
+	// users counts, by group ID, the calls that chose the group and have not yet written
+	// their load balancer: the cloud cannot know of them, so the group is not deleted.
+	users map[string]int
+	// due is true when a group of the cluster may be unused: a drop was skipped or failed,
+	// a call that chose a group failed, or the LoadBalancer is new (a predecessor may have
+	// left one). The next collection lists the cluster's groups and deletes the unused.
+	due bool
+	// collected is when the last collection began; wait how long after it the next may
+	// begin: Options.MaxAge, doubling (up to collectMaxWait) while collections leave a
+	// group they could not delete.
+	collected time.Time
+	wait      time.Duration
+	// collecting is true while a collection runs: one at a time.
+	collecting bool
 }
+
+// collectMaxWaits caps the wait between collections, in Options.MaxAge, while a group
+// that looks unused cannot be deleted (a load balancer ccmkit does not know names it).
+const collectMaxWaits = 32
 
 // groupEntry is what is known about the group of one key.
 type groupEntry struct {
@@ -46,9 +66,9 @@ type groupEntry struct {
 	at time.Time
 	// unsure is true after a failed call about the group: only the cloud knows.
 	unsure bool
-	// users counts the calls that chose the group and have not yet written their load
-	// balancer: the group is not deleted under them.
-	users int
+	// lists holds back the group's next list after a failed one, so that an outage of the
+	// group API costs one list per backoff, not one per call.
+	lists pace.Backoff
 }
 
 // groupKey returns the TagTargetGroup value of the group of the Nodes sel selects (nil:
@@ -104,7 +124,7 @@ func (l *LoadBalancer) group(ctx context.Context, logger klog.Logger, want *clou
 	g.mu.Lock()
 	e := g.entries[k]
 	if e == nil {
-		e = &groupEntry{unsure: true}
+		e = &groupEntry{unsure: true, lists: pace.Backoff{Min: sharedlist.MinBackoff, Max: sharedlist.MaxBackoff}}
 		g.entries[k] = e
 	}
 	current, read, at, unsure := e.group, e.read, e.at, e.unsure
@@ -116,9 +136,14 @@ func (l *LoadBalancer) group(ctx context.Context, logger klog.Logger, want *clou
 			since = l.snap.tick()
 		}
 		if unsure || read == 0 || read <= since || !fresh {
-			found, err := l.listGroup(ctx, k)
+			g.mu.Lock()
+			held := e.lists.Hold(now, "listing target group "+cloudapi.TagTargetGroup+"="+k)
+			g.mu.Unlock()
+			if held != nil {
+				return nil, held
+			}
+			found, err := l.listGroup(ctx, logger, k)
 			if err != nil {
-				l.forgetGroup(k)
 				return nil, err
 			}
 			current = found
@@ -130,18 +155,19 @@ func (l *LoadBalancer) group(ctx context.Context, logger klog.Logger, want *clou
 		}
 	}
 
+	id := current.ID
 	g.mu.Lock()
-	e = g.entries[k]
-	e.users++
-	delete(g.dropping, current.ID)
+	g.users[id]++
 	g.mu.Unlock()
-	want.TargetGroup = current.ID
+	want.TargetGroup = id
 	want.Targets = nil
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			g.mu.Lock()
-			e.users--
+			if g.users[id]--; g.users[id] <= 0 {
+				delete(g.users, id)
+			}
 			g.mu.Unlock()
 		})
 	}, nil
@@ -166,11 +192,43 @@ func (l *LoadBalancer) groupSpec(current *cloudapi.TargetGroup, k string, target
 
 // listGroup lists the cluster's groups of key k (one page, normally) and records what it
 // found as a fresh read; it returns the first by ID, or nil when there is none. Groups
-// whose tags are not the key's are ignored, whatever the backend's filter did.
-func (l *LoadBalancer) listGroup(ctx context.Context, k string) (*cloudapi.TargetGroup, error) {
+// whose tags are not the key's are ignored, whatever the backend's filter did; further
+// groups of the key (a cloud that lost track of a create) are left to the collection.
+// The caller holds the key's lock.
+func (l *LoadBalancer) listGroup(ctx context.Context, logger klog.Logger, k string) (*cloudapi.TargetGroup, error) {
 	tags := l.groupTags(k)
 	began := l.snap.tick()
 	at := l.opts.Clock.Now()
+	var all []cloudapi.TargetGroup
+	err := l.listGroups(ctx, tags, func(g *cloudapi.TargetGroup) { all = append(all, g.Clone()) })
+	g := l.groups
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.entries[k]
+	if err != nil {
+		e.unsure = true
+		e.lists.Failed(at, err)
+		return nil, fmt.Errorf("looking up target group %s=%s: %w", cloudapi.TagTargetGroup, k, err)
+	}
+	e.lists.Succeeded()
+	var found *cloudapi.TargetGroup
+	for i := range all {
+		g.keys[all[i].ID] = k
+		if found == nil || all[i].ID < found.ID {
+			found = &all[i]
+		}
+	}
+	if len(all) > 1 {
+		g.due = true
+		logger.Info("The cloud has several target groups of one key: using the first by ID; the others are deleted once unused", "key", k, "targetGroup", found.ID, "groups", len(all))
+	}
+	e.group, e.read, e.at, e.unsure = found, began, at, false
+	return found, nil
+}
+
+// listGroups lists the groups that carry tags, every page, and calls add for each one
+// that carries them and has an ID, whatever the backend's filter did.
+func (l *LoadBalancer) listGroups(ctx context.Context, tags map[string]string, add func(*cloudapi.TargetGroup)) error {
 	page := func(ctx context.Context, token string) ([]cloudapi.TargetGroup, string, error) {
 		p, err := l.groups.api.ListTargetGroups(ctx, cloudapi.ListOptions{Tags: tags, PageToken: token, PageSize: l.opts.PageSize})
 		if err != nil {
@@ -181,22 +239,13 @@ func (l *LoadBalancer) listGroup(ctx context.Context, k string) (*cloudapi.Targe
 		}
 		return p.Items, p.NextPageToken, nil
 	}
-	var found *cloudapi.TargetGroup
 	_, err := paging.All(ctx, cloudapi.OpListTargetGroups, page, func(g *cloudapi.TargetGroup) bool {
-		if g.ID != "" && cloudapi.MatchTags(g.Spec.Tags, tags) && (found == nil || g.ID < found.ID) {
-			c := g.Clone()
-			found = &c
+		if g.ID != "" && cloudapi.MatchTags(g.Spec.Tags, tags) {
+			add(g)
 		}
 		return true
 	})
-	if err != nil {
-		return nil, fmt.Errorf("looking up target group %s=%s: %w", cloudapi.TagTargetGroup, k, err)
-	}
-	l.groups.mu.Lock()
-	e := l.groups.entries[k]
-	e.group, e.read, e.at, e.unsure = found, began, at, false
-	l.groups.mu.Unlock()
-	return found, nil
+	return err
 }
 
 // writeGroup makes the cluster's group of key k hold exactly targets, from current, a
@@ -230,6 +279,7 @@ func (l *LoadBalancer) writeGroup(ctx context.Context, logger klog.Logger, k str
 	l.groups.mu.Lock()
 	e := l.groups.entries[k]
 	e.group, e.read, e.at, e.unsure = &c, 0, l.opts.Clock.Now(), false
+	l.groups.keys[c.ID] = k
 	l.groups.mu.Unlock()
 	return &c, nil
 }
@@ -248,7 +298,7 @@ func (l *LoadBalancer) createGroup(ctx context.Context, logger klog.Logger, k st
 		return nil, fmt.Errorf("creating target group %q: %w", spec.Name, err)
 	}
 	// The create may have happened (a lost answer), or another process made it: look again.
-	found, ferr := l.listGroup(ctx, k)
+	found, ferr := l.listGroup(ctx, logger, k)
 	if ferr != nil {
 		return nil, fmt.Errorf("creating target group %q: %w; looking for it afterwards: %w", spec.Name, err, ferr)
 	}
@@ -295,55 +345,57 @@ func (l *LoadBalancer) forgetGroupID(id string) {
 	}
 }
 
-// dropGroups deletes the groups with the given IDs, which load balancer except no longer
-// names, when no load balancer of the cluster wants them any more, and retries the deletes
-// that failed before. A group is kept while a call has chosen it and not yet written its
-// load balancer, while the snapshot knows another load balancer that names it, and when
-// the cloud refuses the delete because a load balancer names it (ErrConflict). A failed
-// delete is logged and tried again by the next drop: it never fails the caller, whose load
-// balancer is already written.
+// groupsDue records that a group of the cluster may be unused (a call that chose one
+// failed), for the next collection.
+func (l *LoadBalancer) groupsDue() {
+	if l.groups == nil {
+		return
+	}
+	l.groups.mu.Lock()
+	l.groups.due = true
+	l.groups.mu.Unlock()
+}
+
+// dropGroups deletes the groups with the given IDs, which the load balancer with ID except
+// no longer names, when nothing wants them any more (see dropGroup).
 func (l *LoadBalancer) dropGroups(ctx context.Context, logger klog.Logger, except string, ids ...string) {
 	if l.groups == nil {
 		return
 	}
-	g := l.groups
-	g.mu.Lock()
-	for id := range g.dropping {
-		ids = append(ids, id)
-	}
-	g.mu.Unlock()
-	slices.Sort(ids)
-	for _, id := range slices.Compact(ids) {
-		if id == "" {
-			continue
+	for _, id := range ids {
+		if id != "" {
+			l.dropGroup(ctx, logger, except, id, true)
 		}
-		l.dropGroup(ctx, logger, except, id)
 	}
 }
 
-func (l *LoadBalancer) dropGroup(ctx context.Context, logger klog.Logger, except, id string) {
+// dropGroup deletes the cluster's group with ID id unless something may want it: only a
+// group known to be the cluster's (keys), never while a call has chosen it and not yet
+// written its load balancer, nor while the snapshot knows a load balancer other than
+// except that names it; the cloud refuses to delete a group a load balancer names
+// (ErrConflict). Whatever keeps it, or a failed delete, leaves it to the next collection
+// (due), except, when collecting (fast false), a group the snapshot knows in use. A failed
+// delete never fails the caller, whose load balancer is already written.
+func (l *LoadBalancer) dropGroup(ctx context.Context, logger klog.Logger, except, id string, fast bool) {
 	g := l.groups
-	k := ""
 	g.mu.Lock()
-	for key, e := range g.entries {
-		if e.group != nil && e.group.ID == id {
-			k = key
+	k, ours := g.keys[id]
+	g.mu.Unlock()
+	if !ours {
+		// Not known to be the cluster's (a restart forgot it, or it is another's): the
+		// collection lists the cluster's groups by their tags.
+		logger.V(2).Info("Leaving a target group not known as the cluster's to the collection", "targetGroup", id)
+		l.groupsDue()
+		return
+	}
+	defer l.lock(groupLock(k))()
+	g.mu.Lock()
+	chosen := g.users[id] > 0
+	g.mu.Unlock()
+	if chosen || l.snap.names(id, except) {
+		if chosen || fast {
+			l.groupsDue()
 		}
-	}
-	g.mu.Unlock()
-	lockKey := groupLock(k)
-	if k == "" {
-		lockKey = groupLock("id/" + id) // a group no entry knows: no call chooses it
-	}
-	defer l.lock(lockKey)()
-	g.mu.Lock()
-	e := g.entries[k]
-	inUse := e != nil && e.users > 0 && e.group != nil && e.group.ID == id
-	g.mu.Unlock()
-	if inUse || l.snap.names(id, except) {
-		g.mu.Lock()
-		delete(g.dropping, id)
-		g.mu.Unlock()
 		return
 	}
 	err := g.api.DeleteTargetGroup(ctx, id)
@@ -351,16 +403,81 @@ func (l *LoadBalancer) dropGroup(ctx context.Context, logger klog.Logger, except
 	defer g.mu.Unlock()
 	switch {
 	case err == nil, errors.Is(err, cloudapi.ErrNotFound):
-		delete(g.dropping, id)
-		if e != nil && e.group != nil && e.group.ID == id {
+		delete(g.keys, id)
+		if e := g.entries[k]; e != nil && e.group != nil && e.group.ID == id {
 			e.group, e.read, e.at, e.unsure = nil, 0, l.opts.Clock.Now(), false
 		}
 		logger.Info("Deleted target group: no load balancer of the cluster names it", "targetGroup", id, "key", k)
 	case errors.Is(err, cloudapi.ErrConflict):
-		delete(g.dropping, id) // a load balancer names it: it is not unused
-		logger.V(2).Info("Keeping target group: a load balancer names it", "targetGroup", id)
+		g.due = true
+		logger.V(2).Info("Keeping target group: the cloud says a load balancer names it", "targetGroup", id, "err", err)
 	default:
-		g.dropping[id] = true
-		logger.Error(err, "Deleting a target group no load balancer names; it is tried again with the next", "targetGroup", id)
+		g.due = true
+		logger.Error(err, "Deleting a target group no load balancer names; it is tried again by the next collection", "targetGroup", id)
 	}
+}
+
+// collectGroups deletes the cluster's groups that no load balancer names, when a
+// collection is due (see groups.due) and the last began at least its wait ago: one list
+// of the cluster's groups by TagCluster (tags checked), after the snapshot of the
+// cluster's load balancers is no older than Options.MaxAge, then dropGroup for each group
+// the snapshot knows no load balancer of. It runs after the calls that may leave a group
+// unused, outside their Service's lock, one at a time; a failure leaves it due.
+func (l *LoadBalancer) collectGroups(ctx context.Context) {
+	g := l.groups
+	if g == nil {
+		return
+	}
+	now := l.opts.Clock.Now()
+	g.mu.Lock()
+	if !g.due || g.collecting || (!g.collected.IsZero() && now.Sub(g.collected) < g.wait) {
+		g.mu.Unlock()
+		return
+	}
+	g.due, g.collecting, g.collected = false, true, now
+	g.mu.Unlock()
+	logger := klog.FromContext(ctx)
+	left := true // whether a group that may be unused is left: the next waits longer
+	defer func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.collecting = false
+		switch {
+		case left && g.wait < collectMaxWaits*l.opts.MaxAge:
+			g.wait = max(2*g.wait, l.opts.MaxAge)
+		case !left:
+			g.wait = l.opts.MaxAge
+		}
+		if left {
+			g.due = true
+		}
+	}()
+	if err := l.snap.refresh(ctx); err != nil {
+		logger.V(2).Info("Collecting unused target groups later: the snapshot of the cluster's load balancers could not be refreshed", "err", err)
+		return
+	}
+	var all []cloudapi.TargetGroup
+	if err := l.listGroups(ctx, map[string]string{cloudapi.TagCluster: l.opts.ClusterID}, func(tg *cloudapi.TargetGroup) {
+		all = append(all, tg.Clone())
+	}); err != nil {
+		logger.V(2).Info("Collecting unused target groups later: the cluster's target groups could not be listed", "err", err)
+		return
+	}
+	g.mu.Lock()
+	for _, tg := range all {
+		if k, ok := tg.Spec.Tags[cloudapi.TagTargetGroup]; ok {
+			g.keys[tg.ID] = k
+		}
+	}
+	g.mu.Unlock()
+	for _, tg := range all {
+		if _, ok := tg.Spec.Tags[cloudapi.TagTargetGroup]; !ok || l.snap.names(tg.ID, "") {
+			continue // not one of ccmkit's groups of Nodes, or in use
+		}
+		l.dropGroup(ctx, logger, "", tg.ID, false)
+	}
+	g.mu.Lock()
+	left = g.due
+	g.due = false // the deferred function sets it again when left
+	g.mu.Unlock()
 }

@@ -1,10 +1,13 @@
 package loadbalancer_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -262,6 +265,13 @@ func TestTargetGroupFaults(t *testing.T) {
 		inv := e.cloud.Inventory()
 		assert.Empty(t, inv.TargetGroups)
 		assert.Empty(t, inv.LoadBalancers)
+		// Within the backoff, the next call gets the failure again without a call.
+		before := chaos.Injected().Ops[cloudapi.OpListTargetGroups].Calls
+		_, err = e.lb.EnsureLoadBalancer(t.Context(), "c", newService("web"), e.nodes)
+		require.ErrorIs(t, err, cloudapi.ErrTransient)
+		assert.Contains(t, err.Error(), "next attempt in")
+		assert.Equal(t, before, chaos.Injected().Ops[cloudapi.OpListTargetGroups].Calls, "no group list within the backoff")
+		e.clock.Step(time.Second)
 		e.ensure(t, newService("web"), e.nodes)
 		assert.Len(t, e.cloud.Inventory().TargetGroups, 1)
 	})
@@ -314,7 +324,7 @@ func TestARestartFindsTheGroupsAndWritesNothing(t *testing.T) {
 	}
 	calls := e.cloud.Calls().Sub(before)
 	assert.Zero(t, calls.Writes(), calls)
-	assert.EqualValues(t, 2, calls[cloudapi.OpListTargetGroups], "one list per group: %v", calls)
+	assert.EqualValues(t, 3, calls[cloudapi.OpListTargetGroups], "one list per group, and one of the cluster's groups to collect what a predecessor left: %v", calls)
 	assert.EqualValues(t, 1, calls[cloudapi.OpListLoadBalancers], calls)
 }
 
@@ -364,4 +374,236 @@ func TestALoadBalancerRefusedForAGroupGoneBehindCcmkitsBackGetsANewOne(t *testin
 	e.ensure(t, b, e.nodes)
 	require.Len(t, e.cloud.Inventory().TargetGroups, 1)
 	assert.Len(t, e.reaches(t)["default/b"], 5)
+}
+
+// groupIDs returns the IDs of the cloud's target groups.
+func (e *env) groupIDs() []string {
+	var ids []string
+	for _, g := range e.cloud.Inventory().TargetGroups {
+		ids = append(ids, g.ID)
+	}
+	return ids
+}
+
+func TestAGroupThatIsNotTheClustersIsNeverDeleted(t *testing.T) {
+	t.Run("adopting a load balancer that names another's group", func(t *testing.T) {
+		e := newEnv(t, groupsOn())
+		groups, _ := e.cloud.TargetGroups()
+		foreign, err := groups.CreateTargetGroup(t.Context(), cloudapi.TargetGroupSpec{Name: "operators-own", Targets: []string{"i-0"}, Tags: map[string]string{"team": "a"}})
+		require.NoError(t, err)
+		lb := e.unowned(t, "kept", func(s *cloudapi.LoadBalancerSpec) { s.TargetGroup = foreign.ID })
+		svc := newService("web", withAnnotation(loadbalancer.AnnotationLoadBalancerID, lb.ID))
+		e.ensure(t, svc, e.nodes)
+		assert.NotEqual(t, foreign.ID, e.byID(t, lb.ID).Spec.TargetGroup, "adopted into the cluster's group")
+		e.expire()
+		e.ensure(t, svc, e.nodes) // a collection
+		assert.Contains(t, e.groupIDs(), foreign.ID)
+		assert.Zero(t, e.cloud.Calls()[cloudapi.OpDeleteTargetGroup])
+	})
+	t.Run("a backend that ignores the tag filter", func(t *testing.T) {
+		e := newEnv(t, groupsOn(), func(c cloudapi.Client) cloudapi.Client {
+			g, _ := cloudapi.TargetGroups(c)
+			return groupWrap{c, unfiltered{g}}
+		})
+		groups, _ := e.cloud.TargetGroups()
+		other, err := groups.CreateTargetGroup(t.Context(), cloudapi.TargetGroupSpec{Name: "other-cluster", Tags: map[string]string{cloudapi.TagCluster: "c2", cloudapi.TagTargetGroup: "all-nodes"}})
+		require.NoError(t, err)
+		svc := newService("web")
+		e.ensure(t, svc, e.nodes)
+		assert.NotEqual(t, other.ID, e.only(t).Spec.TargetGroup, "another cluster's group is never used")
+		require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", svc))
+		e.expire()
+		e.ensure(t, newService("again"), e.nodes)
+		require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", newService("again")))
+		assert.Equal(t, []string{other.ID}, e.groupIDs(), "only the cluster's groups are deleted")
+	})
+}
+
+// unfiltered is a target group API that ignores the tag filter of its lists.
+type unfiltered struct{ cloudapi.TargetGroupAPI }
+
+func (u unfiltered) ListTargetGroups(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.TargetGroupPage, error) {
+	opts.Tags = nil
+	return u.TargetGroupAPI.ListTargetGroups(ctx, opts)
+}
+
+// groupWrap is a client whose target group API is g.
+type groupWrap struct {
+	cloudapi.Client
+	g cloudapi.TargetGroupAPI
+}
+
+func (w groupWrap) TargetGroups() (cloudapi.TargetGroupAPI, bool) { return w.g, true }
+
+// conflictOnce refuses the first delete of a group as in use, as a cloud whose load
+// balancers are deleted asynchronously would.
+type conflictOnce struct {
+	cloudapi.TargetGroupAPI
+	once sync.Once
+}
+
+func (c *conflictOnce) DeleteTargetGroup(ctx context.Context, id string) error {
+	var err error
+	c.once.Do(func() {
+		err = cloudapi.NewError(cloudapi.ErrConflict, cloudapi.OpDeleteTargetGroup, id, errors.New("a load balancer that is being deleted names it"))
+	})
+	if err != nil {
+		return err
+	}
+	return c.TargetGroupAPI.DeleteTargetGroup(ctx, id)
+}
+
+func TestAGroupLeftUnusedIsCollected(t *testing.T) {
+	nodes := func(e *env) []*corev1.Node { return e.labelled("web", "web", "", "", "") }
+	for _, tc := range []struct {
+		name  string
+		wrap  func(*faultinject.Client) cloudapi.Client
+		leave func(t *testing.T, e *env, chaos *faultinject.Client)
+		// before: leave runs before the LoadBalancer's first call (a predecessor's).
+		before bool
+	}{
+		{"a load balancer create failed after its group was made, and the Service went", nil, func(t *testing.T, e *env, chaos *faultinject.Client) {
+			svc := newService("web", withNodeSelector("pool=web"))
+			chaos.Script(cloudapi.OpCreateLoadBalancer, faultinject.Fault{Kind: faultinject.Transient})
+			_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", svc, nodes(e))
+			require.Error(t, err)
+			require.Len(t, e.cloud.Inventory().TargetGroups, 2, "the web group, named by no load balancer")
+			require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", svc))
+		}, false},
+		{"two load balancers of one Service named it, both deleted", nil, func(t *testing.T, e *env, _ *faultinject.Client) {
+			svc := newService("web", withNodeSelector("pool=web"))
+			e.ensure(t, svc, nodes(e))
+			api, _ := e.cloud.LoadBalancers()
+			spec := e.cloud.Inventory().LoadBalancersTagged(map[string]string{cloudapi.TagService: "uid-web"})[0].Spec.Clone()
+			spec.Name = "duplicate"
+			_, err := api.CreateLoadBalancer(t.Context(), spec)
+			require.NoError(t, err)
+			e.expire()
+			e.ensure(t, newService("other"), nodes(e)) // the snapshot lists both
+			require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", newService("other")))
+			require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", svc))
+		}, false},
+		{"the cloud refused its delete as in use", func(c *faultinject.Client) cloudapi.Client {
+			g, _ := cloudapi.TargetGroups(c)
+			return groupWrap{c, &conflictOnce{TargetGroupAPI: g}}
+		}, func(t *testing.T, e *env, _ *faultinject.Client) {
+			svc := newService("web", withNodeSelector("pool=web"))
+			e.ensure(t, svc, nodes(e))
+			require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", svc))
+		}, false},
+		{"a predecessor moved a load balancer and stopped before deleting the group", nil, func(t *testing.T, e *env, _ *faultinject.Client) {
+			groups, _ := e.cloud.TargetGroups()
+			_, err := groups.CreateTargetGroup(t.Context(), cloudapi.TargetGroupSpec{Name: "left", Tags: map[string]string{cloudapi.TagCluster: "c1", cloudapi.TagTargetGroup: "selector-0123456789abcdef"}})
+			require.NoError(t, err)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var chaos *faultinject.Client
+			e := newEnv(t, groupsOn(), func(c cloudapi.Client) cloudapi.Client {
+				chaos = faultinject.Wrap(c, faultinject.Config{})
+				if tc.wrap != nil {
+					return tc.wrap(chaos)
+				}
+				return chaos
+			})
+			if tc.before {
+				tc.leave(t, e, chaos)
+			}
+			// The first call's collection (a predecessor's groups) is over.
+			e.ensure(t, newService("keep"), nodes(e))
+			if !tc.before {
+				tc.leave(t, e, chaos)
+			}
+
+			// Any later call, once the collection's wait is over, deletes it; the group in
+			// use is kept.
+			e.expire()
+			keep := newService("keep")
+			e.ensure(t, keep, nodes(e))
+			e.expire()
+			e.ensure(t, keep, nodes(e))
+			assert.Equal(t, []string{e.cloud.Inventory().LoadBalancersTagged(map[string]string{cloudapi.TagService: "uid-keep"})[0].Spec.TargetGroup}, e.groupIDs(), "only the group in use is left")
+		})
+	}
+}
+
+// holdCreate holds a load balancer create, once it has begun, until release is closed.
+type holdCreate struct {
+	cloudapi.LoadBalancerAPI
+	creating, release chan struct{}
+}
+
+func (h holdCreate) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	close(h.creating)
+	<-h.release
+	return h.LoadBalancerAPI.CreateLoadBalancer(ctx, spec)
+}
+
+func TestAGroupIsNotDeletedUnderACallThatChoseIt(t *testing.T) {
+	e := newEnv(t, groupsOn())
+	nodes := e.labelled("web", "web", "db", "db", "")
+	a := newService("a", withNodeSelector("pool=web"))
+	e.ensure(t, a, nodes)
+	web := e.only(t).Spec.TargetGroup
+
+	// After a restart, b has chosen the web group and is creating its load balancer when
+	// a leaves the group: the cloud does not know of b's load balancer yet.
+	api, _ := e.cloud.LoadBalancers()
+	hold := holdCreate{LoadBalancerAPI: api, creating: make(chan struct{}), release: make(chan struct{})}
+	b := newService("b", withNodeSelector("pool=web"))
+	berr := make(chan error, 1)
+	groups, _ := e.cloud.TargetGroups()
+	other, err := loadbalancer.New(hold, loadbalancer.Options{ClusterID: "c1", ProviderID: mustFormat(t), Clock: e.clock, TargetGroups: groups})
+	require.NoError(t, err)
+	go func() {
+		_, err := other.EnsureLoadBalancer(t.Context(), "c", b, nodes)
+		berr <- err
+	}()
+	<-hold.creating
+	a.Annotations[prefix+loadbalancer.AnnotationNodeSelector] = "pool=db"
+	_, err = other.EnsureLoadBalancer(t.Context(), "c", a, nodes)
+	close(hold.release)
+	require.NoError(t, err)
+	require.NoError(t, <-berr, "b's load balancer names the group it chose")
+	assert.Contains(t, e.groupIDs(), web)
+}
+
+func TestAnInternalSwitchKeepsTheGroup(t *testing.T) {
+	e := newEnv(t, groupsOn())
+	svc := newService("web", withNodeSelector("pool=web"))
+	nodes := e.labelled("web", "web", "", "", "")
+	e.ensure(t, svc, nodes)
+	group := e.only(t).Spec.TargetGroup
+	svc.Annotations[prefix+loadbalancer.AnnotationInternal] = "true"
+	e.ensure(t, svc, nodes)
+	lb := e.only(t)
+	assert.True(t, lb.Spec.Internal)
+	assert.Equal(t, group, lb.Spec.TargetGroup, "the new load balancer names the same group")
+	assert.Equal(t, []string{group}, e.groupIDs())
+	assert.Zero(t, e.cloud.Calls()[cloudapi.OpDeleteTargetGroup])
+}
+
+func TestARefusedChangeCostsNoGroupRead(t *testing.T) {
+	off := false
+	cfg := groupsOn()
+	cfg.Capabilities.TLS = &off
+	e := newEnv(t, cfg)
+	var svcs []*corev1.Service
+	for i := range 10 {
+		svcs = append(svcs, newService(fmt.Sprintf("s%d", i), webPorts))
+	}
+	for _, svc := range svcs {
+		e.ensure(t, svc, e.nodes[:4])
+	}
+	for i := range 5 { // they now ask for TLS, which the cloud refuses
+		svcs[i] = newService(fmt.Sprintf("s%d", i), webPorts, withAnnotation(loadbalancer.AnnotationTLSPorts, "443"), withAnnotation(loadbalancer.AnnotationTLSCertificates, "cert-a"))
+	}
+	before := e.cloud.Calls()
+	for _, svc := range svcs {
+		_ = e.lb.UpdateLoadBalancer(t.Context(), "c", svc, e.nodes)
+	}
+	calls := e.cloud.Calls().Sub(before)
+	assert.EqualValues(t, 1, calls[cloudapi.OpListTargetGroups], "a refusal that did not touch the group keeps what is known of it: %v", calls)
+	assert.EqualValues(t, 1, calls[cloudapi.OpUpdateTargetGroup], calls)
+	assert.Len(t, e.reaches(t)["default/s9"], 5)
 }

@@ -89,7 +89,8 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	}
 	var groupSet *groups
 	if opts.TargetGroups != nil {
-		groupSet = &groups{api: opts.TargetGroups, entries: map[string]*groupEntry{}, dropping: map[string]bool{}}
+		// due: a predecessor may have left an unused group; the first call collects.
+		groupSet = &groups{api: opts.TargetGroups, entries: map[string]*groupEntry{}, keys: map[string]string{}, users: map[string]int{}, due: true, wait: opts.MaxAge}
 	}
 	return &LoadBalancer{
 		groups:          groupSet,
@@ -257,6 +258,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	if err != nil {
 		return nil, err
 	}
+	defer l.collectGroups(ctx) // last, outside the Service's lock
 	defer l.lock(uid)()
 	l.track(svc)
 
@@ -294,7 +296,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 // ensure is EnsureLoadBalancer from a fresh read: it finds the Service's load balancers
 // by owner tags, deletes duplicates, and creates, replaces or updates the load balancer.
 // It returns the load balancer as the cloud last answered.
-func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node) (*cloudapi.LoadBalancer, error) {
+func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node) (_ *cloudapi.LoadBalancer, err error) {
 	found, err := l.find(ctx, svc)
 	if err != nil {
 		return nil, err
@@ -320,6 +322,13 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 		return nil, err
 	}
 	defer done()
+	if want.TargetGroup != "" && (current == nil || current.Spec.TargetGroup != want.TargetGroup) {
+		defer func() {
+			if err != nil {
+				l.groupsDue() // the group chosen may be named by no load balancer
+			}
+		}()
+	}
 
 	switch {
 	case current == nil:
@@ -371,6 +380,7 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *co
 	if err != nil {
 		return err
 	}
+	defer l.collectGroups(ctx) // last, outside the Service's lock
 	defer l.lock(uid)()
 	l.track(svc)
 	serr, err := l.updateNodes(ctx, svc, nodes, true)
@@ -506,6 +516,7 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 	if err != nil {
 		return err
 	}
+	defer l.collectGroups(ctx) // last, outside the Service's lock
 	defer l.lock(uid)()
 	l.untrack(uid)
 	l.mu.Lock()
@@ -835,8 +846,13 @@ func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, current *
 	lb, err := l.api.UpdateLoadBalancer(ctx, current.ID, cloudapi.LoadBalancerUpdate{Spec: want, Changes: changes})
 	if err != nil {
 		err = fmt.Errorf("updating load balancer %s: %w", current.ID, err)
+		if changes.TargetGroup {
+			l.groupsDue() // the group chosen may be named by no load balancer
+			if errors.Is(err, cloudapi.ErrInvalidRequest) {
+				l.forgetGroupID(want.TargetGroup) // refused perhaps because the group is gone
+			}
+		}
 		if errors.Is(err, cloudapi.ErrInvalidRequest) {
-			l.forgetGroupID(want.TargetGroup) // refused perhaps because the group is gone
 			l.updateTargetsOnly(ctx, logger, current, want, changes)
 		}
 		return nil, err
