@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,6 +81,32 @@ func loadBalancersShareTargetGroups(t *testing.T, m mode) {
 		assert.Less(t, calls[cloudapi.OpUpdateTargetGroup], int64(services-selecting), "fewer group writes than load balancers: %v", calls)
 		assert.Len(t, e.cloud.Fake.Inventory().TargetGroups, 2)
 	})
+
+	if !m.faults {
+		t.Run("a restart writes nothing", func(t *testing.T) {
+			restarted := time.Now().Add(-time.Second) // event times have second precision
+			e.restartCCM()
+			before := e.cloud.Fake.Calls()
+			e.eventually("the new service controller ensured every Service", func(ctx context.Context) (bool, error) {
+				events, err := e.client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "reason=EnsuredLoadBalancer"})
+				if err != nil {
+					return false, err
+				}
+				ensured := map[string]bool{}
+				for _, ev := range events.Items {
+					if ev.LastTimestamp.After(restarted) || ev.EventTime.After(restarted) {
+						ensured[ev.InvolvedObject.Name] = true
+					}
+				}
+				return len(ensured) == services, nil
+			})
+			time.Sleep(harness.Periods.NodeStatus)
+			calls := e.cloud.Fake.Calls().Sub(before)
+			t.Logf("cloud calls of the restarted CCM until it settled: %v", calls)
+			assert.Zero(t, calls.Writes(), "a restart writes nothing: %v", calls)
+			assert.LessOrEqual(t, calls[cloudapi.OpListTargetGroups], int64(3), "one list per group and one collection: %v", calls)
+		})
+	}
 
 	t.Run("the groups go with the last load balancer", func(t *testing.T) {
 		for _, svc := range svcs {
