@@ -39,6 +39,12 @@
 // the test's lease and deploy/'s: its time, logged, and its cloud calls, reads within
 // ⌈S/P⌉ + ⌈N/P⌉ + 1 and no write (about 65 s).
 //
+// targetgroups_test.go runs the in-process CCM on a fake cloud with target groups
+// (`capabilities: {targetGroups: true}`): eight load balancers in two groups, a Node added
+// under the upstream service controller's node sync is one group list and one group write
+// and no load balancer write, a restart writes nothing, and the groups go with the last
+// load balancer (about 40 s, both modes).
+//
 // Run it from the repository root with `make e2e` (part of `make test`): it builds the
 // control plane first (`make controlplane`). The suite does not run under -race: the
 // upstream service controller has a data race of its own between its node sync and
