@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -200,7 +201,7 @@ func (l *LoadBalancer) listGroup(ctx context.Context, logger klog.Logger, k stri
 	began := l.snap.tick()
 	at := l.opts.Clock.Now()
 	var all []cloudapi.TargetGroup
-	err := l.listGroups(ctx, tags, func(g *cloudapi.TargetGroup) { all = append(all, g.Clone()) })
+	err := l.listGroups(ctx, tags, func(g *cloudapi.TargetGroup) { all = append(all, sortedGroup(g)) })
 	g := l.groups
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -224,6 +225,14 @@ func (l *LoadBalancer) listGroup(ctx context.Context, logger klog.Logger, k stri
 	}
 	e.group, e.read, e.at, e.unsure = found, began, at, false
 	return found, nil
+}
+
+// sortedGroup returns a copy of g with its targets sorted, as the targets a Service wants
+// are: comparing them is then one comparison a target, whatever order the cloud answers.
+func sortedGroup(g *cloudapi.TargetGroup) cloudapi.TargetGroup {
+	c := g.Clone()
+	slices.Sort(c.Spec.Targets)
+	return c
 }
 
 // listGroups lists the groups that carry tags, every page, and calls add for each one
@@ -275,7 +284,7 @@ func (l *LoadBalancer) writeGroup(ctx context.Context, logger klog.Logger, k str
 	if out == nil || out.ID == "" {
 		return nil, fmt.Errorf("writing target group %q: the cloud answered no group: %w", spec.Name, cloudapi.ErrTransient)
 	}
-	c := out.Clone()
+	c := sortedGroup(out)
 	l.groups.mu.Lock()
 	e := l.groups.entries[k]
 	e.group, e.read, e.at, e.unsure = &c, 0, l.opts.Clock.Now(), false
