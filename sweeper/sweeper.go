@@ -529,7 +529,7 @@ func (s *Sweeper) sweepTargetGroups(ctx context.Context, groups []cloudapi.Targe
 			logger.Info("Not sweeping a target group the cloud listed without an ID", "name", g.Spec.Name)
 			continue
 		case g.Spec.Tags[cloudapi.TagCluster] != s.opts.ClusterID:
-			continue // ListTargetGroups keeps only the cluster's; checked again where it matters
+			continue // ListTargetGroups drops these already; no list is trusted with a delete
 		case key == "":
 			logger.V(2).Info("Not sweeping a target group without the target group tag: not one ccmkit made",
 				"targetGroup", g.ID, "name", g.Spec.Name, "tag", cloudapi.TagTargetGroup)
@@ -589,7 +589,7 @@ func (s *Sweeper) deleteTargetGroup(ctx context.Context, g cloudapi.TargetGroup)
 	switch {
 	case err == nil:
 		s.report(KindTargetGroup, ResultDeleted)
-		logger.Info("Deleted an orphaned target group", "unusedFor", s.opts.GracePeriod)
+		logger.Info("Deleted an orphaned target group", "gracePeriod", s.opts.GracePeriod)
 		return true, nil
 	case errors.Is(err, cloudapi.ErrNotFound):
 		s.report(KindTargetGroup, ResultDeleted)
