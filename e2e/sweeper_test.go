@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -96,6 +97,73 @@ func sweeperDeletesOrphansAndNothingElse(t *testing.T, m mode) {
 	time.Sleep(3*time.Second + 3*time.Second) // grace period + a few sweeps
 	e.waitIngress("live")
 	survivors("after a restart")
+}
+
+func TestSweeperDeletesOrphanedTargetGroups(t *testing.T) {
+	forEachMode(t, sweeperDeletesOrphanedTargetGroups)
+}
+
+// sweeperDeletesOrphanedTargetGroups: on a cloud with target groups, the group of a
+// Service force-removed while the CCM was down goes after its load balancer, and so does a
+// group of the cluster that no load balancer names (left by a CCM that stopped before
+// deleting it); the group a live Service's load balancer names, another cluster's and an
+// untagged one stay.
+func sweeperDeletesOrphanedTargetGroups(t *testing.T, m mode) {
+	e := newEnvWithCloud(t, m, func(cfg []byte) []byte {
+		cfg = bytes.Replace(cfg, []byte("\nfake:\n"), []byte("\nfake:\n  capabilities: {targetGroups: true}\n"), 1)
+		return append(cfg, sweeperConfig...)
+	})
+	e.registerNode(harness.NodeSpec{Name: "node-a"}) // labelled ccmkit.io/team=web from its instance's tag
+	e.registerNode(harness.NodeSpec{Name: "node-b"})
+	e.waitNodesInitialized("node-a", "node-b")
+	live := e.createService(newLBService("live"))
+	doomedSvc := newLBService("doomed")
+	doomedSvc.Annotations = map[string]string{lbAnnotation("node-selector"): "ccmkit.io/team=web"} // a group of its own
+	doomed := e.createService(doomedSvc)
+	e.waitIngress("live")
+	e.waitIngress("doomed")
+	grouped := func(lb cloudapi.LoadBalancer) bool { return lb.Spec.TargetGroup != "" }
+	liveLB := e.waitLB(live, "names a group", grouped)
+	doomedLB := e.waitLB(doomed, "names a group", grouped)
+	require.NotEqual(t, liveLB.Spec.TargetGroup, doomedLB.Spec.TargetGroup)
+
+	groups, ok := e.cloud.Fake.TargetGroups()
+	require.True(t, ok)
+	newGroup := func(name string, tags map[string]string) string {
+		t.Helper()
+		g, err := groups.CreateTargetGroup(e.ctx, cloudapi.TargetGroupSpec{Name: name, Targets: []string{"i-0001"}, Tags: tags})
+		require.NoError(t, err)
+		return g.ID
+	}
+	leftover := newGroup("leftover", map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagTargetGroup: "selector-left"})
+	theirs := newGroup("theirs", map[string]string{cloudapi.TagCluster: "other", cloudapi.TagTargetGroup: "all-nodes"})
+	untagged := newGroup("untagged", map[string]string{"team": "net"})
+
+	// The CCM is down while someone removes doomed's finalizer and deletes it.
+	require.NoError(t, e.ccm.Stop())
+	e.ccm = nil
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
+	require.NoError(t, err)
+	_, err = e.client.CoreV1().Services(metav1.NamespaceDefault).Patch(e.ctx, "doomed", types.MergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.NoError(t, e.client.CoreV1().Services(metav1.NamespaceDefault).Delete(e.ctx, "doomed", metav1.DeleteOptions{}))
+
+	started := time.Now()
+	e.startCCM()
+	groupIDs := func() []string {
+		var ids []string
+		for _, g := range e.cloud.Fake.Inventory().TargetGroups {
+			ids = append(ids, g.ID)
+		}
+		return ids
+	}
+	e.eventually("the sweeper deleted doomed's load balancer, its group and the leftover group", func(context.Context) (bool, error) {
+		ids := groupIDs()
+		return !slices.Contains(e.lbIDs(), doomedLB.ID) && !slices.Contains(ids, doomedLB.Spec.TargetGroup) && !slices.Contains(ids, leftover), nil
+	})
+	t.Logf("swept %s after the CCM started", time.Since(started).Round(100*time.Millisecond))
+	assert.ElementsMatch(t, []string{liveLB.Spec.TargetGroup, theirs, untagged}, groupIDs())
+	assert.Contains(t, e.lbIDs(), liveLB.ID)
 }
 
 func (e *env) lbIDs() []string {

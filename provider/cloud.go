@@ -147,8 +147,8 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		}
 	}
 	if cfg.Sweeper.Enabled {
-		if c.sweptLoadBalancers() == nil && c.routes == nil {
-			errs = append(errs, errors.New("sweeper.enabled: there is nothing to sweep: load balancers are off or kept on delete (loadBalancer.keepOnDelete: true), and routes are off"))
+		if c.sweptLoadBalancers() == nil && c.routes == nil && c.sweptTargetGroups() == nil {
+			errs = append(errs, errors.New("sweeper.enabled: there is nothing to sweep: load balancers are off or kept on delete (loadBalancer.keepOnDelete: true) and the cloud has no target groups, and routes are off"))
 		}
 		c.onSwept, err = sweptCounter(opts)
 		if err != nil {
@@ -162,9 +162,11 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 }
 
 // Sweeper returns what the sweeper of package sweeper sweeps (the cluster's load
-// balancers unless loadBalancer.keepOnDelete is true, its routes when routes are on)
-// through the same instrumented client as every other call, with the cloud config's
-// sweeper settings and the counter SweptMetric; ok is false unless sweeper.enabled.
+// balancers unless loadBalancer.keepOnDelete is true, its routes when routes are on, its
+// target groups when load balancers are on and the cloud offers groups, whatever
+// loadBalancer.keepOnDelete and loadBalancer.targetGroups say) through the same
+// instrumented client as every other call, with the cloud config's sweeper settings and
+// the counter SweptMetric; ok is false unless sweeper.enabled.
 func (c *Cloud) Sweeper() (sweeper.Target, bool) {
 	if !c.cfg.Sweeper.Enabled {
 		return sweeper.Target{}, false
@@ -182,7 +184,25 @@ func (c *Cloud) Sweeper() (sweeper.Target, bool) {
 	if c.routes != nil {
 		t.Routes, _ = c.client.Routes()
 	}
+	if groups := c.sweptTargetGroups(); groups != nil {
+		t.Options.TargetGroups = groups
+		if t.LoadBalancers == nil { // kept on delete: listed, to tell which groups are in use
+			t.Options.ListedLoadBalancers, _ = c.client.LoadBalancers()
+		}
+	}
 	return t, true
+}
+
+// sweptTargetGroups returns the target group API the sweeper sweeps, or nil. A released
+// load balancer names no group, so groups are swept with load balancers kept on delete
+// too; and with loadBalancer.targetGroups false, as the groups left from when it was
+// true are the cluster's all the same.
+func (c *Cloud) sweptTargetGroups() cloudapi.TargetGroupAPI {
+	if c.lbs == nil {
+		return nil
+	}
+	api, _ := cloudapi.TargetGroups(c.client)
+	return api
 }
 
 // sweptLoadBalancers returns the load balancer API the sweeper sweeps, or nil.

@@ -280,21 +280,24 @@ type LoadBalancerConfig struct {
 }
 
 // SweeperConfig configures the sweeper (package sweeper): the controller that deletes
-// the cluster's load balancers whose Service is gone and routes whose Node is gone. It
+// the cluster's load balancers whose Service is gone, routes whose Node is gone and
+// target groups that no load balancer names. It
 // runs when Enabled is true and the cloud-controller-manager's main.go adds it
 // (sweeper.With).
 type SweeperConfig struct {
 	// Enabled switches the sweeper on (YAML "enabled"); default false. It sweeps the load
 	// balancers when load balancers are on and loadBalancer.keepOnDelete is false (a gone
-	// Service's keep-on-delete annotation can no longer be read), and the routes when
-	// routes are on; with neither it is an error.
+	// Service's keep-on-delete annotation can no longer be read), the target groups that
+	// no load balancer names when load balancers are on and the cloud has target groups
+	// (whatever loadBalancer.keepOnDelete says: a released load balancer names none), and
+	// the routes when routes are on; with none of them it is an error.
 	Enabled bool `yaml:"enabled"`
-	// GracePeriod is how long a load balancer or route must look orphaned, sweep after
-	// sweep, before it is deleted (YAML "gracePeriod"); default 10m. A restart of the
-	// cloud-controller-manager starts it again.
+	// GracePeriod is how long a load balancer, route or target group must look orphaned,
+	// sweep after sweep, before it is deleted (YAML "gracePeriod"); default 10m. A restart
+	// of the cloud-controller-manager starts it again.
 	GracePeriod time.Duration `yaml:"gracePeriod"`
 	// Interval is the time between two sweeps (YAML "interval"); default 5m. Each sweep
-	// lists the cluster's load balancers and routes once.
+	// lists the cluster's load balancers and routes (and target groups) once.
 	Interval time.Duration `yaml:"interval"`
 }
 

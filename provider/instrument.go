@@ -69,8 +69,9 @@ func instanceChecks(opts Options) (func(reason, result string), error) {
 }
 
 // SweptMetric is the name, after cloudprovider_<provider>_, of the counter of the
-// sweeper's deletes of orphaned resources, by kind (load_balancer, route) and result
-// (deleted, failed). Registered only when sweeper.enabled is true.
+// sweeper's deletes of orphaned resources, by kind (load_balancer, route, target_group)
+// and result (deleted, failed, kept: a target group the cloud refused to delete as in
+// use). Registered only when sweeper.enabled is true.
 const SweptMetric = "swept_total"
 
 // sweptCounter returns the hook that counts the sweeper's deletes in SweptMetric.
@@ -80,7 +81,7 @@ func sweptCounter(opts Options) (func(kind sweeper.Kind, result string), error) 
 		reg = opts.Metrics
 	}
 	counter, err := cloudclient.NewCounterVec(reg, opts.ProviderName, SweptMetric,
-		"Deletes of orphaned cloud resources by the sweeper: load balancers whose Service and routes whose Node is gone, by kind (load_balancer, route) and result (deleted, failed).",
+		"Deletes of orphaned cloud resources by the sweeper: load balancers whose Service and routes whose Node is gone, target groups no load balancer names, by kind (load_balancer, route, target_group) and result (deleted, failed, kept: in use).",
 		"kind", "result")
 	if err != nil {
 		return nil, fmt.Errorf("provider: %w", err)

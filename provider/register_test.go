@@ -214,17 +214,26 @@ func TestLoadBalancerClass(t *testing.T) {
 }
 
 // TestSweeper checks what the sweeper gets for each setting: the instrumented client's
-// load balancers unless they are kept on delete, the routes when they are on.
+// load balancers unless they are kept on delete, the routes when they are on, the target
+// groups when load balancers are on and the cloud has them (with the load balancers to
+// list when they are kept on delete).
 func TestSweeper(t *testing.T) {
-	yes := true
+	yes, no := true, false
 	on := SweeperConfig{Enabled: true, GracePeriod: time.Hour, Interval: time.Minute}
+	withGroups := func() cloudapi.Client {
+		c, err := fake.New(fake.Config{Capabilities: fake.Capabilities{TargetGroups: &yes}})
+		require.NoError(t, err)
+		return c
+	}
 	tests := []struct {
 		name     string
 		cfg      Config
 		client   cloudapi.Client
 		want     bool
 		lbs, rts bool
-		wantErr  string
+		// groups: target groups swept; listed: the load balancers only listed for them.
+		groups, listed bool
+		wantErr        string
 	}{
 		{name: "off by default", cfg: Config{Cluster: ClusterConfig{ID: "c1"}}, client: withLoadBalancers()},
 		{name: "load balancers", cfg: Config{Cluster: ClusterConfig{ID: "c1"}, Sweeper: on}, client: withLoadBalancers(), want: true, lbs: true},
@@ -232,6 +241,13 @@ func TestSweeper(t *testing.T) {
 		{name: "kept load balancers are not swept", cfg: Config{Cluster: ClusterConfig{ID: "c1"}, Sweeper: on, Enable: EnableConfig{Routes: &yes}, LoadBalancer: LoadBalancerConfig{KeepOnDelete: true}}, client: withRoutes(), want: true, rts: true},
 		{name: "nothing to sweep", cfg: Config{Cluster: ClusterConfig{ID: "c1"}, Sweeper: on, LoadBalancer: LoadBalancerConfig{KeepOnDelete: true}}, client: withLoadBalancers(),
 			wantErr: "sweeper.enabled: there is nothing to sweep"},
+		{name: "target groups", cfg: Config{Cluster: ClusterConfig{ID: "c1"}, Sweeper: on}, client: withGroups(), want: true, lbs: true, groups: true},
+		{name: "target groups with load balancers kept on delete", cfg: Config{Cluster: ClusterConfig{ID: "c1"}, Sweeper: on, LoadBalancer: LoadBalancerConfig{KeepOnDelete: true}},
+			client: withGroups(), want: true, groups: true, listed: true},
+		{name: "target groups left from when they were on", cfg: Config{Cluster: ClusterConfig{ID: "c1"}, Sweeper: on, LoadBalancer: LoadBalancerConfig{TargetGroups: &no}},
+			client: withGroups(), want: true, lbs: true, groups: true},
+		{name: "no target groups without load balancers", cfg: Config{Cluster: ClusterConfig{ID: "c1"}, Sweeper: on, Enable: EnableConfig{LoadBalancers: &no, Routes: &yes}},
+			client: withGroups(), want: true, rts: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -248,6 +264,12 @@ func TestSweeper(t *testing.T) {
 			}
 			assert.Equal(t, tt.lbs, target.LoadBalancers != nil, "load balancers swept")
 			assert.Equal(t, tt.rts, target.Routes != nil, "routes swept")
+			assert.Equal(t, tt.groups, target.Options.TargetGroups != nil, "target groups swept")
+			assert.Equal(t, tt.listed, target.Options.ListedLoadBalancers != nil, "load balancers listed for the groups")
+			if tt.groups {
+				raw, _ := cloudapi.TargetGroups(tt.client)
+				assert.NotEqual(t, fmt.Sprintf("%T", raw), fmt.Sprintf("%T", target.Options.TargetGroups), "groups through the instrumented client")
+			}
 			assert.Equal(t, "c1", target.Options.ClusterID)
 			assert.Equal(t, time.Hour, target.Options.GracePeriod)
 			assert.Equal(t, time.Minute, target.Options.Interval)

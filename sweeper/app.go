@@ -35,7 +35,8 @@ const (
 )
 
 // Target is what a cloud provider hands the sweeper: its cloud APIs (through the same
-// client decorator as every other call: rate limit, retries, metrics) and the options.
+// client decorator as every other call: rate limit, retries, metrics) and the options,
+// which carry the target group API when groups are swept (Options.TargetGroups).
 type Target struct {
 	// LoadBalancers are swept when not nil.
 	LoadBalancers cloudapi.LoadBalancerAPI

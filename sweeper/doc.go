@@ -1,7 +1,9 @@
 // Package sweeper deletes what a cluster left behind in the cloud: load balancers and
 // routes tagged with the cluster whose Service or Node is gone (a finalizer removed by
 // hand, a namespace force-deleted, a cloud-controller-manager that was down when they
-// went). Teardown lists, and when told to deletes, everything a cluster owns (its target
+// went), and target groups of the cluster that none of its load balancers names (the
+// group of a load balancer the sweeper deleted, or one a cloud-controller-manager did not
+// get to delete). Teardown lists, and when told to deletes, everything a cluster owns (its target
 // groups too, when the cloud has them; KindTargetGroup), for whoever deletes a whole
 // cluster.
 //
@@ -53,7 +55,28 @@
 // cloud provider that keeps load balancers by default (ccmkit's loadBalancer.keepOnDelete)
 // does not hand the sweeper its load balancers: a gone Service's keep-on-delete
 // annotation can no longer be read, so a sweeper could not tell what was meant to stay.
-// Target groups (cloudapi.TargetGroupAPI): only Teardown deletes them.
+// A target group without the cluster's tag or without cloudapi.TagTargetGroup (not one
+// ccmkit made), or one that a load balancer names, of the cluster or not.
+//
+// # Target groups
+//
+// With Options.TargetGroups (ccmkit's provider sets it when the cloud offers
+// cloudapi.TargetGroups and load balancers are on), each sweep lists the cluster's target
+// groups (one paged list, tags checked on every item), then the cluster's load balancers
+// (the list the load balancers are swept from). A group that no load balancer of that list
+// names, but for those the sweep deleted, is a candidate; a sweep whose list of groups or
+// of load balancers failed neither starts nor ends a candidate's grace period. After the
+// grace period the cluster's load balancers are listed again, and a group none of them
+// names is deleted. The cloud refuses to delete a group in use (cloudapi.ErrConflict: a
+// load balancer of another cluster, or one created since the list, names it): the group
+// is kept, and is a candidate again, with a new grace period, from the next sweep. A
+// not-found answer is a group gone already; any other error leaves it for the next sweep.
+// So the group of a swept load balancer goes one grace period after it.
+//
+// Groups are swept whatever loadBalancer.keepOnDelete says: a released load balancer
+// names no group (loadbalancer removes it with the ownership tags), so a group no
+// load balancer of the cluster names is nobody's to keep. The load balancers are then
+// only listed (Options.ListedLoadBalancers), never deleted.
 //
 // # What it reports
 //
@@ -61,6 +84,8 @@
 // name and UID; a Node by name, whose events go to the namespace default): a Normal event
 // EventDeletedLoadBalancer or EventDeletedRoute per delete and a Warning
 // EventDeleteFailed per failed delete; `kubectl get events -n <namespace>` finds them
-// after the Service is gone. Options.OnSwept counts the deletes by kind and result; the
-// provider exports them as cloudprovider_<provider>_swept_total.
+// after the Service is gone. A target group has no owner object: its deletes, kept groups
+// and failures are logged, without an event. Options.OnSwept counts the deletes by kind
+// and result (ResultKept: a target group the cloud refused as in use); the provider
+// exports them as cloudprovider_<provider>_swept_total.
 package sweeper

@@ -2,7 +2,9 @@ package sweeper
 
 // Sweeper deletes this cluster's load balancers and routes whose owner is gone from the
 // Kubernetes API; proven gone twice (the informer, then a live read after the grace
-// period), re-read in the cloud right before the delete.
+// period), re-read in the cloud right before the delete. It deletes the cluster's target
+// groups that no load balancer of the cluster names, after the grace period and a fresh
+// list of the load balancers.
 
 import (
 	"context"
@@ -49,8 +51,8 @@ const (
 	// KindRoute is a route, owned by a Node (cloudapi.TagNode).
 	KindRoute Kind = "route"
 	// KindTargetGroup is a target group (cloudapi.TargetGroupAPI), shared by the
-	// cluster's load balancers that want the same Nodes (cloudapi.TagTargetGroup). Only
-	// Teardown deletes it; the sweeper does not.
+	// cluster's load balancers that want the same Nodes (cloudapi.TagTargetGroup), used
+	// by the load balancers that name it (cloudapi.LoadBalancerSpec.TargetGroup).
 	KindTargetGroup Kind = "target_group"
 )
 
@@ -60,6 +62,11 @@ const (
 	ResultDeleted = "deleted"
 	// ResultFailed: the delete failed; the orphan is tried again at the next sweep.
 	ResultFailed = "failed"
+	// ResultKept: the cloud refused the delete because the resource is in use
+	// (cloudapi.ErrConflict: a target group that a load balancer names, perhaps one of
+	// another cluster or one created since the sweep's lists); it is a candidate again
+	// from the next sweep, with a new grace period.
+	ResultKept = "kept"
 )
 
 // The reasons of the sweeper's events.
@@ -91,8 +98,20 @@ type Options struct {
 	// Recorder records the sweeper's events (see the Event constants). Nil drops them.
 	Recorder record.EventRecorder
 	// OnSwept, when set, is called once per delete the sweeper attempted, with its kind
-	// and result (ResultDeleted, ResultFailed): the provider counts them in a metric.
+	// and result (ResultDeleted, ResultFailed, ResultKept): the provider counts them in a
+	// metric.
 	OnSwept func(kind Kind, result string)
+	// TargetGroups is the cloud's target group API (cloudapi.TargetGroups). When not nil,
+	// the sweeper also deletes the cluster's target groups that none of the cluster's
+	// load balancers names (see Sweeper). It learns which groups are named from the list
+	// of the cluster's load balancers, through the lbs given to New, or through
+	// ListedLoadBalancers when that is nil; New refuses TargetGroups with neither.
+	TargetGroups cloudapi.TargetGroupAPI
+	// ListedLoadBalancers is the load balancer API through which the target group sweep
+	// lists the cluster's load balancers when New's lbs is nil (the load balancers are not
+	// swept: kept on delete, say). It is only listed, never changed. Ignored when New's
+	// lbs is set.
+	ListedLoadBalancers cloudapi.LoadBalancerAPI
 }
 
 // Sweeper finds and deletes the cluster's orphans: load balancers tagged with
@@ -107,9 +126,22 @@ type Options struct {
 // same tags; and a live read of the Kubernetes API (a GET, not the cache) answers that
 // the owner does not exist: NotFound, or a Service of the same namespace and name with
 // another UID. Any error on the way leaves the resource alone until the next sweep.
+//
+// With Options.TargetGroups, a target group is deleted only when all of these hold: it
+// carries this cluster's tag and cloudapi.TagTargetGroup (a group ccmkit made); no load
+// balancer of the cluster named it at any sweep for GracePeriod (counted as above), each
+// sweep judging by its list of the groups and its list of the cluster's load balancers,
+// begun after it, and only when both succeeded (a sweep whose list failed neither starts
+// nor ends a grace period); a list of the cluster's load balancers begun after the grace
+// period ended, right before the delete, names it neither; and the cloud does not refuse
+// the delete as a group in use (cloudapi.ErrConflict: a load balancer of another cluster,
+// or one created since, names it), which keeps it and starts its grace period again. A
+// group has no owner object: it gets no event, only logs and Options.OnSwept.
 type Sweeper struct {
 	lbs            cloudapi.LoadBalancerAPI
 	routes         cloudapi.RouteAPI
+	groups         cloudapi.TargetGroupAPI  // nil: groups are not swept
+	listLBs        cloudapi.LoadBalancerAPI // lbs, else Options.ListedLoadBalancers
 	kube           kubernetes.Interface
 	services       corelisters.ServiceLister
 	servicesSynced cache.InformerSynced
@@ -148,6 +180,9 @@ func New(lbs cloudapi.LoadBalancerAPI, routes cloudapi.RouteAPI, kube kubernetes
 	if opts.Interval < 0 {
 		errs = append(errs, fmt.Errorf("sweeper: interval %s must be positive", opts.Interval))
 	}
+	if opts.TargetGroups != nil && lbs == nil && opts.ListedLoadBalancers == nil {
+		errs = append(errs, errors.New("sweeper: target groups need a load balancer API to list the cluster's load balancers, which tell what groups are in use: pass lbs or Options.ListedLoadBalancers"))
+	}
 	if kube == nil || services == nil || nodes == nil {
 		errs = append(errs, errors.New("sweeper: a Kubernetes client and the Service and Node informers are required"))
 	}
@@ -166,9 +201,15 @@ func New(lbs cloudapi.LoadBalancerAPI, routes cloudapi.RouteAPI, kube kubernetes
 	if opts.Recorder == nil {
 		opts.Recorder = &record.FakeRecorder{}
 	}
+	listLBs := lbs
+	if listLBs == nil {
+		listLBs = opts.ListedLoadBalancers
+	}
 	return &Sweeper{
 		lbs:            lbs,
 		routes:         routes,
+		groups:         opts.TargetGroups,
+		listLBs:        listLBs,
 		kube:           kube,
 		services:       services.Lister(),
 		servicesSynced: services.Informer().HasSynced,
@@ -186,8 +227,9 @@ func (s *Sweeper) Run(ctx context.Context) {
 	if !cache.WaitForNamedCacheSync("sweeper", ctx.Done(), s.servicesSynced, s.nodesSynced) {
 		return
 	}
-	logger.Info("Sweeping orphaned load balancers and routes", "cluster", s.opts.ClusterID,
-		"loadBalancers", s.lbs != nil, "routes", s.routes != nil, "gracePeriod", s.opts.GracePeriod, "interval", s.opts.Interval)
+	logger.Info("Sweeping orphaned load balancers, routes and target groups", "cluster", s.opts.ClusterID,
+		"loadBalancers", s.lbs != nil, "routes", s.routes != nil, "targetGroups", s.groups != nil,
+		"gracePeriod", s.opts.GracePeriod, "interval", s.opts.Interval)
 	ticker := s.opts.Clock.NewTicker(s.opts.Interval)
 	defer ticker.Stop()
 	for {
@@ -210,11 +252,12 @@ type Result struct {
 	Deleted []Resource
 }
 
-// Sweep is one sweep: it lists the cluster's load balancers and routes, notes the ones
-// whose owner the informers lack, and deletes those that have been orphaned for the
-// grace period and are confirmed so by the cloud and a live read of the API. It refuses
-// to run before the informers have synced. The error joins every failure; a failure of
-// one resource does not stop the others.
+// Sweep is one sweep: it lists the cluster's load balancers and routes (and target
+// groups), notes the ones whose owner the informers lack (the groups no load balancer
+// names), and deletes those that have been orphaned for the grace period and are
+// confirmed so by the cloud and a live read of the API (a fresh list of the load
+// balancers). It refuses to run before the informers have synced. The error joins every
+// failure; a failure of one resource does not stop the others.
 func (s *Sweeper) Sweep(ctx context.Context) (Result, error) {
 	var res Result
 	if !s.servicesSynced() || !s.nodesSynced() {
@@ -227,10 +270,44 @@ func (s *Sweeper) Sweep(ctx context.Context) (Result, error) {
 	// A kind whose list failed keeps its suspects: a flaky cloud does not restart their
 	// grace periods.
 	failed := map[Kind]bool{}
+	var groups []cloudapi.TargetGroup
+	var groupsErr error
+	if s.groups != nil {
+		// Listed before the load balancers: a group that a load balancer names by the time
+		// they are listed is seen named.
+		groups, groupsErr = ListTargetGroups(ctx, s.groups, s.opts.ClusterID, s.opts.PageSize)
+	}
+	var lbs []cloudapi.LoadBalancer
+	var lbsErr error
+	if s.listLBs != nil {
+		lbs, lbsErr = ListLoadBalancers(ctx, s.listLBs, s.opts.ClusterID, s.opts.PageSize)
+	}
 	if s.lbs != nil {
-		if err := s.sweepLoadBalancers(ctx, listed, &res); err != nil {
+		err := lbsErr
+		if err != nil {
+			err = fmt.Errorf("sweeper: %w: %w", errListFailed, err)
+		} else {
+			err = s.sweepLoadBalancers(ctx, lbs, listed, &res)
+		}
+		if err != nil {
 			errs = append(errs, err)
 			failed[KindLoadBalancer] = errors.Is(err, errListFailed)
+		}
+	}
+	if s.groups != nil {
+		switch {
+		case groupsErr != nil:
+			errs = append(errs, fmt.Errorf("sweeper: %w: %w", errListFailed, groupsErr))
+			failed[KindTargetGroup] = true
+		case lbsErr != nil:
+			if s.lbs == nil { // else reported above
+				errs = append(errs, fmt.Errorf("sweeper: %w: %w", errListFailed, lbsErr))
+			}
+			failed[KindTargetGroup] = true
+		default:
+			if err := s.sweepTargetGroups(ctx, groups, lbs, listed, &res); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if s.routes != nil {
@@ -260,13 +337,9 @@ func (s *Sweeper) due(k suspect) bool {
 	return now.Sub(first) >= s.opts.GracePeriod
 }
 
-// sweepLoadBalancers sweeps the cluster's load balancers.
-func (s *Sweeper) sweepLoadBalancers(ctx context.Context, listed map[suspect]bool, res *Result) error {
+// sweepLoadBalancers sweeps the cluster's load balancers lbs, as the sweep listed them.
+func (s *Sweeper) sweepLoadBalancers(ctx context.Context, lbs []cloudapi.LoadBalancer, listed map[suspect]bool, res *Result) error {
 	logger := klog.FromContext(ctx)
-	lbs, err := ListLoadBalancers(ctx, s.lbs, s.opts.ClusterID, s.opts.PageSize)
-	if err != nil {
-		return fmt.Errorf("sweeper: %w: %w", errListFailed, err)
-	}
 	// Ownership is the UID: a Service with this UID anywhere owns its load balancer, even
 	// when the name tag does not name it (a cloud that shortens tag values, a hand edit).
 	svcs, err := s.services.List(labels.Everything())
@@ -428,6 +501,108 @@ func (s *Sweeper) deleteRoute(ctx context.Context, id, node string) (deleted boo
 		"Deleted route %s (%s), left behind by this deleted Node for at least %s", id, cur.DestinationCIDR, s.opts.GracePeriod)
 	klog.FromContext(ctx).Info("Deleted an orphaned route", "route", id, "destination", cur.DestinationCIDR, "node", node)
 	return true, nil
+}
+
+// sweepTargetGroups sweeps the cluster's target groups, as the sweep listed them (groups),
+// against the cluster's load balancers the sweep listed after them (lbs): a group that
+// none names, but for those the sweep deleted, is a candidate. The caller calls it only
+// when both lists succeeded.
+func (s *Sweeper) sweepTargetGroups(ctx context.Context, groups []cloudapi.TargetGroup, lbs []cloudapi.LoadBalancer, listed map[suspect]bool, res *Result) error {
+	logger := klog.FromContext(ctx)
+	sweptLBs := map[string]bool{}
+	for _, r := range res.Deleted {
+		if r.Kind == KindLoadBalancer {
+			sweptLBs[r.ID] = true
+		}
+	}
+	named := map[string]string{}
+	for _, lb := range lbs {
+		if lb.Spec.TargetGroup != "" && !sweptLBs[lb.ID] {
+			named[lb.Spec.TargetGroup] = lb.ID
+		}
+	}
+	var due []cloudapi.TargetGroup
+	for _, g := range groups {
+		key := g.Spec.Tags[cloudapi.TagTargetGroup]
+		switch {
+		case g.ID == "":
+			logger.Info("Not sweeping a target group the cloud listed without an ID", "name", g.Spec.Name)
+			continue
+		case g.Spec.Tags[cloudapi.TagCluster] != s.opts.ClusterID:
+			continue // ListTargetGroups drops these already; no list is trusted with a delete
+		case key == "":
+			logger.V(2).Info("Not sweeping a target group without the target group tag: not one ccmkit made",
+				"targetGroup", g.ID, "name", g.Spec.Name, "tag", cloudapi.TagTargetGroup)
+			continue
+		case named[g.ID] != "":
+			continue // in use
+		}
+		k := suspect{kind: KindTargetGroup, id: g.ID, owner: key}
+		listed[k] = true
+		if s.due(k) {
+			due = append(due, g)
+		}
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	// The load balancers again, listed after the grace period ended: one created since the
+	// sweep's list (a Service's new load balancer, or one moved into the group) keeps it.
+	fresh, err := ListLoadBalancers(ctx, s.listLBs, s.opts.ClusterID, s.opts.PageSize)
+	if err != nil {
+		return fmt.Errorf("sweeper: listing the cluster's load balancers again before deleting %d orphaned target group(s): %w", len(due), err)
+	}
+	named = map[string]string{}
+	for _, lb := range fresh {
+		if lb.Spec.TargetGroup != "" {
+			named[lb.Spec.TargetGroup] = lb.ID
+		}
+	}
+	var errs []error
+	for _, g := range due {
+		key := g.Spec.Tags[cloudapi.TagTargetGroup]
+		k := suspect{kind: KindTargetGroup, id: g.ID, owner: key}
+		if lb := named[g.ID]; lb != "" {
+			logger.Info("Not sweeping a target group that a load balancer names now", "targetGroup", g.ID, "name", g.Spec.Name, "loadBalancer", lb)
+			delete(s.suspects, k)
+			continue
+		}
+		deleted, err := s.deleteTargetGroup(ctx, g)
+		if err != nil {
+			errs = append(errs, err)
+			continue // still a candidate: tried again at the next sweep
+		}
+		delete(s.suspects, k) // deleted, or kept: a new grace period if it is a candidate again
+		if deleted {
+			res.Deleted = append(res.Deleted, Resource{Kind: KindTargetGroup, ID: g.ID, Name: g.Spec.Name, Owner: key})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteTargetGroup deletes the orphaned target group g. deleted is true when it is gone
+// from the cloud (deleted, or the cloud answered it was gone already); false with no
+// error when the cloud refused the delete because the group is in use (kept).
+func (s *Sweeper) deleteTargetGroup(ctx context.Context, g cloudapi.TargetGroup) (deleted bool, _ error) {
+	logger := klog.FromContext(ctx).WithValues("targetGroup", g.ID, "name", g.Spec.Name, "key", g.Spec.Tags[cloudapi.TagTargetGroup])
+	err := s.groups.DeleteTargetGroup(ctx, g.ID)
+	switch {
+	case err == nil:
+		s.report(KindTargetGroup, ResultDeleted)
+		logger.Info("Deleted an orphaned target group", "gracePeriod", s.opts.GracePeriod)
+		return true, nil
+	case errors.Is(err, cloudapi.ErrNotFound):
+		s.report(KindTargetGroup, ResultDeleted)
+		logger.Info("An orphaned target group was gone already")
+		return true, nil
+	case errors.Is(err, cloudapi.ErrConflict):
+		s.report(KindTargetGroup, ResultKept)
+		logger.Info("Kept an orphaned target group: the cloud says a load balancer uses it (of another cluster, or created since); a candidate again from the next sweep", "err", err)
+		return false, nil
+	default:
+		s.report(KindTargetGroup, ResultFailed)
+		return false, fmt.Errorf("sweeper: deleting the orphaned target group %s (%s) failed; trying again at the next sweep: %w", g.ID, g.Spec.Name, err)
+	}
 }
 
 func (s *Sweeper) report(kind Kind, result string) {

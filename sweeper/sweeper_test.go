@@ -54,11 +54,27 @@ func newNode(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
+// setup tweaks the world newWorld builds.
+type setup struct {
+	config fake.Config
+	// wrapLBs and wrapGroups wrap the sweeper's load balancer and target group APIs.
+	wrapLBs    func(cloudapi.LoadBalancerAPI) cloudapi.LoadBalancerAPI
+	wrapGroups func(cloudapi.TargetGroupAPI) cloudapi.TargetGroupAPI
+	// keepLBs hands the sweeper the load balancers to list only
+	// (Options.ListedLoadBalancers), as a provider that keeps them on delete does.
+	keepLBs bool
+}
+
 // newWorld builds the world; informerObjects are what the informers see, liveObjects
-// what a live read of the API answers (nil: the same).
-func newWorld(t *testing.T, informerObjects, liveObjects []runtime.Object) *world {
+// what a live read of the API answers (nil: the same). The sweeper sweeps the target
+// groups when a tweak gives the fake the capability.
+func newWorld(t *testing.T, informerObjects, liveObjects []runtime.Object, tweaks ...func(*setup)) *world {
 	t.Helper()
-	cloud, err := fake.New(fake.Config{Instances: []fake.Instance{{ID: "i-1", Name: "n1"}, {ID: "i-2", Name: "n2"}}})
+	st := setup{config: fake.Config{Instances: []fake.Instance{{ID: "i-1", Name: "n1"}, {ID: "i-2", Name: "n2"}}}}
+	for _, tweak := range tweaks {
+		tweak(&st)
+	}
+	cloud, err := fake.New(st.config)
 	require.NoError(t, err)
 	faults := faultinject.Wrap(cloud, faultinject.Config{Seed: 1})
 	informed := kubefake.NewClientset(informerObjects...)
@@ -73,15 +89,28 @@ func newWorld(t *testing.T, informerObjects, liveObjects []runtime.Object) *worl
 	w := &world{t: t, cloud: cloud, faults: faults, kube: live, clock: clocktesting.NewFakeClock(time.Unix(1e9, 0)),
 		rec: record.NewFakeRecorder(100), swept: map[string]int{}}
 	lbs, _ := faults.LoadBalancers()
+	if st.wrapLBs != nil {
+		lbs = st.wrapLBs(lbs)
+	}
 	rts, _ := faults.Routes()
-	w.s, err = sweeper.New(lbs, rts, live, factory.Core().V1().Services(), factory.Core().V1().Nodes(), sweeper.Options{
+	opts := sweeper.Options{
 		ClusterID: cluster, GracePeriod: grace, Interval: time.Minute, Clock: w.clock, Recorder: w.rec,
 		OnSwept: func(kind sweeper.Kind, result string) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.swept[string(kind)+"/"+result]++
 		},
-	})
+	}
+	if groups, ok := cloudapi.TargetGroups(faults); ok {
+		opts.TargetGroups = groups
+		if st.wrapGroups != nil {
+			opts.TargetGroups = st.wrapGroups(groups)
+		}
+	}
+	if st.keepLBs {
+		opts.ListedLoadBalancers, lbs = lbs, nil
+	}
+	w.s, err = sweeper.New(lbs, rts, live, factory.Core().V1().Services(), factory.Core().V1().Nodes(), opts)
 	require.NoError(t, err)
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
