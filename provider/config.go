@@ -54,8 +54,8 @@ const (
 	// DefaultCacheMaxAge is how old the shared instance snapshot may get before a lookup
 	// refreshes it.
 	DefaultCacheMaxAge = sharedlist.DefaultMaxAge
-	// DefaultSweeperGracePeriod is how long a load balancer or route must look orphaned
-	// before the sweeper deletes it.
+	// DefaultSweeperGracePeriod is how long a load balancer, route or target group must
+	// look orphaned before the sweeper deletes it.
 	DefaultSweeperGracePeriod = sweeper.DefaultGracePeriod
 	// DefaultSweeperInterval is the time between two sweeps.
 	DefaultSweeperInterval = sweeper.DefaultInterval
