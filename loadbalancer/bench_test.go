@@ -26,7 +26,7 @@ import (
 // controller's lister hands them over: the service controller's resync of every Service. It
 // reports the cloud calls per ensure: none while the snapshot is fresh, and never a write.
 func BenchmarkEnsureConverged5000Nodes(b *testing.B) {
-	benchmarkEnsureConverged(b, nil, false)
+	benchmarkEnsureConverged(b, nil, false, false)
 }
 
 // BenchmarkEnsureConverged5000NodesAllSettings is BenchmarkEnsureConverged5000Nodes with
@@ -36,17 +36,24 @@ func BenchmarkEnsureConverged5000Nodes(b *testing.B) {
 // adapter-declared settings (one from its annotation, one from its default), on a cloud
 // whose load balancers have hostnames.
 func BenchmarkEnsureConverged5000NodesAllSettings(b *testing.B) {
-	benchmarkEnsureConverged(b, nil, true)
+	benchmarkEnsureConverged(b, nil, true, false)
+}
+
+// BenchmarkEnsureConverged5000NodesTargetGroups is BenchmarkEnsureConverged5000Nodes on a
+// cloud with target groups: the load balancer names the group of every Node, which holds
+// the 5,000 instances.
+func BenchmarkEnsureConverged5000NodesTargetGroups(b *testing.B) {
+	benchmarkEnsureConverged(b, nil, false, true)
 }
 
 // BenchmarkEnsureConverged5000NodesExpiredSnapshot is BenchmarkEnsureConverged5000Nodes
 // with a snapshot that has expired at every ensure: one list (one page) per ensure, the
 // most a converged ensure costs.
 func BenchmarkEnsureConverged5000NodesExpiredSnapshot(b *testing.B) {
-	benchmarkEnsureConverged(b, clocktest.NewTicking(t0, loadbalancer.DefaultMaxAge+time.Second), false)
+	benchmarkEnsureConverged(b, clocktest.NewTicking(t0, loadbalancer.DefaultMaxAge+time.Second), false, false)
 }
 
-func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings bool) {
+func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings, groups bool) {
 	const n = 5000
 	ctx := klog.NewContext(context.Background(), klog.Logger{}) // the zero logger discards
 	instances := make([]fake.Instance, n)
@@ -59,7 +66,7 @@ func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings boo
 			Spec:       corev1.NodeSpec{ProviderID: "ccmkit://" + id},
 		}
 	}
-	cfg := fake.Config{Provisioning: fake.Provisioning{Reads: 1}, Instances: instances}
+	cfg := fake.Config{Provisioning: fake.Provisioning{Reads: 1}, Instances: instances, Capabilities: fake.Capabilities{TargetGroups: &groups}}
 	if settings {
 		cfg.Hostnames.Domain = "lb.example.com"
 	}
@@ -73,6 +80,9 @@ func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings boo
 		b.Fatal(err)
 	}
 	opts := loadbalancer.Options{ClusterID: "c1", ProviderID: format, Clock: clk}
+	if g, ok := cloud.TargetGroups(); ok {
+		opts.TargetGroups = g
+	}
 	if settings {
 		opts.Settings = loadbalancer.Settings{
 			{Name: "size", Values: []string{"small", "medium", "large"}, Default: "small"},
@@ -119,7 +129,8 @@ func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings boo
 			b.Fatalf("the load balancer did not become active: %v", err)
 		}
 	}
-	if got := len(cloud.Inventory().LoadBalancers[0].Spec.Targets); got != n {
+	if inv := cloud.Inventory(); len(inv.Targets(inv.LoadBalancers[0])) != n {
+		got := len(inv.Targets(inv.LoadBalancers[0]))
 		b.Fatalf("the load balancer has %d targets, want %d", got, n)
 	}
 	if got := cloud.Inventory().LoadBalancers[0].Spec.Settings; settings && (got["size"] != "large" || got["algorithm"] != "round-robin") {
