@@ -106,6 +106,9 @@ type result struct {
 	executed, skipped int
 	// injected sums the fault injector's counters over all steps.
 	injected faultinject.OpCounts
+	// groupFaults counts the faults injected into the target group calls, by operation
+	// and kind.
+	groupFaults map[cloudapi.Operation]map[faultinject.Kind]int
 	// calls counts the calls the fake cloud received.
 	calls fake.Calls
 	// lbWrites is the number of load balancer writes.
@@ -180,7 +183,9 @@ func (s *sim) execute(ops []op) error {
 		if err := s.ccm.runUntil(s.clock.Now().Add(o.Advance)); err != nil {
 			return fmt.Errorf("after operation %s: %w", o, err)
 		}
-		addCounts(&s.res.injected, fi.Injected().Total())
+		counts := fi.Injected()
+		addCounts(&s.res.injected, counts.Total())
+		s.addGroupFaults(counts)
 	}
 	s.sw.set(s.watched)
 	if err := s.ccm.runUntil(s.clock.Now().Add(settleWindow)); err != nil {
@@ -221,6 +226,24 @@ func (s *sim) finish() result {
 		s.res.initialized[name] = at.Sub(s.start)
 	}
 	return s.res
+}
+
+// groupOps are the target group operations.
+var groupOps = []cloudapi.Operation{cloudapi.OpListTargetGroups, cloudapi.OpCreateTargetGroup, cloudapi.OpUpdateTargetGroup, cloudapi.OpDeleteTargetGroup}
+
+// addGroupFaults adds the faults of the target group calls in c to the result.
+func (s *sim) addGroupFaults(c faultinject.Counts) {
+	for _, op := range groupOps {
+		for k, n := range c.Ops[op].Faults {
+			if s.res.groupFaults == nil {
+				s.res.groupFaults = map[cloudapi.Operation]map[faultinject.Kind]int{}
+			}
+			if s.res.groupFaults[op] == nil {
+				s.res.groupFaults[op] = map[faultinject.Kind]int{}
+			}
+			s.res.groupFaults[op][k] += n
+		}
+	}
 }
 
 // addCounts adds the calls and faults of o to sum.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 )
 
@@ -103,6 +104,9 @@ func soak(t *testing.T, seed int64, n int, groups bool) {
 	assert.NotZero(t, res.releases, "no load balancer was ever kept")
 	if p.targetGroups {
 		assert.NotZero(t, res.groupWrites, "no target group was ever written")
+		t.Logf("faults of the target group calls: %v", res.groupFaults)
+		assert.NotZero(t, res.groupFaults[cloudapi.OpListTargetGroups][faultinject.Transient], "no target group list failed")
+		assert.NotZero(t, res.groupFaults[cloudapi.OpUpdateTargetGroup][faultinject.Ambiguous], "no target group update lost its answer")
 		assert.NotZero(t, res.groupAdoptions, "no load balancer that named the operator's target group was ever adopted")
 	}
 	if p.faultRate > 0 {
@@ -167,21 +171,31 @@ func faultSummary(c faultinject.OpCounts) string {
 		c.Calls, sumFaults(c), 100*float64(sumFaults(c))/float64(max(c.Calls, 1)), strings.Join(parts, ", "))
 }
 
-// TestSoakIsDeterministic runs one history twice: the same seed must make the same calls,
-// the same load balancer writes and the same faults, or a failure could not be replayed.
+// TestSoakIsDeterministic runs one history twice, on a cloud without and with target
+// groups: the same seed must make the same calls, the same load balancer and group writes
+// and the same faults, or a failure could not be replayed.
 func TestSoakIsDeterministic(t *testing.T) {
-	p := paramsFor(11, 0.2)
-	ops := generate(11, 300)
-	first, err := run(p, ops)
-	require.NoError(t, err)
-	second, err := run(p, ops)
-	require.NoError(t, err)
-	require.NotZero(t, first.lbWrites)
-	assert.Equal(t, first.calls, second.calls)
-	assert.Equal(t, first.injected, second.injected)
-	assert.Equal(t, first.lbWrites, second.lbWrites)
-	assert.Equal(t, first.violations, second.violations)
-	assert.Equal(t, first.virtual, second.virtual)
+	for _, groups := range []bool{false, true} {
+		t.Run(fmt.Sprintf("targetGroups=%t", groups), func(t *testing.T) {
+			p := paramsFor(11, 0.2)
+			p.targetGroups = groups
+			ops := generate(11, 300)
+			first, err := run(p, ops)
+			require.NoError(t, err)
+			second, err := run(p, ops)
+			require.NoError(t, err)
+			require.NotZero(t, first.lbWrites)
+			if groups {
+				require.NotZero(t, first.groupWrites)
+			}
+			assert.Equal(t, first.calls, second.calls)
+			assert.Equal(t, first.injected, second.injected)
+			assert.Equal(t, first.lbWrites, second.lbWrites)
+			assert.Equal(t, first.groupWrites, second.groupWrites)
+			assert.Equal(t, first.violations, second.violations)
+			assert.Equal(t, first.virtual, second.virtual)
+		})
+	}
 }
 
 func TestGenerateIsDeterministic(t *testing.T) {
