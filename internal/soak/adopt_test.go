@@ -54,16 +54,65 @@ var (
 // otherClusterID is the cluster of otherClusterLB.
 const otherClusterID = "elsewhere"
 
-// seedLoadBalancers creates operatorLB and otherClusterLB in the cloud.
+// The target groups in a cloud with target groups before the history, each with one
+// instance that is no Node's: the operator's, which operatorLB names (a Service that
+// adopts operatorLB moves it to the cluster's group and must leave this one alone), and
+// the other cluster's group of every Node, which otherClusterLB names. Nothing may change
+// or delete either.
+var (
+	operatorGroup = cloudapi.TargetGroupSpec{
+		Name:    "operators-pool",
+		Targets: []string{"i-operators-vm"},
+		Tags:    map[string]string{"billing": "team-a"},
+	}
+	otherClusterGroup = cloudapi.TargetGroupSpec{
+		Name:    "other-cluster-all-nodes",
+		Targets: []string{"i-elsewhere-node"},
+		Tags:    map[string]string{cloudapi.TagCluster: otherClusterID, cloudapi.TagTargetGroup: groupAllNodes},
+	}
+)
+
+// groupAllNodes is the cloudapi.TagTargetGroup value of a cluster's group of every Node,
+// the only group of the cluster the history makes (no Service has a node selector).
+const groupAllNodes = "all-nodes"
+
+// seedLoadBalancers creates operatorLB and otherClusterLB in the cloud, and with target
+// groups operatorGroup and otherClusterGroup (with their instances), which the two load
+// balancers then name.
 func (s *sim) seedLoadBalancers() error {
+	opLB, otherLB := operatorLB.Clone(), otherClusterLB.Clone()
+	if groups, ok := s.cloud.TargetGroups(); ok {
+		s.rec.foreignGroups = map[string]cloudapi.TargetGroup{}
+		for _, spec := range []*cloudapi.TargetGroupSpec{&operatorGroup, &otherClusterGroup} {
+			for _, id := range spec.Targets {
+				if err := s.cloud.AddInstance(cloudapi.Instance{ID: id, Name: id, Type: "m1.small", Zone: "fake-1a"}); err != nil {
+					return err
+				}
+			}
+			g, err := groups.CreateTargetGroup(s.ctx, spec.Clone())
+			if err != nil {
+				return err
+			}
+			s.rec.foreignGroups[g.ID] = g.Clone()
+			if spec == &operatorGroup {
+				opLB.TargetGroup = g.ID
+			} else {
+				otherLB.TargetGroup = g.ID
+			}
+		}
+	}
 	api, _ := s.cloud.LoadBalancers()
-	lb, err := api.CreateLoadBalancer(s.ctx, operatorLB.Clone())
+	lb, err := api.CreateLoadBalancer(s.ctx, opLB)
 	if err != nil {
 		return err
 	}
 	s.rec.operatorLB = lb.ID
-	_, err = api.CreateLoadBalancer(s.ctx, otherClusterLB.Clone())
-	return err
+	other, err := api.CreateLoadBalancer(s.ctx, otherLB)
+	if err != nil {
+		return err
+	}
+	s.rec.otherLB = other.Spec.Clone()
+	return nil
 }
 
 // free returns the load balancers without ccmkit's tags that no Service but the one named
@@ -189,21 +238,26 @@ func (s *sim) prepareAnnotations(svc *corev1.Service, next map[string]string) {
 }
 
 // handovers counts the updates in history that made a load balancer without this
-// cluster's tags a Service's (adoptions) and those that made a Service's one no
-// cluster's (releases).
-func handovers(history []fake.Event) (adoptions, releases int) {
-	was := map[string]string{} // load balancer ID → owner UID
+// cluster's tags a Service's (adoptions; groupAdoptions those of one that named a target
+// group in foreign) and those that made a Service's one no cluster's (releases).
+func handovers(history []fake.Event, foreign map[string]cloudapi.TargetGroup) (adoptions, groupAdoptions, releases int) {
+	was := map[string]string{}   // load balancer ID → owner UID
+	group := map[string]string{} // load balancer ID → the target group it names
 	for _, e := range history {
 		uid := owner(e.Spec.Tags)
 		if e.Op == cloudapi.OpUpdateLoadBalancer {
 			switch before := was[e.ID]; {
 			case before == "" && uid != "":
 				adoptions++
+				if _, ok := foreign[group[e.ID]]; ok {
+					groupAdoptions++
+				}
 			case before != "" && uid == "":
 				releases++
 			}
 		}
 		was[e.ID] = uid
+		group[e.ID] = e.Spec.TargetGroup
 	}
-	return adoptions, releases
+	return adoptions, groupAdoptions, releases
 }

@@ -25,20 +25,22 @@ const (
 	checkDuplicateLB = "duplicate-load-balancer" // two load balancers of one Service existed at once
 	checkStaleDiff   = "stale-diff"              // an update's Changes did not describe what it changed
 	checkNodeDeleted = "node-deleted"            // a Node was deleted while its instance existed
-	checkNotOurs     = "not-ours-changed"        // a load balancer without this cluster's tags was changed (but by an adoption) or deleted
+	checkNotOurs     = "not-ours-changed"        // a load balancer without this cluster's tags was changed (but by an adoption) or deleted, or a target group without them written
 	// Convergence: must hold once the faults stopped and the controllers settled.
-	checkOrphanLB      = "orphaned-load-balancer" // a load balancer of a Service that is gone or wants none
-	checkKeptLB        = "kept-load-balancer"     // a load balancer without this cluster's tags keeps ccmkit's tags or targets
-	checkMissingLB     = "missing-load-balancer"  // a LoadBalancer Service without one
-	checkStatus        = "service-status"         // status ingress is not the load balancer's address
-	checkFinalizer     = "service-finalizer"      // cleanup finalizer missing, left behind, or deletion stuck
-	checkLBSpec        = "load-balancer-spec"     // the load balancer does not match the Service and Nodes
-	checkOrphanRoute   = "orphaned-route"         // a route of no Node, of a wrong CIDR or instance, or a blackhole
-	checkMissingRoute  = "missing-route"          // a Node's pod CIDR without its route
-	checkNodeLeft      = "node-without-instance"  // a Node whose instance is gone was not deleted
-	checkNodeInit      = "node-uninitialized"     // a Node without provider ID or still tainted uninitialized
-	checkShutdownTaint = "shutdown-taint"         // the shutdown taint does not match the instance and readiness
-	checkSettled       = "not-settled"            // a controller still retries after the settle window
+	checkOrphanLB       = "orphaned-load-balancer" // a load balancer of a Service that is gone or wants none
+	checkKeptLB         = "kept-load-balancer"     // a load balancer without this cluster's tags keeps ccmkit's tags or targets
+	checkMissingLB      = "missing-load-balancer"  // a LoadBalancer Service without one
+	checkStatus         = "service-status"         // status ingress is not the load balancer's address
+	checkFinalizer      = "service-finalizer"      // cleanup finalizer missing, left behind, or deletion stuck
+	checkLBSpec         = "load-balancer-spec"     // the load balancer does not match the Service and Nodes
+	checkOrphanRoute    = "orphaned-route"         // a route of no Node, of a wrong CIDR or instance, or a blackhole
+	checkMissingRoute   = "missing-route"          // a Node's pod CIDR without its route
+	checkNodeLeft       = "node-without-instance"  // a Node whose instance is gone was not deleted
+	checkNodeInit       = "node-uninitialized"     // a Node without provider ID or still tainted uninitialized
+	checkShutdownTaint  = "shutdown-taint"         // the shutdown taint does not match the instance and readiness
+	checkSettled        = "not-settled"            // a controller still retries after the settle window
+	checkOrphanGroup    = "orphaned-target-group"  // a target group of the cluster that no load balancer of the cluster names
+	checkDuplicateGroup = "duplicate-target-group" // two target groups of the cluster for the same Nodes
 )
 
 // violation is one broken invariant.
@@ -52,12 +54,14 @@ func (v violation) String() string { return v.Check + ": " + v.Msg }
 // check returns every violation of the end state: the load balancer history, the cloud's
 // inventory against the Services and Nodes, and the Services' statuses against what
 // EnsureLoadBalancer returned last.
-func check(w *world, cloud *fake.Cloud, rec *recorder) []violation {
+// With groups, the cloud has target groups, which the load balancers must use.
+func check(w *world, cloud *fake.Cloud, rec *recorder, groups bool) []violation {
 	inv := cloud.Inventory()
 	var out []violation
 	out = append(out, checkHistory(cloud.LoadBalancerHistory())...)
-	out = append(out, checkKept(inv, rec.operatorLB)...)
-	out = append(out, checkServices(w, inv, rec)...)
+	out = append(out, checkKept(inv, rec)...)
+	out = append(out, checkGroups(inv, rec.foreignGroups)...)
+	out = append(out, checkServices(w, inv, rec, groups)...)
 	out = append(out, checkRoutes(w, inv)...)
 	out = append(out, checkNodes(w, inv)...)
 	return out
@@ -132,11 +136,18 @@ func checkHistory(history []fake.Event) []violation {
 }
 
 // checkKept checks the load balancers without this cluster's tags: those ccmkit released
-// (and the one an operator made) carry neither of ccmkit's Service tags nor targets, and
-// the other cluster's is as it was made. The operator's, with ID operatorID, still exists:
-// only Services with keep-on-delete adopt it.
-func checkKept(inv fake.Inventory, operatorID string) []violation {
+// (and the one an operator made) carry neither of ccmkit's Service tags nor targets, nor
+// name a target group of this cluster, and the other cluster's is as it was made. The
+// operator's still exists: only Services with keep-on-delete adopt it.
+func checkKept(inv fake.Inventory, rec *recorder) []violation {
 	var out []violation
+	operatorID := rec.operatorLB
+	ours := map[string]bool{} // the IDs of this cluster's target groups
+	for _, g := range inv.TargetGroups {
+		if g.Spec.Tags[cloudapi.TagCluster] == clusterID {
+			ours[g.ID] = true
+		}
+	}
 	if !slices.ContainsFunc(inv.LoadBalancers, func(lb cloudapi.LoadBalancer) bool { return lb.ID == operatorID }) {
 		out = append(out, violation{Check: checkKeptLB, Msg: fmt.Sprintf("the operator's load balancer %s is gone, though every Service that adopted it had keep-on-delete", operatorID)})
 	}
@@ -144,8 +155,8 @@ func checkKept(inv fake.Inventory, operatorID string) []violation {
 		switch lb.Spec.Tags[cloudapi.TagCluster] {
 		case clusterID:
 		case otherClusterID:
-			if !reflect.DeepEqual(lb.Spec, otherClusterLB) {
-				out = append(out, violation{Check: checkNotOurs, Msg: fmt.Sprintf("the other cluster's load balancer %s is %+v, was %+v", lb.ID, lb.Spec, otherClusterLB)})
+			if !reflect.DeepEqual(lb.Spec, rec.otherLB) {
+				out = append(out, violation{Check: checkNotOurs, Msg: fmt.Sprintf("the other cluster's load balancer %s is %+v, was %+v", lb.ID, lb.Spec, rec.otherLB)})
 			}
 		default:
 			_, uid := lb.Spec.Tags[cloudapi.TagService]
@@ -153,14 +164,64 @@ func checkKept(inv fake.Inventory, operatorID string) []violation {
 			if uid || name || len(lb.Spec.Targets) > 0 {
 				out = append(out, violation{Check: checkKeptLB, Msg: fmt.Sprintf("%s (%s) has no cluster tag but tags %v and targets %v", lb.ID, lb.Spec.Name, lb.Spec.Tags, lb.Spec.Targets)})
 			}
+			if ours[lb.Spec.TargetGroup] {
+				out = append(out, violation{Check: checkKeptLB, Msg: fmt.Sprintf("%s (%s) has no cluster tag but names the cluster's target group %s", lb.ID, lb.Spec.Name, lb.Spec.TargetGroup)})
+			}
+		}
+	}
+	return out
+}
+
+// checkGroups checks the target groups: the foreign ones (made before the history, by ID)
+// are as they were made; every group of the cluster is named by a load balancer of the
+// cluster (a collection deletes the others), and there is one group of the cluster per
+// cloudapi.TagTargetGroup value at most. Any other group is one ccmkit made without this
+// cluster's tag.
+func checkGroups(inv fake.Inventory, foreign map[string]cloudapi.TargetGroup) []violation {
+	var out []violation
+	add := func(check, format string, args ...any) {
+		out = append(out, violation{Check: check, Msg: fmt.Sprintf(format, args...)})
+	}
+	named := map[string][]string{} // group ID → the cluster's load balancers that name it
+	for _, lb := range inv.LoadBalancers {
+		if lb.Spec.TargetGroup != "" && owner(lb.Spec.Tags) != "" {
+			named[lb.Spec.TargetGroup] = append(named[lb.Spec.TargetGroup], lb.ID)
+		}
+	}
+	byKey := map[string][]string{} // TagTargetGroup value → the cluster's groups
+	seen := map[string]bool{}
+	for _, g := range inv.TargetGroups {
+		seen[g.ID] = true
+		if g.Spec.Tags[cloudapi.TagCluster] != clusterID {
+			if was, ok := foreign[g.ID]; !ok {
+				add(checkNotOurs, "target group %s (%s) has neither this cluster's tag (tags %v) nor was it in the cloud before", g.ID, g.Spec.Name, g.Spec.Tags)
+			} else if !reflect.DeepEqual(g, was) {
+				add(checkNotOurs, "target group %s without this cluster's tag is %+v, was %+v", g.ID, g.Spec, was.Spec)
+			}
+			continue
+		}
+		k := g.Spec.Tags[cloudapi.TagTargetGroup]
+		byKey[k] = append(byKey[k], g.ID)
+		if len(named[g.ID]) == 0 {
+			add(checkOrphanGroup, "target group %s (%s=%s, members %v) is named by no load balancer of the cluster", g.ID, cloudapi.TagTargetGroup, k, g.Spec.Targets)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(foreign)) {
+		if !seen[id] {
+			add(checkNotOurs, "target group %s (%s) without this cluster's tag was deleted", id, foreign[id].Spec.Name)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		if ids := byKey[k]; len(ids) > 1 {
+			add(checkDuplicateGroup, "%d target groups of the cluster with %s=%s: %v (named by %v)", len(ids), cloudapi.TagTargetGroup, k, ids, named)
 		}
 	}
 	return out
 }
 
 // checkServices checks every Service against its load balancer and every load balancer of
-// the cluster against its Service.
-func checkServices(w *world, inv fake.Inventory, rec *recorder) []violation {
+// the cluster against its Service. With groups, the cloud has target groups.
+func checkServices(w *world, inv fake.Inventory, rec *recorder, groups bool) []violation {
 	var out []violation
 	add := func(check, format string, args ...any) {
 		out = append(out, violation{Check: check, Msg: fmt.Sprintf(format, args...)})
@@ -223,7 +284,7 @@ func checkServices(w *world, inv fake.Inventory, rec *recorder) []violation {
 		case !servicehelpers.LoadBalancerStatusEqual(&ensured, &svc.Status.LoadBalancer):
 			add(checkStatus, "service %s has status %v, the last successful EnsureLoadBalancer returned %v", name, svc.Status.LoadBalancer.Ingress, ensured.Ingress)
 		}
-		for _, problem := range specProblems(svc, lb, nodes) {
+		for _, problem := range specProblems(svc, lb, nodes, inv, groups) {
 			add(checkLBSpec, "service %s, load balancer %s: %s", name, lb.ID, problem)
 		}
 	}
@@ -240,12 +301,33 @@ func ingressIPs(st corev1.LoadBalancerStatus) []string {
 
 // specProblems compares a load balancer with what its Service and the Nodes ask for:
 // listeners, targets, the annotations' effects, source ranges, address families and tags.
-func specProblems(svc *corev1.Service, lb cloudapi.LoadBalancer, nodes []*corev1.Node) []string {
+// With groups (a cloud with target groups) the load balancer names the cluster's group of
+// every Node and has no targets of its own, and its targets are the group's members;
+// without, it names no group.
+func specProblems(svc *corev1.Service, lb cloudapi.LoadBalancer, nodes []*corev1.Node, inv fake.Inventory, groups bool) []string {
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	if lb.Status != cloudapi.LoadBalancerActive {
 		bad("status %s", lb.Status)
 	}
+	if groups {
+		wantTags := map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagTargetGroup: groupAllNodes}
+		i := slices.IndexFunc(inv.TargetGroups, func(g cloudapi.TargetGroup) bool { return g.ID == lb.Spec.TargetGroup })
+		switch {
+		case lb.Spec.TargetGroup == "":
+			bad("names no target group")
+		case i < 0:
+			bad("names target group %s, which does not exist", lb.Spec.TargetGroup)
+		case !maps.Equal(inv.TargetGroups[i].Spec.Tags, wantTags):
+			bad("names target group %s with tags %v, not the cluster's group of every Node %v", lb.Spec.TargetGroup, inv.TargetGroups[i].Spec.Tags, wantTags)
+		}
+		if len(lb.Spec.Targets) > 0 {
+			bad("has targets of its own %v", lb.Spec.Targets)
+		}
+	} else if lb.Spec.TargetGroup != "" {
+		bad("names target group %s on a cloud without target groups", lb.Spec.TargetGroup)
+	}
+	targets := inv.Targets(lb)
 
 	type listener struct {
 		proto      string
@@ -279,13 +361,13 @@ func specProblems(svc *corev1.Service, lb cloudapi.LoadBalancer, nodes []*corev1
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(must)) {
-		if !slices.Contains(lb.Spec.Targets, id) {
-			bad("target %s is missing (targets %v)", id, lb.Spec.Targets)
+		if !slices.Contains(targets, id) {
+			bad("target %s is missing (targets %v)", id, targets)
 		}
 	}
-	for _, id := range lb.Spec.Targets {
+	for _, id := range targets {
 		if !must[id] && !may[id] {
-			bad("target %s is no Node that should be one (targets %v)", id, lb.Spec.Targets)
+			bad("target %s is no Node that should be one (targets %v)", id, targets)
 		}
 	}
 

@@ -155,6 +155,14 @@ type recorder struct {
 	// operatorLB is the ID of operatorLB in the cloud. Only Services with keep-on-delete
 	// adopt it (see adopt_test.go), so it must exist at the end.
 	operatorLB string
+	// otherLB is otherClusterLB as the cloud stored it (naming otherClusterGroup when the
+	// cloud has target groups): nothing may change it.
+	otherLB cloudapi.LoadBalancerSpec
+	// foreignGroups are the target groups without this cluster's tags made before the
+	// history (operatorGroup and otherClusterGroup), by ID; nil without target groups.
+	foreignGroups map[string]cloudapi.TargetGroup
+	// groupWrites counts the target group writes sent to the cloud.
+	groupWrites int
 }
 
 func newRecorder(cloud *fake.Cloud) *recorder {
@@ -169,6 +177,27 @@ func (r *recorder) lifecycleDeletes(n *corev1.Node) {
 	if inst != nil && inst.State != cloudapi.InstanceTerminated {
 		r.violations = append(r.violations, violation{Check: checkNodeDeleted,
 			Msg: fmt.Sprintf("node %s was deleted while its instance %s exists in state %s", n.Name, inst.ID, inst.State)})
+	}
+}
+
+// groupWrite checks, as a target group write reaches the cloud (before the cloud applies
+// it, also when a fault then loses the answer), that ccmkit writes only this cluster's
+// groups: a group it updates or deletes carries this cluster's tag, and a group it creates
+// or updates keeps it (tags is the spec's; nil for a delete).
+func (r *recorder) groupWrite(op cloudapi.Operation, id string, tags map[string]string) {
+	r.groupWrites++
+	if op != cloudapi.OpDeleteTargetGroup && tags[cloudapi.TagCluster] != clusterID {
+		r.violations = append(r.violations, violation{Check: checkNotOurs,
+			Msg: fmt.Sprintf("%s %s writes tags %v, without this cluster's tag", op, id, tags)})
+	}
+	if id == "" {
+		return
+	}
+	for _, g := range r.cloud.Inventory().TargetGroups {
+		if g.ID == id && g.Spec.Tags[cloudapi.TagCluster] != clusterID {
+			r.violations = append(r.violations, violation{Check: checkNotOurs,
+				Msg: fmt.Sprintf("%s of target group %s (%s), which has no tag of this cluster (tags %v)", op, id, g.Spec.Name, g.Spec.Tags)})
+		}
 	}
 }
 

@@ -29,6 +29,16 @@
 //   - Cloud-controller-manager restarts: a new provider.New over the same cloud, and
 //     controllers that lose all their in-memory state.
 //
+// A run is on a cloud with or without target groups (cloudapi.TargetGroupAPI; the fake's
+// Capabilities.TargetGroups, which the provider then uses: see package loadbalancer's
+// "Target groups"). With them, the load balancers of the cluster share its group of every
+// Node (no Service has a node selector), and the cloud holds two groups that are not the
+// cluster's before the history: an operator's, which the operator's load balancer names
+// (so a Service that adopts it moves it off a foreign group), and the other cluster's
+// group of every Node, which the other cluster's load balancer names. The faults apply to
+// the group calls too (the fault rules name no operations): lists, creates, updates and
+// deletes fail, and creates, updates and deletes are ambiguous, like the others.
+//
 // After the history the faults stop, the controllers run for the settle window (the
 // longest back-off of the service and cloud node controllers, 300s and 1000s, plus the
 // instance snapshot's maximum age, plus two rounds of the lifecycle and route
@@ -41,8 +51,17 @@
 //     controller deletes it);
 //   - no load balancer without this cluster's tags was ever deleted, or changed but by an
 //     adoption that left what decides its addresses alone, and the other cluster's never;
+//   - no target group without this cluster's tags was ever written: every group write that
+//     reaches the cloud (also one whose answer a fault loses) is checked, as it is sent,
+//     against the group's tags in the cloud, and a create or update must carry the
+//     cluster's tag; at the end the two groups that were there before are as they were made;
 //   - every load balancer without this cluster's tags carries neither of ccmkit's Service
-//     tags nor targets (a released one), and the one the operator made still exists;
+//     tags nor targets nor names a group of the cluster (a released one), and the one the
+//     operator made still exists;
+//   - every target group of the cluster is named by a load balancer of the cluster (no
+//     orphan: a group left unused must have been deleted at once or by a collection), and
+//     there is at most one group of the cluster per cloudapi.TagTargetGroup value (a
+//     duplicate may exist while the faults are on, not at the end);
 //   - no load balancer or route of the cluster is orphaned (fake.Cloud.Inventory): every
 //     load balancer belongs to a Service that wants one, every route to an existing Node's
 //     pod CIDR and instance, none a blackhole; every pod CIDR has its route;
@@ -50,16 +69,19 @@
 //     both the last successful EnsureLoadBalancer's and the load balancer's addresses; its
 //     listeners are its ports and node ports; its targets are the instances of the Nodes
 //     the service controller passes (a Node tainted ToBeDeleted may still be one, as the
-//     node sync ignores taint changes); internal, proxy protocol, name, health check,
-//     source ranges, address families, the Service name tag and the load balancer the
-//     load-balancer-id annotation names match; the cleanup
-//     finalizer is on LoadBalancer Services only, and no deletion is stuck;
+//     node sync ignores taint changes): with target groups, the members of the group it
+//     names (fake.Inventory.Targets), which must be the cluster's group of every Node, and
+//     it has no targets of its own; without, its own targets, and it names no group;
+//     internal, proxy protocol, name, health check, source ranges, address families, the
+//     Service name tag and the load balancer the load-balancer-id annotation names match;
+//     the cleanup finalizer is on LoadBalancer Services only, and no deletion is stuck;
 //   - every Node has a live instance, is initialized, and has the shutdown taint exactly
 //     when it is NotReady with a stopped instance (never when Ready);
 //   - no controller still waits to retry a Service or a Node.
 //
-// TestChecksCatchCorruptedEndStates plants each kind of damage into a converged end state
-// and expects its check to report it, so that the checks are known not to be vacuous.
+// TestChecksCatchCorruptedEndStates (and TestGroupChecksCatchCorruptedEndStates, on a cloud
+// with target groups) plants each kind of damage into a converged end state and expects
+// its check to report it, so that the checks are known not to be vacuous.
 //
 // # The driver
 //
@@ -104,7 +126,9 @@
 // label reconciliation and node status updates; the route controller's NetworkUnavailable
 // condition and its watch-based mode; events, metrics and leader election; API server
 // failures, conflicts and informer lag; the kube-controller-manager's eviction; Nodes
-// that re-register; node address changes. The history has no Services with a
+// that re-register; node address changes; the watch of node labels
+// (loadbalancer.WatchNodeLabels). The history has no Services with a node selector (so a
+// cloud with target groups has one group of the cluster, that of every Node), a
 // LoadBalancerClass, spec.loadBalancerIP or the ip-addresses annotation, no malformed
 // annotations (a Service with one fails by design and never converges), and no adoption
 // that is refused (another owner, an ID that does not exist, an address it would lose:
@@ -113,9 +137,10 @@
 //
 // # Determinism and reproducing a failure
 //
-// Everything derives from the seed: the history (each operation carries all its random
-// choices and its original index), the knobs of the run (the provider's retry attempts,
-// the fake's page sizes and provisioning reads) and the faults. Each step (an operation and
+// Everything derives from the seed and whether the cloud has target groups: the history
+// (each operation carries all its random choices and its original index), the knobs of
+// the run (the provider's retry attempts, the fake's page sizes and provisioning reads)
+// and the faults. Each step (an operation and
 // the controllers' work until the next one) gets its own faultinject.Client seeded with
 // the seed and the operation's index; faultinject draws its decisions from (seed,
 // operation, call number), and the numbering starts at every step, so the faults of a step
@@ -127,13 +152,15 @@
 // debugging to a sub-history that still fails a check of the same name, and prints it
 // with the command that replays it:
 //
-//	go test ./internal/soak -run 'TestSoak$' -soak.seed=2 -soak.ops=1000 -soak.only=9,12
+//	go test ./internal/soak -run 'TestSoak$' -soak.seed=2 -soak.ops=1000 -soak.faults=0.2 -soak.groups=false -soak.only=9,12
 //
 // # Flags
 //
 //	-soak.ops=N       operations of one run (default 3000 with -soak.seed); without both
 //	                  flags the CI soak runs: seeds 1, 2 and 3 of 3000 operations each
+//	                  without target groups, and seed 4 of 3000 operations with them
 //	-soak.seed=S      the seed of one run; 0 with -soak.ops picks one from the clock and logs it
+//	-soak.groups      the run of -soak.seed is on a cloud with target groups
 //	-soak.faults=F    share of calls that fail while faults are on (default 0.2)
 //	-soak.only=LIST   replay only the operations with these indices
 //	-soak.shrink=D    wall-time budget for shrinking a failure (default 2m; 0 disables)

@@ -16,10 +16,12 @@ import (
 
 // settled runs a short history without faults to its end state, which must pass every
 // check, and returns the simulation with a LoadBalancer Service, its load balancer and a
-// Node with its route.
-func settled(t *testing.T) (*sim, *corev1.Service, cloudapi.LoadBalancer, *corev1.Node, cloudapi.Route) {
+// Node with its route. With groups, the cloud has target groups.
+func settled(t *testing.T, groups bool) (*sim, *corev1.Service, cloudapi.LoadBalancer, *corev1.Node, cloudapi.Route) {
 	t.Helper()
-	s, err := newSim(paramsFor(7, 0))
+	p := paramsFor(7, 0)
+	p.targetGroups = groups
+	s, err := newSim(p)
 	require.NoError(t, err)
 	require.NoError(t, s.execute(generate(7, 80)))
 	require.Empty(t, s.finish().violations, "the uncorrupted end state must pass")
@@ -30,7 +32,7 @@ func settled(t *testing.T) (*sim, *corev1.Service, cloudapi.LoadBalancer, *corev
 	for _, name := range s.w.serviceNames() {
 		cand := s.w.service(name)
 		i := slices.IndexFunc(inv.LoadBalancers, func(lb cloudapi.LoadBalancer) bool { return owner(lb.Spec.Tags) == string(cand.UID) })
-		if i >= 0 && len(inv.LoadBalancers[i].Spec.Targets) > 0 {
+		if i >= 0 && len(inv.Targets(inv.LoadBalancers[i])) > 0 {
 			svc, lb = cand, inv.LoadBalancers[i]
 			break
 		}
@@ -252,12 +254,149 @@ func TestChecksCatchCorruptedEndStates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, svc, lb, node, route := settled(t)
+			s, svc, lb, node, route := settled(t, false)
 			tt.corrupt(t, s, svc, lb, node, route)
 			vs := s.finish().violations
 			assert.Contains(t, checks(vs), tt.want, "violations: %v", vs)
 		})
 	}
+}
+
+// TestGroupChecksCatchCorruptedEndStates plants damage to the target groups into a
+// converged end state on a cloud with target groups and expects the check that must
+// report it.
+func TestGroupChecksCatchCorruptedEndStates(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		corrupt func(t *testing.T, s *sim, lb cloudapi.LoadBalancer)
+		want    string
+	}{
+		{
+			name: "orphaned target group",
+			corrupt: func(t *testing.T, s *sim, _ cloudapi.LoadBalancer) {
+				createGroup(ctx, t, s, "planted-orphan", map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagTargetGroup: "selector-planted"})
+			},
+			want: checkOrphanGroup,
+		},
+		{
+			name: "two groups of the cluster for every Node",
+			corrupt: func(t *testing.T, s *sim, lb cloudapi.LoadBalancer) {
+				g := createGroup(ctx, t, s, "planted-duplicate", map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagTargetGroup: groupAllNodes})
+				spec := lb.Spec.Clone()
+				spec.TargetGroup = g.ID
+				updateLB(ctx, t, s, lb, spec, cloudapi.DiffLoadBalancer(lb.Spec, spec))
+			},
+			want: checkDuplicateGroup,
+		},
+		{
+			name: "group members out of date",
+			corrupt: func(t *testing.T, s *sim, lb cloudapi.LoadBalancer) {
+				g := groupByID(t, s, lb.Spec.TargetGroup)
+				spec := g.Spec.Clone()
+				spec.Targets = spec.Targets[1:]
+				groups, _ := s.cloud.TargetGroups()
+				_, err := groups.UpdateTargetGroup(ctx, g.ID, cloudapi.DiffTargetGroup(g.Spec, spec))
+				require.NoError(t, err)
+			},
+			want: checkLBSpec,
+		},
+		{
+			name: "a load balancer with targets of its own",
+			corrupt: func(t *testing.T, s *sim, lb cloudapi.LoadBalancer) {
+				spec := lb.Spec.Clone()
+				spec.Targets = groupByID(t, s, lb.Spec.TargetGroup).Spec.Targets
+				spec.TargetGroup = ""
+				updateLB(ctx, t, s, lb, spec, cloudapi.DiffLoadBalancer(lb.Spec, spec))
+			},
+			want: checkLBSpec,
+		},
+		{
+			name: "a load balancer names the operator's group",
+			corrupt: func(t *testing.T, s *sim, lb cloudapi.LoadBalancer) {
+				spec := lb.Spec.Clone()
+				spec.TargetGroup = foreignGroupByName(t, s, operatorGroup.Name).ID
+				updateLB(ctx, t, s, lb, spec, cloudapi.DiffLoadBalancer(lb.Spec, spec))
+			},
+			want: checkLBSpec,
+		},
+		{
+			name: "a released load balancer names the cluster's group",
+			corrupt: func(t *testing.T, s *sim, lb cloudapi.LoadBalancer) {
+				spec := lb.Spec.Clone()
+				delete(spec.Tags, cloudapi.TagCluster)
+				delete(spec.Tags, cloudapi.TagService)
+				delete(spec.Tags, cloudapi.TagServiceName)
+				updateLB(ctx, t, s, lb, spec, cloudapi.DiffLoadBalancer(lb.Spec, spec))
+			},
+			want: checkKeptLB,
+		},
+		{
+			// Written back as it was: only the watch of the writes sees it.
+			name: "the other cluster's group changed and restored",
+			corrupt: func(t *testing.T, s *sim, _ cloudapi.LoadBalancer) {
+				g := foreignGroupByName(t, s, otherClusterGroup.Name)
+				groups, _ := cloudapi.TargetGroups(s.watched)
+				changed := g.Spec.Clone()
+				changed.Targets = nil
+				_, err := groups.UpdateTargetGroup(ctx, g.ID, cloudapi.DiffTargetGroup(g.Spec, changed))
+				require.NoError(t, err)
+				_, err = groups.UpdateTargetGroup(ctx, g.ID, cloudapi.DiffTargetGroup(changed, g.Spec))
+				require.NoError(t, err)
+				require.Empty(t, checkGroups(s.cloud.Inventory(), s.rec.foreignGroups), "the end state is as it was")
+			},
+			want: checkNotOurs,
+		},
+		{
+			name: "an operator's group deleted",
+			corrupt: func(t *testing.T, s *sim, _ cloudapi.LoadBalancer) {
+				g := createGroup(ctx, t, s, "planted-operators", map[string]string{"billing": "team-b"})
+				s.rec.foreignGroups[g.ID] = g // as if it was there before the history
+				groups, _ := cloudapi.TargetGroups(s.watched)
+				require.NoError(t, groups.DeleteTargetGroup(ctx, g.ID))
+			},
+			want: checkNotOurs,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, lb, _, _ := settled(t, true)
+			tt.corrupt(t, s, lb)
+			vs := s.finish().violations
+			assert.Contains(t, checks(vs), tt.want, "violations: %v", vs)
+		})
+	}
+}
+
+// createGroup creates a target group in the cloud, around the watch of the writes.
+func createGroup(ctx context.Context, t *testing.T, s *sim, name string, tags map[string]string) cloudapi.TargetGroup {
+	t.Helper()
+	groups, ok := s.cloud.TargetGroups()
+	require.True(t, ok)
+	g, err := groups.CreateTargetGroup(ctx, cloudapi.TargetGroupSpec{Name: name, Tags: tags})
+	require.NoError(t, err)
+	return *g
+}
+
+// groupByID returns the target group with the ID from the cloud's inventory.
+func groupByID(t *testing.T, s *sim, id string) cloudapi.TargetGroup {
+	t.Helper()
+	groups := s.cloud.Inventory().TargetGroups
+	i := slices.IndexFunc(groups, func(g cloudapi.TargetGroup) bool { return g.ID == id })
+	require.GreaterOrEqual(t, i, 0, "no target group %q", id)
+	return groups[i]
+}
+
+// foreignGroupByName returns the target group made before the history with the name.
+func foreignGroupByName(t *testing.T, s *sim, name string) cloudapi.TargetGroup {
+	t.Helper()
+	for _, g := range s.rec.foreignGroups {
+		if g.Spec.Name == name {
+			return g
+		}
+	}
+	require.Failf(t, "no foreign target group", "%q", name)
+	return cloudapi.TargetGroup{}
 }
 
 func createLB(ctx context.Context, t *testing.T, s *sim, spec cloudapi.LoadBalancerSpec) {

@@ -49,6 +49,10 @@ type params struct {
 	routePageSize int
 	// provisioningReads is how many reads a new load balancer stays provisioning.
 	provisioningReads int
+	// targetGroups gives the fake cloud target groups (fake.Capabilities.TargetGroups),
+	// which the provider then uses: the load balancers share the cluster's group. It is
+	// chosen per run (defaultRuns, -soak.groups), not derived from the seed.
+	targetGroups bool
 }
 
 // paramsFor derives the knobs of a run from its seed, so that seeds also vary the cloud.
@@ -65,8 +69,8 @@ func paramsFor(seed int64, faultRate float64) params {
 }
 
 func (p params) String() string {
-	return fmt.Sprintf("seed=%d faults=%g maxAttempts=%d pageSize=%d routePageSize=%d provisioningReads=%d",
-		p.seed, p.faultRate, p.maxAttempts, p.pageSize, p.routePageSize, p.provisioningReads)
+	return fmt.Sprintf("seed=%d faults=%g maxAttempts=%d pageSize=%d routePageSize=%d provisioningReads=%d targetGroups=%t",
+		p.seed, p.faultRate, p.maxAttempts, p.pageSize, p.routePageSize, p.provisioningReads, p.targetGroups)
 }
 
 // mix is the splitmix64 finalizer over a and b: the seed of a step's faults.
@@ -81,7 +85,9 @@ func mix(a, b uint64) uint64 {
 }
 
 // faultRules spreads rate over the four kinds of fault: rules that each fire
-// independently, together on about rate of the calls.
+// independently, together on about rate of the calls. The rules name no operations, so
+// they apply to every call, the target group calls (and the ambiguous group writes)
+// included.
 func faultRules(rate float64) []faultinject.Rule {
 	share := func(s float64) float64 { return 1 - math.Pow(1-rate, s) }
 	return []faultinject.Rule{
@@ -100,13 +106,20 @@ type result struct {
 	executed, skipped int
 	// injected sums the fault injector's counters over all steps.
 	injected faultinject.OpCounts
+	// groupFaults counts the faults injected into the target group calls, by operation
+	// and kind.
+	groupFaults map[cloudapi.Operation]map[faultinject.Kind]int
 	// calls counts the calls the fake cloud received.
 	calls fake.Calls
 	// lbWrites is the number of load balancer writes.
 	lbWrites int
+	// groupWrites is the number of target group writes that reached the cloud (creates,
+	// updates and deletes, also those whose answer a fault lost).
+	groupWrites int
 	// adoptions and releases count the updates that made a load balancer without this
-	// cluster's tags a Service's, and the reverse.
-	adoptions, releases int
+	// cluster's tags a Service's, and the reverse; groupAdoptions counts the adoptions of a
+	// load balancer that named a target group without this cluster's tags.
+	adoptions, groupAdoptions, releases int
 	// nodeDeletions counts the Nodes the lifecycle controller deleted.
 	nodeDeletions int
 	// virtual is the virtual time the run took.
@@ -124,9 +137,12 @@ type sim struct {
 	w     *world
 	cloud *fake.Cloud
 	sw    *switchClient
-	rec   *recorder
-	ccm   *ccm
-	res   result
+	// watched is the cloud as the fault injectors wrap it: the fake with its target group
+	// writes watched by the recorder (see watchedCloud).
+	watched cloudapi.Client
+	rec     *recorder
+	ccm     *ccm
+	res     result
 	// start is when the run began.
 	start time.Time
 	// terminated holds when each terminated instance was terminated: the cloud forgets
@@ -167,9 +183,11 @@ func (s *sim) execute(ops []op) error {
 		if err := s.ccm.runUntil(s.clock.Now().Add(o.Advance)); err != nil {
 			return fmt.Errorf("after operation %s: %w", o, err)
 		}
-		addCounts(&s.res.injected, fi.Injected().Total())
+		counts := fi.Injected()
+		addCounts(&s.res.injected, counts.Total())
+		s.addGroupFaults(counts)
 	}
-	s.sw.set(s.cloud)
+	s.sw.set(s.watched)
 	if err := s.ccm.runUntil(s.clock.Now().Add(settleWindow)); err != nil {
 		return fmt.Errorf("while settling: %w", err)
 	}
@@ -183,7 +201,7 @@ func (s *sim) execute(ops []op) error {
 // on a fake clock of its own (not the simulation's clock, which only the scheduler moves):
 // the real waits of the provider's client are the only wall time the faults cost.
 func faultinjectWrap(s *sim, o op) *faultinject.Client {
-	return faultinject.Wrap(s.cloud, faultinject.Config{
+	return faultinject.Wrap(s.watched, faultinject.Config{
 		Seed:               int64(mix(uint64(s.p.seed), uint64(o.Index))),
 		Rules:              faultRules(s.p.faultRate),
 		Timeout:            time.Millisecond,
@@ -194,19 +212,38 @@ func faultinjectWrap(s *sim, o op) *faultinject.Client {
 
 // finish checks the end state and returns the result.
 func (s *sim) finish() result {
-	s.res.violations = append(slices.Clone(s.rec.violations), check(s.w, s.cloud, s.rec)...)
+	s.res.violations = append(slices.Clone(s.rec.violations), check(s.w, s.cloud, s.rec, s.p.targetGroups)...)
 	for _, pending := range s.ccm.pendingRetries() {
 		s.res.violations = append(s.res.violations, violation{Check: checkSettled, Msg: pending + " still waits for a retry after the settle window"})
 	}
 	s.res.calls = s.cloud.Calls()
 	s.res.lbWrites = len(s.cloud.LoadBalancerHistory())
-	s.res.adoptions, s.res.releases = handovers(s.cloud.LoadBalancerHistory())
+	s.res.groupWrites = s.rec.groupWrites
+	s.res.adoptions, s.res.groupAdoptions, s.res.releases = handovers(s.cloud.LoadBalancerHistory(), s.rec.foreignGroups)
 	s.res.nodeDeletions = s.rec.nodeDeletions
 	s.res.initialized = make(map[string]time.Duration, len(s.rec.initialized))
 	for name, at := range s.rec.initialized {
 		s.res.initialized[name] = at.Sub(s.start)
 	}
 	return s.res
+}
+
+// groupOps are the target group operations.
+var groupOps = []cloudapi.Operation{cloudapi.OpListTargetGroups, cloudapi.OpCreateTargetGroup, cloudapi.OpUpdateTargetGroup, cloudapi.OpDeleteTargetGroup}
+
+// addGroupFaults adds the faults of the target group calls in c to the result.
+func (s *sim) addGroupFaults(c faultinject.Counts) {
+	for _, op := range groupOps {
+		for k, n := range c.Ops[op].Faults {
+			if s.res.groupFaults == nil {
+				s.res.groupFaults = map[cloudapi.Operation]map[faultinject.Kind]int{}
+			}
+			if s.res.groupFaults[op] == nil {
+				s.res.groupFaults[op] = map[faultinject.Kind]int{}
+			}
+			s.res.groupFaults[op][k] += n
+		}
+	}
 }
 
 // addCounts adds the calls and faults of o to sum.
@@ -223,22 +260,27 @@ func addCounts(sum *faultinject.OpCounts, o faultinject.OpCounts) {
 
 func newSim(p params) (*sim, error) {
 	c := newClock()
+	groups := p.targetGroups
 	cloud, err := fake.New(fake.Config{
 		PageSize:      p.pageSize,
 		RoutePageSize: p.routePageSize,
 		Provisioning:  fake.Provisioning{Reads: p.provisioningReads},
+		Capabilities:  fake.Capabilities{TargetGroups: &groups},
 	}, fake.WithClock(c))
 	if err != nil {
 		return nil, err
 	}
+	rec := newRecorder(cloud)
+	watched := &watchedCloud{Client: cloud, rec: rec}
 	s := &sim{
-		p:     p,
-		ctx:   klog.NewContext(context.Background(), klog.Logger{}), // the zero logger discards
-		clock: c,
-		w:     newWorld(c),
-		cloud: cloud,
-		sw:    &switchClient{cur: cloud},
-		rec:   newRecorder(cloud),
+		p:       p,
+		ctx:     klog.NewContext(context.Background(), klog.Logger{}), // the zero logger discards
+		clock:   c,
+		w:       newWorld(c),
+		cloud:   cloud,
+		sw:      &switchClient{cur: watched, groups: groups},
+		watched: watched,
+		rec:     rec,
 
 		terminated: map[string]time.Time{},
 	}
@@ -469,6 +511,8 @@ func cloneMap(m map[string]string) map[string]string {
 type switchClient struct {
 	mu  sync.Mutex
 	cur cloudapi.Client
+	// groups is whether the cloud has target groups: the same for every client set.
+	groups bool
 }
 
 func (s *switchClient) set(c cloudapi.Client) {
@@ -486,6 +530,15 @@ func (s *switchClient) get() cloudapi.Client {
 func (s *switchClient) Instances() cloudapi.InstanceAPI                 { return switchInstances{s} }
 func (s *switchClient) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return switchLBs{s}, true }
 func (s *switchClient) Routes() (cloudapi.RouteAPI, bool)               { return switchRoutes{s}, true }
+
+// TargetGroups makes the switch a cloudapi.TargetGroupClient when the cloud has target
+// groups; the provider asks once, at provider.New.
+func (s *switchClient) TargetGroups() (cloudapi.TargetGroupAPI, bool) {
+	if !s.groups {
+		return nil, false
+	}
+	return switchGroups{s}, true
+}
 
 type switchInstances struct{ s *switchClient }
 
@@ -541,4 +594,69 @@ func (a switchRoutes) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) 
 
 func (a switchRoutes) DeleteRoute(ctx context.Context, id string) error {
 	return a.api().DeleteRoute(ctx, id)
+}
+
+type switchGroups struct{ s *switchClient }
+
+func (a switchGroups) api() cloudapi.TargetGroupAPI {
+	g, _ := cloudapi.TargetGroups(a.s.get())
+	return g
+}
+
+func (a switchGroups) ListTargetGroups(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.TargetGroupPage, error) {
+	return a.api().ListTargetGroups(ctx, opts)
+}
+
+func (a switchGroups) CreateTargetGroup(ctx context.Context, spec cloudapi.TargetGroupSpec) (*cloudapi.TargetGroup, error) {
+	return a.api().CreateTargetGroup(ctx, spec)
+}
+
+func (a switchGroups) UpdateTargetGroup(ctx context.Context, id string, update cloudapi.TargetGroupUpdate) (*cloudapi.TargetGroup, error) {
+	return a.api().UpdateTargetGroup(ctx, id, update)
+}
+
+func (a switchGroups) DeleteTargetGroup(ctx context.Context, id string) error {
+	return a.api().DeleteTargetGroup(ctx, id)
+}
+
+// watchedCloud is the fake cloud with its target group writes watched: the fault injectors
+// wrap it, so every write that reaches the cloud passes here, also one whose answer an
+// ambiguous fault then loses. The recorder checks each against the group it changes (see
+// recorder.groupWrite).
+type watchedCloud struct {
+	cloudapi.Client
+	rec *recorder
+}
+
+// TargetGroups returns the cloud's target group API, watched, when the cloud has one.
+func (c *watchedCloud) TargetGroups() (cloudapi.TargetGroupAPI, bool) {
+	g, ok := cloudapi.TargetGroups(c.Client)
+	if !ok {
+		return nil, false
+	}
+	return watchedGroups{inner: g, rec: c.rec}, true
+}
+
+type watchedGroups struct {
+	inner cloudapi.TargetGroupAPI
+	rec   *recorder
+}
+
+func (a watchedGroups) ListTargetGroups(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.TargetGroupPage, error) {
+	return a.inner.ListTargetGroups(ctx, opts)
+}
+
+func (a watchedGroups) CreateTargetGroup(ctx context.Context, spec cloudapi.TargetGroupSpec) (*cloudapi.TargetGroup, error) {
+	a.rec.groupWrite(cloudapi.OpCreateTargetGroup, "", spec.Tags)
+	return a.inner.CreateTargetGroup(ctx, spec)
+}
+
+func (a watchedGroups) UpdateTargetGroup(ctx context.Context, id string, update cloudapi.TargetGroupUpdate) (*cloudapi.TargetGroup, error) {
+	a.rec.groupWrite(cloudapi.OpUpdateTargetGroup, id, update.Spec.Tags)
+	return a.inner.UpdateTargetGroup(ctx, id, update)
+}
+
+func (a watchedGroups) DeleteTargetGroup(ctx context.Context, id string) error {
+	a.rec.groupWrite(cloudapi.OpDeleteTargetGroup, id, nil)
+	return a.inner.DeleteTargetGroup(ctx, id)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 )
 
@@ -23,17 +24,20 @@ var (
 	flagOnly   = flag.String("soak.only", "", "replay only these operations of the history, by index (\"3,17,42\"), as a failure prints them")
 	flagShrink = flag.Duration("soak.shrink", 2*time.Minute, "wall-time budget for shrinking a failing history; 0 does not shrink")
 	flagLog    = flag.Bool("soak.log", false, "log every operation of the history")
+	flagGroups = flag.Bool("soak.groups", false, "give the cloud target groups in the run of -soak.seed")
 )
 
 // defaultRuns is the soak of `go test ./...`: seeds that also vary the cloud's knobs (see
-// paramsFor), sized to take seconds under -race.
+// paramsFor), sized to take seconds under -race; groups gives the cloud target groups.
 var defaultRuns = []struct {
-	seed int64
-	ops  int
+	seed   int64
+	ops    int
+	groups bool
 }{
 	{seed: 1, ops: 3000},
 	{seed: 2, ops: 3000},
 	{seed: 3, ops: 3000},
+	{seed: 4, ops: 3000, groups: true},
 }
 
 func TestMain(m *testing.M) {
@@ -49,18 +53,24 @@ func TestSoak(t *testing.T) {
 		if n <= 0 {
 			n = defaultRuns[0].ops
 		}
-		soak(t, seed, n)
+		soak(t, seed, n, *flagGroups)
 		return
 	}
 	for _, r := range defaultRuns {
-		t.Run(fmt.Sprintf("seed=%d", r.seed), func(t *testing.T) { soak(t, r.seed, r.ops) })
+		name := fmt.Sprintf("seed=%d", r.seed)
+		if r.groups {
+			name += ",groups"
+		}
+		t.Run(name, func(t *testing.T) { soak(t, r.seed, r.ops, r.groups) })
 	}
 }
 
-// soak runs the history of seed with n operations (or the part -soak.only names), and on
-// a violation shrinks the history and reports the seed and the smallest failing history.
-func soak(t *testing.T, seed int64, n int) {
+// soak runs the history of seed with n operations (or the part -soak.only names), on a
+// cloud with target groups when groups, and on a violation shrinks the history and
+// reports the seed and the smallest failing history.
+func soak(t *testing.T, seed int64, n int, groups bool) {
 	p := paramsFor(seed, *flagFaults)
+	p.targetGroups = groups
 	ops := generate(seed, n)
 	replay := *flagOnly != ""
 	if replay {
@@ -76,9 +86,9 @@ func soak(t *testing.T, seed int64, n int) {
 	start := time.Now()
 	res, err := run(p, ops)
 	require.NoError(t, err, "%s", p)
-	t.Logf("%s: %d operations (%d skipped), %s virtual, %s wall; %s; %d load balancer writes (%d adoptions, %d releases), %d Nodes deleted by the lifecycle controller",
+	t.Logf("%s: %d operations (%d skipped), %s virtual, %s wall; %s; %d load balancer writes (%d adoptions, %d of them from a foreign group, %d releases), %d target group writes, %d Nodes deleted by the lifecycle controller",
 		p, res.executed, res.skipped, res.virtual.Round(time.Second), time.Since(start).Round(time.Millisecond),
-		faultSummary(res.injected), res.lbWrites, res.adoptions, res.releases, res.nodeDeletions)
+		faultSummary(res.injected), res.lbWrites, res.adoptions, res.groupAdoptions, res.releases, res.groupWrites, res.nodeDeletions)
 
 	if len(res.violations) > 0 {
 		t.Errorf("%s: %d violations:\n%s", p, len(res.violations), listViolations(res.violations))
@@ -92,6 +102,13 @@ func soak(t *testing.T, seed int64, n int) {
 	assert.NotZero(t, res.lbWrites, "no load balancer was ever written")
 	assert.NotZero(t, res.adoptions, "no load balancer was ever adopted")
 	assert.NotZero(t, res.releases, "no load balancer was ever kept")
+	if p.targetGroups {
+		assert.NotZero(t, res.groupWrites, "no target group was ever written")
+		t.Logf("faults of the target group calls: %v", res.groupFaults)
+		assert.NotZero(t, res.groupFaults[cloudapi.OpListTargetGroups][faultinject.Transient], "no target group list failed")
+		assert.NotZero(t, res.groupFaults[cloudapi.OpUpdateTargetGroup][faultinject.Ambiguous], "no target group update lost its answer")
+		assert.NotZero(t, res.groupAdoptions, "no load balancer that named the operator's target group was ever adopted")
+	}
 	if p.faultRate > 0 {
 		assert.NotZero(t, sumFaults(res.injected), "no fault was injected")
 	}
@@ -126,7 +143,7 @@ func reportShrunk(t *testing.T, p params, n int, ops []op, violations []violatio
 }
 
 func replayFlags(p params, n int, ops []op) string {
-	return fmt.Sprintf("-soak.seed=%d -soak.ops=%d -soak.faults=%g -soak.only=%s", p.seed, n, p.faultRate, indices(ops))
+	return fmt.Sprintf("-soak.seed=%d -soak.ops=%d -soak.faults=%g -soak.groups=%t -soak.only=%s", p.seed, n, p.faultRate, p.targetGroups, indices(ops))
 }
 
 func listViolations(vs []violation) string {
@@ -154,21 +171,31 @@ func faultSummary(c faultinject.OpCounts) string {
 		c.Calls, sumFaults(c), 100*float64(sumFaults(c))/float64(max(c.Calls, 1)), strings.Join(parts, ", "))
 }
 
-// TestSoakIsDeterministic runs one history twice: the same seed must make the same calls,
-// the same load balancer writes and the same faults, or a failure could not be replayed.
+// TestSoakIsDeterministic runs one history twice, on a cloud without and with target
+// groups: the same seed must make the same calls, the same load balancer and group writes
+// and the same faults, or a failure could not be replayed.
 func TestSoakIsDeterministic(t *testing.T) {
-	p := paramsFor(11, 0.2)
-	ops := generate(11, 300)
-	first, err := run(p, ops)
-	require.NoError(t, err)
-	second, err := run(p, ops)
-	require.NoError(t, err)
-	require.NotZero(t, first.lbWrites)
-	assert.Equal(t, first.calls, second.calls)
-	assert.Equal(t, first.injected, second.injected)
-	assert.Equal(t, first.lbWrites, second.lbWrites)
-	assert.Equal(t, first.violations, second.violations)
-	assert.Equal(t, first.virtual, second.virtual)
+	for _, groups := range []bool{false, true} {
+		t.Run(fmt.Sprintf("targetGroups=%t", groups), func(t *testing.T) {
+			p := paramsFor(11, 0.2)
+			p.targetGroups = groups
+			ops := generate(11, 300)
+			first, err := run(p, ops)
+			require.NoError(t, err)
+			second, err := run(p, ops)
+			require.NoError(t, err)
+			require.NotZero(t, first.lbWrites)
+			if groups {
+				require.NotZero(t, first.groupWrites)
+			}
+			assert.Equal(t, first.calls, second.calls)
+			assert.Equal(t, first.injected, second.injected)
+			assert.Equal(t, first.lbWrites, second.lbWrites)
+			assert.Equal(t, first.groupWrites, second.groupWrites)
+			assert.Equal(t, first.violations, second.violations)
+			assert.Equal(t, first.virtual, second.virtual)
+		})
+	}
 }
 
 func TestGenerateIsDeterministic(t *testing.T) {
