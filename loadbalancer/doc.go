@@ -196,19 +196,25 @@
 // by a list with its tags, which are checked, or created by ccmkit) are ever deleted: a
 // group another's load balancer named before a Service adopted it is left alone. The
 // group a load balancer leaves (moved, deleted or released: a released one names no group)
-// is deleted at once unless a call has chosen it and not yet written its load balancer,
-// or the snapshot knows another load balancer that names it; the cloud refuses to delete a
-// group in use (ErrConflict), which keeps it. Whatever is left that way (a kept group, a
-// failed delete, a group made for a load balancer whose create then failed, a group a
-// predecessor left, duplicates of a group) is found by the collection: after such an
-// event, and once after the LoadBalancer is made, the next EnsureLoadBalancer,
-// UpdateLoadBalancer or EnsureLoadBalancerDeleted, outside its Service's lock, lists the
-// cluster's groups (one list by the cluster tag) once the snapshot is no older than
-// Options.MaxAge, and deletes those no load balancer names, as above. Collections are at
-// least Options.MaxAge apart, and while one leaves a group it could not delete, the wait
-// doubles up to 32 times MaxAge. A cloud error about a group fails the call without a load
-// balancer write; the group is listed again next time, after a backoff (1 s doubling to
-// 30 s) when the list failed; it is never taken for "no group".
+// is deleted at once when this LoadBalancer knows it as the cluster's, no call has chosen
+// it and not yet written its load balancer, and the snapshot knows no other load balancer
+// that names it (one the cloud is deleting does not count); the cloud refuses to delete a
+// group in use (ErrConflict), which keeps it. Whatever is left that way (a refused or
+// failed delete, a group after a load balancer's failed delete or move, a group made for a
+// load balancer whose create then failed, a group a predecessor left or this LoadBalancer
+// does not know yet, duplicates of a group) is found by a collection: after such an
+// event, and once after the LoadBalancer is made, the next call (GetLoadBalancer,
+// EnsureLoadBalancer, UpdateLoadBalancer or EnsureLoadBalancerDeleted, at its end,
+// outside its Service's lock) or CollectGroups, which provider.Cloud runs every
+// Options.MaxAge, lists the cluster's groups (one list by the cluster tag) once the
+// snapshot is no older than Options.MaxAge, and deletes those no load balancer names, as
+// above, but a group this LoadBalancer made less than 32 times Options.MaxAge ago (so
+// that a Service whose create keeps failing does not make and delete its group at every
+// retry). A collection that leaves a group that looks unused, or whose lists fail, is
+// followed by the next one Options.MaxAge later, the wait doubling with each such
+// collection in a row up to 32 times MaxAge. A cloud error about a group fails the call
+// without a load balancer write; the group is listed again next time, after a backoff
+// (1 s doubling to 30 s) when the list failed; it is never taken for "no group".
 //
 // # Node labels
 //

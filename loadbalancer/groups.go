@@ -38,14 +38,19 @@ type groups struct {
 	// users counts, by group ID, the calls that chose the group and have not yet written
 	// their load balancer: the cloud cannot know of them, so the group is not deleted.
 	users map[string]int
-	// due is true when a group of the cluster may be unused: a drop was skipped or failed,
-	// a call that chose a group failed, or the LoadBalancer is new (a predecessor may have
-	// left one). The next collection lists the cluster's groups and deletes the unused.
+	// due is true when a group of the cluster may be unused: a delete of a group or of a
+	// load balancer naming one failed, the cloud refused a group's delete as in use, a
+	// call that chose a group failed, a load balancer named a group ccmkit did not know,
+	// or the LoadBalancer is new (a predecessor may have left one). The next collection
+	// lists the cluster's groups and deletes the unused.
 	due bool
-	// collected is when the last collection began; wait how long after it the next may
-	// begin: Options.MaxAge, doubling (up to collectMaxWait) while collections leave a
-	// group they could not delete.
+	// collected is when the last collection began. left is true when it left a group that
+	// looked unused (a delete refused or failed, or its lists failed): the next may then
+	// begin only wait after it, Options.MaxAge doubling with each such collection in a row
+	// up to collectMaxWaits times it; after a clean one, the next due one runs at the next
+	// call.
 	collected time.Time
+	left      bool
 	wait      time.Duration
 	// collecting is true while a collection runs: one at a time.
 	collecting bool
@@ -70,6 +75,11 @@ type groupEntry struct {
 	// lists holds back the group's next list after a failed one, so that an outage of the
 	// group API costs one list per backoff, not one per call.
 	lists pace.Backoff
+	// created is when this LoadBalancer created the group (or adopted it after a lost
+	// create). A collection keeps a group created less than collectMaxWaits times
+	// Options.MaxAge ago (and comes back for it), so that a Service whose load balancer
+	// create keeps failing does not make and delete its group at every retry.
+	created time.Time
 }
 
 // groupKey returns the TagTargetGroup value of the group of the Nodes sel selects (nil:
@@ -280,6 +290,9 @@ func (l *LoadBalancer) writeGroup(ctx context.Context, logger klog.Logger, k str
 			return nil, err
 		}
 		out = got
+		l.groups.mu.Lock()
+		l.groups.entries[k].created = l.opts.Clock.Now()
+		l.groups.mu.Unlock()
 	}
 	if out == nil || out.ID == "" {
 		return nil, fmt.Errorf("writing target group %q: the cloud answered no group: %w", spec.Name, cloudapi.ErrTransient)
@@ -373,19 +386,20 @@ func (l *LoadBalancer) dropGroups(ctx context.Context, logger klog.Logger, excep
 	}
 	for _, id := range ids {
 		if id != "" {
-			l.dropGroup(ctx, logger, except, id, true)
+			l.dropGroup(ctx, logger, except, id)
 		}
 	}
 }
 
 // dropGroup deletes the cluster's group with ID id unless something may want it: only a
-// group known to be the cluster's (keys), never while a call has chosen it and not yet
-// written its load balancer, nor while the snapshot knows a load balancer other than
-// except that names it; the cloud refuses to delete a group a load balancer names
-// (ErrConflict). Whatever keeps it, or a failed delete, leaves it to the next collection
-// (due), except, when collecting (fast false), a group the snapshot knows in use. A failed
-// delete never fails the caller, whose load balancer is already written.
-func (l *LoadBalancer) dropGroup(ctx context.Context, logger klog.Logger, except, id string, fast bool) {
+// group known to be the cluster's (keys; an unknown one is left to the next collection),
+// never while a call has chosen it and not yet written its load balancer (that call names
+// it, or marks a collection due when it fails), nor while the snapshot knows a load
+// balancer other than except that names it (that one drops it when it leaves); the cloud
+// refuses to delete a group a load balancer names (ErrConflict), which leaves it to the
+// next collection, as a failed delete does. A failed delete never fails the caller, whose
+// load balancer is already written.
+func (l *LoadBalancer) dropGroup(ctx context.Context, logger klog.Logger, except, id string) (left bool) {
 	g := l.groups
 	g.mu.Lock()
 	k, ours := g.keys[id]
@@ -395,17 +409,14 @@ func (l *LoadBalancer) dropGroup(ctx context.Context, logger klog.Logger, except
 		// collection lists the cluster's groups by their tags.
 		logger.V(2).Info("Leaving a target group not known as the cluster's to the collection", "targetGroup", id)
 		l.groupsDue()
-		return
+		return true
 	}
 	defer l.lock(groupLock(k))()
 	g.mu.Lock()
 	chosen := g.users[id] > 0
 	g.mu.Unlock()
 	if chosen || l.snap.names(id, except) {
-		if chosen || fast {
-			l.groupsDue()
-		}
-		return
+		return chosen
 	}
 	err := g.api.DeleteTargetGroup(ctx, id)
 	g.mu.Lock()
@@ -417,6 +428,7 @@ func (l *LoadBalancer) dropGroup(ctx context.Context, logger klog.Logger, except
 			e.group, e.read, e.at, e.unsure = nil, 0, l.opts.Clock.Now(), false
 		}
 		logger.Info("Deleted target group: no load balancer of the cluster names it", "targetGroup", id, "key", k)
+		return false
 	case errors.Is(err, cloudapi.ErrConflict):
 		g.due = true
 		logger.V(2).Info("Keeping target group: the cloud says a load balancer names it", "targetGroup", id, "err", err)
@@ -424,14 +436,16 @@ func (l *LoadBalancer) dropGroup(ctx context.Context, logger klog.Logger, except
 		g.due = true
 		logger.Error(err, "Deleting a target group no load balancer names; it is tried again by the next collection", "targetGroup", id)
 	}
+	return true
 }
 
 // collectGroups deletes the cluster's groups that no load balancer names, when a
-// collection is due (see groups.due) and the last began at least its wait ago: one list
-// of the cluster's groups by TagCluster (tags checked), after the snapshot of the
-// cluster's load balancers is no older than Options.MaxAge, then dropGroup for each group
-// the snapshot knows no load balancer of. It runs after the calls that may leave a group
-// unused, outside their Service's lock, one at a time; a failure leaves it due.
+// collection is due (see groups.due), unless the last one left a group and began less
+// than its wait ago: one list of the cluster's groups by TagCluster (tags checked), after
+// the snapshot of the cluster's load balancers is no older than Options.MaxAge, then
+// dropGroup for each group the snapshot knows no load balancer of. It runs at the end of
+// the LoadBalancer's calls, outside their Service's lock, and from CollectGroups, one at a
+// time; a failure leaves it due.
 func (l *LoadBalancer) collectGroups(ctx context.Context) {
 	g := l.groups
 	if g == nil {
@@ -439,7 +453,7 @@ func (l *LoadBalancer) collectGroups(ctx context.Context) {
 	}
 	now := l.opts.Clock.Now()
 	g.mu.Lock()
-	if !g.due || g.collecting || (!g.collected.IsZero() && now.Sub(g.collected) < g.wait) {
+	if !g.due || g.collecting || (g.left && now.Sub(g.collected) < g.wait) {
 		g.mu.Unlock()
 		return
 	}
@@ -450,15 +464,15 @@ func (l *LoadBalancer) collectGroups(ctx context.Context) {
 	defer func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		g.collecting = false
+		g.collecting, g.left = false, left
 		switch {
 		case left && g.wait < collectMaxWaits*l.opts.MaxAge:
 			g.wait = max(2*g.wait, l.opts.MaxAge)
 		case !left:
-			g.wait = l.opts.MaxAge
+			g.wait = 0
 		}
 		if left {
-			g.due = true
+			g.due = true // events during the collection set it as well, without a longer wait
 		}
 	}()
 	if err := l.snap.refresh(ctx); err != nil {
@@ -479,14 +493,30 @@ func (l *LoadBalancer) collectGroups(ctx context.Context) {
 		}
 	}
 	g.mu.Unlock()
+	left = false
+	recent := now.Add(-collectMaxWaits * l.opts.MaxAge) // see groupEntry.created
 	for _, tg := range all {
-		if _, ok := tg.Spec.Tags[cloudapi.TagTargetGroup]; !ok || l.snap.names(tg.ID, "") {
+		k, ok := tg.Spec.Tags[cloudapi.TagTargetGroup]
+		if !ok || l.snap.names(tg.ID, "") {
 			continue // not one of ccmkit's groups of Nodes, or in use
 		}
-		l.dropGroup(ctx, logger, "", tg.ID, false)
+		g.mu.Lock()
+		e := g.entries[k]
+		fresh := e != nil && e.group != nil && e.group.ID == tg.ID && e.created.After(recent)
+		g.mu.Unlock()
+		if fresh {
+			left = true // made lately for a call that may succeed next time: later
+			continue
+		}
+		if l.dropGroup(ctx, logger, "", tg.ID) {
+			left = true
+		}
 	}
-	g.mu.Lock()
-	left = g.due
-	g.due = false // the deferred function sets it again when left
-	g.mu.Unlock()
 }
+
+// CollectGroups runs the collection of unused target groups when one is due and its wait
+// allows it (see "Target groups" in the package documentation), as the LoadBalancer's
+// calls do at their end; without target groups it does nothing. It is for a caller that
+// runs it periodically, so that a collection that no call runs still happens:
+// provider.Cloud's Initialize runs it every cache.maxAge until stop closes.
+func (l *LoadBalancer) CollectGroups(ctx context.Context) { l.collectGroups(ctx) }

@@ -467,7 +467,6 @@ func TestAGroupLeftUnusedIsCollected(t *testing.T) {
 			chaos.Script(cloudapi.OpCreateLoadBalancer, faultinject.Fault{Kind: faultinject.Transient})
 			_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", svc, nodes(e))
 			require.Error(t, err)
-			require.Len(t, e.cloud.Inventory().TargetGroups, 2, "the web group, named by no load balancer")
 			require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", svc))
 		}, false},
 		{"two load balancers of one Service named it, both deleted", nil, func(t *testing.T, e *env, _ *faultinject.Client) {
@@ -515,10 +514,12 @@ func TestAGroupLeftUnusedIsCollected(t *testing.T) {
 				tc.leave(t, e, chaos)
 			}
 
-			// Any later call, once the collection's wait is over, deletes it; the group in
-			// use is kept.
-			e.expire()
+			// Any later call, once the collection's wait is over and the group is older
+			// than 32 times the snapshot's age (a group made for a create that keeps
+			// failing is not made again at every retry), deletes it; the group in use is
+			// kept.
 			keep := newService("keep")
+			e.clock.Step(33 * loadbalancer.DefaultMaxAge)
 			e.ensure(t, keep, nodes(e))
 			e.expire()
 			e.ensure(t, keep, nodes(e))
@@ -606,4 +607,140 @@ func TestARefusedChangeCostsNoGroupRead(t *testing.T) {
 	assert.EqualValues(t, 1, calls[cloudapi.OpListTargetGroups], "a refusal that did not touch the group keeps what is known of it: %v", calls)
 	assert.EqualValues(t, 1, calls[cloudapi.OpUpdateTargetGroup], calls)
 	assert.Len(t, e.reaches(t)["default/s9"], 5)
+}
+
+func TestAGroupLeftByALostDeleteIsCollectedWhenTheServiceControllerAsksAgain(t *testing.T) {
+	var chaos *faultinject.Client
+	e := newEnv(t, groupsOn(), func(c cloudapi.Client) cloudapi.Client {
+		chaos = faultinject.Wrap(c, faultinject.Config{})
+		return chaos
+	})
+	svc := newService("web")
+	e.ensure(t, svc, e.nodes) // its collection (a predecessor's groups) is over
+	// The delete is applied but its answer lost, and the collection that follows cannot
+	// list the groups.
+	chaos.Script(cloudapi.OpDeleteLoadBalancer, faultinject.Fault{Kind: faultinject.Ambiguous})
+	chaos.Script(cloudapi.OpListTargetGroups, faultinject.Fault{Kind: faultinject.Transient})
+	require.ErrorIs(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", svc), cloudapi.ErrTransient)
+	require.Len(t, e.cloud.Inventory().TargetGroups, 1)
+	// The service controller's retry asks whether there is a load balancer left: none,
+	// so it calls nothing else. (The group was made by this LoadBalancer a moment ago:
+	// a collection leaves such a group for 32 times the snapshot's age.)
+	e.clock.Step(33 * loadbalancer.DefaultMaxAge)
+	_, exists, err := e.lb.GetLoadBalancer(t.Context(), "c", svc)
+	require.NoError(t, err)
+	require.False(t, exists)
+	assert.Empty(t, e.cloud.Inventory().TargetGroups, "the group the deleted load balancer named is collected")
+}
+
+func TestCollectGroupsRunsACollectionNoCallRuns(t *testing.T) {
+	var chaos *faultinject.Client
+	e := newEnv(t, groupsOn(), func(c cloudapi.Client) cloudapi.Client {
+		chaos = faultinject.Wrap(c, faultinject.Config{})
+		return chaos
+	})
+	svc := newService("web")
+	e.ensure(t, svc, e.nodes)
+	// The group's delete fails; the collection that follows leaves the group, made a
+	// moment ago; no call comes after.
+	chaos.Script(cloudapi.OpDeleteTargetGroup, faultinject.Fault{Kind: faultinject.Transient})
+	require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", svc))
+	require.Len(t, e.cloud.Inventory().TargetGroups, 1)
+
+	e.lb.CollectGroups(t.Context())
+	assert.Len(t, e.cloud.Inventory().TargetGroups, 1, "within the wait after a collection that left a group")
+	e.clock.Step(33 * loadbalancer.DefaultMaxAge) // and older than a group made lately
+	e.lb.CollectGroups(t.Context())
+	assert.Empty(t, e.cloud.Inventory().TargetGroups, "the periodic collection deletes it without a call")
+}
+
+// asyncDelete is a load balancer API whose deletes finish later (finish): until then the
+// load balancer is listed in status deleting, as some clouds do.
+type asyncDelete struct {
+	cloudapi.LoadBalancerAPI
+	mu      sync.Mutex
+	pending map[string]bool
+}
+
+func (a *asyncDelete) DeleteLoadBalancer(_ context.Context, id string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pending[id] = true
+	return nil
+}
+
+func (a *asyncDelete) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+	p, err := a.LoadBalancerAPI.ListLoadBalancers(ctx, opts)
+	if p != nil {
+		a.mu.Lock()
+		for i := range p.Items {
+			if a.pending[p.Items[i].ID] {
+				p.Items[i].Status = cloudapi.LoadBalancerDeleting
+			}
+		}
+		a.mu.Unlock()
+	}
+	return p, err
+}
+
+func (a *asyncDelete) finish(t *testing.T) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id := range a.pending {
+		require.NoError(t, a.LoadBalancerAPI.DeleteLoadBalancer(t.Context(), id))
+	}
+	a.pending = map[string]bool{}
+}
+
+// lbWrap is a client whose load balancer API is lbs.
+type lbWrap struct {
+	cloudapi.Client
+	lbs cloudapi.LoadBalancerAPI
+}
+
+func (w lbWrap) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return w.lbs, true }
+func (w lbWrap) TargetGroups() (cloudapi.TargetGroupAPI, bool)   { return cloudapi.TargetGroups(w.Client) }
+
+func TestAGroupOfALoadBalancerTheCloudDeletesLaterIsCollected(t *testing.T) {
+	var async *asyncDelete
+	e := newEnv(t, groupsOn(), func(c cloudapi.Client) cloudapi.Client {
+		api, _ := c.LoadBalancers()
+		async = &asyncDelete{LoadBalancerAPI: api, pending: map[string]bool{}}
+		return lbWrap{c, async}
+	})
+	nodes := e.labelled("web", "web", "", "", "")
+	keep := newService("keep")
+	e.ensure(t, keep, nodes)
+	web := newService("web", withNodeSelector("pool=web"))
+	e.ensure(t, web, nodes)
+	require.Len(t, e.groupIDs(), 2)
+
+	e.clock.Step(33 * loadbalancer.DefaultMaxAge) // the web group is not new
+	require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", web))
+	require.Len(t, e.groupIDs(), 2, "refused while the load balancer is being deleted")
+	async.finish(t)
+	for range 3 {
+		e.clock.Step(4 * loadbalancer.DefaultMaxAge)
+		e.ensure(t, keep, nodes)
+	}
+	assert.Len(t, e.groupIDs(), 1, "the web group, named by no load balancer once the cloud is done, is collected")
+}
+
+func TestAServiceWhoseCreateKeepsFailingMakesItsGroupOnce(t *testing.T) {
+	off := false
+	cfg := groupsOn()
+	cfg.Capabilities.TLS = &off
+	e := newEnv(t, cfg)
+	nodes := e.labelled("web", "web", "", "", "")
+	e.ensure(t, newService("keep"), nodes)
+	svc := newService("tls", webPorts, withNodeSelector("pool=web"), withAnnotation(loadbalancer.AnnotationTLSPorts, "443"), withAnnotation(loadbalancer.AnnotationTLSCertificates, "cert-a"))
+	before := e.cloud.Calls()
+	for range 5 {
+		e.clock.Step(5 * time.Minute) // the service controller's retry at its longest backoff
+		_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", svc, nodes)
+		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
+	}
+	calls := e.cloud.Calls().Sub(before)
+	assert.EqualValues(t, 1, calls[cloudapi.OpCreateTargetGroup], "a group made once, not at every retry: %v", calls)
+	assert.Zero(t, calls[cloudapi.OpDeleteTargetGroup], calls)
 }

@@ -90,7 +90,7 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	var groupSet *groups
 	if opts.TargetGroups != nil {
 		// due: a predecessor may have left an unused group; the first call collects.
-		groupSet = &groups{api: opts.TargetGroups, entries: map[string]*groupEntry{}, keys: map[string]string{}, users: map[string]int{}, due: true, wait: opts.MaxAge}
+		groupSet = &groups{api: opts.TargetGroups, entries: map[string]*groupEntry{}, keys: map[string]string{}, users: map[string]int{}, due: true}
 	}
 	return &LoadBalancer{
 		groups:          groupSet,
@@ -219,6 +219,7 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 	if err != nil {
 		return nil, false, err
 	}
+	defer l.collectGroups(ctx) // last, outside the Service's lock: after a failed delete, the service controller asks here
 	defer l.lock(uid)()
 	found, err := l.find(ctx, svc)
 	if err != nil {
@@ -343,10 +344,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 				current.ID, reach(current.Spec.Internal), l.opts.AnnotationPrefix, AnnotationInternal, reach(want.Internal), l.opts.AnnotationPrefix, AnnotationKeepOnDelete, l.opts.AnnotationPrefix, AnnotationInternal)
 		}
 		logger.Info("Replacing load balancer: internal and public cannot be switched in place", "loadBalancer", current.ID, "internal", want.Internal)
-		if err := l.remove(ctx, logger, svc, current, false); err != nil {
-			return nil, err
-		}
-		return l.create(ctx, logger, svc, want)
+		return l.replace(ctx, logger, svc, current, want)
 	case l.replacedSetting(current.Spec, want) != "":
 		name := l.replacedSetting(current.Spec, want)
 		keep, err := l.keepOnDelete(svc)
@@ -358,10 +356,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 				current.ID, name, current.Spec.Settings[name], l.opts.AnnotationPrefix, name, want.Settings[name], l.opts.AnnotationPrefix, AnnotationKeepOnDelete, l.opts.AnnotationPrefix, name)
 		}
 		logger.Info("Replacing load balancer: the cloud cannot change this setting in place", "loadBalancer", current.ID, "setting", name, "from", current.Spec.Settings[name], "to", want.Settings[name])
-		if err := l.remove(ctx, logger, svc, current, false); err != nil {
-			return nil, err
-		}
-		return l.create(ctx, logger, svc, want)
+		return l.replace(ctx, logger, svc, current, want)
 	default:
 		return l.update(ctx, logger, current, want)
 	}
@@ -533,13 +528,18 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 			return err
 		}
 	}
+	var left []string // the groups the deleted load balancers named
 	for i := range found {
 		if err := l.remove(ctx, logger, svc, &found[i], keep); err != nil {
 			l.snap.forget(uid)
 			return err
 		}
+		if !keep { // a release drops its group itself (update)
+			left = append(left, found[i].Spec.TargetGroup)
+		}
 	}
 	l.snap.record(uid)
+	l.dropGroups(ctx, logger, "", left...) // after the record: the snapshot knows they are gone
 	return nil
 }
 
@@ -789,16 +789,35 @@ func keepsAddresses(lb *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, k
 	return nil
 }
 
+// replace deletes the Service's load balancer current and creates one from want, then
+// drops the target group current named when the new one names another.
+func (l *LoadBalancer) replace(ctx context.Context, logger klog.Logger, svc *corev1.Service, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	if err := l.remove(ctx, logger, svc, current, false); err != nil {
+		return nil, err
+	}
+	created, err := l.create(ctx, logger, svc, want)
+	if old := current.Spec.TargetGroup; old != "" && (err != nil || created.Spec.TargetGroup != old) {
+		if err != nil {
+			l.groupsDue()
+		} else {
+			l.dropGroups(ctx, logger, current.ID, old)
+		}
+	}
+	return created, err
+}
+
 // remove deletes the Service's load balancer lb, or releases it when keep is true.
 func (l *LoadBalancer) remove(ctx context.Context, logger klog.Logger, svc *corev1.Service, lb *cloudapi.LoadBalancer, keep bool) error {
 	if keep {
 		return l.release(ctx, logger, svc, lb)
 	}
 	if err := l.delete(ctx, lb.ID); err != nil {
+		if lb.Spec.TargetGroup != "" {
+			l.groupsDue() // it may be gone all the same, and its group unused
+		}
 		return err
 	}
 	logger.Info("Deleted load balancer", "loadBalancer", lb.ID, "name", lb.Spec.Name)
-	l.dropGroups(ctx, logger, lb.ID, lb.Spec.TargetGroup)
 	return nil
 }
 

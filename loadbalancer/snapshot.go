@@ -152,13 +152,15 @@ func (s *snapshot) record(uid string, lbs ...*cloudapi.LoadBalancer) {
 }
 
 // names reports whether the snapshot knows a load balancer other than the one with ID
-// except that sends traffic to the target group with ID group.
+// except that sends traffic to the target group with ID group, and that the cloud is not
+// deleting (one that is makes the cloud refuse the group's delete, which leaves the group
+// to a later collection, rather than keep it for good).
 func (s *snapshot) names(group, except string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.services {
 		for _, lb := range e.lbs {
-			if lb.Spec.TargetGroup == group && lb.ID != except {
+			if lb.Spec.TargetGroup == group && lb.ID != except && lb.Status != cloudapi.LoadBalancerDeleting {
 				return true
 			}
 		}

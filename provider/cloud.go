@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -275,7 +276,9 @@ func (c *Cloud) Config() Config { return c.cfg }
 // AdoptedLoadBalancer and KeptLoadBalancer events on the Service). When load balancers are
 // on, it also starts the load balancers' watch of Node labels with the same client (see
 // loadbalancer.LoadBalancer.WatchNodeLabels: the service controller does not sync a
-// Service's targets when only a Node's labels change), which stops when stop closes.
+// Service's targets when only a Node's labels change), and, on a cloud with target groups,
+// the collection of unused groups that no call runs (loadbalancer.LoadBalancer.CollectGroups);
+// both stop when stop closes.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logger := klog.FromContext(ctx).WithValues("provider", c.opts.ProviderName)
@@ -294,6 +297,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	c.mu.Unlock()
 	if c.lbs != nil {
 		c.lbs.WatchNodeLabels(ctx, kube)
+		go wait.UntilWithContext(ctx, c.lbs.CollectGroups, c.cfg.Cache.MaxAge)
 	}
 	go func() {
 		<-stop

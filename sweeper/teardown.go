@@ -132,6 +132,7 @@ func targetGroupDeleteError(id string, failedLBs []string, lbsListed bool, err e
 		return fmt.Errorf("target group %s kept: still in use by the cluster's load balancer(s) %s, whose delete failed; run teardown again: %w",
 			id, strings.Join(failedLBs, ", "), err)
 	}
-	return fmt.Errorf("target group %s kept: still in use by a load balancer that is not the cluster's (or was created since the list); "+
-		"delete that load balancer or make it name another group, then run teardown again: %w", id, err)
+	return fmt.Errorf("target group %s kept: still in use by a load balancer that is not the cluster's, was created since the list, or is still "+
+		"being deleted (a cloud that deletes load balancers after answering): wait for deletes to finish and run teardown again, or delete that load balancer "+
+		"or make it name another group: %w", id, err)
 }
