@@ -699,7 +699,9 @@ type lbWrap struct {
 }
 
 func (w lbWrap) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return w.lbs, true }
-func (w lbWrap) TargetGroups() (cloudapi.TargetGroupAPI, bool)   { return cloudapi.TargetGroups(w.Client) }
+func (w lbWrap) TargetGroups() (cloudapi.TargetGroupAPI, bool) {
+	return cloudapi.TargetGroups(w.Client)
+}
 
 func TestAGroupOfALoadBalancerTheCloudDeletesLaterIsCollected(t *testing.T) {
 	var async *asyncDelete
