@@ -44,14 +44,13 @@ type groups struct {
 	// or the LoadBalancer is new (a predecessor may have left one). The next collection
 	// lists the cluster's groups and deletes the unused.
 	due bool
-	// collected is when the last collection began. left is true when it left a group that
-	// looked unused (a delete refused or failed, or its lists failed): the next may then
-	// begin only wait after it, Options.MaxAge doubling with each such collection in a row
-	// up to collectMaxWaits times it; after a clean one, the next due one runs at the next
-	// call.
-	collected time.Time
-	left      bool
-	wait      time.Duration
+	// next is when the next collection may begin: at once after a clean one; after one
+	// whose lists failed or that could not delete a group that looked unused, backoff
+	// later (Options.MaxAge, doubling with each such collection in a row up to
+	// collectMaxWaits times it); after one that kept a group made lately, when that group
+	// stops being new (whichever comes first).
+	next    time.Time
+	backoff time.Duration
 	// collecting is true while a collection runs: one at a time.
 	collecting bool
 }
@@ -440,8 +439,7 @@ func (l *LoadBalancer) dropGroup(ctx context.Context, logger klog.Logger, except
 }
 
 // collectGroups deletes the cluster's groups that no load balancer names, when a
-// collection is due (see groups.due), unless the last one left a group and began less
-// than its wait ago: one list of the cluster's groups by TagCluster (tags checked), after
+// collection is due (see groups.due) and groups.next allows it: one list of the cluster's groups by TagCluster (tags checked), after
 // the snapshot of the cluster's load balancers is no older than Options.MaxAge, then
 // dropGroup for each group the snapshot knows no load balancer of. It runs at the end of
 // the LoadBalancer's calls, outside their Service's lock, and from CollectGroups, one at a
@@ -453,26 +451,33 @@ func (l *LoadBalancer) collectGroups(ctx context.Context) {
 	}
 	now := l.opts.Clock.Now()
 	g.mu.Lock()
-	if !g.due || g.collecting || (g.left && now.Sub(g.collected) < g.wait) {
+	if !g.due || g.collecting || now.Before(g.next) {
 		g.mu.Unlock()
 		return
 	}
-	g.due, g.collecting, g.collected = false, true, now
+	g.due, g.collecting = false, true
 	g.mu.Unlock()
 	logger := klog.FromContext(ctx)
-	left := true // whether a group that may be unused is left: the next waits longer
+	failed := true       // the lists failed, or a group that looked unused could not be deleted
+	var newest time.Time // the latest time a group made lately was made; zero for none
 	defer func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		g.collecting, g.left = false, left
-		switch {
-		case left && g.wait < collectMaxWaits*l.opts.MaxAge:
-			g.wait = max(2*g.wait, l.opts.MaxAge)
-		case !left:
-			g.wait = 0
+		g.collecting = false
+		g.next = time.Time{}
+		if failed {
+			g.backoff = min(max(2*g.backoff, l.opts.MaxAge), collectMaxWaits*l.opts.MaxAge)
+			g.next = now.Add(g.backoff)
+		} else {
+			g.backoff = 0
 		}
-		if left {
-			g.due = true // events during the collection set it as well, without a longer wait
+		if !newest.IsZero() {
+			if until := newest.Add(collectMaxWaits * l.opts.MaxAge); g.next.IsZero() || until.Before(g.next) {
+				g.next = until
+			}
+		}
+		if failed || !newest.IsZero() {
+			g.due = true // events during the collection set it as well, without a wait
 		}
 	}()
 	if err := l.snap.refresh(ctx); err != nil {
@@ -493,7 +498,7 @@ func (l *LoadBalancer) collectGroups(ctx context.Context) {
 		}
 	}
 	g.mu.Unlock()
-	left = false
+	failed = false
 	recent := now.Add(-collectMaxWaits * l.opts.MaxAge) // see groupEntry.created
 	for _, tg := range all {
 		k, ok := tg.Spec.Tags[cloudapi.TagTargetGroup]
@@ -503,13 +508,19 @@ func (l *LoadBalancer) collectGroups(ctx context.Context) {
 		g.mu.Lock()
 		e := g.entries[k]
 		fresh := e != nil && e.group != nil && e.group.ID == tg.ID && e.created.After(recent)
+		created := time.Time{}
+		if fresh {
+			created = e.created
+		}
 		g.mu.Unlock()
 		if fresh {
-			left = true // made lately for a call that may succeed next time: later
+			if created.After(newest) { // made lately for a call that may succeed next time: later
+				newest = created
+			}
 			continue
 		}
 		if l.dropGroup(ctx, logger, "", tg.ID) {
-			left = true
+			failed = true
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 // The periods and back-offs of the upstream controllers (k8s.io/cloud-provider
@@ -221,6 +222,10 @@ type ccm struct {
 	initQ *queue
 	// Cloud node lifecycle and route controllers.
 	nextMonitor, nextRoutes time.Time
+	// The collection of unused target groups that provider.Cloud's Initialize runs every
+	// cache.maxAge (loadbalancer.LoadBalancer.CollectGroups); nil without one.
+	collect     func(context.Context)
+	nextCollect time.Time
 }
 
 // startCCM starts the controllers over cloud: they get an add event for every object, as
@@ -245,6 +250,10 @@ func startCCM(ctx context.Context, w *world, rec *recorder, cloud cloudprovider.
 		initQ:       newQueue(nodeInitMinRetryDelay, nodeInitMaxRetryDelay),
 		nextMonitor: now,
 		nextRoutes:  now,
+		nextCollect: now.Add(provider.DefaultCacheMaxAge),
+	}
+	if c2, ok := lb.(interface{ CollectGroups(context.Context) }); ok {
+		c.collect = c2.CollectGroups
 	}
 	w.watch = c
 	for _, name := range w.serviceNames() {
@@ -267,6 +276,7 @@ const (
 	workSyncService
 	workMonitorNodes
 	workReconcileRoutes
+	workCollectGroups
 )
 
 // next returns the earliest due work.
@@ -285,6 +295,7 @@ func (c *ccm) next() (work, string, time.Time) {
 	consider(workSyncService, k, t, ok)
 	consider(workMonitorNodes, "", c.nextMonitor, true)
 	consider(workReconcileRoutes, "", c.nextRoutes, c.routes != nil)
+	consider(workCollectGroups, "", c.nextCollect, c.collect != nil)
 	return kind, key, at
 }
 
@@ -332,6 +343,9 @@ func (c *ccm) runUntil(end time.Time) error {
 		case workReconcileRoutes:
 			c.reconcileRoutes()
 			c.nextRoutes = now.Add(routeReconcilePeriod)
+		case workCollectGroups:
+			c.collect(c.ctx)
+			c.nextCollect = now.Add(provider.DefaultCacheMaxAge)
 		}
 	}
 	advanceTo(c.w.clock, end)

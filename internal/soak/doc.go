@@ -37,12 +37,15 @@
 // (so a Service that adopts it moves it off a foreign group), and the other cluster's
 // group of every Node, which the other cluster's load balancer names. The faults apply to
 // the group calls too (the fault rules name no operations): lists, creates, updates and
-// deletes fail, and creates, updates and deletes are ambiguous, like the others.
+// deletes fail, and creates, updates and deletes are ambiguous, like the others. The
+// collection of unused groups that provider.Cloud's Initialize runs every cache.maxAge
+// (loadbalancer.LoadBalancer.CollectGroups) runs as a periodic loop of the simulation.
 //
 // After the history the faults stop, the controllers run for the settle window (the
 // longest back-off of the service and cloud node controllers, 300s and 1000s, plus the
 // instance snapshot's maximum age, plus two rounds of the lifecycle and route
-// controllers), and the end state is checked:
+// controllers; with target groups 34 minutes more: a collection keeps a group made less
+// than 32 cache.maxAge ago), and the end state is checked:
 //
 //   - no Service ever had two load balancers at once (fake.Cloud.LoadBalancerHistory is
 //     replayed), and every update's Changes were its real diff, also for the client's

@@ -35,6 +35,13 @@ const clusterID = "soak"
 const settleWindow = max(serviceMaxRetryDelay, nodeInitMaxRetryDelay) + provider.DefaultCacheMaxAge +
 	2*nodeMonitorPeriod + 2*routeReconcilePeriod
 
+// groupSettle is how much longer the controllers run after the faults stop on a cloud with
+// target groups: a collection keeps a group made less than 32 cache.maxAge ago, and its
+// wait after a collection that left a group grows up to as much (see package
+// loadbalancer's "Target groups"), so the last unused group may be collected that long
+// after it was made, plus a round of the periodic collection.
+const groupSettle = 33*provider.DefaultCacheMaxAge + provider.DefaultCacheMaxAge
+
 // params are the knobs of one run. Everything but the history derives from the seed.
 type params struct {
 	seed int64
@@ -188,7 +195,11 @@ func (s *sim) execute(ops []op) error {
 		s.addGroupFaults(counts)
 	}
 	s.sw.set(s.watched)
-	if err := s.ccm.runUntil(s.clock.Now().Add(settleWindow)); err != nil {
+	settle := settleWindow
+	if s.p.targetGroups {
+		settle += groupSettle
+	}
+	if err := s.ccm.runUntil(s.clock.Now().Add(settle)); err != nil {
 		return fmt.Errorf("while settling: %w", err)
 	}
 	s.res.virtual = s.clock.Now().Sub(s.start)

@@ -354,7 +354,26 @@ func TestSoakRegressions(t *testing.T) {
 		pinned map[int]string
 		// initializedBy bounds when (after the run's start) Nodes were last initialized.
 		initializedBy map[string]time.Duration
+		// groups gives the cloud target groups.
+		groups bool
 	}{
+		{
+			// svc-0's load balancer delete is applied but its answer lost; the service
+			// controller's retry finds no load balancer (GetLoadBalancer) and calls
+			// nothing else, and no other Service is left: the group it named must still
+			// be collected (the delete failed, so a collection is due; GetLoadBalancer and
+			// the periodic collection run it).
+			name: "the group of a load balancer whose delete lost its answer is collected",
+			seed: 403, ops: 20, faults: 0.2, only: "16,17", groups: true,
+			pinned: map[int]string{16: "create-service svc-0", 17: "delete-service svc-0"},
+		},
+		{
+			// The operator's load balancer is adopted, then released with keep-on-delete
+			// under faults: the cluster's group it named is left to a collection that no
+			// call but the periodic one runs.
+			name: "the group a released load balancer named is collected without another call",
+			seed: 293, ops: 40, faults: 0.2, only: "35,37,38", groups: true,
+		},
 		{
 			// node-2804 has no provider ID, so its initialization needs the whole instance
 			// list, which fails often (one attempt, two pages, 45% faults). The drain,
@@ -401,7 +420,9 @@ func TestSoakRegressions(t *testing.T) {
 						"operation %d is now %q: the generator changed, pin the scenario anew", o.Index, o)
 				}
 			}
-			res, err := run(paramsFor(tt.seed, tt.faults), ops)
+			p := paramsFor(tt.seed, tt.faults)
+			p.targetGroups = tt.groups
+			res, err := run(p, ops)
 			require.NoError(t, err)
 			assert.Empty(t, res.violations)
 			for node, by := range tt.initializedBy {
