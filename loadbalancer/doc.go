@@ -210,9 +210,10 @@
 // snapshot is no older than Options.MaxAge, and deletes those no load balancer names, as
 // above, but a group this LoadBalancer made less than 32 times Options.MaxAge ago (so
 // that a Service whose create keeps failing does not make and delete its group at every
-// retry). A collection that leaves a group that looks unused, or whose lists fail, is
-// followed by the next one Options.MaxAge later, the wait doubling with each such
-// collection in a row up to 32 times MaxAge. A cloud error about a group fails the call
+// retry; the next collection comes when it is that old). A collection that cannot delete
+// a group that looks unused, or whose lists fail, is followed by the next one
+// Options.MaxAge later, the wait doubling with each such collection in a row up to 32
+// times MaxAge; after a clean one, the next due one runs at once. A cloud error about a group fails the call
 // without a load balancer write; the group is listed again next time, after a backoff
 // (1 s doubling to 30 s) when the list failed; it is never taken for "no group".
 //
