@@ -253,7 +253,7 @@ func (l *LoadBalancer) listGroups(ctx context.Context, tags map[string]string, a
 			return nil, "", err
 		}
 		if p == nil {
-			return nil, "", fmt.Errorf("the cloud answered neither a page nor an error: %w", cloudapi.ErrTransient)
+			return nil, "", paging.NoPage(cloudapi.OpListTargetGroups)
 		}
 		return p.Items, p.NextPageToken, nil
 	}

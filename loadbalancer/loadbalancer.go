@@ -614,6 +614,9 @@ func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudap
 		if err != nil {
 			return nil, "", err
 		}
+		if p == nil {
+			return nil, "", paging.NoPage(cloudapi.OpListLoadBalancers)
+		}
 		return p.Items, p.NextPageToken, nil
 	}
 	var out []cloudapi.LoadBalancer

@@ -231,6 +231,9 @@ func (s *snapshot) list(ctx context.Context) (map[string]*serviceEntry, *targetS
 		if err != nil {
 			return nil, "", err
 		}
+		if p == nil {
+			return nil, "", paging.NoPage(cloudapi.OpListLoadBalancers)
+		}
 		return p.Items, p.NextPageToken, nil
 	}
 	pages, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, func(lb *cloudapi.LoadBalancer) bool {

@@ -310,3 +310,24 @@ func TestListNotFoundIsNeverNoLoadBalancer(t *testing.T) {
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
 }
+
+// noPageList answers every ListLoadBalancers with neither a page nor an error.
+type noPageList struct{ cloudapi.LoadBalancerAPI }
+
+func (noPageList) ListLoadBalancers(context.Context, cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+	return nil, nil // the hostile answer under test
+}
+
+// TestListWithoutAPageIsAnError: a list answered with neither a page nor an error fails
+// (ErrTransient), in the owner-tag lookup and in the cluster snapshot, never panics and
+// never reads as "no load balancer".
+func TestListWithoutAPageIsAnError(t *testing.T) {
+	l := &LoadBalancer{api: noPageList{}, opts: Options{ClusterID: "c1"}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "a"}}
+	_, err := l.find(t.Context(), svc)
+	require.ErrorIs(t, err, cloudapi.ErrTransient)
+	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+
+	s := newSnapshot(noPageList{}, "c1", time.Minute, 0, clock.RealClock{})
+	require.ErrorIs(t, s.refresh(t.Context()), cloudapi.ErrTransient)
+}

@@ -126,6 +126,9 @@ func listPage(api cloudapi.RouteAPI, tags map[string]string, pageSize int) pagin
 		if err != nil {
 			return nil, "", err
 		}
+		if p == nil {
+			return nil, "", paging.NoPage(cloudapi.OpListRoutes)
+		}
 		return p.Items, p.NextPageToken, nil
 	}
 }

@@ -636,6 +636,9 @@ func ListLoadBalancers(ctx context.Context, api cloudapi.LoadBalancerAPI, cluste
 		if err != nil {
 			return nil, "", err
 		}
+		if p == nil {
+			return nil, "", paging.NoPage(cloudapi.OpListLoadBalancers)
+		}
 		return p.Items, p.NextPageToken, nil
 	}
 	_, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, func(lb *cloudapi.LoadBalancer) bool {
@@ -670,6 +673,9 @@ func listRoutes(ctx context.Context, api cloudapi.RouteAPI, tags map[string]stri
 		if err != nil {
 			return nil, "", err
 		}
+		if p == nil {
+			return nil, "", paging.NoPage(cloudapi.OpListRoutes)
+		}
 		return p.Items, p.NextPageToken, nil
 	}
 	_, err := paging.All(ctx, cloudapi.OpListRoutes, page, func(rt *cloudapi.Route) bool {
@@ -695,7 +701,7 @@ func ListTargetGroups(ctx context.Context, api cloudapi.TargetGroupAPI, clusterI
 			return nil, "", err
 		}
 		if p == nil {
-			return nil, "", errors.New("the cloud answered neither a page nor an error")
+			return nil, "", paging.NoPage(cloudapi.OpListTargetGroups)
 		}
 		return p.Items, p.NextPageToken, nil
 	}

@@ -401,6 +401,9 @@ func (c *Cache) fetchAll(ctx context.Context, sizeHint int) (map[string]*cloudap
 		if err != nil {
 			return nil, "", err
 		}
+		if p == nil {
+			return nil, "", paging.NoPage(cloudapi.OpListInstances)
+		}
 		return p.Items, p.NextPageToken, nil
 	}
 	pages, err := paging.All(ctx, cloudapi.OpListInstances, page, func(inst *cloudapi.Instance) bool {

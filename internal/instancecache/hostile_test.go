@@ -335,3 +335,21 @@ func TestCheckedInstanceLostAgainIsCheckedAgain(t *testing.T) {
 	assert.Equal(t, "i-00017", inst.ID)
 	assert.Equal(t, map[string]int{"list_shrank/exists": 2}, seen.counts())
 }
+
+// noPage answers ListInstances with neither a page nor an error.
+type noPage struct{ *cloud }
+
+func (noPage) ListInstances(context.Context, cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
+	return nil, nil // the hostile answer under test
+}
+
+// A cloud that answers a list with neither a page nor an error makes the lookup fail,
+// never panic and never read as "no instances".
+func TestListWithoutAPageIsAnErrorNotEmpty(t *testing.T) {
+	cache := New(noPage{cloud: newCloud(0)}, Options{MaxAge: time.Minute})
+	_, err := cache.ByName(context.Background(), "node-1")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, cloudapi.ErrTransient)
+	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+	assert.Contains(t, err.Error(), "neither a page nor an error")
+}

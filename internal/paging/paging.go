@@ -17,6 +17,13 @@ const MaxPages = 10_000
 // page token answered twice, or more than MaxPages pages.
 var ErrBadPaging = errors.New("the cloud's page tokens do not end")
 
+// NoPage is the error of a list whose cloud answered neither a page nor an error: an
+// unknown answer (cloudapi.ErrTransient), never an empty list, so that nothing is taken
+// for gone and the caller does not dereference a nil page.
+func NoPage(op cloudapi.Operation) error {
+	return cloudapi.NewError(cloudapi.ErrTransient, op, "", errors.New("the cloud answered neither a page nor an error"))
+}
+
 // Page fetches the page that token starts (the empty token is the first page) and returns
 // its items and the token of the next page, empty on the last page.
 type Page[T any] func(ctx context.Context, token string) (items []T, next string, err error)

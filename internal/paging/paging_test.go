@@ -215,3 +215,11 @@ func TestListErrorIsNeverNotFound(t *testing.T) {
 		})
 	}
 }
+
+// A missing page is an unknown answer, never a not-found.
+func TestNoPage(t *testing.T) {
+	err := NoPage(cloudapi.OpListInstances)
+	require.ErrorIs(t, err, cloudapi.ErrTransient)
+	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
+	assert.Contains(t, err.Error(), "ListInstances")
+}
