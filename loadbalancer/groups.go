@@ -145,7 +145,7 @@ func (l *LoadBalancer) group(ctx context.Context, logger klog.Logger, want *clou
 		if since == 0 {
 			since = l.snap.tick()
 		}
-		if unsure || read == 0 || read <= since || !fresh {
+		if unsure || read <= since || !fresh { // read is 0 after a write: never fresh enough
 			g.mu.Lock()
 			held := e.lists.Hold(now, "listing target group "+cloudapi.TagTargetGroup+"="+k)
 			g.mu.Unlock()
@@ -191,10 +191,12 @@ func (l *LoadBalancer) groupHolds(group *cloudapi.TargetGroup, k string, targets
 // groupSpec is the spec of the cluster's group of key k with targets as members: current's
 // name and foreign tags kept (current may be nil).
 func (l *LoadBalancer) groupSpec(current *cloudapi.TargetGroup, k string, targets []string) cloudapi.TargetGroupSpec {
-	spec := cloudapi.TargetGroupSpec{Name: l.groupName(k), Targets: targets, Tags: map[string]string{}}
+	spec := cloudapi.TargetGroupSpec{Targets: targets, Tags: map[string]string{}}
 	if current != nil {
 		spec.Name = current.Spec.Name
 		maps.Copy(spec.Tags, current.Spec.Tags)
+	} else {
+		spec.Name = l.groupName(k) // hashed only for a create: groupHolds runs on every call
 	}
 	maps.Copy(spec.Tags, l.groupTags(k))
 	return spec
