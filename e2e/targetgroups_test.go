@@ -87,19 +87,11 @@ func loadBalancersShareTargetGroups(t *testing.T, m mode) {
 			restarted := time.Now().Add(-time.Second) // event times have second precision
 			e.restartCCM()
 			before := e.cloud.Fake.Calls()
-			e.eventually("the new service controller ensured every Service", func(ctx context.Context) (bool, error) {
-				events, err := e.client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "reason=EnsuredLoadBalancer"})
-				if err != nil {
-					return false, err
-				}
-				ensured := map[string]bool{}
-				for _, ev := range events.Items {
-					if ev.LastTimestamp.After(restarted) || ev.EventTime.After(restarted) {
-						ensured[ev.InvolvedObject.Name] = true
-					}
-				}
-				return len(ensured) == services, nil
-			})
+			var names []string
+			for _, svc := range svcs {
+				names = append(names, svc.Name)
+			}
+			e.waitEnsuredSince(restarted, names...)
 			time.Sleep(harness.Periods.NodeStatus)
 			calls := e.cloud.Fake.Calls().Sub(before)
 			t.Logf("cloud calls of the restarted CCM until it settled: %v", calls)
