@@ -10,7 +10,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 HELM_VERSION := v4.3.1
 MOCKS := $(shell git ls-files '*/cloudapimock/*.go' 2>/dev/null)
 
-.PHONY: test demo demo-inmemory controlplane e2e fmt-check vet api api-check lint mocks-check versions-check unit compat vendor-check generate bench bench-fake benchmarks fuzz
+.PHONY: tracked-check test demo demo-inmemory controlplane e2e fmt-check vet api api-check lint mocks-check versions-check unit compat vendor-check generate bench bench-fake benchmarks fuzz
 
 ## demo: the cloud-controller-manager against a real kube-apiserver and etcd over the fake cloud
 ## of e2e/demo/cloud.yaml (builds the control plane first; ARGS='-keep' keeps it running).
@@ -25,11 +25,17 @@ demo-inmemory:
 controlplane:
 	@bash hack/controlplane.sh
 
-## test: everything CI checks: formatting, vet, the exported API against api/ccmkit.txt,
+## test: everything CI checks: tracked files, formatting, vet, the exported API against api/ccmkit.txt,
 ## lint, generated mocks, race-enabled unit tests (at the Kubernetes minor go.mod requires),
 ## vendoring into consumer modules, the e2e suite against a real control plane, then the
 ## other supported Kubernetes minors (docs/versioning.md).
-test: fmt-check vet api-check lint mocks-check versions-check unit vendor-check e2e compat
+test: tracked-check fmt-check vet api-check lint mocks-check versions-check unit vendor-check e2e compat
+
+## tracked-check: the repository tracks no compiled executable, no file with the executable
+## bit and no file over 1 MiB that hack/trackedfiles.sh does not list.
+tracked-check:
+	@echo "==> tracked files"
+	@bash hack/trackedfiles.sh
 
 fmt-check:
 	@echo "==> gofmt"
