@@ -26,8 +26,8 @@ import (
 	"k8s.io/cloud-provider/options"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ccmkit/ccmkit/controllers"
 	"github.com/ccmkit/ccmkit/fake"
-	"github.com/ccmkit/ccmkit/lbclass"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/provider/builtin"
 	"github.com/ccmkit/ccmkit/sweeper"
@@ -481,7 +481,7 @@ func grantedVerbs(rules []rbacv1.PolicyRule, group, resource string) (all []stri
 // under --use-service-account-credentials.
 func controllerClients() []string {
 	var clients []string
-	for _, ctor := range sweeper.With(lbclass.With(app.DefaultInitFuncConstructors)) {
+	for _, ctor := range controllers.With(app.DefaultInitFuncConstructors) {
 		if !slices.Contains(clients, ctor.InitContext.ClientName) {
 			clients = append(clients, ctor.InitContext.ClientName)
 		}

@@ -10,10 +10,11 @@
 //
 // # In a cloud-controller-manager
 //
-// One line in main.go adds it next to the upstream controllers:
+// One line in main.go adds it, with ccmkit's other controllers (package controllers),
+// next to the upstream controllers:
 //
 //	command := app.NewCloudControllerManagerCommand(opts, initCloud,
-//		lbclass.With(app.DefaultInitFuncConstructors), names.CCMControllerAliases(),
+//		controllers.With(app.DefaultInitFuncConstructors), names.CCMControllerAliases(),
 //		cliflag.NamedFlagSets{}, wait.NeverStop)
 //
 // It is the controller ControllerName ("service-lb-class-controller") of --controllers,

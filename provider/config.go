@@ -283,7 +283,7 @@ type LoadBalancerConfig struct {
 // the cluster's load balancers whose Service is gone, routes whose Node is gone and
 // target groups that no load balancer names. It
 // runs when Enabled is true and the cloud-controller-manager's main.go adds it
-// (sweeper.With).
+// (controllers.With).
 type SweeperConfig struct {
 	// Enabled switches the sweeper on (YAML "enabled"); default false. It sweeps the load
 	// balancers when load balancers are on and loadBalancer.keepOnDelete is false (a gone

@@ -9,10 +9,11 @@
 //
 // # In a cloud-controller-manager
 //
-// One line in main.go adds the sweeper next to the upstream controllers (and lbclass's):
+// One line in main.go adds the sweeper, with ccmkit's other controllers (package
+// controllers), next to the upstream controllers:
 //
 //	command := app.NewCloudControllerManagerCommand(opts, initCloud,
-//		sweeper.With(lbclass.With(app.DefaultInitFuncConstructors)), names.CCMControllerAliases(),
+//		controllers.With(app.DefaultInitFuncConstructors), names.CCMControllerAliases(),
 //		cliflag.NamedFlagSets{}, wait.NeverStop)
 //
 // It is the controller ControllerName ("ccmkit-sweeper") of --controllers, and is off

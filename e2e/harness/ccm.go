@@ -24,8 +24,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 
-	"github.com/ccmkit/ccmkit/lbclass"
-	"github.com/ccmkit/ccmkit/sweeper"
+	"github.com/ccmkit/ccmkit/controllers"
 )
 
 // ClusterCIDRs are the pod CIDRs of the harness's cluster (--cluster-cidr): the route
@@ -143,7 +142,7 @@ func RunCCM(cloud *Cloud, logFile io.Writer, flags []string) (*CCM, error) {
 		return nil, err
 	}
 	c := &CCM{stop: make(chan struct{}), done: make(chan error, 1), exits: exitCalls.Load()}
-	cmd := app.NewCloudControllerManagerCommand(opts, initCloud, sweeper.With(lbclass.With(app.DefaultInitFuncConstructors)),
+	cmd := app.NewCloudControllerManagerCommand(opts, initCloud, controllers.With(app.DefaultInitFuncConstructors),
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, c.stop)
 	cmd.SetArgs(flags)
 	cmd.SetOut(logFile)

@@ -2,10 +2,11 @@
 // controllers of k8s.io/cloud-provider, with the ccmkit provider linked in by a blank
 // import. A cloud team's own CCM is this file with its adapter's import path instead.
 //
-// lbclass.With adds the load balancer class controller (package lbclass) to the upstream
-// controllers; it starts only when the cloud config names a loadBalancer.class.
-// sweeper.With adds the sweeper of orphaned load balancers and routes (package sweeper);
-// it starts only when the cloud config says sweeper.enabled: true.
+// controllers.With adds ccmkit's controllers to the upstream ones: the load balancer class
+// controller (package lbclass), which starts only when the cloud config names a
+// loadBalancer.class, and the sweeper of orphaned load balancers, routes and target
+// groups (package sweeper), which starts only when the cloud config says
+// sweeper.enabled: true.
 //
 //	go run ./examples/ccm --cloud-provider=ccmkit --cloud-config=cloud.yaml --kubeconfig=...
 //
@@ -32,9 +33,8 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric on /metrics
 	"k8s.io/klog/v2"
 
-	"github.com/ccmkit/ccmkit/lbclass"
+	"github.com/ccmkit/ccmkit/controllers"
 	_ "github.com/ccmkit/ccmkit/provider/builtin" // registers the "ccmkit" cloud provider over the fake cloud
-	"github.com/ccmkit/ccmkit/sweeper"
 )
 
 func main() {
@@ -50,7 +50,7 @@ func main() {
 	// returns, so the process exits 0 instead of dying by the signal. A leader does not
 	// give its lease up: a standby takes over once the lease expires.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	command := app.NewCloudControllerManagerCommand(opts, initCloud, sweeper.With(lbclass.With(app.DefaultInitFuncConstructors)),
+	command := app.NewCloudControllerManagerCommand(opts, initCloud, controllers.With(app.DefaultInitFuncConstructors),
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, ctx.Done())
 	code := cli.Run(command)
 	stop()

@@ -1,9 +1,9 @@
 // Command restcloud is the cloud-controller-manager of the restcloud cloud: the upstream
 // controllers of k8s.io/cloud-provider, with the restcloud adapter linked in by a blank
-// import of its package, which registers the "restcloud" cloud provider, and the load
-// balancer class controller (package lbclass), which starts when the cloud config names a
-// loadBalancer.class, and the sweeper (package sweeper), which starts when the cloud
-// config says sweeper.enabled: true.
+// import of its package, which registers the "restcloud" cloud provider, and ccmkit's
+// controllers (package controllers): the load balancer class controller, which starts
+// when the cloud config names a loadBalancer.class, and the sweeper, which starts when
+// the cloud config says sweeper.enabled: true.
 //
 //	go run ./examples/restcloud --cloud-provider=restcloud --cloud-config=cloud.yaml --kubeconfig=...
 package main
@@ -25,9 +25,8 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric on /metrics
 	"k8s.io/klog/v2"
 
+	"github.com/ccmkit/ccmkit/controllers"
 	_ "github.com/ccmkit/ccmkit/examples/restcloud/adapter" // registers the "restcloud" cloud provider
-	"github.com/ccmkit/ccmkit/lbclass"
-	"github.com/ccmkit/ccmkit/sweeper"
 )
 
 func main() {
@@ -40,7 +39,7 @@ func main() {
 	// returns, so the process exits 0 instead of dying by the signal. A leader does not
 	// give its lease up: a standby takes over once the lease expires.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	command := app.NewCloudControllerManagerCommand(opts, initCloud, sweeper.With(lbclass.With(app.DefaultInitFuncConstructors)),
+	command := app.NewCloudControllerManagerCommand(opts, initCloud, controllers.With(app.DefaultInitFuncConstructors),
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, ctx.Done())
 	code := cli.Run(command)
 	stop()

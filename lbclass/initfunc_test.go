@@ -19,25 +19,10 @@ import (
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 	genericcontrollermanager "k8s.io/controller-manager/app"
 
+	"github.com/ccmkit/ccmkit/controllers"
 	"github.com/ccmkit/ccmkit/lbclass"
 	"github.com/ccmkit/ccmkit/provider/providertest"
 )
-
-func TestWith(t *testing.T) {
-	t.Parallel()
-	got := lbclass.With(app.DefaultInitFuncConstructors)
-	assert.Len(t, got, len(app.DefaultInitFuncConstructors)+1)
-	assert.NotContains(t, app.DefaultInitFuncConstructors, lbclass.ControllerName, "the upstream map is not changed")
-	for name, ctor := range app.DefaultInitFuncConstructors {
-		assert.Equal(t, ctor.InitContext, got[name].InitContext, "%s is kept", name)
-	}
-	require.Contains(t, got, lbclass.ControllerName)
-	assert.Equal(t, lbclass.ClientName, got[lbclass.ControllerName].InitContext.ClientName)
-	assert.Equal(t, app.DefaultInitFuncConstructors[names.ServiceLBController].InitContext.ClientName, lbclass.ClientName,
-		"the service controller's identity, whose RBAC deploy/ grants")
-	assert.NotContains(t, names.CCMControllerAliases(), lbclass.ControllerName, "no upstream controller of that name")
-	assert.Len(t, lbclass.With(nil), 1)
-}
 
 // clientBuilder hands out the test's clientset, as the cloud-controller-manager hands out
 // one per identity.
@@ -48,14 +33,15 @@ func (b clientBuilder) ConfigOrDie(string) *rest.Config             { return &re
 func (b clientBuilder) Client(string) (kubernetes.Interface, error) { return b.kube, nil }
 func (b clientBuilder) ClientOrDie(string) kubernetes.Interface     { return b.kube }
 
-// initFunc is the class controller's InitFunc as the cloud-controller-manager builds it,
-// with --controllers, one Service worker and the test's cluster name.
-func initFunc(kube kubernetes.Interface, factory informers.SharedInformerFactory, cloud cloudprovider.Interface, controllers ...string) app.InitFunc {
+// initFunc is the class controller's InitFunc as controllers.With gives it to the
+// cloud-controller-manager, with --controllers set to enabled, one Service worker and the
+// test's cluster name.
+func initFunc(kube kubernetes.Interface, factory informers.SharedInformerFactory, cloud cloudprovider.Interface, enabled ...string) app.InitFunc {
 	cfg := &config.Config{ClientBuilder: clientBuilder{kube}, SharedInformers: factory}
-	cfg.ComponentConfig.Generic.Controllers = controllers
+	cfg.ComponentConfig.Generic.Controllers = enabled
 	cfg.ComponentConfig.ServiceController.ConcurrentServiceSyncs = 1
 	cfg.ComponentConfig.KubeCloudShared.ClusterName = providertest.DefaultClusterID
-	ctor := lbclass.With(nil)[lbclass.ControllerName]
+	ctor := controllers.With(nil)[lbclass.ControllerName]
 	return ctor.Constructor(ctor.InitContext, cfg.Complete(), cloud)
 }
 
