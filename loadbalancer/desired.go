@@ -228,20 +228,24 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 }
 
 // adapterSettings returns the adapter's settings of the spec: the defaults, overridden by
-// the Service's annotations (annotated); nil for none. A setting declared Replace that
-// current (the load balancer found, or nil) lacks and the Service does not annotate stays
-// absent: a load balancer made before the setting was declared, or before it had a
-// default, is not replaced for a value nobody asked for.
+// the Service's annotations (annotated); nil for none. The settings of current (the load
+// balancer found, or nil) whose names the adapter does not declare are kept as they are,
+// as foreign tags are: they are not ccmkit's to change (an adapter that stopped declaring
+// one, a setting made outside ccmkit). A setting declared Replace that current lacks and
+// the Service does not annotate stays absent: a load balancer made before the setting was
+// declared, or before it had a default, is not replaced for a value nobody asked for.
 func (l *LoadBalancer) adapterSettings(annotated map[string]string, current *cloudapi.LoadBalancer) map[string]string {
-	if len(l.settingDefaults) == 0 && len(annotated) == 0 {
-		return nil
-	}
 	out := maps.Clone(l.settingDefaults)
 	if out == nil {
 		out = make(map[string]string, len(annotated))
 	}
 	maps.Copy(out, annotated)
 	if current != nil {
+		for name, v := range current.Spec.Settings {
+			if !l.declared(name) {
+				out[name] = v
+			}
+		}
 		for _, d := range l.opts.Settings {
 			if !d.Replace || annotated[d.Name] != "" {
 				continue
@@ -260,6 +264,11 @@ func (l *LoadBalancer) adapterSettings(annotated map[string]string, current *clo
 		return nil
 	}
 	return out
+}
+
+// declared reports whether the adapter declares the setting name.
+func (l *LoadBalancer) declared(name string) bool {
+	return slices.ContainsFunc(l.opts.Settings, func(d Setting) bool { return d.Name == name })
 }
 
 // replacedSetting returns the name of a setting declared Replace whose value differs
@@ -298,26 +307,18 @@ func canonicalSetting(d Setting, settings map[string]string) (string, bool) {
 
 // comparable returns current as DiffLoadBalancer compares it with a desired spec: the
 // adapter's declared settings in their canonical spelling (a cloud that answers "Large"
-// for "large" holds the wanted value, and costs no write), the names the adapter does not
-// declare left out (they are not ccmkit's to change), a value no declaration accepts kept
-// as the cloud spells it (so a wanted value replaces it).
+// for "large" holds the wanted value, and costs no write), a value no declaration accepts
+// kept as the cloud spells it (so a wanted value replaces it), and the names the adapter
+// does not declare as they are (desired carries them over unchanged: no difference).
 func (l *LoadBalancer) comparable(current cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerSpec {
 	if len(current.Settings) == 0 {
 		return current
 	}
-	settings := make(map[string]string, len(current.Settings))
+	settings := maps.Clone(current.Settings)
 	for _, d := range l.opts.Settings {
-		v, ok := current.Settings[d.Name]
-		if !ok {
-			continue
+		if c, ok := canonicalSetting(d, settings); ok {
+			settings[d.Name] = c
 		}
-		if c, err := d.parse(v); err == nil {
-			v = c
-		}
-		settings[d.Name] = v
-	}
-	if len(settings) == 0 {
-		settings = nil
 	}
 	current.Settings = settings
 	return current

@@ -84,7 +84,9 @@
 //     A changed setting is one in-place update, or, when declared Replace, a new load
 //     balancer (never for a default the Service does not annotate on a load balancer made
 //     without the setting; refused with keep-on-delete or load-balancer-id), as for the
-//     internal annotation. UpdateLoadBalancer never replaces.
+//     internal annotation. UpdateLoadBalancer never replaces. A setting of the load
+//     balancer whose name the adapter does not declare (any more) is not ccmkit's: every
+//     update carries it over unchanged, as foreign tags, and it is no difference.
 //
 // # The snapshot
 //
