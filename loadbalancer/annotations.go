@@ -271,6 +271,7 @@ func Annotations() []Annotation {
 						if n < 1 || n > 65535 {
 							return fmt.Errorf("port %d is outside 1-65535", n)
 						}
+						f = strconv.Itoa(n) // "080" and "+80" are port 80: compared as numbers
 					} else if msgs := validation.IsValidPortName(f); len(msgs) > 0 {
 						return fmt.Errorf("%q is neither a port number nor a port name", f)
 					}

@@ -21,7 +21,8 @@ type Setting struct {
 	Name string
 	// Values are the allowed values, each in its canonical spelling; an annotation value
 	// matches one ignoring case and surrounding white space, and the spec carries the
-	// canonical one. Set Values or Parse.
+	// canonical one. Values are compared as text ("01" is not "1"): for numbers, use Parse
+	// and return the number's canonical spelling. Set Values or Parse.
 	Values []string
 	// Parse, instead of Values, checks a value (trimmed of white space) and returns its
 	// canonical form, or an error saying what is wrong with it. It must be a pure
