@@ -324,6 +324,17 @@ func Annotations() []Annotation {
 	}
 }
 
+// annotationReference returns the reference of ccmkit's own annotations under prefix as a
+// Markdown table, the one the README carries (a test checks it).
+func annotationReference(prefix string) string {
+	as := Annotations()
+	rows := make([][4]string, len(as))
+	for i, a := range as {
+		rows[i] = [4]string{prefix + a.Name, a.Values, a.Default, a.Doc}
+	}
+	return referenceTable(rows)
+}
+
 // checkHostname returns why h cannot be a hostname in a Service's status, or nil: the
 // API server's checks (a lower-case RFC 1123 subdomain, not an IP address) and DNS's
 // limit of 63 characters per label, which the API server does not check.

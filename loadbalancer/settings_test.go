@@ -274,6 +274,19 @@ func TestSettingsReference(t *testing.T) {
 	assert.Contains(t, loadbalancer.Settings{{Name: "size", Values: []string{"a"}}}.Reference(""), "`"+loadbalancer.DefaultAnnotationPrefix+"size`")
 }
 
+// A '|' or a line break in a declaration's text would end its cell or row: escaped.
+func TestSettingsReferenceEscapesCells(t *testing.T) {
+	got := loadbalancer.Settings{{
+		Name: "mode", Allowed: "a|b, or\r\nc", Default: "a|b",
+		Parse: func(v string) (string, error) { return v, nil },
+		Doc:   "Picks the mode:\nfast | safe.",
+	}}.Reference("x|y/")
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	require.Len(t, lines, 3, "header, separator and one row: no line break in a cell")
+	assert.Equal(t, "| `x\\|y/mode` | a\\|b, or<br>c | a\\|b | Picks the mode:<br>fast \\| safe. Changed in place. |", lines[2])
+	assert.Len(t, strings.Split(strings.ReplaceAll(lines[2], `\|`, ""), "|"), 6, "four cells")
+}
+
 func mustFormat(t *testing.T) providerid.Format {
 	t.Helper()
 	f, err := providerid.Default("ccmkit")
