@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/quote"
 )
 
 // ownerTags are the tags that make a load balancer the Service's: the lookup filter.
@@ -79,7 +80,7 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 		ip := addr.Unmap().String() // canonical, as the annotation's and the cloud's
 		switch {
 		case perr != nil || addr.Zone() != "":
-			errs = append(errs, fmt.Errorf("spec.loadBalancerIP %q is not an IP address", raw))
+			errs = append(errs, fmt.Errorf("spec.loadBalancerIP %s is not an IP address", quote.Value(raw)))
 		case len(s.ips) == 0:
 			spec.RequestedIPs = []string{ip}
 		case !slices.Contains(s.ips, ip):
@@ -370,10 +371,11 @@ func (l *LoadBalancer) reportUnknown(logger klog.Logger, svc *corev1.Service, un
 	if joined == "" || joined == last {
 		return
 	}
-	logger.Info("Ignoring unknown load balancer annotations; a typo?", "annotations", unknown, "prefix", l.opts.AnnotationPrefix)
+	keys := quote.Text(joined) // keys a user typed: bounded, in the log line and the event
+	logger.Info("Ignoring unknown load balancer annotations; a typo?", "annotations", keys, "prefix", l.opts.AnnotationPrefix)
 	l.event(svc, corev1.EventTypeWarning, "UnknownAnnotation", fmt.Sprintf(
 		"Ignoring annotation %s: neither ccmkit nor the cloud's adapter reads it under the prefix %s (a typo?); see the annotation reference",
-		joined, l.opts.AnnotationPrefix))
+		keys, l.opts.AnnotationPrefix))
 }
 
 // checkNamed returns what keeps the Service's load balancer current from being the one its
@@ -391,8 +393,8 @@ func (l *LoadBalancer) checkNamed(s settings, spec cloudapi.LoadBalancerSpec, cu
 			current.ID, reach(current.Spec.Internal), l.opts.AnnotationPrefix, AnnotationInternal, reach(spec.Internal), key, l.opts.AnnotationPrefix, AnnotationInternal, current.Spec.Internal))
 	}
 	if name := l.replacedSetting(current.Spec, spec); name != "" {
-		errs = append(errs, fmt.Errorf("load balancer %s has %s %q, but annotation %s%s asks for %q, which only a new load balancer can have: a load balancer named by annotation %s is never replaced; set %s%s to %q",
-			current.ID, name, current.Spec.Settings[name], l.opts.AnnotationPrefix, name, spec.Settings[name], key, l.opts.AnnotationPrefix, name, current.Spec.Settings[name]))
+		errs = append(errs, fmt.Errorf("load balancer %s has %s %s, but annotation %s%s asks for %s, which only a new load balancer can have: a load balancer named by annotation %s is never replaced; set %s%s to %s",
+			current.ID, name, quote.Value(current.Spec.Settings[name]), l.opts.AnnotationPrefix, name, quote.Value(spec.Settings[name]), key, l.opts.AnnotationPrefix, name, quote.Value(current.Spec.Settings[name])))
 	}
 	return errs
 }
@@ -480,7 +482,7 @@ func (l *LoadBalancer) targets(logger klog.Logger, nodes []*corev1.Node, sel lab
 		ids = append(ids, id)
 	}
 	if selected == 0 && len(nodes) > 0 {
-		logger.Info("The node selector selects none of the nodes: the load balancer has no targets", "nodeSelector", key, "nodes", len(nodes))
+		logger.Info("The node selector selects none of the nodes: the load balancer has no targets", "nodeSelector", quote.Text(key), "nodes", len(nodes))
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/ccmkit/ccmkit/internal/quote"
 )
 
 // Setting is a load balancer setting that an adapter declares for its cloud, such as a
@@ -140,12 +142,12 @@ func (ss Settings) Defaults(values map[string]string) (map[string]string, error)
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		s, ok := byName[name]
 		if !ok {
-			errs = append(errs, fmt.Errorf("%s: no such setting (the adapter declares: %s)", name, strings.Join(ss.names(), ", ")))
+			errs = append(errs, fmt.Errorf("%s: no such setting (the adapter declares: %s)", quote.Text(name), strings.Join(ss.names(), ", ")))
 			continue
 		}
 		canon, err := s.parse(values[name])
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %q: %w (allowed: %s)", name, values[name], err, s.allowed()))
+			errs = append(errs, fmt.Errorf("%s: %s: %w (allowed: %s)", name, quote.Value(values[name]), err, s.allowed()))
 			continue
 		}
 		out[name] = canon
