@@ -56,6 +56,14 @@
 // URL"). The same holds for an SDK: trust its typed not-found error, not the HTTP status
 // under it.
 //
+// No write may succeed on a redirect. Go's http.Client follows a 301, 302 or 303 answer to
+// a POST, PUT or DELETE with a GET; an adapter that reads that GET's 200 as success
+// "deletes" a load balancer behind an HTTP-to-HTTPS redirect while the cloud keeps it.
+// Follow no redirect (CheckRedirect returning http.ErrUseLastResponse) and map any 3xx to
+// ErrInvalidRequest naming its Location. Read every answer's body up to a bound, the
+// successful ones too: a longer answer is an error, never decoded in part.
+// cloudapitest.RunMiddlebox checks both from in front of the adapter's API.
+//
 // # When the cloud misbehaves anyway
 //
 // ccmkit does not rely on every adapter getting this right. A call answered with neither

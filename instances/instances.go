@@ -18,6 +18,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/nodelabels"
+	"github.com/ccmkit/ccmkit/internal/quote"
 	"github.com/ccmkit/ccmkit/providerid"
 )
 
@@ -211,7 +212,7 @@ func (i *Instances) labels(ctx context.Context, inst *cloudapi.Instance, node *c
 		label := i.opts.LabelsFromTags[tag]
 		if msgs := validation.IsValidLabelValue(value); len(msgs) > 0 {
 			klog.FromContext(ctx).Info("Skipping the Node label of an instance tag whose value is not a valid label value",
-				"node", klog.KObj(node), "instance", inst.ID, "tag", tag, "value", value, "label", label, "reason", strings.Join(msgs, "; "))
+				"node", klog.KObj(node), "instance", inst.ID, "tag", tag, "value", quote.Text(value), "label", label, "reason", strings.Join(msgs, "; "))
 			continue
 		}
 		if labels == nil {
@@ -306,7 +307,7 @@ func providedIPFirst(annotation string, addrs []corev1.NodeAddress, instanceID s
 	for _, s := range strings.Split(annotation, ",") {
 		ip, err := netip.ParseAddr(strings.TrimSpace(s))
 		if err != nil {
-			return nil, fmt.Errorf("annotation %s=%q: %q is not an IP address", cloudproviderapi.AnnotationAlphaProvidedIPAddr, annotation, s)
+			return nil, fmt.Errorf("annotation %s=%s: %s is not an IP address", cloudproviderapi.AnnotationAlphaProvidedIPAddr, quote.Value(annotation), quote.Value(s))
 		}
 		wanted = append(wanted, ip.Unmap())
 	}

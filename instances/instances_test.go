@@ -226,6 +226,12 @@ func TestInstanceMetadata(t *testing.T) {
 			node:    newNode("node-i-1", withProviderID("ccmkit://i-1"), withProvidedIP("ten")),
 			wantErr: `annotation alpha.kubernetes.io/provided-node-ip="ten": "ten" is not an IP address`,
 		},
+		{
+			name: "provided node IP of 10 KB: quoted in part",
+			node: newNode("node-i-1", withProviderID("ccmkit://i-1"), withProvidedIP(strings.Repeat("x", 10240))),
+			wantErr: `annotation alpha.kubernetes.io/provided-node-ip="` + strings.Repeat("x", 128) + `"… (10240 bytes): "` +
+				strings.Repeat("x", 128) + `"… (10240 bytes) is not an IP address`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

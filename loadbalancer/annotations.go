@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/quote"
 )
 
 // Annotation is one Service annotation that ccmkit reads, under the configured prefix
@@ -136,7 +137,7 @@ func Annotations() []Annotation {
 				for _, f := range strings.Split(v, ",") {
 					a, err := netip.ParseAddr(strings.TrimSpace(f))
 					if err != nil || a.Zone() != "" {
-						return fmt.Errorf("%q is not an IP address", strings.TrimSpace(f))
+						return fmt.Errorf("%s is not an IP address", quote.Value(strings.TrimSpace(f)))
 					}
 					a = a.Unmap()
 					if seen[a.Is4()] {
@@ -271,8 +272,9 @@ func Annotations() []Annotation {
 						if n < 1 || n > 65535 {
 							return fmt.Errorf("port %d is outside 1-65535", n)
 						}
+						f = strconv.Itoa(n) // "080" and "+80" are port 80: compared as numbers
 					} else if msgs := validation.IsValidPortName(f); len(msgs) > 0 {
-						return fmt.Errorf("%q is neither a port number nor a port name", f)
+						return fmt.Errorf("%s is neither a port number nor a port name", quote.Value(f))
 					}
 					s.tlsPorts = append(s.tlsPorts, f)
 				}
@@ -288,9 +290,9 @@ func Annotations() []Annotation {
 					f = strings.TrimSpace(f)
 					switch {
 					case f == "" || strings.ContainsFunc(f, unicode.IsSpace):
-						return fmt.Errorf("%q is not a certificate reference", f)
+						return fmt.Errorf("%s is not a certificate reference", quote.Value(f))
 					case slices.Contains(s.certs, f):
-						return fmt.Errorf("certificate %q is listed twice", f)
+						return fmt.Errorf("certificate %s is listed twice", quote.Value(f))
 					}
 					s.certs = append(s.certs, f)
 				}
@@ -323,6 +325,17 @@ func Annotations() []Annotation {
 	}
 }
 
+// annotationReference returns the reference of ccmkit's own annotations under prefix as a
+// Markdown table, the one the README carries (a test checks it).
+func annotationReference(prefix string) string {
+	as := Annotations()
+	rows := make([][4]string, len(as))
+	for i, a := range as {
+		rows[i] = [4]string{prefix + a.Name, a.Values, a.Default, a.Doc}
+	}
+	return referenceTable(rows)
+}
+
 // checkHostname returns why h cannot be a hostname in a Service's status, or nil: the
 // API server's checks (a lower-case RFC 1123 subdomain, not an IP address) and DNS's
 // limit of 63 characters per label, which the API server does not check.
@@ -335,18 +348,20 @@ func checkHostname(h string) error {
 	}
 	for label := range strings.SplitSeq(h, ".") {
 		if len(label) > validation.DNS1123LabelMaxLength {
-			return fmt.Errorf("the label %q is longer than %d characters", label, validation.DNS1123LabelMaxLength)
+			return fmt.Errorf("the label %s is longer than %d characters", quote.Value(label), validation.DNS1123LabelMaxLength)
 		}
 	}
 	return nil
 }
 
 // AnnotationError is a malformed annotation value. Its message names the annotation, the
-// value and what is allowed; the service controller shows it in a Warning event.
+// value and what is allowed; the service controller shows it in a Warning event and logs
+// it on every retry, so the message quotes a long value only in part (its first
+// quote.MaxRunes runes and its length) and cuts a long reason likewise.
 type AnnotationError struct {
 	// Key is the whole annotation key.
 	Key string
-	// Value is the value found.
+	// Value is the value found, whole.
 	Value string
 	// Allowed says what values are allowed.
 	Allowed string
@@ -355,7 +370,11 @@ type AnnotationError struct {
 }
 
 func (e *AnnotationError) Error() string {
-	return fmt.Sprintf("annotation %s: %q: %v (allowed: %s)", e.Key, e.Value, e.Err, e.Allowed)
+	reason := "malformed"
+	if e.Err != nil {
+		reason = quote.Text(e.Err.Error())
+	}
+	return fmt.Sprintf("annotation %s: %s: %s (allowed: %s)", e.Key, quote.Value(e.Value), reason, e.Allowed)
 }
 
 func (e *AnnotationError) Unwrap() error { return e.Err }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/quote"
 )
 
 // ownerTags are the tags that make a load balancer the Service's: the lookup filter.
@@ -79,7 +80,7 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 		ip := addr.Unmap().String() // canonical, as the annotation's and the cloud's
 		switch {
 		case perr != nil || addr.Zone() != "":
-			errs = append(errs, fmt.Errorf("spec.loadBalancerIP %q is not an IP address", raw))
+			errs = append(errs, fmt.Errorf("spec.loadBalancerIP %s is not an IP address", quote.Value(raw)))
 		case len(s.ips) == 0:
 			spec.RequestedIPs = []string{ip}
 		case !slices.Contains(s.ips, ip):
@@ -228,20 +229,24 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 }
 
 // adapterSettings returns the adapter's settings of the spec: the defaults, overridden by
-// the Service's annotations (annotated); nil for none. A setting declared Replace that
-// current (the load balancer found, or nil) lacks and the Service does not annotate stays
-// absent: a load balancer made before the setting was declared, or before it had a
-// default, is not replaced for a value nobody asked for.
+// the Service's annotations (annotated); nil for none. The settings of current (the load
+// balancer found, or nil) whose names the adapter does not declare are kept as they are,
+// as foreign tags are: they are not ccmkit's to change (an adapter that stopped declaring
+// one, a setting made outside ccmkit). A setting declared Replace that current lacks and
+// the Service does not annotate stays absent: a load balancer made before the setting was
+// declared, or before it had a default, is not replaced for a value nobody asked for.
 func (l *LoadBalancer) adapterSettings(annotated map[string]string, current *cloudapi.LoadBalancer) map[string]string {
-	if len(l.settingDefaults) == 0 && len(annotated) == 0 {
-		return nil
-	}
 	out := maps.Clone(l.settingDefaults)
 	if out == nil {
 		out = make(map[string]string, len(annotated))
 	}
 	maps.Copy(out, annotated)
 	if current != nil {
+		for name, v := range current.Spec.Settings {
+			if !l.declared(name) {
+				out[name] = v
+			}
+		}
 		for _, d := range l.opts.Settings {
 			if !d.Replace || annotated[d.Name] != "" {
 				continue
@@ -260,6 +265,11 @@ func (l *LoadBalancer) adapterSettings(annotated map[string]string, current *clo
 		return nil
 	}
 	return out
+}
+
+// declared reports whether the adapter declares the setting name.
+func (l *LoadBalancer) declared(name string) bool {
+	return slices.ContainsFunc(l.opts.Settings, func(d Setting) bool { return d.Name == name })
 }
 
 // replacedSetting returns the name of a setting declared Replace whose value differs
@@ -298,26 +308,18 @@ func canonicalSetting(d Setting, settings map[string]string) (string, bool) {
 
 // comparable returns current as DiffLoadBalancer compares it with a desired spec: the
 // adapter's declared settings in their canonical spelling (a cloud that answers "Large"
-// for "large" holds the wanted value, and costs no write), the names the adapter does not
-// declare left out (they are not ccmkit's to change), a value no declaration accepts kept
-// as the cloud spells it (so a wanted value replaces it).
+// for "large" holds the wanted value, and costs no write), a value no declaration accepts
+// kept as the cloud spells it (so a wanted value replaces it), and the names the adapter
+// does not declare as they are (desired carries them over unchanged: no difference).
 func (l *LoadBalancer) comparable(current cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerSpec {
 	if len(current.Settings) == 0 {
 		return current
 	}
-	settings := make(map[string]string, len(current.Settings))
+	settings := maps.Clone(current.Settings)
 	for _, d := range l.opts.Settings {
-		v, ok := current.Settings[d.Name]
-		if !ok {
-			continue
+		if c, ok := canonicalSetting(d, settings); ok {
+			settings[d.Name] = c
 		}
-		if c, err := d.parse(v); err == nil {
-			v = c
-		}
-		settings[d.Name] = v
-	}
-	if len(settings) == 0 {
-		settings = nil
 	}
 	current.Settings = settings
 	return current
@@ -369,10 +371,11 @@ func (l *LoadBalancer) reportUnknown(logger klog.Logger, svc *corev1.Service, un
 	if joined == "" || joined == last {
 		return
 	}
-	logger.Info("Ignoring unknown load balancer annotations; a typo?", "annotations", unknown, "prefix", l.opts.AnnotationPrefix)
+	keys := quote.Text(joined) // keys a user typed: bounded, in the log line and the event
+	logger.Info("Ignoring unknown load balancer annotations; a typo?", "annotations", keys, "prefix", l.opts.AnnotationPrefix)
 	l.event(svc, corev1.EventTypeWarning, "UnknownAnnotation", fmt.Sprintf(
 		"Ignoring annotation %s: neither ccmkit nor the cloud's adapter reads it under the prefix %s (a typo?); see the annotation reference",
-		joined, l.opts.AnnotationPrefix))
+		keys, l.opts.AnnotationPrefix))
 }
 
 // checkNamed returns what keeps the Service's load balancer current from being the one its
@@ -390,8 +393,8 @@ func (l *LoadBalancer) checkNamed(s settings, spec cloudapi.LoadBalancerSpec, cu
 			current.ID, reach(current.Spec.Internal), l.opts.AnnotationPrefix, AnnotationInternal, reach(spec.Internal), key, l.opts.AnnotationPrefix, AnnotationInternal, current.Spec.Internal))
 	}
 	if name := l.replacedSetting(current.Spec, spec); name != "" {
-		errs = append(errs, fmt.Errorf("load balancer %s has %s %q, but annotation %s%s asks for %q, which only a new load balancer can have: a load balancer named by annotation %s is never replaced; set %s%s to %q",
-			current.ID, name, current.Spec.Settings[name], l.opts.AnnotationPrefix, name, spec.Settings[name], key, l.opts.AnnotationPrefix, name, current.Spec.Settings[name]))
+		errs = append(errs, fmt.Errorf("load balancer %s has %s %s, but annotation %s%s asks for %s, which only a new load balancer can have: a load balancer named by annotation %s is never replaced; set %s%s to %s",
+			current.ID, name, quote.Value(current.Spec.Settings[name]), l.opts.AnnotationPrefix, name, quote.Value(spec.Settings[name]), key, l.opts.AnnotationPrefix, name, quote.Value(current.Spec.Settings[name])))
 	}
 	return errs
 }
@@ -479,7 +482,7 @@ func (l *LoadBalancer) targets(logger klog.Logger, nodes []*corev1.Node, sel lab
 		ids = append(ids, id)
 	}
 	if selected == 0 && len(nodes) > 0 {
-		logger.Info("The node selector selects none of the nodes: the load balancer has no targets", "nodeSelector", key, "nodes", len(nodes))
+		logger.Info("The node selector selects none of the nodes: the load balancer has no targets", "nodeSelector", quote.Text(key), "nodes", len(nodes))
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)

@@ -74,8 +74,9 @@
 //   - Session affinity: spec.sessionAffinity ClientIP with its timeout
 //     (spec.sessionAffinityConfig.clientIP.timeoutSeconds, 10800 s when absent).
 //   - Annotations under the configured prefix: see Annotations. A malformed value is an
-//     *AnnotationError naming the annotation, the value and what is allowed, which the
-//     service controller shows as a Warning event; an unknown key under the prefix is
+//     *AnnotationError naming the annotation, the value (a long one cut after 128 runes,
+//     with its length: internal/quote) and what is allowed, which the service controller
+//     shows as a Warning event; an unknown key under the prefix is
 //     logged as a probable typo and shown as a Warning event UnknownAnnotation (through
 //     Options.Recorder) once per change of the unknown keys, never a failed sync.
 //   - The adapter's own settings (Options.Settings, see Setting): read from annotations
@@ -84,7 +85,9 @@
 //     A changed setting is one in-place update, or, when declared Replace, a new load
 //     balancer (never for a default the Service does not annotate on a load balancer made
 //     without the setting; refused with keep-on-delete or load-balancer-id), as for the
-//     internal annotation. UpdateLoadBalancer never replaces.
+//     internal annotation. UpdateLoadBalancer never replaces. A setting of the load
+//     balancer whose name the adapter does not declare (any more) is not ccmkit's: every
+//     update carries it over unchanged, as foreign tags, and it is no difference.
 //
 // # The snapshot
 //

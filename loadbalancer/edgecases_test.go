@@ -2,12 +2,14 @@ package loadbalancer_test
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/mock/gomock"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2/ktesting"
 
@@ -139,4 +141,50 @@ func TestShortIntervalAloneIsAccepted(t *testing.T) {
 	hc := e.only(t).Spec.HealthCheck
 	require.NotNil(t, hc)
 	assert.LessOrEqual(t, hc.Timeout, hc.Interval)
+}
+
+// A value a user typed is quoted into the error (which the service controller logs and
+// records as an event on every retry), the events and the log lines only in part: a 10 KB
+// annotation value must not make 10 KB lines.
+func TestLongValuesAreCutInErrorsEventsAndLogs(t *testing.T) {
+	long := strings.Repeat("x", 10240)
+	rec := record.NewFakeRecorder(10)
+	e := newEnvWith(t, fake.Config{}, withSettings(nil, rec))
+	lbIP := func(s *corev1.Service) { s.Spec.LoadBalancerIP = long } //nolint:staticcheck // the deprecated field is still honoured
+	for _, tc := range []struct {
+		name, key, value string
+		tweak            func(*corev1.Service)
+	}{
+		{"ip-addresses", loadbalancer.AnnotationIPAddresses, long, nil},
+		{"tls-ports", loadbalancer.AnnotationTLSPorts, long + "!", nil},
+		{"tls-certificates", loadbalancer.AnnotationTLSCertificates, "a,a" + long + ",a" + long, nil},
+		{"node-selector (the parser's error quotes it too)", loadbalancer.AnnotationNodeSelector, "a=" + long, nil},
+		{"hostname", loadbalancer.AnnotationHostname, long, nil},
+		{"health-check-path", loadbalancer.AnnotationHealthCheckPath, "/a b" + long, nil},
+		{"an adapter's setting", "size", long, nil},
+		{"spec.loadBalancerIP", "size", "small", lbIP},
+		{"an unknown annotation (an event, no error)", long, "x", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logger, ctx := ktesting.NewTestContext(t)
+			buf := logger.GetSink().(ktesting.Underlier).GetBuffer()
+			svc := newService("web", withAnnotation(tc.key, tc.value))
+			if tc.tweak != nil {
+				tc.tweak(svc)
+			}
+			_, err := e.lb.EnsureLoadBalancer(ctx, "c", svc, e.nodes)
+			if len(tc.key) < len(long) {
+				require.Error(t, err)
+				assert.Less(t, len(err.Error()), 1024, "bounded")
+				assert.Contains(t, err.Error(), `"… (10`, "says it was cut, and how long the value was")
+			}
+			for _, ev := range events(rec) {
+				assert.Less(t, len(ev), 1024, "event bounded")
+				assert.Contains(t, ev, "… (10", "says it was cut")
+			}
+			for _, line := range strings.Split(buf.String(), "\n") {
+				assert.Less(t, len(line), 2048, "log line bounded")
+			}
+		})
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/ccmkit/ccmkit/internal/quote"
 )
 
 // fuzzSeeds are good and bad values for every annotation.
@@ -97,7 +99,8 @@ func FuzzParseAnnotations(f *testing.F) {
 				require.Error(t, ae.Err)
 				msg := e.Error()
 				assert.Contains(t, msg, ae.Key)
-				assert.Contains(t, msg, strconv.Quote(v))
+				assert.Contains(t, msg, quote.Value(v), "the value, cut when long")
+				assert.LessOrEqual(t, len(msg), 4096, "bounded, whatever the value")
 				assert.False(t, bad[ae.Key], "two errors for %s", ae.Key)
 				bad[ae.Key] = true
 			}

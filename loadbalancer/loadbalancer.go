@@ -19,6 +19,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/paging"
+	"github.com/ccmkit/ccmkit/internal/quote"
 	"github.com/ccmkit/ccmkit/providerid"
 )
 
@@ -352,10 +353,10 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 			return nil, err
 		}
 		if keep {
-			return nil, fmt.Errorf("load balancer %s has %s %q, and annotation %s%s asks for %q, which takes a new load balancer with a new address: with keep-on-delete, ccmkit deletes none; set annotation %s%s to \"false\" to replace it, or set %s%s back",
-				current.ID, name, current.Spec.Settings[name], l.opts.AnnotationPrefix, name, want.Settings[name], l.opts.AnnotationPrefix, AnnotationKeepOnDelete, l.opts.AnnotationPrefix, name)
+			return nil, fmt.Errorf("load balancer %s has %s %s, and annotation %s%s asks for %s, which takes a new load balancer with a new address: with keep-on-delete, ccmkit deletes none; set annotation %s%s to \"false\" to replace it, or set %s%s back",
+				current.ID, name, quote.Value(current.Spec.Settings[name]), l.opts.AnnotationPrefix, name, quote.Value(want.Settings[name]), l.opts.AnnotationPrefix, AnnotationKeepOnDelete, l.opts.AnnotationPrefix, name)
 		}
-		logger.Info("Replacing load balancer: the cloud cannot change this setting in place", "loadBalancer", current.ID, "setting", name, "from", current.Spec.Settings[name], "to", want.Settings[name])
+		logger.Info("Replacing load balancer: the cloud cannot change this setting in place", "loadBalancer", current.ID, "setting", name, "from", quote.Text(current.Spec.Settings[name]), "to", quote.Text(want.Settings[name]))
 		return l.replace(ctx, logger, svc, current, want)
 	default:
 		return l.update(ctx, logger, current, want)
@@ -938,7 +939,7 @@ func (l *LoadBalancer) status(svc *corev1.Service, lb *cloudapi.LoadBalancer) (*
 	st := &corev1.LoadBalancerStatus{}
 	if len(lb.Addresses) == 0 && lb.Hostname != "" {
 		if err := checkHostname(lb.Hostname); err != nil {
-			return nil, fmt.Errorf("load balancer %s: the cloud reports the hostname %q, which a Service's status cannot hold: %w", lb.ID, lb.Hostname, err)
+			return nil, fmt.Errorf("load balancer %s: the cloud reports the hostname %s, which a Service's status cannot hold: %w", lb.ID, quote.Value(lb.Hostname), err)
 		}
 		st.Ingress = append(st.Ingress, corev1.LoadBalancerIngress{Hostname: lb.Hostname})
 		return st, nil

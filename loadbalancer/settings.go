@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/ccmkit/ccmkit/internal/quote"
 )
 
 // Setting is a load balancer setting that an adapter declares for its cloud, such as a
@@ -21,7 +23,8 @@ type Setting struct {
 	Name string
 	// Values are the allowed values, each in its canonical spelling; an annotation value
 	// matches one ignoring case and surrounding white space, and the spec carries the
-	// canonical one. Set Values or Parse.
+	// canonical one. Values are compared as text ("01" is not "1"): for numbers, use Parse
+	// and return the number's canonical spelling. Set Values or Parse.
 	Values []string
 	// Parse, instead of Values, checks a value (trimmed of white space) and returns its
 	// canonical form, or an error saying what is wrong with it. It must be a pure
@@ -139,12 +142,12 @@ func (ss Settings) Defaults(values map[string]string) (map[string]string, error)
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		s, ok := byName[name]
 		if !ok {
-			errs = append(errs, fmt.Errorf("%s: no such setting (the adapter declares: %s)", name, strings.Join(ss.names(), ", ")))
+			errs = append(errs, fmt.Errorf("%s: no such setting (the adapter declares: %s)", quote.Text(name), strings.Join(ss.names(), ", ")))
 			continue
 		}
 		canon, err := s.parse(values[name])
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %q: %w (allowed: %s)", name, values[name], err, s.allowed()))
+			errs = append(errs, fmt.Errorf("%s: %s: %w (allowed: %s)", name, quote.Value(values[name]), err, s.allowed()))
 			continue
 		}
 		out[name] = canon
@@ -170,13 +173,13 @@ func (ss Settings) names() []string {
 // Reference returns the annotation reference of the settings as a Markdown table, the
 // same columns as ccmkit's own, with each key under prefix (DefaultAnnotationPrefix when
 // empty): an adapter's README carries it and a test checks it, as ccmkit's README's table
-// is checked against Annotations.
+// is checked against Annotations. A '|' or a line break in a declaration's text is
+// escaped, so that it stays in its cell.
 func (ss Settings) Reference(prefix string) string {
 	if prefix == "" {
 		prefix = DefaultAnnotationPrefix
 	}
-	var b strings.Builder
-	b.WriteString("| annotation | values | default | what it does |\n|---|---|---|---|\n")
+	rows := make([][4]string, 0, len(ss))
 	for _, s := range ss {
 		def := s.Default
 		if def == "" {
@@ -188,7 +191,30 @@ func (ss Settings) Reference(prefix string) string {
 		} else {
 			doc = strings.TrimSpace(doc + " Changed in place.")
 		}
-		fmt.Fprintf(&b, "| `%s%s` | %s | %s | %s |\n", prefix, s.Name, s.allowed(), def, doc)
+		rows = append(rows, [4]string{prefix + s.Name, s.allowed(), def, doc})
+	}
+	return referenceTable(rows)
+}
+
+// referenceTable returns an annotation reference as a Markdown table: one row per
+// annotation (key, values, default, what it does), the key as code, every cell escaped
+// by markdownCell. It writes ccmkit's reference (annotationReference) and the adapter's
+// (Settings.Reference).
+func referenceTable(rows [][4]string) string {
+	var b strings.Builder
+	b.WriteString("| annotation | values | default | what it does |\n|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", markdownCell(r[0]), markdownCell(r[1]), markdownCell(r[2]), markdownCell(r[3]))
 	}
 	return b.String()
+}
+
+// cellEscaper escapes what would end a Markdown table cell or row.
+var cellEscaper = strings.NewReplacer("|", `\|`, "\r\n", "<br>", "\n", "<br>", "\r", "<br>")
+
+// markdownCell returns text fit for one cell of a Markdown table: a '|' (which would end
+// the cell, in a code span too) escaped, a line break (which would end the row) written
+// as <br>.
+func markdownCell(text string) string {
+	return cellEscaper.Replace(text)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
@@ -273,6 +274,19 @@ func TestSettingsReference(t *testing.T) {
 	assert.Contains(t, loadbalancer.Settings{{Name: "size", Values: []string{"a"}}}.Reference(""), "`"+loadbalancer.DefaultAnnotationPrefix+"size`")
 }
 
+// A '|' or a line break in a declaration's text would end its cell or row: escaped.
+func TestSettingsReferenceEscapesCells(t *testing.T) {
+	got := loadbalancer.Settings{{
+		Name: "mode", Allowed: "a|b, or\r\nc", Default: "a|b",
+		Parse: func(v string) (string, error) { return v, nil },
+		Doc:   "Picks the mode:\nfast | safe.",
+	}}.Reference("x|y/")
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	require.Len(t, lines, 3, "header, separator and one row: no line break in a cell")
+	assert.Equal(t, "| `x\\|y/mode` | a\\|b, or<br>c | a\\|b | Picks the mode:<br>fast \\| safe. Changed in place. |", lines[2])
+	assert.Len(t, strings.Split(strings.ReplaceAll(lines[2], `\|`, ""), "|"), 6, "four cells")
+}
+
 func mustFormat(t *testing.T) providerid.Format {
 	t.Helper()
 	f, err := providerid.Default("ccmkit")
@@ -335,4 +349,55 @@ func TestReplaceSettingIsReplacedOnlyForAnAnnotatedValue(t *testing.T) {
 		assert.Equal(t, first.ID, lb.ID, "not replaced for a default")
 		assert.Zero(t, e.cloud.Calls().Sub(before)[cloudapi.OpCreateLoadBalancer])
 	})
+}
+
+// A setting the adapter no longer declares (after an upgrade, say) is not ccmkit's to
+// change: an update carries it over unchanged, as foreign tags are, and it is no
+// difference.
+func TestUndeclaredSettingsAreKept(t *testing.T) {
+	zoned := loadbalancer.Settings{
+		{Name: "size", Values: []string{"small", "large"}, Default: "small"},
+		{Name: "zone-x", Values: []string{"a", "b"}},
+	}
+	e := newEnvWith(t, fake.Config{}, func(o *loadbalancer.Options) { o.Settings = zoned })
+	svc := newService("web", withAnnotation("zone-x", "b"))
+	e.ensure(t, svc, e.nodes)
+	first := e.only(t)
+	require.Equal(t, map[string]string{"size": "small", "zone-x": "b"}, first.Spec.Settings)
+
+	// The adapter now declares only size.
+	api, _ := e.cloud.LoadBalancers()
+	o := loadbalancer.Options{ClusterID: "c1", ProviderID: mustFormat(t), Clock: e.clock, Settings: zoned[:1]}
+	lb, err := loadbalancer.New(api, o)
+	require.NoError(t, err)
+	plain := newService("web")
+
+	before := e.cloud.Calls()
+	_, err = lb.EnsureLoadBalancer(t.Context(), "c", plain, e.nodes)
+	require.NoError(t, err)
+	assert.Zero(t, e.cloud.Calls().Sub(before).Writes(), "converged: an undeclared setting is no difference")
+
+	moved := newService("web", withPorts(corev1.ServicePort{Name: "http", Protocol: corev1.ProtocolTCP, Port: 8080, NodePort: 30080}))
+	for _, tc := range []struct {
+		name string
+		sync func() error
+	}{
+		{"EnsureLoadBalancer", func() error { _, err := lb.EnsureLoadBalancer(t.Context(), "c", moved, e.nodes); return err }},
+		{"UpdateLoadBalancer", func() error { return lb.UpdateLoadBalancer(t.Context(), "c", moved, e.nodes[:2]) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := e.cloud.Calls()
+			require.NoError(t, tc.sync())
+			assert.Equal(t, int64(1), e.cloud.Calls().Sub(before).Writes(), "one update")
+			got := e.only(t)
+			assert.Equal(t, first.ID, got.ID)
+			assert.Equal(t, map[string]string{"size": "small", "zone-x": "b"}, got.Spec.Settings, "zone-x kept")
+			h := e.cloud.LoadBalancerHistory()
+			assert.Empty(t, h[len(h)-1].Changes.Settings, "no setting changed")
+
+			before = e.cloud.Calls()
+			require.NoError(t, tc.sync())
+			assert.Zero(t, e.cloud.Calls().Sub(before).Writes(), "converged again")
+		})
+	}
 }

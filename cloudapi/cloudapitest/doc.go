@@ -38,6 +38,12 @@
 //   - errors: every not-found answer matches ErrNotFound with errors.Is and no other
 //     class, and a canceled context never reads as not found.
 //
+// A REST adapter also runs RunMiddlebox, with a NewRESTBackend that serves its API: a
+// middlebox in front of the API answers every write with a redirect (each of
+// RedirectStatuses, to a URL that answers GET with 200) or with a 200 longer than the
+// adapter's bound, and every write (load balancer and route create, update, delete) must
+// fail, a redirect with ErrInvalidRequest naming its Location, leaving the API unchanged.
+//
 // Every failure message quotes the promise of the cloudapi documentation that the backend
 // broke, so an adapter author knows which doc comment to read.
 //

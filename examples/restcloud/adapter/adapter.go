@@ -55,11 +55,23 @@ type Client struct {
 	http     *http.Client
 }
 
+// MaxAnswerBytes bounds the body of a successful answer: a longer one is an error, never
+// decoded in part. An error answer's body is read up to maxErrorBytes.
+const MaxAnswerBytes = 16 << 20
+
+// maxErrorBytes bounds what is read of an error answer's body.
+const maxErrorBytes = 4096
+
 // New returns a client of the API at endpoint that authenticates with token, sending its
-// requests with hc (nil means http.DefaultClient). It makes no request.
+// requests with a copy of hc (nil means http.DefaultClient) that follows no redirect: Go's
+// client follows a 301, 302 or 303 answer to a POST, PUT or DELETE with a GET, whose 200
+// would read as a write that succeeded while the cloud is unchanged. A redirect is an
+// error instead (ErrInvalidRequest, naming its Location). It makes no request.
 func New(endpoint string, token provider.Secret, hc *http.Client) *Client {
 	auth := func(h http.Header) { h.Set("Authorization", "Bearer "+token.Reveal()) }
-	return &Client{endpoint: strings.TrimSuffix(endpoint, "/"), auth: auth, http: cmp.Or(hc, http.DefaultClient)}
+	noRedirects := *cmp.Or(hc, http.DefaultClient) // a copy: the caller's client is left as it is
+	noRedirects.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{endpoint: strings.TrimSuffix(endpoint, "/"), auth: auth, http: &noRedirects}
 }
 
 // Instances returns the client itself.
@@ -72,7 +84,8 @@ func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return c, tr
 func (c *Client) Routes() (cloudapi.RouteAPI, bool) { return c, true }
 
 // do sends one request with in as its JSON body (nil for none) and decodes a 2xx answer
-// into out (nil to ignore it). It maps every failure onto a cloudapi sentinel.
+// into out (nil to ignore it). It maps every failure onto a cloudapi sentinel: a 3xx too
+// (statusError), and a 2xx answer longer than MaxAnswerBytes.
 func (c *Client) do(ctx context.Context, op cloudapi.Operation, id, method, path string, in, out any) error {
 	var body bytes.Buffer
 	if in != nil {
@@ -94,18 +107,29 @@ func (c *Client) do(ctx context.Context, op cloudapi.Operation, id, method, path
 	if resp.StatusCode/100 != 2 {
 		return statusError(op, id, resp, fmt.Errorf("%s %s: %s", method, path, resp.Status))
 	}
-	// With out nil the answer is read and dropped, and Decode's error about nil ignored.
-	if err := json.NewDecoder(resp.Body).Decode(out); out != nil && err != nil {
+	// Read whole before decoding, so that an answer cut at the bound is never decoded.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
+	switch {
+	case err != nil:
+		return cloudapi.NewError(cloudapi.ErrTransient, op, id, fmt.Errorf("%s %s: reading the answer: %w", method, path, err))
+	case len(data) > MaxAnswerBytes: // for a write: applied or not, unknown
+		return cloudapi.NewError(cloudapi.ErrTransient, op, id, fmt.Errorf("%s %s: %s with an answer longer than %d bytes: not the API's answer (a proxy's?)", method, path, resp.Status, MaxAnswerBytes))
+	case out == nil:
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
 		return cloudapi.NewError(cloudapi.ErrTransient, op, id, fmt.Errorf("%s %s: reading the answer: %w", method, path, err))
 	}
 	return nil
 }
 
 // statusError classifies a non-2xx answer, keeping the server's message in the cause. Only
-// a 404 with the API's error body of code "not_found" is ErrNotFound.
+// a 404 with the API's error body of code "not_found" is ErrNotFound. A 3xx is
+// ErrInvalidRequest naming its Location: the API redirects nothing, so the endpoint is
+// wrong (http for https, a moved host), and a write behind it never reaches the API.
 func statusError(op cloudapi.Operation, id string, resp *http.Response, cause error) *cloudapi.Error {
 	var msg struct{ Code, Message string }
-	typed := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&msg) == nil
+	typed := json.NewDecoder(io.LimitReader(resp.Body, maxErrorBytes)).Decode(&msg) == nil
 	if typed && msg.Message != "" {
 		cause = fmt.Errorf("%w: %s: %s", cause, msg.Code, msg.Message)
 	}
@@ -117,6 +141,8 @@ func statusError(op cloudapi.Operation, id string, resp *http.Response, cause er
 		e.Class = cloudapi.ErrNotFound
 	case code == http.StatusNotFound: // from a wrong base path or a proxy, not from the API
 		e.Class, e.Err = cloudapi.ErrInvalidRequest, fmt.Errorf("%w: not the API's not-found error: check the endpoint's base URL", cause)
+	case code/100 == 3:
+		e.Class, e.Err = cloudapi.ErrInvalidRequest, fmt.Errorf("%w: a redirect to %q, which the adapter does not follow (a write would not reach the API): set the endpoint to the API's own URL", cause, resp.Header.Get("Location"))
 	case code == http.StatusConflict:
 		e.Class = cloudapi.ErrConflict
 	case code >= 400 && code < 500: // 400, 401, 403...: the same request cannot succeed

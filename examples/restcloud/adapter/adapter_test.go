@@ -93,6 +93,15 @@ func TestContract(t *testing.T) {
 	}
 }
 
+// TestMiddlebox: behind a middlebox that redirects writes (an HTTP-to-HTTPS redirect) or
+// answers them with a long 200 of its own, no write succeeds and the API is unchanged.
+func TestMiddlebox(t *testing.T) {
+	cloudapitest.RunMiddlebox(t, func(t testing.TB, f cloudapitest.Fixture) (string, func(string) cloudapi.Client) {
+		srv := serve(t, server.New(newCloud(t, fake.Config{}, f.Instances...), server.Options{Token: testToken}))
+		return srv.URL, func(baseURL string) cloudapi.Client { return adapter.New(baseURL, testToken, srv.Client()) }
+	}, adapter.MaxAnswerBytes)
+}
+
 // retryAfterRecorder records the Retry-After header of every answer.
 type retryAfterRecorder struct {
 	next http.Handler
@@ -171,12 +180,20 @@ func TestStatusMapping(t *testing.T) {
 		{http.StatusInternalServerError, "test", "", cloudapi.ErrTransient, 0},
 		{http.StatusBadGateway, "test", "", cloudapi.ErrTransient, 0},
 		{http.StatusServiceUnavailable, "unavailable", "30", cloudapi.ErrTransient, 30 * time.Second},
-		{http.StatusNotModified, "test", "", cloudapi.ErrTransient, 0},
+		{http.StatusNotModified, "test", "", cloudapi.ErrInvalidRequest, 0},
+		{http.StatusMovedPermanently, "test", "", cloudapi.ErrInvalidRequest, 0},
+		{http.StatusFound, "test", "", cloudapi.ErrInvalidRequest, 0},
+		{http.StatusSeeOther, "test", "", cloudapi.ErrInvalidRequest, 0},
+		{http.StatusTemporaryRedirect, "test", "", cloudapi.ErrInvalidRequest, 0},
+		{http.StatusPermanentRedirect, "test", "", cloudapi.ErrInvalidRequest, 0},
 	} {
 		t.Run(fmt.Sprintf("%d %s retry-after %q", tc.status, tc.code, tc.retryAfter), func(t *testing.T) {
 			srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				if tc.retryAfter != "" {
 					w.Header().Set("Retry-After", tc.retryAfter)
+				}
+				if tc.status/100 == 3 && tc.status != http.StatusNotModified {
+					w.Header().Set("Location", "/moved/v1/instances/i-1") // never followed
 				}
 				w.WriteHeader(tc.status)
 				_, _ = fmt.Fprintf(w, `{"code":%q,"message":"the test's answer"}`, tc.code)
@@ -193,6 +210,9 @@ func TestStatusMapping(t *testing.T) {
 			assert.Equal(t, tc.wantWait, wait)
 			if tc.status != http.StatusNotModified {
 				assert.Contains(t, err.Error(), "the test's answer", "the server's message is kept")
+			}
+			if tc.status/100 == 3 && tc.status != http.StatusNotModified {
+				assert.Contains(t, err.Error(), `a redirect to "/moved/v1/instances/i-1"`, "a redirect names its Location")
 			}
 		})
 	}

@@ -9,6 +9,10 @@
 // unreadable answers are ErrTransient. Any other 404 (empty, HTML, plain text, JSON of
 // another code) is not the API's answer but a wrong base path in the endpoint or a proxy:
 // it is ErrInvalidRequest, never "gone", and its message says to check the endpoint.
+// The client follows no redirect (Go's follows a 301, 302 or 303 answer to a write with a
+// GET, whose 200 would read as success): a 3xx is ErrInvalidRequest naming its Location.
+// A 2xx answer is read whole, at most MaxAnswerBytes: a longer one is ErrTransient, never
+// decoded in part.
 //
 // Retry-After (read on 429 and 5xx answers) is whole seconds or an HTTP date, counted
 // from the answer's Date header, so that the two clocks need not agree. A wait is at most
