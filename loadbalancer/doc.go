@@ -14,7 +14,22 @@
 // (ErrTransient: the answer was lost) or with a conflict, it looks again and adopts what
 // an earlier create made, so a Service never gets two load balancers. Should a backend
 // have made two anyway, EnsureLoadBalancer keeps the one whose address the Service's
-// status publishes (else the first by ID) and deletes the others.
+// status publishes (else the first by ID) and deletes the others. Two are two IDs: every
+// list hands each ID over once (internal/paging), and the one kept is never deleted as a
+// duplicate of itself, so a cloud that lists a load balancer twice (paging by offset
+// while something is created) costs the Service nothing.
+//
+// # What ccmkit writes to
+//
+// Every update and delete of a load balancer or target group passes one rule, checked
+// against the resource as last read, before any call: a load balancer must carry
+// cloudapi.TagCluster with the cluster's ID and cloudapi.TagService with the Service's
+// UID; a target group cloudapi.TagCluster with the cluster's ID and
+// cloudapi.TagTargetGroup. The one exception is the update that adopts a load balancer
+// without any of ccmkit's tags (see Adopting and keeping). So nothing is written, targets
+// included, to a load balancer the cluster does not own: when the cloud refuses an
+// adopting update (ErrInvalidRequest), the targets are not written alone to it, and the
+// error says so.
 //
 // # Adopting and keeping
 //
@@ -205,7 +220,9 @@
 // group in use (ErrConflict), which keeps it. Whatever is left that way (a refused or
 // failed delete, a group after a load balancer's failed delete or move, a group made for a
 // load balancer whose create then failed, a group a predecessor left or this LoadBalancer
-// does not know yet, duplicates of a group) is found by a collection: after such an
+// does not know yet, duplicates of a group, the group of a load balancer deleted behind
+// ccmkit's back, which a fresh read or a list of the snapshot finds gone) is found by a
+// collection: after such an
 // event, and once after the LoadBalancer is made, the next call (GetLoadBalancer,
 // EnsureLoadBalancer, UpdateLoadBalancer or EnsureLoadBalancerDeleted, at its end,
 // outside its Service's lock) or CollectGroups, which provider.Cloud runs every

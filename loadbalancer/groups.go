@@ -31,10 +31,11 @@ type groups struct {
 
 	mu      sync.Mutex
 	entries map[string]*groupEntry // by key
-	// keys are the keys of the groups known to be the cluster's, by group ID: found by a
+	// known are the tags (as last read) of the groups known to be the cluster's, by group
+	// ID, their key the cloudapi.TagTargetGroup tag: found by a
 	// list with the cluster's tags (checked), or created by ccmkit. Only those are ever
 	// deleted.
-	keys map[string]string
+	known map[string]map[string]string
 	// users counts, by group ID, the calls that chose the group and have not yet written
 	// their load balancer: the cloud cannot know of them, so the group is not deleted.
 	users map[string]int
@@ -225,7 +226,7 @@ func (l *LoadBalancer) listGroup(ctx context.Context, logger klog.Logger, k stri
 	e.lists.Succeeded()
 	var found *cloudapi.TargetGroup
 	for i := range all {
-		g.keys[all[i].ID] = k
+		g.known[all[i].ID] = all[i].Spec.Tags
 		if found == nil || all[i].ID < found.ID {
 			found = &all[i]
 		}
@@ -259,7 +260,7 @@ func (l *LoadBalancer) listGroups(ctx context.Context, tags map[string]string, a
 		}
 		return p.Items, p.NextPageToken, nil
 	}
-	_, err := paging.All(ctx, cloudapi.OpListTargetGroups, page, func(g *cloudapi.TargetGroup) bool {
+	_, err := paging.All(ctx, cloudapi.OpListTargetGroups, page, paging.TargetGroupID, func(g *cloudapi.TargetGroup) bool {
 		if g.ID != "" && cloudapi.MatchTags(g.Spec.Tags, tags) {
 			add(g)
 		}
@@ -279,7 +280,7 @@ func (l *LoadBalancer) writeGroup(ctx context.Context, logger klog.Logger, k str
 		return current, nil
 	case current != nil:
 		update := cloudapi.DiffTargetGroup(current.Spec, spec)
-		got, err := l.groups.api.UpdateTargetGroup(ctx, current.ID, update)
+		got, err := l.updateGroup(ctx, current, update)
 		if err != nil {
 			return nil, fmt.Errorf("updating target group %s: %w", current.ID, err)
 		}
@@ -302,7 +303,7 @@ func (l *LoadBalancer) writeGroup(ctx context.Context, logger klog.Logger, k str
 	l.groups.mu.Lock()
 	e := l.groups.entries[k]
 	e.group, e.read, e.at, e.unsure = &c, 0, l.opts.Clock.Now(), false
-	l.groups.keys[c.ID] = k
+	l.groups.known[c.ID] = c.Spec.Tags
 	l.groups.mu.Unlock()
 	return &c, nil
 }
@@ -337,7 +338,7 @@ func (l *LoadBalancer) createGroup(ctx context.Context, logger klog.Logger, k st
 		return found, nil
 	}
 	update := cloudapi.DiffTargetGroup(found.Spec, l.groupSpec(found, k, spec.Targets))
-	got, err = l.groups.api.UpdateTargetGroup(ctx, found.ID, update)
+	got, err = l.updateGroup(ctx, found, update)
 	if err != nil {
 		return nil, fmt.Errorf("updating target group %s: %w", found.ID, err)
 	}
@@ -393,7 +394,7 @@ func (l *LoadBalancer) dropGroups(ctx context.Context, logger klog.Logger, excep
 }
 
 // dropGroup deletes the cluster's group with ID id unless something may want it: only a
-// group known to be the cluster's (keys; an unknown one is left to the next collection),
+// group known to be the cluster's (known; an unknown one is left to the next collection),
 // never while a call has chosen it and not yet written its load balancer (that call names
 // it, or marks a collection due when it fails), nor while the snapshot knows a load
 // balancer other than except that names it (that one drops it when it leaves); the cloud
@@ -403,7 +404,8 @@ func (l *LoadBalancer) dropGroups(ctx context.Context, logger klog.Logger, excep
 func (l *LoadBalancer) dropGroup(ctx context.Context, logger klog.Logger, except, id string) (left bool) {
 	g := l.groups
 	g.mu.Lock()
-	k, ours := g.keys[id]
+	tags, ours := g.known[id]
+	k := tags[cloudapi.TagTargetGroup]
 	g.mu.Unlock()
 	if !ours {
 		// Not known to be the cluster's (a restart forgot it, or it is another's): the
@@ -419,12 +421,12 @@ func (l *LoadBalancer) dropGroup(ctx context.Context, logger klog.Logger, except
 	if chosen || l.snap.names(id, except) {
 		return chosen
 	}
-	err := g.api.DeleteTargetGroup(ctx, id)
+	err := l.deleteGroup(ctx, id, tags)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
 	case err == nil, errors.Is(err, cloudapi.ErrNotFound):
-		delete(g.keys, id)
+		delete(g.known, id)
 		if e := g.entries[k]; e != nil && e.group != nil && e.group.ID == id {
 			e.group, e.read, e.at, e.unsure = nil, 0, l.opts.Clock.Now(), false
 		}
@@ -495,8 +497,8 @@ func (l *LoadBalancer) collectGroups(ctx context.Context) {
 	}
 	g.mu.Lock()
 	for _, tg := range all {
-		if k, ok := tg.Spec.Tags[cloudapi.TagTargetGroup]; ok {
-			g.keys[tg.ID] = k
+		if _, ok := tg.Spec.Tags[cloudapi.TagTargetGroup]; ok {
+			g.known[tg.ID] = tg.Spec.Tags
 		}
 	}
 	g.mu.Unlock()

@@ -91,9 +91,10 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	var groupSet *groups
 	if opts.TargetGroups != nil {
 		// due: a predecessor may have left an unused group; the first call collects.
-		groupSet = &groups{api: opts.TargetGroups, entries: map[string]*groupEntry{}, keys: map[string]string{}, users: map[string]int{}, due: true}
+		groupSet = &groups{api: opts.TargetGroups, entries: map[string]*groupEntry{}, known: map[string]map[string]string{}, users: map[string]int{}, due: true}
 	}
-	return &LoadBalancer{
+	snap := newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock)
+	l := &LoadBalancer{
 		groups:          groupSet,
 		settingDefaults: defaults,
 		unknown:         map[string]string{},
@@ -101,10 +102,16 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		opts:            opts,
 		hostnameKey:     opts.AnnotationPrefix + AnnotationHostname,
 		nodeSelectorKey: opts.AnnotationPrefix + AnnotationNodeSelector,
-		snap:            newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock),
+		snap:            snap,
 		locks:           map[string]*serviceLock{},
 		selecting:       map[string]*corev1.Service{},
-	}, nil
+	}
+	if groupSet != nil {
+		// A load balancer that named a group and is gone, behind ccmkit's back too, may
+		// have left the group unused.
+		snap.lost = l.groupsDue
+	}
+	return l, nil
 }
 
 // ProvisioningRetryDelay is how long the service controller waits before it asks again
@@ -227,10 +234,11 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 		l.snap.forget(uid)
 		return nil, false, err
 	}
-	l.snap.record(uid, pointers(found)...)
 	if len(found) == 0 {
+		l.snap.gone(uid)
 		return nil, false, nil
 	}
+	l.snap.record(uid, pointers(found)...)
 	st, err := l.status(svc, &found[0])
 	if err != nil {
 		// The service controller asks whether there is a load balancer to delete: a status
@@ -303,6 +311,9 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	if err != nil {
 		return nil, err
 	}
+	if len(found) == 0 {
+		l.snap.gone(string(svc.UID)) // its group, if it had one, may be unused now
+	}
 	adoptID := l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID // malformed: desired reports it
 	found, err = l.dropDuplicates(ctx, logger, svc, found, adoptID)
 	if err != nil {
@@ -359,7 +370,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 		logger.Info("Replacing load balancer: the cloud cannot change this setting in place", "loadBalancer", current.ID, "setting", name, "from", quote.Text(current.Spec.Settings[name]), "to", quote.Text(want.Settings[name]))
 		return l.replace(ctx, logger, svc, current, want)
 	default:
-		return l.update(ctx, logger, current, want)
+		return l.update(ctx, logger, string(svc.UID), false, current, want)
 	}
 }
 
@@ -423,7 +434,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 				return nil, err
 			}
 			defer done()
-			lb, err := l.update(ctx, logger, current, want)
+			lb, err := l.update(ctx, logger, uid, false, current, want)
 			if err != nil {
 				l.snap.forget(uid)
 				return nil, err
@@ -438,7 +449,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 		return nil, err
 	}
 	if len(found) == 0 {
-		l.snap.record(uid)
+		l.snap.gone(uid)
 		return nil, fmt.Errorf("service %s/%s has no load balancer with tags %s=%s, %s=%s to update: %w", svc.Namespace, svc.Name,
 			cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagService, svc.UID, cloudapi.ErrNotFound)
 	}
@@ -447,7 +458,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 		return nil, err
 	}
 	defer done()
-	lb, err := l.update(ctx, logger, &found[0], want)
+	lb, err := l.update(ctx, logger, uid, false, &found[0], want)
 	if err != nil {
 		l.snap.forget(uid)
 		return nil, err
@@ -522,6 +533,10 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 	if err != nil {
 		l.snap.forget(uid)
 		return err
+	}
+	if len(found) == 0 {
+		l.snap.gone(uid) // its group, if it had one, may be unused now
+		return nil
 	}
 	if keep {
 		if found, err = l.dropDuplicates(ctx, logger, svc, found, l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID); err != nil {
@@ -621,7 +636,7 @@ func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudap
 		return p.Items, p.NextPageToken, nil
 	}
 	var out []cloudapi.LoadBalancer
-	_, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, func(lb *cloudapi.LoadBalancer) bool {
+	_, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, paging.LoadBalancerID, func(lb *cloudapi.LoadBalancer) bool {
 		// Trust, but verify: a backend that ignored the filter must not make us touch
 		// another owner's load balancer.
 		if cloudapi.MatchTags(lb.Spec.Tags, tags) {
@@ -640,8 +655,8 @@ func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudap
 // (the load balancer the Service's load-balancer-id annotation names), else the one whose
 // address or hostname the Service's status publishes, else the first by ID.
 func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, svc *corev1.Service, found []cloudapi.LoadBalancer, prefer string) ([]cloudapi.LoadBalancer, error) {
-	if len(found) < 2 {
-		return found, nil
+	if len(found) < 2 || !slices.ContainsFunc(found, func(lb cloudapi.LoadBalancer) bool { return lb.ID != found[0].ID }) {
+		return found[:min(len(found), 1)], nil
 	}
 	keep := slices.IndexFunc(found, func(lb cloudapi.LoadBalancer) bool { return prefer != "" && lb.ID == prefer })
 	if keep < 0 {
@@ -651,12 +666,12 @@ func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, s
 			})
 		}))
 	}
-	for i, extra := range found {
-		if i == keep {
-			continue
+	for _, extra := range found {
+		if extra.ID == found[keep].ID {
+			continue // the one kept, however often the cloud listed it
 		}
 		logger.Info("Deleting duplicate load balancer of the service", "loadBalancer", extra.ID, "keeping", found[keep].ID)
-		if err := l.delete(ctx, extra.ID); err != nil {
+		if err := l.deleteLB(ctx, &extra, string(svc.UID)); err != nil {
 			return nil, err
 		}
 		l.dropGroups(ctx, logger, extra.ID, extra.Spec.TargetGroup)
@@ -690,7 +705,7 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 		return nil, fmt.Errorf("creating load balancer %q: %w", want.Name, err)
 	}
 	logger.Info("Adopting the load balancer of an earlier create", "loadBalancer", found[0].ID, "createErr", err)
-	return l.update(ctx, logger, &found[0], want)
+	return l.update(ctx, logger, string(svc.UID), false, &found[0], want)
 }
 
 // adopt makes the load balancer with ID id, named by the Service's load-balancer-id
@@ -727,8 +742,11 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 		return nil, err
 	}
 	defer done()
-	adopted, err := l.update(ctx, logger, lb, want)
+	adopted, err := l.update(ctx, logger, string(svc.UID), true, lb, want)
 	if err != nil {
+		if !owned {
+			return nil, fmt.Errorf("adopting load balancer %s, named by annotation %s: %w; nothing else was written to it: it is not this Service's until the adopting update succeeds", id, key, err)
+		}
 		return nil, err
 	}
 	if !owned {
@@ -815,7 +833,7 @@ func (l *LoadBalancer) remove(ctx context.Context, logger klog.Logger, svc *core
 	if keep {
 		return l.release(ctx, logger, svc, lb)
 	}
-	if err := l.delete(ctx, lb.ID); err != nil {
+	if err := l.deleteLB(ctx, lb, string(svc.UID)); err != nil {
 		if lb.Spec.TargetGroup != "" {
 			l.groupsDue() // it may be gone all the same, and its group unused
 		}
@@ -838,7 +856,7 @@ func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *cor
 	}
 	want.Targets = nil
 	want.TargetGroup = ""
-	released, err := l.update(ctx, logger, lb, want)
+	released, err := l.update(ctx, logger, string(svc.UID), false, lb, want)
 	if err != nil {
 		return fmt.Errorf("releasing load balancer %s (keep-on-delete): %w", lb.ID, err)
 	}
@@ -855,18 +873,21 @@ func (l *LoadBalancer) event(svc *corev1.Service, eventType, reason, message str
 	}
 }
 
-// update writes the differences between current and want, if any.
+// update writes the differences between current and want, if any, for the Service with
+// UID uid (adopting: the update that adopts current; see guard).
 //
 // When the cloud refuses them as a request it cannot build (ErrInvalidRequest: a setting
 // its load balancers lack, such as TLS termination), the Service cannot have what it asks
 // for until its owner changes it; its targets must follow the nodes all the same. So when
-// want also changes the targets, update writes the targets alone, and returns the refusal.
-func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+// want also changes the targets, update writes the targets alone, and returns the refusal;
+// never to a load balancer that is not yet the Service's (a refused adoption), which
+// would send traffic into the cluster from a load balancer no Service owns.
+func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, uid string, adopting bool, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
 	changes := cloudapi.DiffLoadBalancer(l.comparable(current.Spec), want)
 	if changes.Empty() {
 		return current, nil
 	}
-	lb, err := l.api.UpdateLoadBalancer(ctx, current.ID, cloudapi.LoadBalancerUpdate{Spec: want, Changes: changes})
+	lb, err := l.updateLB(ctx, current, uid, adopting, cloudapi.LoadBalancerUpdate{Spec: want, Changes: changes})
 	if err != nil {
 		err = fmt.Errorf("updating load balancer %s: %w", current.ID, err)
 		if changes.TargetGroup {
@@ -876,7 +897,9 @@ func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, current *
 			}
 		}
 		if errors.Is(err, cloudapi.ErrInvalidRequest) {
-			l.updateTargetsOnly(ctx, logger, current, want, changes)
+			if terr := l.updateTargetsOnly(ctx, logger, uid, current, want, changes); terr != nil {
+				err = fmt.Errorf("%w; the targets were not written alone: %w", err, terr)
+			}
 		}
 		return nil, err
 	}
@@ -891,32 +914,30 @@ func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, current *
 	return lb, nil
 }
 
-// updateTargetsOnly writes want's targets onto current, after the cloud refused the
-// whole of changes, when they change the targets and something else. Its failure is
-// logged: the refusal is what the caller reports.
-func (l *LoadBalancer) updateTargetsOnly(ctx context.Context, logger klog.Logger, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, changes cloudapi.LoadBalancerChanges) {
+// updateTargetsOnly writes want's targets onto current, the load balancer of the Service
+// with UID uid, after the cloud refused the whole of changes, when they change the
+// targets and something else. A failed write is logged: the refusal is what the caller
+// reports; a write guard refuses (current is not the Service's) is returned, for the
+// caller to say why.
+func (l *LoadBalancer) updateTargetsOnly(ctx context.Context, logger klog.Logger, uid string, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, changes cloudapi.LoadBalancerChanges) error {
 	only := cloudapi.LoadBalancerChanges{AddTargets: changes.AddTargets, RemoveTargets: changes.RemoveTargets, TargetGroup: changes.TargetGroup}
 	others := changes
 	others.AddTargets, others.RemoveTargets, others.TargetGroup = nil, nil, false
 	if only.Empty() || others.Empty() {
-		return // no target change, or nothing but: the refused request was this one
+		return nil // no target change, or nothing but: the refused request was this one
 	}
 	targetsOnly := current.Spec.Clone()
 	targetsOnly.Targets = want.Targets
 	targetsOnly.TargetGroup = want.TargetGroup
-	if _, err := l.api.UpdateLoadBalancer(ctx, current.ID, cloudapi.LoadBalancerUpdate{Spec: targetsOnly, Changes: only}); err != nil {
+	if _, err := l.updateLB(ctx, current, uid, false, cloudapi.LoadBalancerUpdate{Spec: targetsOnly, Changes: only}); err != nil {
+		if errors.Is(err, errNotOwned) {
+			return err
+		}
 		logger.Error(err, "Updating the targets alone, after the cloud refused the Service's other changes", "loadBalancer", current.ID)
-		return
+		return nil
 	}
 	logger.Info("Updated the targets alone: the cloud refused the Service's other changes", "loadBalancer", current.ID,
 		"addTargets", len(only.AddTargets), "removeTargets", len(only.RemoveTargets))
-}
-
-// delete deletes a load balancer; one that is already gone is fine.
-func (l *LoadBalancer) delete(ctx context.Context, id string) error {
-	if err := l.api.DeleteLoadBalancer(ctx, id); err != nil && !errors.Is(err, cloudapi.ErrNotFound) {
-		return fmt.Errorf("deleting load balancer %s: %w", id, err)
-	}
 	return nil
 }
 

@@ -51,6 +51,11 @@ type snapshot struct {
 	// Service's load balancer fresh, so an outage costs each call one fresh read, not a
 	// list and a read.
 	lists *sharedlist.Lister
+	// lost, when not nil, is called (with mu held) when a read finds that a load balancer
+	// the snapshot knew to name a target group is gone (see namedGroup): a fresh read that
+	// found none (gone), or a list without it. The LoadBalancer then makes a collection of
+	// unused groups due.
+	lost func()
 }
 
 // serviceEntry is what the snapshot knows about the load balancers of one Service.
@@ -63,6 +68,9 @@ type serviceEntry struct {
 	// seq orders the entry among the changes of single entries; 0 for an entry from a
 	// list. An entry changed after a list began is newer than what that list saw.
 	seq uint64
+	// grouped is true when an unsure entry replaced one whose load balancers named a
+	// target group (see namedGroup).
+	grouped bool
 }
 
 func newSnapshot(api cloudapi.LoadBalancerAPI, clusterID string, maxAge time.Duration, pageSize int, clk clock.PassiveClock) *snapshot {
@@ -151,6 +159,27 @@ func (s *snapshot) record(uid string, lbs ...*cloudapi.LoadBalancer) {
 	s.services[uid] = e
 }
 
+// gone records that a fresh read found no load balancer of the Service (record with
+// none), and reports a load balancer the snapshot knew to name a target group as lost.
+func (s *snapshot) gone(uid string) {
+	s.mu.Lock()
+	if s.namedGroup(s.services[uid]) {
+		s.lost()
+	}
+	s.mu.Unlock()
+	s.record(uid)
+}
+
+// namedGroup reports whether e, an entry of the snapshot (nil: none), is of load
+// balancers of which one named a target group, before a failed call made it unsure too.
+// It is false when nobody listens (lost is nil). s.mu is held.
+func (s *snapshot) namedGroup(e *serviceEntry) bool {
+	if s.lost == nil || e == nil {
+		return false
+	}
+	return e.grouped || slices.ContainsFunc(e.lbs, func(lb *cloudapi.LoadBalancer) bool { return lb.Spec.TargetGroup != "" })
+}
+
 // names reports whether the snapshot knows a load balancer other than the one with ID
 // except that sends traffic to the target group with ID group, and that the cloud is not
 // deleting (one that is makes the cloud refuse the group's delete, which leaves the group
@@ -175,7 +204,7 @@ func (s *snapshot) forget(uid string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	s.services[uid] = &serviceEntry{unsure: true, seq: s.seq}
+	s.services[uid] = &serviceEntry{unsure: true, seq: s.seq, grouped: s.namedGroup(s.services[uid])}
 }
 
 // refresh lists the cluster's load balancers unless a list began no earlier than maxAge
@@ -208,9 +237,12 @@ func (s *snapshot) beginList() sharedlist.List {
 func (s *snapshot) install(services map[string]*serviceEntry, sets *targetSets, began time.Time, beganSeq uint64) {
 	for uid, e := range s.services {
 		if e.seq <= beganSeq {
+			if services[uid] == nil && s.namedGroup(e) {
+				s.lost()
+			}
 			continue
 		}
-		kept := &serviceEntry{unsure: e.unsure, seq: e.seq}
+		kept := &serviceEntry{unsure: e.unsure, seq: e.seq, grouped: e.grouped}
 		for _, lb := range e.lbs {
 			kept.lbs = append(kept.lbs, sets.compact(lb)) // share its targets with the new sets
 		}
@@ -225,7 +257,7 @@ func (s *snapshot) install(services map[string]*serviceEntry, sets *targetSets, 
 func (s *snapshot) list(ctx context.Context) (map[string]*serviceEntry, *targetSets, error) {
 	services := map[string]*serviceEntry{}
 	sets := newTargetSets()
-	seen := map[string]bool{}
+	listed := 0
 	page := func(ctx context.Context, token string) ([]cloudapi.LoadBalancer, string, error) {
 		p, err := s.api.ListLoadBalancers(ctx, cloudapi.ListOptions{Tags: s.filter, PageSize: s.pageSize, PageToken: token})
 		if err != nil {
@@ -236,12 +268,12 @@ func (s *snapshot) list(ctx context.Context) (map[string]*serviceEntry, *targetS
 		}
 		return p.Items, p.NextPageToken, nil
 	}
-	pages, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, func(lb *cloudapi.LoadBalancer) bool {
+	pages, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, paging.LoadBalancerID, func(lb *cloudapi.LoadBalancer) bool {
 		uid := lb.Spec.Tags[cloudapi.TagService]
-		if uid == "" || !cloudapi.MatchTags(lb.Spec.Tags, s.filter) || seen[lb.ID] {
+		if uid == "" || !cloudapi.MatchTags(lb.Spec.Tags, s.filter) {
 			return true
 		}
-		seen[lb.ID] = true
+		listed++
 		e := services[uid]
 		if e == nil {
 			e = &serviceEntry{}
@@ -255,7 +287,7 @@ func (s *snapshot) list(ctx context.Context) (map[string]*serviceEntry, *targetS
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing the cluster's load balancers: %w", err)
 	}
-	klog.FromContext(ctx).V(4).Info("Listed the cluster's load balancers", "loadBalancers", len(seen), "services", len(services), "pages", pages)
+	klog.FromContext(ctx).V(4).Info("Listed the cluster's load balancers", "loadBalancers", listed, "services", len(services), "pages", pages)
 	return services, sets, nil
 }
 

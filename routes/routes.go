@@ -203,7 +203,7 @@ func (r *Routes) findID(ctx context.Context, id string) (*cloudapi.Route, error)
 
 func (r *Routes) findFunc(ctx context.Context, match func(cloudapi.Route) bool) (*cloudapi.Route, error) {
 	var found *cloudapi.Route
-	_, err := paging.All(ctx, cloudapi.OpListRoutes, listPage(r.api, nil, r.opts.PageSize), func(rt *cloudapi.Route) bool {
+	_, err := paging.All(ctx, cloudapi.OpListRoutes, listPage(r.api, nil, r.opts.PageSize), paging.RouteID, func(rt *cloudapi.Route) bool {
 		if match(*rt) {
 			found = rt
 			return false

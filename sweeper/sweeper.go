@@ -641,7 +641,7 @@ func ListLoadBalancers(ctx context.Context, api cloudapi.LoadBalancerAPI, cluste
 		}
 		return p.Items, p.NextPageToken, nil
 	}
-	_, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, func(lb *cloudapi.LoadBalancer) bool {
+	_, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, paging.LoadBalancerID, func(lb *cloudapi.LoadBalancer) bool {
 		if cloudapi.MatchTags(lb.Spec.Tags, tags) {
 			out = append(out, *lb)
 		}
@@ -678,7 +678,7 @@ func listRoutes(ctx context.Context, api cloudapi.RouteAPI, tags map[string]stri
 		}
 		return p.Items, p.NextPageToken, nil
 	}
-	_, err := paging.All(ctx, cloudapi.OpListRoutes, page, func(rt *cloudapi.Route) bool {
+	_, err := paging.All(ctx, cloudapi.OpListRoutes, page, paging.RouteID, func(rt *cloudapi.Route) bool {
 		if cloudapi.MatchTags(rt.Tags, tags) {
 			out = append(out, *rt)
 		}
@@ -705,7 +705,7 @@ func ListTargetGroups(ctx context.Context, api cloudapi.TargetGroupAPI, clusterI
 		}
 		return p.Items, p.NextPageToken, nil
 	}
-	_, err := paging.All(ctx, cloudapi.OpListTargetGroups, page, func(g *cloudapi.TargetGroup) bool {
+	_, err := paging.All(ctx, cloudapi.OpListTargetGroups, page, paging.TargetGroupID, func(g *cloudapi.TargetGroup) bool {
 		if cloudapi.MatchTags(g.Spec.Tags, tags) {
 			out = append(out, *g)
 		}

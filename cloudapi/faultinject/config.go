@@ -59,7 +59,19 @@ const (
 	// caller does not repeat a create blindly. For reads it is a Transient fault after
 	// the read was made. It does not wait; add Latency to make it slow.
 	Ambiguous
+	// Repeat answers a list as a cloud that pages by offset does when an item is created
+	// between two page reads: the inner client IS called, and the caller gets its page
+	// with a next page token of the wrapper's own; the list call with that token gets the
+	// page's last item again, alone, with the inner page's next token (the inner client
+	// does not see that call). On a list answered with an error or no items, and on an
+	// operation that is not a list, it passes the call on unchanged. The wrapper owes at
+	// most MaxOwedPages such pages at once; past that, the oldest tokens are forgotten,
+	// and a call with one goes to the inner client, as a cloud's expired token.
+	Repeat
 )
+
+// MaxOwedPages is how many pages of Repeat faults a Client owes at once at most.
+const MaxOwedPages = 1024
 
 // String returns the kind's name, for example "Transient".
 func (k Kind) String() string {
@@ -74,12 +86,14 @@ func (k Kind) String() string {
 		return "Throttle"
 	case Ambiguous:
 		return "Ambiguous"
+	case Repeat:
+		return "Repeat"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Valid reports whether k is one of the defined kinds, None included.
-func (k Kind) Valid() bool { return k >= None && k <= Ambiguous }
+func (k Kind) Valid() bool { return k >= None && k <= Repeat }
 
 // Rule injects one kind of fault into a random share of the calls.
 type Rule struct {

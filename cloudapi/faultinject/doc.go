@@ -28,8 +28,9 @@
 //	counts := chaos.Injected().Total()
 //	t.Logf("%d calls, %d passed, faults %v", counts.Calls, counts.Passed, counts.Faults)
 //
-// The kinds of fault are Transient, Timeout, Throttle and Ambiguous; see Kind for what
-// each one returns and whether the inner client sees the call. Every error the wrapper
+// The kinds of fault are Transient, Timeout, Throttle, Ambiguous and Repeat (a list that
+// answers an item again on a page of its own, as a cloud paging by offset does); see Kind
+// for what each one returns and whether the inner client sees the call. Every error the wrapper
 // makes up is a *cloudapi.Error of class cloudapi.ErrTransient or cloudapi.ErrThrottled,
 // exactly like a well-behaved adapter's, and wraps ErrInjected.
 //

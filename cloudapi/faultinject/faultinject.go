@@ -37,6 +37,10 @@ type Client struct {
 	seq     map[cloudapi.Operation]uint64
 	scripts map[cloudapi.Operation][]Fault
 	counts  map[cloudapi.Operation]*OpCounts
+	// owed are the pages that Repeat faults owe, by the token they answered; owedSeq
+	// numbers the tokens.
+	owed    map[string]any
+	owedSeq uint64
 }
 
 var _ cloudapi.Client = (*Client)(nil)
@@ -59,6 +63,7 @@ func Wrap(inner cloudapi.Client, cfg Config) *Client {
 		seq:                make(map[cloudapi.Operation]uint64),
 		scripts:            make(map[cloudapi.Operation][]Fault),
 		counts:             make(map[cloudapi.Operation]*OpCounts),
+		owed:               make(map[string]any),
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -211,7 +216,7 @@ func (c *Client) decide(op cloudapi.Operation, k uint64) outcome {
 			oc.Faults = make(map[Kind]int)
 		}
 		oc.Faults[o.kind]++
-		if o.kind == Ambiguous {
+		if o.kind == Ambiguous || o.kind == Repeat {
 			oc.Passed++
 		}
 	}
@@ -276,8 +281,9 @@ func (c *Client) latencyFor(op cloudapi.Operation) Latency {
 }
 
 // do runs one call of op (about the resource id, if any) through the fault injection;
-// call makes the inner call.
-func do[T any](ctx context.Context, c *Client, op cloudapi.Operation, id string, call func(context.Context) (T, error)) (T, error) {
+// call makes the inner call. repeat makes a list's answer of a Repeat fault (see
+// listRepeat); nil for an operation that is not a list.
+func do[T any](ctx context.Context, c *Client, op cloudapi.Operation, id string, call func(context.Context) (T, error), repeat func(T) T) (T, error) {
 	var zero T
 	k, enabled := c.begin(op)
 	if !enabled {
@@ -318,6 +324,12 @@ func do[T any](ctx context.Context, c *Client, op cloudapi.Operation, id string,
 			cause = fmt.Errorf("%w: context ended while waiting for an answer: %w", ErrInjected, err)
 		}
 		return zero, &cloudapi.Error{Class: cloudapi.ErrTransient, Op: op, ID: id, Err: cause}
+	case Repeat:
+		res, err := call(ctx)
+		if err != nil || repeat == nil {
+			return res, err
+		}
+		return repeat(res), nil
 	case Ambiguous:
 		_, _ = call(ctx) // applied, but the answer is lost
 		return zero, &cloudapi.Error{Class: cloudapi.ErrTransient, Op: op, ID: id,
@@ -326,4 +338,60 @@ func do[T any](ctx context.Context, c *Client, op cloudapi.Operation, id string,
 		return zero, &cloudapi.Error{Class: cloudapi.ErrTransient, Op: op, ID: id,
 			Err: fmt.Errorf("%w: service unavailable", ErrInjected)}
 	}
+}
+
+// listRepeat returns the answer of a Repeat fault to the list page p (items and next, the
+// inner page's): p with a token of the wrapper's own as its next token, which owes the
+// page made of p's last item (cloned) and next, or p as it is when it has no items. page
+// makes a page of items and a next token.
+func listRepeat[T, P any](c *Client, p *P, items []T, next string, clone func(T) T, page func([]T, string) *P) *P {
+	if p == nil || len(items) == 0 {
+		return p
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.owed) >= MaxOwedPages {
+		clear(c.owed) // abandoned lists: their tokens expire
+	}
+	c.owedSeq++
+	token := fmt.Sprintf("faultinject-repeat-%d", c.owedSeq)
+	c.owed[token] = page([]T{clone(items[len(items)-1])}, next)
+	return page(items, token)
+}
+
+// owedPage returns, and forgets, the page a Repeat fault owes to the list call with token;
+// ok is false when token is not one of the wrapper's (or expired).
+func owedPage[P any](c *Client, token string) (p *P, ok bool) {
+	if token == "" {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.owed[token]
+	if !ok {
+		return nil, false
+	}
+	p, ok = v.(*P)
+	if ok {
+		delete(c.owed, token)
+	}
+	return p, ok
+}
+
+// list runs one list call of op through the fault injection: a call with a token that a
+// Repeat fault handed out gets the page owed (the inner client does not see it, faults
+// still apply); else call lists at the inner client, and a Repeat fault answers with
+// listRepeat.
+func list[T, P any](ctx context.Context, c *Client, op cloudapi.Operation, opts cloudapi.ListOptions,
+	call func(context.Context, cloudapi.ListOptions) (*P, error), parts func(*P) ([]T, string), clone func(T) T, page func([]T, string) *P) (*P, error) {
+	if owed, ok := owedPage[P](c, opts.PageToken); ok {
+		return do(ctx, c, op, "", func(context.Context) (*P, error) { return owed, nil }, nil)
+	}
+	return do(ctx, c, op, "", func(ctx context.Context) (*P, error) { return call(ctx, opts) }, func(p *P) *P {
+		if p == nil {
+			return nil
+		}
+		items, next := parts(p)
+		return listRepeat(c, p, items, next, clone, page)
+	})
 }

@@ -806,7 +806,8 @@ func TestKindString(t *testing.T) {
 		{faultinject.Throttle, "Throttle", true},
 		{faultinject.Ambiguous, "Ambiguous", true},
 		{faultinject.Kind(-1), "Kind(-1)", false},
-		{faultinject.Kind(5), "Kind(5)", false},
+		{faultinject.Repeat, "Repeat", true},
+		{faultinject.Kind(6), "Kind(6)", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -827,4 +828,44 @@ func TestScriptNothing(t *testing.T) {
 	c := faultinject.Wrap(&stubCloud{}, faultinject.Config{})
 	c.Script(cloudapi.OpGetInstance)
 	assert.Equal(t, faultinject.None, callN(t, c, cloudapi.OpGetInstance, 1)[0])
+}
+
+// A Repeat fault answers a list as an offset-paged cloud does after a create between two
+// page reads: the page as the inner client answered it, then, for the wrapper's token,
+// the page's last item again with the inner page's next token, which the inner client
+// never sees. Other operations and empty pages pass unchanged.
+func TestRepeat(t *testing.T) {
+	m := newMocks(t)
+	inner := &cloudapi.LoadBalancerPage{Items: []cloudapi.LoadBalancer{{ID: "lb-1"}, {ID: "lb-2"}}, NextPageToken: "inner-next"}
+	m.lb.EXPECT().ListLoadBalancers(gomock.Any(), listOpts).Return(inner, nil).Times(1)
+	empty := listOpts
+	empty.PageToken = "empty"
+	m.lb.EXPECT().ListLoadBalancers(gomock.Any(), empty).Return(&cloudapi.LoadBalancerPage{}, nil).Times(1)
+	m.lb.EXPECT().GetLoadBalancer(gomock.Any(), "lb-1").Return(&cloudapi.LoadBalancer{ID: "lb-1"}, nil).Times(1)
+	c := faultinject.Wrap(m.client, faultinject.Config{Rules: []faultinject.Rule{{Probability: 1, Kind: faultinject.Repeat}}})
+	lbs, ok := c.LoadBalancers()
+	require.True(t, ok)
+
+	first, err := lbs.ListLoadBalancers(t.Context(), listOpts)
+	require.NoError(t, err)
+	assert.Equal(t, inner.Items, first.Items)
+	require.NotEmpty(t, first.NextPageToken)
+	assert.NotEqual(t, "inner-next", first.NextPageToken)
+
+	next := listOpts
+	next.PageToken = first.NextPageToken
+	second, err := lbs.ListLoadBalancers(t.Context(), next)
+	require.NoError(t, err)
+	assert.Equal(t, &cloudapi.LoadBalancerPage{Items: []cloudapi.LoadBalancer{{ID: "lb-2"}}, NextPageToken: "inner-next"}, second)
+
+	got, err := lbs.ListLoadBalancers(t.Context(), empty)
+	require.NoError(t, err)
+	assert.Empty(t, got.Items)
+	assert.Empty(t, got.NextPageToken, "an empty page has nothing to repeat")
+
+	lb, err := lbs.GetLoadBalancer(t.Context(), "lb-1")
+	require.NoError(t, err)
+	assert.Equal(t, "lb-1", lb.ID, "a call that is no list passes")
+
+	assert.Equal(t, 4, c.Injected().Ops[cloudapi.OpListLoadBalancers].Calls+c.Injected().Ops[cloudapi.OpGetLoadBalancer].Calls)
 }

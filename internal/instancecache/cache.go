@@ -406,7 +406,7 @@ func (c *Cache) fetchAll(ctx context.Context, sizeHint int) (map[string]*cloudap
 		}
 		return p.Items, p.NextPageToken, nil
 	}
-	pages, err := paging.All(ctx, cloudapi.OpListInstances, page, func(inst *cloudapi.Instance) bool {
+	pages, err := paging.All(ctx, cloudapi.OpListInstances, page, paging.InstanceID, func(inst *cloudapi.Instance) bool {
 		if _, dup := byID[inst.ID]; !dup {
 			byID[inst.ID] = inst
 			key := nameKey(inst.Name)

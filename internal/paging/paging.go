@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
+
+	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -28,8 +31,22 @@ func NoPage(op cloudapi.Operation) error {
 // its items and the token of the next page, empty on the last page.
 type Page[T any] func(ctx context.Context, token string) (items []T, next string, err error)
 
+// ID returns the cloud's ID of a listed item, the key All tells items apart by.
+type ID[T any] func(*T) string
+
+// The ID functions of the kinds of item ccmkit lists.
+var (
+	InstanceID     ID[cloudapi.Instance]     = func(i *cloudapi.Instance) string { return i.ID }
+	LoadBalancerID ID[cloudapi.LoadBalancer] = func(lb *cloudapi.LoadBalancer) string { return lb.ID }
+	RouteID        ID[cloudapi.Route]        = func(rt *cloudapi.Route) string { return rt.ID }
+	TargetGroupID  ID[cloudapi.TargetGroup]  = func(g *cloudapi.TargetGroup) string { return g.ID }
+)
+
 // All fetches the pages of a list of op from the first until one has an empty next token
-// and hands every item to each, in order; when each returns false, All stops there,
+// and hands every item to each, in order, once: an item whose ID (id) an earlier page of
+// the same list answered is skipped, so that no caller sees one resource twice (a cloud
+// that pages by offset repeats an item when one is created between two page reads). An
+// item without an ID is handed over as it is. When each returns false, All stops there,
 // without fetching further pages. It returns the number of pages fetched. The error of a
 // fetch is returned wrapped with the page number, and never matches cloudapi.ErrNotFound:
 // a list has no resource to not find, so a backend's not-found there (a 404 of the list
@@ -37,8 +54,15 @@ type Page[T any] func(ctx context.Context, token string) (items []T, next string
 // cloudapi.ErrTransient with its text kept. A token answered twice or a list past
 // MaxPages pages ends with an error matching ErrBadPaging; ctx ending between pages ends
 // it with an error matching ctx.Err().
-func All[T any](ctx context.Context, op cloudapi.Operation, fetch Page[T], each func(*T) bool) (int, error) {
-	seen := map[string]bool{"": true}
+func All[T any](ctx context.Context, op cloudapi.Operation, fetch Page[T], id ID[T], each func(*T) bool) (int, error) {
+	tokens := newTokenSet()
+	items := map[string]struct{}{}
+	repeated := 0
+	defer func() {
+		if repeated > 0 {
+			klog.FromContext(ctx).V(2).Info("The cloud answered items of a list more than once: each was handed over once", "operation", op, "repeated", repeated)
+		}
+	}()
 	token := ""
 	for pages := 1; ; pages++ {
 		if pages > MaxPages {
@@ -47,24 +71,56 @@ func All[T any](ctx context.Context, op cloudapi.Operation, fetch Page[T], each 
 		if err := ctx.Err(); err != nil {
 			return pages - 1, fmt.Errorf("before page %d: %w", pages, err)
 		}
-		items, next, err := fetch(ctx, token)
+		page, next, err := fetch(ctx, token)
 		if err != nil {
 			return pages - 1, fmt.Errorf("page %d: %w", pages, neverNotFound(op, err))
 		}
-		for i := range items {
-			if !each(&items[i]) {
+		for i := range page {
+			if key := id(&page[i]); key != "" {
+				if _, dup := items[key]; dup {
+					repeated++
+					continue
+				}
+				items[key] = struct{}{}
+			}
+			if !each(&page[i]) {
 				return pages, nil
 			}
 		}
 		if next == "" {
 			return pages, nil
 		}
-		if seen[next] {
+		if !tokens.add(next) {
 			return pages, fmt.Errorf("%w: page %d answered the next page token %.64q, which an earlier page of the same list answered", ErrBadPaging, pages, next)
 		}
-		seen[next] = true
 		token = next
 	}
+}
+
+// tokenSet is the set of the page tokens one list has answered, kept as a 64-bit hash
+// each (maphash, seeded afresh for every list), so that it holds at most MaxPages * 8
+// bytes of keys however long the cloud's tokens are. A token answered twice is always
+// found; two different tokens are taken for one only when their hashes collide, less
+// than once in 10^11 lists of MaxPages pages, and a cloud cannot aim at it, since the
+// seed is not its to know. The first page's token, the empty one, is never answered
+// (it ends the list).
+type tokenSet struct {
+	seed maphash.Seed
+	seen map[uint64]struct{}
+}
+
+func newTokenSet() tokenSet {
+	return tokenSet{seed: maphash.MakeSeed(), seen: map[uint64]struct{}{}}
+}
+
+// add adds token and reports whether it was new.
+func (s tokenSet) add(token string) bool {
+	h := maphash.String(s.seed, token)
+	if _, ok := s.seen[h]; ok {
+		return false
+	}
+	s.seen[h] = struct{}{}
+	return true
 }
 
 // neverNotFound returns err, the failure of a list call of op, so that it never matches

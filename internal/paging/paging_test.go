@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,10 +43,13 @@ func (s *script) page(_ context.Context, token string) ([]int, string, error) {
 	return s.items[i], s.next[i], nil
 }
 
+// intID is the ID of an int item: its decimal digits.
+func intID(v *int) string { return strconv.Itoa(*v) }
+
 func collect(t *testing.T, fetch Page[int]) ([]int, int, error) {
 	t.Helper()
 	var got []int
-	pages, err := All(context.Background(), op, fetch, func(v *int) bool { got = append(got, *v); return true })
+	pages, err := All(context.Background(), op, fetch, intID, func(v *int) bool { got = append(got, *v); return true })
 	return got, pages, err
 }
 
@@ -79,6 +84,105 @@ func TestAllPages(t *testing.T) {
 	}
 }
 
+// A cloud that pages by offset answers an item again when one is created between two
+// page reads: every item is handed over once, by ID, whatever page repeats it; an item
+// without an ID cannot be told apart and is handed over as it is.
+func TestAllHandsEachItemOverOnce(t *testing.T) {
+	tests := []struct {
+		name  string
+		items [][]int
+		next  []string
+		want  []int
+	}{
+		{name: "the last item of a page first on the next", items: [][]int{{1, 2}, {2, 3}, {3, 4}}, next: []string{"p1", "p2", ""}, want: []int{1, 2, 3, 4}},
+		{name: "an item of the first page on the last", items: [][]int{{1, 2}, {3}, {4, 1}}, next: []string{"p1", "p2", ""}, want: []int{1, 2, 3, 4}},
+		{name: "twice on one page", items: [][]int{{5, 5, 6}}, next: []string{""}, want: []int{5, 6}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, err := collect(t, (&script{items: tt.items, next: tt.next}).page)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	t.Run("cloudapi items by their ID, an item without one as it is", func(t *testing.T) {
+		pages := [][]cloudapi.Route{
+			{{ID: "r-1", RouteSpec: cloudapi.RouteSpec{DestinationCIDR: "10.0.0.0/24"}}, {RouteSpec: cloudapi.RouteSpec{DestinationCIDR: "10.0.9.0/24"}}},
+			{{ID: "r-1", RouteSpec: cloudapi.RouteSpec{DestinationCIDR: "10.0.0.0/24"}}, {RouteSpec: cloudapi.RouteSpec{DestinationCIDR: "10.0.9.0/24"}}, {ID: "r-2"}},
+		}
+		fetch := func(_ context.Context, token string) ([]cloudapi.Route, string, error) {
+			if token == "" {
+				return pages[0], "p1", nil
+			}
+			return pages[1], "", nil
+		}
+		var got []string
+		_, err := All(t.Context(), op, fetch, RouteID, func(rt *cloudapi.Route) bool { got = append(got, rt.ID); return true })
+		require.NoError(t, err)
+		assert.Equal(t, []string{"r-1", "", "", "r-2"}, got)
+	})
+}
+
+// hugeTokens is a cloud whose page tokens are 1 MB each, a new string for every page:
+// page i (from 0) answers the token of page next(i), or ends the list when next returns
+// a negative number.
+func hugeTokens(next func(i int) int) (Page[int], *int) {
+	pad := strings.Repeat("x", 1<<20)
+	calls := 0
+	return func(context.Context, string) ([]int, string, error) {
+		i := calls
+		calls++
+		n := next(i)
+		if n < 0 {
+			return []int{i}, "", nil
+		}
+		return []int{i}, strconv.Itoa(n) + pad, nil // a fresh copy each time
+	}, &calls
+}
+
+// The loop keeps no page token: 1,000 pages of 1 MB tokens hold a bounded amount of
+// memory at the end of the list (a fixed-size fingerprint of each token), not the
+// gigabyte of the tokens; and a cycle of such tokens is still caught.
+func TestAllKeepsNoPageToken(t *testing.T) {
+	const pages = 1_000
+	t.Run("bounded", func(t *testing.T) {
+		var before, atEnd runtime.MemStats
+		fetch, calls := hugeTokens(func(i int) int {
+			if i == pages-1 {
+				return -1
+			}
+			return i + 1
+		})
+		measured := func(ctx context.Context, token string) ([]int, string, error) {
+			if *calls == pages-1 { // the last page: what does the list hold now?
+				runtime.GC()
+				runtime.ReadMemStats(&atEnd)
+			}
+			return fetch(ctx, token)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		got, n, err := collect(t, measured)
+		require.NoError(t, err)
+		assert.Equal(t, pages, n)
+		assert.Len(t, got, pages)
+		held := int64(atEnd.HeapAlloc) - int64(before.HeapAlloc)
+		assert.Less(t, held, int64(32<<20), "the list held %d MB after %d pages of 1 MB tokens", held>>20, pages)
+	})
+	t.Run("a cycle is caught", func(t *testing.T) {
+		fetch, calls := hugeTokens(func(i int) int {
+			if i == pages-1 {
+				return 500 // a token answered before, as a new string
+			}
+			return i + 1
+		})
+		_, n, err := collect(t, fetch)
+		require.ErrorIs(t, err, ErrBadPaging)
+		assert.Equal(t, pages, n)
+		assert.Equal(t, pages, *calls)
+	})
+}
+
 func TestAllEndsAnEndlessList(t *testing.T) {
 	calls := 0
 	endless := func(_ context.Context, token string) ([]int, string, error) {
@@ -94,7 +198,7 @@ func TestAllEndsAnEndlessList(t *testing.T) {
 func TestAllStopsWhenTold(t *testing.T) {
 	s := &script{items: [][]int{{1, 2}, {3}}, next: []string{"p1", ""}}
 	var got []int
-	pages, err := All(context.Background(), op, s.page, func(v *int) bool { got = append(got, *v); return *v < 2 })
+	pages, err := All(context.Background(), op, s.page, intID, func(v *int) bool { got = append(got, *v); return *v < 2 })
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 2}, got)
 	assert.Equal(t, 1, pages)
@@ -123,7 +227,7 @@ func TestAllStopsWhenTheContextEnds(t *testing.T) {
 		cancel() // the caller gives up during the first page
 		return []int{1}, "p1", nil
 	}
-	pages, err := All(ctx, op, fetch, func(*int) bool { return true })
+	pages, err := All(ctx, op, fetch, intID, func(*int) bool { return true })
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, pages)
 	assert.Equal(t, 1, calls)
@@ -158,7 +262,7 @@ func FuzzAll(f *testing.F) {
 			return []int{i}, "", nil
 		}
 		items := 0
-		pages, err := All(context.Background(), op, fetch, func(*int) bool { items++; return true })
+		pages, err := All(context.Background(), op, fetch, intID, func(*int) bool { items++; return true })
 		require.LessOrEqual(t, calls, MaxPages)
 		assert.Equal(t, calls, pages)
 		assert.Equal(t, calls, items)
@@ -201,7 +305,7 @@ func TestListErrorIsNeverNotFound(t *testing.T) {
 				}
 				return nil, "", tt.err
 			}
-			_, err := All(t.Context(), op, fetch, func(*int) bool { return true })
+			_, err := All(t.Context(), op, fetch, intID, func(*int) bool { return true })
 			require.Error(t, err)
 			assert.Equal(t, 2, calls)
 			assert.NotErrorIs(t, err, cloudapi.ErrNotFound, "a list has nothing to not find")

@@ -37,7 +37,10 @@
 // (so a Service that adopts it moves it off a foreign group), and the other cluster's
 // group of every Node, which the other cluster's load balancer names. The faults apply to
 // the group calls too (the fault rules name no operations): lists, creates, updates and
-// deletes fail, and creates, updates and deletes are ambiguous, like the others. The
+// deletes fail, and creates, updates and deletes are ambiguous, like the others. Every
+// list (instances, load balancers, routes, groups) also repeats an item on a page of its
+// own at the fault rate (faultinject.Repeat, a cloud paging by offset), so a caller that
+// took it for two (and deleted a load balancer as its own duplicate) fails a check. The
 // collection of unused groups that provider.Cloud's Initialize runs every cache.maxAge
 // (loadbalancer.LoadBalancer.CollectGroups) runs as a periodic loop of the simulation.
 //

@@ -94,7 +94,9 @@ func mix(a, b uint64) uint64 {
 // faultRules spreads rate over the four kinds of fault: rules that each fire
 // independently, together on about rate of the calls. The rules name no operations, so
 // they apply to every call, the target group calls (and the ambiguous group writes)
-// included.
+// included. A fifth rule, at the same rate again, makes the lists repeat an item on a
+// page of its own (a cloud paging by offset), so that a list that hands an item over
+// twice shows in any order of events.
 func faultRules(rate float64) []faultinject.Rule {
 	share := func(s float64) float64 { return 1 - math.Pow(1-rate, s) }
 	return []faultinject.Rule{
@@ -102,6 +104,8 @@ func faultRules(rate float64) []faultinject.Rule {
 		{Kind: faultinject.Transient, Probability: share(0.3)},
 		{Kind: faultinject.Timeout, Probability: share(0.15)},
 		{Kind: faultinject.Ambiguous, Probability: share(0.3)},
+		{Kind: faultinject.Repeat, Probability: rate, Ops: []cloudapi.Operation{
+			cloudapi.OpListInstances, cloudapi.OpListLoadBalancers, cloudapi.OpListRoutes, cloudapi.OpListTargetGroups}},
 	}
 }
 
