@@ -119,6 +119,11 @@
 //     counts, nor LoadBalancerHistory, which is the writes of one Cloud since it was made.
 //   - No file at the path: a new cloud, as the Config describes it, written there at once
 //     (so a path that cannot be written fails Open). The directory must exist.
+//   - A symbolic link at the path is followed: the file it names is the state file, each
+//     write replaces that file and the link stays. A link that names no file is an error,
+//     not a new cloud written through it: such a link most often points into a volume not
+//     mounted yet, where a new, empty cloud would diverge from the one in the volume (set
+//     stateFile to the target's path to start a new cloud there).
 //   - A fake cloud's state file: that cloud. Anything else is an error that names the
 //     file and what is wrong: an empty or truncated file, something that is not JSON, JSON
 //     without the kind "ccmkit.io/fake-cloud-state", a newer format version, unknown

@@ -25,6 +25,9 @@ import (
 //     the previous start applied (see the package documentation).
 //   - Anything else (an empty, truncated or foreign file, a newer format): an error naming
 //     the file and what is wrong with it. Open never writes over such a file.
+//   - A symbolic link: the file it names, as above; every write replaces that file, and
+//     the link stays a link. A link that names no file (dangling) is an error naming the
+//     link and its target, never a new cloud.
 //
 // From then on each write is saved to the file, atomically and durably, before it
 // returns success; a write that cannot be saved fails with cloudapi.ErrTransient and is
@@ -92,10 +95,19 @@ func openStateFile(path string) (*stateFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stateFile %s: %w", path, err)
 	}
-	// A symbolic link is followed once, so that writes replace the file it names, not the
-	// link.
-	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
+	// A symbolic link is followed (through every link of a chain), so that writes replace
+	// the file it names, never the link. A link that names no file is refused rather than
+	// written through: it is most often a link into a volume that is not mounted (yet), and
+	// a new, empty cloud written there would diverge from the one in the volume.
+	if info, err := os.Lstat(abs); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		resolved, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			target, _ := os.Readlink(abs)
+			return nil, fmt.Errorf("state file %s: a symbolic link to %s, which names no file (%w): the fake writes through a link, never over it; mount or create its target, or set stateFile to the target's path to start a new cloud there", abs, target, err)
+		}
 		abs = resolved
+	} else if resolved, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = resolved // a link among the directories
 	}
 	dir := filepath.Dir(abs)
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
@@ -310,6 +322,11 @@ func (f *stateFile) write(data []byte) error {
 	info, err := out.Stat()
 	if err != nil {
 		return err
+	}
+	// Open resolved a link to the file it names; a link put at the path since would be
+	// replaced by the rename, and the file it names left behind.
+	if now, err := os.Lstat(f.path); err == nil && now.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s became a symbolic link since the cloud opened it; the fake writes through a link, never over it: restart the cloud to follow it", f.path)
 	}
 	if err := os.Rename(tmp, f.path); err != nil {
 		return err

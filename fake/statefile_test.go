@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -568,4 +569,81 @@ func stateFileWriter() {
 		}
 		fmt.Println("created", lb.ID)
 	}
+}
+
+// TestStateFileBehindASymbolicLink: a link (or a chain of them) to a state file is
+// followed, and every write replaces the file it names, never the link; a link that names
+// no file is refused, never a new cloud written through it or over it.
+func TestStateFileBehindASymbolicLink(t *testing.T) {
+	requireLink := func(t *testing.T, path, target string) {
+		t.Helper()
+		info, err := os.Lstat(path)
+		require.NoError(t, err)
+		require.NotZero(t, info.Mode()&fs.ModeSymlink, "%s is still a symbolic link", path)
+		got, err := os.Readlink(path)
+		require.NoError(t, err)
+		assert.Equal(t, target, got)
+	}
+	for _, tc := range []struct {
+		name string
+		// links makes the links in dir to the state file target and returns the path to
+		// open.
+		links func(t *testing.T, dir, target string) string
+	}{
+		{"one link", func(t *testing.T, dir, target string) string {
+			require.NoError(t, os.Symlink(target, filepath.Join(dir, "link.json")))
+			return filepath.Join(dir, "link.json")
+		}},
+		{"a chain of links", func(t *testing.T, dir, target string) string {
+			require.NoError(t, os.Symlink(target, filepath.Join(dir, "link1.json")))
+			require.NoError(t, os.Symlink("link1.json", filepath.Join(dir, "link2.json")))
+			return filepath.Join(dir, "link2.json")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := stateConfig(t)
+			target := cfg.StateFile
+			openCloud(t, cfg) // the state file
+			cfg.StateFile = tc.links(t, filepath.Dir(target), target)
+			linked, err := os.Readlink(cfg.StateFile)
+			require.NoError(t, err)
+			c := openCloud(t, cfg)
+			_, err = lbAPI(t, c).CreateLoadBalancer(t.Context(), spec("web"))
+			require.NoError(t, err)
+			requireLink(t, cfg.StateFile, linked)
+			cfg.StateFile = target
+			assert.Len(t, openCloud(t, cfg).Inventory().LoadBalancers, 1, "the write went to the file the link names")
+		})
+	}
+
+	t.Run("a link that names no file", func(t *testing.T) {
+		dir := stateDir(t)
+		target := filepath.Join(dir, "volume", "cloud-state.json") // a volume not mounted
+		link := filepath.Join(dir, "cloud-state.json")
+		require.NoError(t, os.Symlink(target, link))
+		cfg := stateConfig(t)
+		cfg.StateFile = link
+		_, err := fake.Open(cfg)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "state file "+link+": a symbolic link to "+target+", which names no file")
+		requireLink(t, link, target)
+
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "volume"), 0o700)) // the mount point, empty
+		_, err = fake.Open(cfg)
+		require.Error(t, err, "not a new cloud in the empty mount point")
+		requireLink(t, link, target)
+		assert.NoFileExists(t, target)
+	})
+
+	t.Run("a link put at the path while in use", func(t *testing.T) {
+		cfg := stateConfig(t)
+		c := openCloud(t, cfg)
+		elsewhere := cfg.StateFile + ".elsewhere"
+		require.NoError(t, os.Rename(cfg.StateFile, elsewhere))
+		require.NoError(t, os.Symlink(elsewhere, cfg.StateFile))
+		_, err := lbAPI(t, c).CreateLoadBalancer(t.Context(), spec("web"))
+		require.ErrorIs(t, err, cloudapi.ErrTransient)
+		assert.Contains(t, err.Error(), cfg.StateFile+" became a symbolic link since the cloud opened it")
+		requireLink(t, cfg.StateFile, elsewhere)
+	})
 }

@@ -17,7 +17,8 @@
 // every other failure is returned as an error and the Node is kept.
 //
 // Instances are found by the Node's spec.providerID (parsed strictly in the configured
-// format: a provider ID of another cloud is an error, never "not found"), and by the Node's
+// format: a provider ID of another cloud, or one with a character no provider ID has, such
+// as a NUL, is an error, never "not found"), and by the Node's
 // name when it has no provider ID yet, compared as the kubelet derives Node names from
 // hostnames (trimmed, lower case: instance "Worker-1" is Node "worker-1").
 //

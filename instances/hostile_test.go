@@ -27,6 +27,7 @@ import (
 	fakecloud "github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/internal/nodecontrollers"
 	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/providerid"
 )
 
 // hostile is a cloud that misbehaves as a cloud does in an incident, or as an adapter
@@ -110,6 +111,17 @@ func setRecorder(t *testing.T, ctrl *nodelifecycle.CloudNodeLifecycleController,
 
 func newHostileCluster(t *testing.T, n int, withProviderID bool) *hostileCluster {
 	t.Helper()
+	providerID := func(int, string) string { return "" }
+	if withProviderID {
+		providerID = func(_ int, id string) string { return "ccmkit://" + id }
+	}
+	return newHostileClusterWith(t, n, providerID)
+}
+
+// newHostileClusterWith is newHostileCluster with the spec.providerID of Node i, whose
+// instance has the ID id, set to providerID(i, id).
+func newHostileClusterWith(t *testing.T, n int, providerID func(i int, id string) string) *hostileCluster {
+	t.Helper()
 	cfg := fakecloud.Config{}
 	var objs []runtime.Object
 	for i := range n {
@@ -119,9 +131,7 @@ func newHostileCluster(t *testing.T, n int, withProviderID bool) *hostileCluster
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%03d", i)},
 			Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}},
 		}
-		if withProviderID {
-			node.Spec.ProviderID = "ccmkit://" + id
-		}
+		node.Spec.ProviderID = providerID(i, id)
 		objs = append(objs, node)
 	}
 	cloud, err := fakecloud.New(cfg)
@@ -250,4 +260,42 @@ func TestNoNodeDeletedWhenTheListSaysTerminated(t *testing.T) {
 	// A list every cache.maxAge of the provider's clock; each checks the five once.
 	require.Positive(t, lists)
 	c.checks(t, fmt.Sprintf("cloudprovider_ccmkit_instance_gone_checks_total{reason=\"list_shrank\",result=\"exists\"} %d\n", 5*lists))
+}
+
+// A provider ID with a character no provider ID has (a control character, a space, a
+// non-ASCII letter) is malformed, never an instance the cloud does not know: the upstream
+// node lifecycle controller deletes none of these NotReady Nodes, though GetInstance of
+// what such an ID would name answers not found.
+func TestNoNodeDeletedForANonPrintableProviderID(t *testing.T) {
+	bad := []string{"ccmkit://i-000\x00", "ccmkit://i-001\x1b[0m", "ccmkit://i-002 x", "ccmkit://i-003\u00e9", "ccmkit://i-004\x7f",
+		"ccmkit://" + strings.Repeat("i", 600)}
+	c := newHostileClusterWith(t, len(bad), func(i int, _ string) string { return bad[i] })
+	c.monitor(monitorPasses)
+	assert.Len(t, c.nodes(t), len(bad), "no Node deleted for a malformed provider ID")
+
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "c1"}}, c.cloud, provider.Options{})
+	require.NoError(t, err)
+	v2, ok := p.InstancesV2()
+	require.True(t, ok)
+	legacy, ok := p.Instances()
+	require.True(t, ok)
+	ctx := context.Background()
+	for _, id := range bad {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-x"}, Spec: corev1.NodeSpec{ProviderID: id}}
+		exists, err := v2.InstanceExists(ctx, node)
+		require.ErrorIs(t, err, providerid.ErrMalformed, "%q: an error, never exists=false", id)
+		assert.False(t, exists)
+		_, err = v2.InstanceShutdown(ctx, node)
+		require.ErrorIs(t, err, providerid.ErrMalformed, "%q", id)
+		_, err = v2.InstanceMetadata(ctx, node)
+		require.ErrorIs(t, err, providerid.ErrMalformed, "%q", id)
+		_, err = legacy.InstanceExistsByProviderID(ctx, id)
+		require.ErrorIs(t, err, providerid.ErrMalformed, "%q", id)
+		_, err = legacy.InstanceShutdownByProviderID(ctx, id)
+		require.ErrorIs(t, err, providerid.ErrMalformed, "%q: never InstanceNotFound", id)
+		_, err = legacy.NodeAddressesByProviderID(ctx, id)
+		require.ErrorIs(t, err, providerid.ErrMalformed, "%q", id)
+		_, err = legacy.InstanceTypeByProviderID(ctx, id)
+		require.ErrorIs(t, err, providerid.ErrMalformed, "%q", id)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/apivalid"
 	"github.com/ccmkit/ccmkit/internal/nodelabels"
 	"github.com/ccmkit/ccmkit/internal/quote"
 	"github.com/ccmkit/ccmkit/providerid"
@@ -237,8 +238,10 @@ func (i *Instances) formatProviderID(inst *cloudapi.Instance) (string, error) {
 
 // nodeAddresses orders the instance's addresses as the Node needs them: InternalIP, then
 // ExternalIP, each by family in the configured order; then InternalDNS, ExternalDNS and
-// Hostname. Within one group the cloud's order is kept. An IP address that does not parse
-// is an error naming the instance, never silently dropped.
+// Hostname. Within one group the cloud's order is kept. An IP address that apivalid.IP
+// refuses (garbage, a zone, an IPv4-mapped IPv6 address: what the API server refuses or
+// what a reader of the Node would misread) is an error naming the instance, never
+// silently dropped.
 func (i *Instances) nodeAddresses(inst *cloudapi.Instance) ([]corev1.NodeAddress, error) {
 	type ranked struct {
 		addr corev1.NodeAddress
@@ -262,9 +265,13 @@ func (i *Instances) nodeAddresses(inst *cloudapi.Instance) ([]corev1.NodeAddress
 		var rank int
 		switch a.Type {
 		case cloudapi.AddressInternalIP, cloudapi.AddressExternalIP:
-			ip, err := netip.ParseAddr(a.Address)
+			err := apivalid.IP(a.Address)
+			ip, perr := netip.ParseAddr(a.Address) // apivalid.IP accepts only what netip parses
+			if err == nil && perr != nil {
+				err = errors.New("must be a valid IP address") // perr would quote the whole value
+			}
 			if err != nil {
-				return nil, fmt.Errorf("instance %q: %s address %q is not an IP address", inst.ID, a.Type, a.Address)
+				return nil, fmt.Errorf("instance %q: %s address %s is not an IP address a Node's status can hold: %w", inst.ID, a.Type, quote.Value(a.Address), err)
 			}
 			rank = familyRank(ip)
 			if a.Type == cloudapi.AddressExternalIP {

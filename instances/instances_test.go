@@ -341,12 +341,34 @@ func TestLabelsFromTags(t *testing.T) {
 }
 
 func TestInstanceMetadataErrors(t *testing.T) {
-	broken := instance("i-1", cloudapi.InstanceRunning, cloudapi.Address{Type: cloudapi.AddressInternalIP, Address: "10.0.0.300"})
-	inst := newInstances(t, newLookup(broken), nil)
-	md, err := inst.InstanceMetadata(context.Background(), newNode("x", withProviderID("ccmkit://i-1")))
-	require.Error(t, err)
-	assert.Nil(t, md)
-	assert.Contains(t, err.Error(), `instance "i-1": InternalIP address "10.0.0.300" is not an IP address`)
+	// An address the Node's status cannot hold is an error naming the instance and the
+	// value (cut to a bound), never published, never dropped.
+	for _, tc := range []struct {
+		addr     cloudapi.Address
+		wantErr  string
+		wantCaps int // the error's length is at most this
+	}{
+		{cloudapi.Address{Type: cloudapi.AddressInternalIP, Address: "10.0.0.300"}, `InternalIP address "10.0.0.300" is not an IP address a Node's status can hold: must be a valid IP address`, 300},
+		{cloudapi.Address{Type: cloudapi.AddressInternalIP, Address: "fe80::1%eth0"}, `InternalIP address "fe80::1%eth0" is not an IP address a Node's status can hold: must be a valid IP address`, 300},
+		{cloudapi.Address{Type: cloudapi.AddressExternalIP, Address: "::ffff:203.0.113.7"}, `ExternalIP address "::ffff:203.0.113.7" is not an IP address a Node's status can hold: must not be an IPv4-mapped IPv6 address`, 300},
+		{cloudapi.Address{Type: cloudapi.AddressInternalIP, Address: ""}, `InternalIP address "" is not an IP address`, 300},
+		{cloudapi.Address{Type: cloudapi.AddressExternalIP, Address: strings.Repeat("1", 10_000)}, `ExternalIP address "` + strings.Repeat("1", 128) + `"… (10000 bytes) is not an IP address`, 500},
+	} {
+		t.Run(tc.addr.Address[:min(len(tc.addr.Address), 20)], func(t *testing.T) {
+			broken := instance("i-1", cloudapi.InstanceRunning, cloudapi.Address{Type: cloudapi.AddressInternalIP, Address: "10.0.0.1"}, tc.addr)
+			inst := newInstances(t, newLookup(broken), nil)
+			md, err := inst.InstanceMetadata(context.Background(), newNode("x", withProviderID("ccmkit://i-1")))
+			require.Error(t, err)
+			assert.Nil(t, md)
+			assert.Contains(t, err.Error(), `instance "i-1": `+tc.wantErr)
+			assert.LessOrEqual(t, len(err.Error()), tc.wantCaps)
+			_, err = inst.NodeAddressesByProviderID(context.Background(), "ccmkit://i-1")
+			require.ErrorContains(t, err, tc.wantErr, "the legacy interface too")
+		})
+	}
+	inst := newInstances(t, newLookup(instance("i-1", cloudapi.InstanceRunning)), nil)
+	var md *cloudprovider.InstanceMetadata
+	var err error
 
 	md, err = inst.InstanceMetadata(context.Background(), newNode("x", withProviderID("ccmkit://i-2")))
 	assert.Nil(t, md)

@@ -84,8 +84,12 @@
 //   - The status: one ingress per address (ipMode Proxy with PROXY protocol, else VIP);
 //     the cloud's hostname when the load balancer has no address (a cloud whose load
 //     balancers are DNS names); the hostname annotation's name instead of either, so that
-//     kube-proxy sends in-cluster traffic through the load balancer. A cloud hostname
-//     the API server would refuse in the status is an error.
+//     kube-proxy sends in-cluster traffic through the load balancer. An address or a
+//     cloud hostname the API server would refuse in the status (an address checked as
+//     its Service status validation checks, strictly: no zone, no leading zeros, not
+//     IPv4-mapped) is left out, with a Warning event AddressNotPublished naming the load
+//     balancer and the value; when nothing is left, EnsureLoadBalancer fails, so the
+//     service controller retries, rather than publish an empty status.
 //   - Session affinity: spec.sessionAffinity ClientIP with its timeout
 //     (spec.sessionAffinityConfig.clientIP.timeoutSeconds, 10800 s when absent).
 //   - Annotations under the configured prefix: see Annotations. A malformed value is an

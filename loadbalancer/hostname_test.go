@@ -1,18 +1,22 @@
 package loadbalancer_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/mock/gomock"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/cloudapi/cloudapimock"
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/providerid"
 )
 
 func TestHostnameStatus(t *testing.T) {
@@ -90,7 +94,7 @@ func TestCloudHostnameTheStatusCannotHold(t *testing.T) {
 	named.Addresses, named.Hostname = nil, "LB_1.Example.com"
 	m.EXPECT().ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", named), nil)
 	_, err := lb.EnsureLoadBalancer(ctx, "c", mockService(), mockNodes())
-	require.ErrorContains(t, err, `load balancer lb-1: the cloud reports the hostname "LB_1.Example.com", which a Service's status cannot hold`)
+	require.ErrorContains(t, err, `load balancer lb-1: the cloud reports nothing a Service's status can hold: the hostname "LB_1.Example.com"`)
 
 	// Whether there is a load balancer to delete does not depend on its status.
 	m.EXPECT().ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", named), nil)
@@ -98,6 +102,78 @@ func TestCloudHostnameTheStatusCannotHold(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, exists)
 	assert.Empty(t, st.Ingress)
+}
+
+// TestCloudAddressesTheStatusCannotHold: an address the API server would refuse in the
+// Service's status (as its Service status validation checks, strictly) is left out of the
+// status with a Warning event naming the load balancer and the value, cut to a bound; when
+// no address is left, EnsureLoadBalancer fails (the service controller retries), never an
+// empty status, which would read as "no load balancer".
+func TestCloudAddressesTheStatusCannotHold(t *testing.T) {
+	long := strings.Repeat("1", 10_000)
+	for _, tc := range []struct {
+		name      string
+		addresses []string
+		proxy     bool
+		// want is the status's ingress; nil: EnsureLoadBalancer fails.
+		want       []corev1.LoadBalancerIngress
+		wantEvents []string // substrings of the one Warning event
+	}{
+		{"some refused: the others published", []string{"fe80::1%eth0", mockAddress, "", "2001:db8::7"}, false,
+			[]corev1.LoadBalancerIngress{
+				{IP: mockAddress, IPMode: ptr(corev1.LoadBalancerIPModeVIP)},
+				{IP: "2001:db8::7", IPMode: ptr(corev1.LoadBalancerIPModeVIP)},
+			},
+			[]string{`Warning AddressNotPublished Load balancer lb-1: the cloud reports the address "fe80::1%eth0" (must be a valid IP address`, `the address ""`}},
+		{"ipMode Proxy on what is published", []string{"::ffff:203.0.113.10", mockAddress}, true,
+			[]corev1.LoadBalancerIngress{{IP: mockAddress, IPMode: ptr(corev1.LoadBalancerIPModeProxy)}},
+			[]string{`the address "::ffff:203.0.113.10" (must not be an IPv4-mapped IPv6 address)`}},
+		{"all refused: an error", []string{"010.0.0.1", "lb-1.example.com", "203.0.113.10\x00", long, "zz"}, false, nil,
+			[]string{`the address "010.0.0.1" (must not have leading 0s)`, `"lb-1.example.com"`, `"203.0.113.10\x00"`, "and 2 more"}},
+		{"a value of any size is cut", []string{long}, false, nil,
+			[]string{`"` + strings.Repeat("1", 128) + `"… (10000 bytes)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			m := cloudapimock.NewMockLoadBalancerAPI(gomock.NewController(t))
+			format, err := providerid.Default("ccmkit")
+			require.NoError(t, err)
+			rec := record.NewFakeRecorder(10)
+			lb, err := loadbalancer.New(m, loadbalancer.Options{ClusterID: "c1", ProviderID: format, Recorder: rec})
+			require.NoError(t, err)
+			answered := mockConverged()
+			answered.Addresses = tc.addresses
+			answered.Spec.ProxyProtocol = tc.proxy
+			svc := mockService()
+			if tc.proxy {
+				svc.Annotations = map[string]string{prefix + loadbalancer.AnnotationProxyProtocol: "true"}
+			}
+			m.EXPECT().ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", answered), nil)
+
+			st, err := lb.EnsureLoadBalancer(ctx, "c", svc, mockNodes())
+			got := events(rec)
+			require.Len(t, got, 1, "one Warning event")
+			for _, want := range tc.wantEvents {
+				assert.Contains(t, got[0], want)
+			}
+			assert.Less(t, len(got[0]), 1024, "the event's message is bounded")
+			if tc.want == nil {
+				require.ErrorContains(t, err, "load balancer lb-1: the cloud reports nothing a Service's status can hold: ")
+				assert.Nil(t, st)
+				assert.Less(t, len(err.Error()), 1024, "the error is bounded")
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, st.Ingress)
+			}
+
+			// GetLoadBalancer answers what is published, and that there is a load balancer.
+			m.EXPECT().ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", answered), nil)
+			got2, exists, err := lb.GetLoadBalancer(ctx, "c", svc)
+			require.NoError(t, err)
+			assert.True(t, exists)
+			assert.Equal(t, tc.want, got2.Ingress)
+		})
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

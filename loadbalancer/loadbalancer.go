@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/apivalid"
 	"github.com/ccmkit/ccmkit/internal/paging"
 	"github.com/ccmkit/ccmkit/internal/quote"
 	"github.com/ccmkit/ccmkit/providerid"
@@ -151,9 +152,10 @@ type Options struct {
 	// EnsureLoadBalancer refuses an internal switch, which would replace it. Default false.
 	KeepOnDelete bool
 	// Recorder receives the events that say what ccmkit did beyond an error: a load
-	// balancer adopted (AdoptedLoadBalancer) or kept in the cloud (KeptLoadBalancer), and
+	// balancer adopted (AdoptedLoadBalancer) or kept in the cloud (KeptLoadBalancer),
 	// annotation keys under the prefix that nothing reads (UnknownAnnotation, a Warning),
-	// on the Service. Nil records none.
+	// and addresses or a hostname of the cloud's that the Service's status cannot hold
+	// (AddressNotPublished, a Warning), on the Service. Nil records none.
 	Recorder record.EventRecorder
 	// Settings are the adapter's own load balancer settings (see Setting), read from the
 	// Service's annotations and handed to the cloud in cloudapi.LoadBalancerSpec.Settings.
@@ -220,8 +222,8 @@ func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *cor
 // always asks the cloud (one list by owner tags), never the snapshot: the service
 // controller asks it whether there is anything to delete, and a stale "no" would leave a
 // load balancer behind. A cloud error is returned as it is, never as "no load balancer";
-// a status that cannot be published (a cloud hostname the API server would refuse) is
-// logged and reported empty.
+// a status of which nothing can be published (addresses or a hostname the API server
+// would refuse) is logged and reported empty; what EnsureLoadBalancer reports.
 func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	uid, err := serviceUID(svc)
 	if err != nil {
@@ -239,7 +241,7 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 		return nil, false, nil
 	}
 	l.snap.record(uid, pointers(found)...)
-	st, err := l.status(svc, &found[0])
+	st, _, err := l.status(svc, &found[0]) // EnsureLoadBalancer reports what the status leaves out
 	if err != nil {
 		// The service controller asks whether there is a load balancer to delete: a status
 		// it cannot publish must not keep the answer from it.
@@ -283,7 +285,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 		}
 		done()
 		if cloudapi.DiffLoadBalancer(l.comparable(current.Spec), want).Empty() {
-			return l.status(svc, current)
+			return l.publish(logger, svc, current)
 		}
 	}
 
@@ -300,7 +302,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	case current.Status != cloudapi.LoadBalancerActive || !reachable(current):
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", current.ID, current.Status), ProvisioningRetryDelay)
 	}
-	return l.status(svc, current)
+	return l.publish(logger, svc, current)
 }
 
 // ensure is EnsureLoadBalancer from a fresh read: it finds the Service's load balancers
@@ -952,28 +954,63 @@ func (l *LoadBalancer) updateTargetsOnly(ctx context.Context, logger klog.Logger
 //     status would otherwise mix address and alias records for one name);
 //   - else the cloud's hostname, for clouds whose load balancers are reached by name.
 //
-// A cloud hostname that the API server would refuse in the status is an error.
-func (l *LoadBalancer) status(svc *corev1.Service, lb *cloudapi.LoadBalancer) (*corev1.LoadBalancerStatus, error) {
+// What the cloud reports that the API server would refuse in the status (an address that
+// apivalid.IP refuses, a hostname that checkHostname refuses) is left out and described in
+// refused, its value quoted to a bound. When that leaves nothing to publish, the status
+// is an error, never an empty status, which would read as "no load balancer".
+func (l *LoadBalancer) status(svc *corev1.Service, lb *cloudapi.LoadBalancer) (_ *corev1.LoadBalancerStatus, refused []string, _ error) {
 	if h := l.annotatedHostname(svc); h != "" {
-		return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: h}}}, nil
+		return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: h}}}, nil, nil
 	}
 	st := &corev1.LoadBalancerStatus{}
 	if len(lb.Addresses) == 0 && lb.Hostname != "" {
 		if err := checkHostname(lb.Hostname); err != nil {
-			return nil, fmt.Errorf("load balancer %s: the cloud reports the hostname %s, which a Service's status cannot hold: %w", lb.ID, quote.Value(lb.Hostname), err)
+			refused = append(refused, fmt.Sprintf("the hostname %s (%v)", quote.Value(lb.Hostname), err))
+		} else {
+			st.Ingress = append(st.Ingress, corev1.LoadBalancerIngress{Hostname: lb.Hostname})
 		}
-		st.Ingress = append(st.Ingress, corev1.LoadBalancerIngress{Hostname: lb.Hostname})
-		return st, nil
 	}
 	mode := corev1.LoadBalancerIPModeVIP
 	if lb.Spec.ProxyProtocol {
 		mode = corev1.LoadBalancerIPModeProxy
 	}
 	for _, a := range lb.Addresses {
+		if err := apivalid.IP(a); err != nil {
+			refused = append(refused, fmt.Sprintf("the address %s (%v)", quote.Value(a), err))
+			continue
+		}
 		m := mode
 		st.Ingress = append(st.Ingress, corev1.LoadBalancerIngress{IP: a, IPMode: &m})
 	}
-	return st, nil
+	if len(st.Ingress) == 0 && len(refused) > 0 {
+		return nil, refused, fmt.Errorf("load balancer %s: the cloud reports nothing a Service's status can hold: %s", lb.ID, listRefused(refused))
+	}
+	return st, refused, nil
+}
+
+// maxRefusedListed is how many of the values the status leaves out an error or event
+// lists; it says how many more there are.
+const maxRefusedListed = 3
+
+// listRefused joins what status refused, at most maxRefusedListed of them.
+func listRefused(refused []string) string {
+	if len(refused) <= maxRefusedListed {
+		return strings.Join(refused, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(refused[:maxRefusedListed], ", "), len(refused)-maxRefusedListed)
+}
+
+// publish is status for EnsureLoadBalancer, which reports what the status leaves out: a
+// Warning event AddressNotPublished on the Service naming the load balancer and the
+// values, whether the rest is published or the status is an error.
+func (l *LoadBalancer) publish(logger klog.Logger, svc *corev1.Service, lb *cloudapi.LoadBalancer) (*corev1.LoadBalancerStatus, error) {
+	st, refused, err := l.status(svc, lb)
+	if len(refused) > 0 {
+		logger.Info("Not publishing what the cloud reports and a Service's status cannot hold", "loadBalancer", lb.ID, "refused", len(refused), "published", st != nil)
+		l.event(svc, corev1.EventTypeWarning, "AddressNotPublished", fmt.Sprintf("Load balancer %s: the cloud reports %s, which a Service's status cannot hold: not published",
+			lb.ID, listRefused(refused)))
+	}
+	return st, err
 }
 
 // annotatedHostname returns the Service's hostname annotation, or "" when it has none or

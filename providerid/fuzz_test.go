@@ -21,10 +21,12 @@ var templatesInUse = []string{
 }
 
 // FuzzParse parses arbitrary provider IDs with every template in use: no panic, an error
-// is ErrMalformed, and whatever parses formats back to the same ID.
+// is ErrMalformed, and whatever parses is printable ASCII without a space, at most
+// MaxLength bytes, and formats back to the same ID.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"ccmkit://i-1", "restcloud://7", "aws:///us-east-1a/i-1", "", "ccmkit://", "ccmkit://a/b",
-		"gce://my-project/z/n/1", "gce://my-project/z/1", "mycloud://eu/7", "ccmkit:// i-1", "aws:////i-1"} {
+		"gce://my-project/z/n/1", "gce://my-project/z/1", "mycloud://eu/7", "ccmkit:// i-1", "aws:////i-1",
+		"ccmkit://i-1\x00", "ccmkit://i\t1", "ccmkit://i-\u00e9", "aws:///z\x7f/i-1"} {
 		f.Add(s)
 	}
 	formats := compileAll(f, templatesInUse)
@@ -36,6 +38,7 @@ func FuzzParse(f *testing.F) {
 				continue
 			}
 			require.NotEmpty(t, fields.ID)
+			requirePrintable(t, id)
 			again, err := format.Format(fields)
 			require.NoError(t, err, "%s: parsed %q", format, id)
 			require.Equal(t, id, again, "%s", format)
@@ -62,6 +65,7 @@ func FuzzFormat(f *testing.F) {
 			if err != nil {
 				continue
 			}
+			requirePrintable(t, s)
 			back, err := format.Parse(s)
 			require.NoError(t, err, "%s: formatted %+v as %q", format, fields, s)
 			want := providerid.Fields{ID: id}
@@ -77,6 +81,16 @@ func FuzzFormat(f *testing.F) {
 			require.Equal(t, want, back, "%s: %q", format, s)
 		}
 	})
+}
+
+// requirePrintable fails unless id is a provider ID of printable ASCII characters other
+// than the space, at most MaxLength bytes long.
+func requirePrintable(t *testing.T, id string) {
+	t.Helper()
+	require.LessOrEqual(t, len(id), providerid.MaxLength)
+	for i := range len(id) {
+		require.True(t, '!' <= id[i] && id[i] <= '~', "%q: byte %d is not printable ASCII", id, i)
+	}
 }
 
 func compileAll(f *testing.F, templates []string) []providerid.Format {

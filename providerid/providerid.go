@@ -4,11 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ccmkit/ccmkit/internal/quote"
 )
 
 // ErrMalformed is matched (errors.Is) by every parse error: the provider ID does not have
 // the configured format.
 var ErrMalformed = errors.New("malformed provider ID")
+
+// MaxLength is the longest provider ID, in bytes, that Parse accepts and Format makes.
+// Real ones are far shorter (an Azure scale set's, among the longest, is under 300).
+const MaxLength = 512
 
 // The placeholders a template may hold. {id} is required and must occur once; the others
 // may occur at most once each.
@@ -85,6 +91,9 @@ func Default(providerName string) (Format, error) {
 // text that follows a placeholder (values never contain "/"), so that a provider ID parses
 // in exactly one way.
 func Compile(template string) (Format, error) {
+	if i := strings.IndexFunc(template, func(r rune) bool { return !graphic(r) }); i >= 0 {
+		return Format{}, fmt.Errorf("provider ID template %s: holds %q, which is no printable ASCII character other than a space", quote.Value(template), []rune(template[i:])[0])
+	}
 	scheme, _, ok := strings.Cut(template, "://")
 	if !ok || scheme == "" || strings.ContainsAny(scheme, "{}/") {
 		return Format{}, fmt.Errorf("provider ID template %q: must start with a scheme such as \"mycloud://\"", template)
@@ -153,8 +162,9 @@ func (f Format) Uses(field string) bool {
 }
 
 // Format returns the provider ID for fields. Every placeholder of the template must have
-// a non-empty value without "/" (the separator of provider ID paths) and without white
-// space around it: what Parse accepts, so that every provider ID Format makes parses.
+// a non-empty value of printable ASCII characters other than "/" (the separator of
+// provider ID paths) and the space, and the ID must be at most MaxLength bytes: what Parse
+// accepts, so that every provider ID Format makes parses.
 func (f Format) Format(fields Fields) (string, error) {
 	if len(f.segments) == 0 {
 		return "", errors.New("provider ID format is not initialized")
@@ -167,19 +177,27 @@ func (f Format) Format(fields Fields) (string, error) {
 		}
 		v := fields.get(s.field)
 		if !validValue(v) {
-			return "", fmt.Errorf("provider ID %q: {%s} value %q must be non-empty, contain no \"/\" and have no white space around it", f.template, s.field, v)
+			return "", fmt.Errorf("provider ID %q: {%s} value %s must be non-empty and hold only printable ASCII characters other than \"/\" and the space", f.template, s.field, quote.Value(v))
 		}
 		b.WriteString(v)
+	}
+	if b.Len() > MaxLength {
+		return "", fmt.Errorf("provider ID %q: %s is %d bytes long, more than %d", f.template, quote.Value(b.String()), b.Len(), MaxLength)
 	}
 	return b.String(), nil
 }
 
-// Parse returns the fields of providerID. An ID that does not have the format's shape is
-// an error matching ErrMalformed that quotes the ID and the expected template.
+// Parse returns the fields of providerID. An ID that does not have the format's shape, or
+// is longer than MaxLength, or has a value with a character other than printable ASCII
+// (a control character, a space, a non-ASCII letter), is an error matching ErrMalformed
+// that quotes the ID (cut to a bound) and the expected template.
 func (f Format) Parse(providerID string) (Fields, error) {
 	var out Fields
 	if len(f.segments) == 0 {
 		return out, errors.New("provider ID format is not initialized")
+	}
+	if len(providerID) > MaxLength {
+		return Fields{}, fmt.Errorf("%w: %s is %d bytes long, more than any provider ID (%d) of the configured format %q", ErrMalformed, quote.Value(providerID), len(providerID), MaxLength, f.template)
 	}
 	rest := providerID
 	for i, s := range f.segments {
@@ -218,12 +236,15 @@ func (f Format) InstanceID(providerID string) (string, error) {
 	return fields.ID, err
 }
 
-// validValue reports whether v may be the value of a placeholder: not empty, no "/", no
-// white space around it.
+// validValue reports whether v may be the value of a placeholder: not empty, printable
+// ASCII characters other than "/" and the space only.
 func validValue(v string) bool {
-	return v != "" && !strings.ContainsRune(v, '/') && strings.TrimSpace(v) == v
+	return v != "" && !strings.ContainsFunc(v, func(r rune) bool { return r == '/' || !graphic(r) })
 }
 
+// graphic reports whether r is a printable ASCII character other than the space.
+func graphic(r rune) bool { return '!' <= r && r <= '~' }
+
 func (f Format) malformed(providerID string) error {
-	return fmt.Errorf("%w: %q does not have the configured format %q", ErrMalformed, providerID, f.template)
+	return fmt.Errorf("%w: %s does not have the configured format %q", ErrMalformed, quote.Value(providerID), f.template)
 }

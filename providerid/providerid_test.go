@@ -1,6 +1,7 @@
 package providerid_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,12 +80,24 @@ func TestParseRejects(t *testing.T) {
 		{"zoned missing zone", zoned, "aws:////i-1"},
 		{"zoned missing separator", zoned, "aws:///i-1"},
 		{"zoned extra segment", zoned, "aws:///a/b/i-1"},
+		{"a NUL in the id", f, "ccmkit://i-1\x00"},
+		{"a control character in the id", f, "ccmkit://i-\x1b[2J1"},
+		{"a DEL in the id", f, "ccmkit://i-1\x7f"},
+		{"a space inside the id", f, "ccmkit://i 1"},
+		{"a tab around the id", f, "ccmkit://i-1\t"},
+		{"a non-ASCII letter", f, "ccmkit://i-é1"},
+		{"a non-ASCII space", f, "ccmkit://i-1 "},
+		{"invalid UTF-8", f, "ccmkit://i-\xff"},
+		{"a control character in the zone", zoned, "aws:///us-east-1a\x00/i-1"},
+		{"longer than MaxLength", f, "ccmkit://" + strings.Repeat("i", providerid.MaxLength)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := tt.format.Parse(tt.id)
 			require.ErrorIs(t, err, providerid.ErrMalformed)
 			assert.Contains(t, err.Error(), tt.format.String(), "the error names the expected format")
+			assert.Less(t, len(err.Error()), 400, "the error quotes the ID cut to a bound")
+			assert.NotContains(t, err.Error(), "\x00", "control characters are escaped")
 		})
 	}
 }
@@ -97,11 +110,20 @@ func TestFormatRejectsBadValues(t *testing.T) {
 	_, err = f.Format(providerid.Fields{ID: "a/b", Zone: "z"})
 	assert.ErrorContains(t, err, "{id}")
 	_, err = f.Format(providerid.Fields{ID: "i-1", Zone: " z"})
-	assert.ErrorContains(t, err, `{zone} value " z" must be non-empty, contain no "/" and have no white space around it`, "Parse would refuse it")
+	assert.ErrorContains(t, err, `{zone} value " z" must be non-empty and hold only printable ASCII characters other than "/" and the space`, "Parse would refuse it")
+	_, err = f.Format(providerid.Fields{ID: "i-\x001", Zone: "z"})
+	assert.ErrorContains(t, err, `{id} value "i-\x001"`, "Parse would refuse it")
+	_, err = f.Format(providerid.Fields{ID: strings.Repeat("i", providerid.MaxLength), Zone: "z"})
+	assert.ErrorContains(t, err, "more than 512", "Parse would refuse it")
 	assert.True(t, f.Uses(providerid.FieldZone))
 	assert.False(t, f.Uses(providerid.FieldName))
 
 	var zero providerid.Format
 	_, err = zero.Parse("ccmkit://i-1")
 	assert.Error(t, err, "the zero Format refuses to parse instead of accepting anything")
+
+	_, err = providerid.Compile("my cloud://{id}")
+	assert.ErrorContains(t, err, "no printable ASCII character", "a template makes only IDs Parse accepts")
+	_, err = providerid.Compile("mycloud://{id}\x00")
+	assert.ErrorContains(t, err, `holds '\x00'`)
 }

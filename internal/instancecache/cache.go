@@ -46,6 +46,10 @@ type Cache struct {
 	// the cloud vouched for them, so a list that does not have them live again loses them,
 	// whatever share of the whole that is.
 	fetched map[string]bool
+	// afterNameRead, when set (by tests only), is called by lookupName once it has read
+	// the snapshot, with no lock held: a test runs another lookup there, at the one
+	// moment that lookup could move an instance between what lookupName reads.
+	afterNameRead func()
 }
 
 // Options tune a Cache.
@@ -293,6 +297,9 @@ func (c *Cache) lookupName(key string) (live, dead *cloudapi.Instance, lost []st
 		}
 	}
 	c.mu.RUnlock()
+	if c.afterNameRead != nil {
+		c.afterNameRead()
+	}
 	slices.Sort(lost)
 	var alive []*cloudapi.Instance
 	for _, inst := range candidates {

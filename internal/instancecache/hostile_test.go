@@ -353,3 +353,34 @@ func TestListWithoutAPageIsAnErrorNotEmpty(t *testing.T) {
 	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
 	assert.Contains(t, err.Error(), "neither a page nor an error")
 }
+
+// A lookup by name that meets another lookup's check of the same instance still finds
+// it: lookupName reads the snapshot and the instances to check as one, so a check that
+// moves the instance from the ones to check into the snapshot meanwhile (here: a ByID
+// of it, run at the moment lookupName has read the snapshot) never leaves it out of both,
+// which would read a running instance as gone.
+func TestByNameMeetingACheckOfTheSameInstance(t *testing.T) {
+	ctx := context.Background()
+	s, cache, clk, seen := newShrinking(t, 20)
+	s.cut(15) // 5 of 20 lost: each is checked before it reads as gone
+	clk.Step(2 * time.Minute)
+	_, err := cache.ByID(ctx, "i-00000") // the list that loses them
+	require.NoError(t, err)
+	require.Contains(t, cache.vanished, "i-00017")
+
+	checked := false
+	cache.afterNameRead = func() {
+		if checked {
+			return
+		}
+		checked = true
+		inst, err := cache.ByID(ctx, "i-00017") // another lookup's check: it runs
+		require.NoError(t, err)
+		require.Equal(t, "i-00017", inst.ID)
+	}
+	inst, err := cache.ByName(ctx, "node-00017")
+	require.True(t, checked, "the other lookup ran between the reads")
+	require.NoError(t, err, "a running instance never reads as gone because another lookup checked it meanwhile")
+	assert.Equal(t, "i-00017", inst.ID)
+	assert.Equal(t, map[string]int{"list_shrank/exists": 2}, seen.counts(), "each lookup checked it once")
+}
