@@ -250,18 +250,8 @@ func sortedGroup(g *cloudapi.TargetGroup) cloudapi.TargetGroup {
 // listGroups lists the groups that carry tags, every page, and calls add for each one
 // that carries them and has an ID, whatever the backend's filter did.
 func (l *LoadBalancer) listGroups(ctx context.Context, tags map[string]string, add func(*cloudapi.TargetGroup)) error {
-	page := func(ctx context.Context, token string) ([]cloudapi.TargetGroup, string, error) {
-		p, err := l.groups.api.ListTargetGroups(ctx, cloudapi.ListOptions{Tags: tags, PageToken: token, PageSize: l.opts.PageSize})
-		if err != nil {
-			return nil, "", err
-		}
-		if p == nil {
-			return nil, "", paging.NoPage(cloudapi.OpListTargetGroups)
-		}
-		return p.Items, p.NextPageToken, nil
-	}
-	_, err := paging.All(ctx, cloudapi.OpListTargetGroups, page, paging.TargetGroupID, func(g *cloudapi.TargetGroup) bool {
-		if g.ID != "" && cloudapi.MatchTags(g.Spec.Tags, tags) {
+	_, err := paging.TargetGroups(ctx, l.groups.api, tags, l.opts.PageSize, func(g *cloudapi.TargetGroup) bool {
+		if g.ID != "" {
 			add(g)
 		}
 		return true

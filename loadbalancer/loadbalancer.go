@@ -626,24 +626,9 @@ func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudap
 	if _, err := serviceUID(svc); err != nil {
 		return nil, err
 	}
-	tags := l.ownerTags(svc)
-	page := func(ctx context.Context, token string) ([]cloudapi.LoadBalancer, string, error) {
-		p, err := l.api.ListLoadBalancers(ctx, cloudapi.ListOptions{Tags: tags, PageToken: token})
-		if err != nil {
-			return nil, "", err
-		}
-		if p == nil {
-			return nil, "", paging.NoPage(cloudapi.OpListLoadBalancers)
-		}
-		return p.Items, p.NextPageToken, nil
-	}
 	var out []cloudapi.LoadBalancer
-	_, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, paging.LoadBalancerID, func(lb *cloudapi.LoadBalancer) bool {
-		// Trust, but verify: a backend that ignored the filter must not make us touch
-		// another owner's load balancer.
-		if cloudapi.MatchTags(lb.Spec.Tags, tags) {
-			out = append(out, *lb)
-		}
+	_, err := paging.LoadBalancers(ctx, l.api, l.ownerTags(svc), 0, func(lb *cloudapi.LoadBalancer) bool {
+		out = append(out, *lb)
 		return true
 	})
 	if err != nil {

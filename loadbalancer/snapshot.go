@@ -258,19 +258,9 @@ func (s *snapshot) list(ctx context.Context) (map[string]*serviceEntry, *targetS
 	services := map[string]*serviceEntry{}
 	sets := newTargetSets()
 	listed := 0
-	page := func(ctx context.Context, token string) ([]cloudapi.LoadBalancer, string, error) {
-		p, err := s.api.ListLoadBalancers(ctx, cloudapi.ListOptions{Tags: s.filter, PageSize: s.pageSize, PageToken: token})
-		if err != nil {
-			return nil, "", err
-		}
-		if p == nil {
-			return nil, "", paging.NoPage(cloudapi.OpListLoadBalancers)
-		}
-		return p.Items, p.NextPageToken, nil
-	}
-	pages, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, paging.LoadBalancerID, func(lb *cloudapi.LoadBalancer) bool {
+	pages, err := paging.LoadBalancers(ctx, s.api, s.filter, s.pageSize, func(lb *cloudapi.LoadBalancer) bool {
 		uid := lb.Spec.Tags[cloudapi.TagService]
-		if uid == "" || !cloudapi.MatchTags(lb.Spec.Tags, s.filter) {
+		if uid == "" {
 			return true
 		}
 		listed++

@@ -119,20 +119,6 @@ func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 	return ptrs, nil
 }
 
-// listPage fetches one page of the routes with tags (all routes when tags is nil).
-func listPage(api cloudapi.RouteAPI, tags map[string]string, pageSize int) paging.Page[cloudapi.Route] {
-	return func(ctx context.Context, token string) ([]cloudapi.Route, string, error) {
-		p, err := api.ListRoutes(ctx, cloudapi.ListOptions{Tags: tags, PageSize: pageSize, PageToken: token})
-		if err != nil {
-			return nil, "", err
-		}
-		if p == nil {
-			return nil, "", paging.NoPage(cloudapi.OpListRoutes)
-		}
-		return p.Items, p.NextPageToken, nil
-	}
-}
-
 // CreateRoute creates a route of route.DestinationCIDR to the instance of
 // route.TargetNode, tagged as the cluster's and the Node's.
 func (r *Routes) CreateRoute(ctx context.Context, _ string, nameHint string, route *cloudprovider.Route) error {
@@ -203,7 +189,7 @@ func (r *Routes) findID(ctx context.Context, id string) (*cloudapi.Route, error)
 
 func (r *Routes) findFunc(ctx context.Context, match func(cloudapi.Route) bool) (*cloudapi.Route, error) {
 	var found *cloudapi.Route
-	_, err := paging.All(ctx, cloudapi.OpListRoutes, listPage(r.api, nil, r.opts.PageSize), paging.RouteID, func(rt *cloudapi.Route) bool {
+	_, err := paging.Routes(ctx, r.api, nil, r.opts.PageSize, func(rt *cloudapi.Route) bool {
 		if match(*rt) {
 			found = rt
 			return false

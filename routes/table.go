@@ -170,10 +170,8 @@ func (t *table) install(routes map[string]entry, began time.Time, beganSeq uint6
 // left out, also when a backend ignored the filter.
 func (t *table) list(ctx context.Context) (map[string]entry, error) {
 	routes := map[string]entry{}
-	pages, err := paging.All(ctx, cloudapi.OpListRoutes, listPage(t.api, t.filter, t.pageSize), paging.RouteID, func(rt *cloudapi.Route) bool {
-		if cloudapi.MatchTags(rt.Tags, t.filter) { // a backend that ignored the filter must not make us touch others' routes
-			routes[rt.ID] = entryOf(rt)
-		}
+	pages, err := paging.Routes(ctx, t.api, t.filter, t.pageSize, func(rt *cloudapi.Route) bool {
+		routes[rt.ID] = entryOf(rt)
 		return true
 	})
 	if err != nil {

@@ -275,12 +275,12 @@ func (s *Sweeper) Sweep(ctx context.Context) (Result, error) {
 	if s.groups != nil {
 		// Listed before the load balancers: a group that a load balancer names by the time
 		// they are listed is seen named.
-		groups, groupsErr = ListTargetGroups(ctx, s.groups, s.opts.ClusterID, s.opts.PageSize)
+		groups, groupsErr = listTargetGroups(ctx, s.groups, s.opts.ClusterID, s.opts.PageSize)
 	}
 	var lbs []cloudapi.LoadBalancer
 	var lbsErr error
 	if s.listLBs != nil {
-		lbs, lbsErr = ListLoadBalancers(ctx, s.listLBs, s.opts.ClusterID, s.opts.PageSize)
+		lbs, lbsErr = listLoadBalancers(ctx, s.listLBs, s.opts.ClusterID, s.opts.PageSize)
 	}
 	if s.lbs != nil {
 		err := lbsErr
@@ -436,7 +436,7 @@ func (s *Sweeper) serviceGone(ctx context.Context, ns, name, uid string) (bool, 
 
 // sweepRoutes sweeps the cluster's routes.
 func (s *Sweeper) sweepRoutes(ctx context.Context, listed map[suspect]bool, res *Result) error {
-	rts, err := ListRoutes(ctx, s.routes, s.opts.ClusterID, s.opts.PageSize)
+	rts, err := listClusterRoutes(ctx, s.routes, s.opts.ClusterID, s.opts.PageSize)
 	if err != nil {
 		return fmt.Errorf("sweeper: %w: %w", errListFailed, err)
 	}
@@ -548,7 +548,7 @@ func (s *Sweeper) sweepTargetGroups(ctx context.Context, groups []cloudapi.Targe
 	}
 	// The load balancers again, listed after the grace period ended: one created since the
 	// sweep's list (a Service's new load balancer, or one moved into the group) keeps it.
-	fresh, err := ListLoadBalancers(ctx, s.listLBs, s.opts.ClusterID, s.opts.PageSize)
+	fresh, err := listLoadBalancers(ctx, s.listLBs, s.opts.ClusterID, s.opts.PageSize)
 	if err != nil {
 		return fmt.Errorf("sweeper: listing the cluster's load balancers again before deleting %d orphaned target group(s): %w", len(due), err)
 	}
@@ -622,29 +622,17 @@ func serviceOwner(tags map[string]string) (uid, ns, name string, ok bool) {
 	return uid, ns, name, true
 }
 
-// ListLoadBalancers returns every load balancer tagged with clusterID (all pages), and
+// listLoadBalancers returns every load balancer tagged with clusterID (all pages), and
 // only those: an item the cloud answered without the tag, despite the filter, is
 // dropped.
-func ListLoadBalancers(ctx context.Context, api cloudapi.LoadBalancerAPI, clusterID string, pageSize int) ([]cloudapi.LoadBalancer, error) {
+func listLoadBalancers(ctx context.Context, api cloudapi.LoadBalancerAPI, clusterID string, pageSize int) ([]cloudapi.LoadBalancer, error) {
 	if clusterID == "" {
 		return nil, errors.New("listing a cluster's load balancers: the cluster ID is empty")
 	}
 	tags := map[string]string{cloudapi.TagCluster: clusterID}
 	var out []cloudapi.LoadBalancer
-	page := func(ctx context.Context, token string) ([]cloudapi.LoadBalancer, string, error) {
-		p, err := api.ListLoadBalancers(ctx, cloudapi.ListOptions{Tags: tags, PageSize: pageSize, PageToken: token})
-		if err != nil {
-			return nil, "", err
-		}
-		if p == nil {
-			return nil, "", paging.NoPage(cloudapi.OpListLoadBalancers)
-		}
-		return p.Items, p.NextPageToken, nil
-	}
-	_, err := paging.All(ctx, cloudapi.OpListLoadBalancers, page, paging.LoadBalancerID, func(lb *cloudapi.LoadBalancer) bool {
-		if cloudapi.MatchTags(lb.Spec.Tags, tags) {
-			out = append(out, *lb)
-		}
+	_, err := paging.LoadBalancers(ctx, api, tags, pageSize, func(lb *cloudapi.LoadBalancer) bool {
+		out = append(out, *lb)
 		return true
 	})
 	if err != nil {
@@ -653,8 +641,8 @@ func ListLoadBalancers(ctx context.Context, api cloudapi.LoadBalancerAPI, cluste
 	return out, nil
 }
 
-// ListRoutes returns every route tagged with clusterID (all pages), and only those.
-func ListRoutes(ctx context.Context, api cloudapi.RouteAPI, clusterID string, pageSize int) ([]cloudapi.Route, error) {
+// listClusterRoutes returns every route tagged with clusterID (all pages), and only those.
+func listClusterRoutes(ctx context.Context, api cloudapi.RouteAPI, clusterID string, pageSize int) ([]cloudapi.Route, error) {
 	if clusterID == "" {
 		return nil, errors.New("listing a cluster's routes: the cluster ID is empty")
 	}
@@ -668,47 +656,23 @@ func ListRoutes(ctx context.Context, api cloudapi.RouteAPI, clusterID string, pa
 // listRoutes lists the routes that carry every tag of tags.
 func listRoutes(ctx context.Context, api cloudapi.RouteAPI, tags map[string]string, pageSize int) ([]cloudapi.Route, error) {
 	var out []cloudapi.Route
-	page := func(ctx context.Context, token string) ([]cloudapi.Route, string, error) {
-		p, err := api.ListRoutes(ctx, cloudapi.ListOptions{Tags: tags, PageSize: pageSize, PageToken: token})
-		if err != nil {
-			return nil, "", err
-		}
-		if p == nil {
-			return nil, "", paging.NoPage(cloudapi.OpListRoutes)
-		}
-		return p.Items, p.NextPageToken, nil
-	}
-	_, err := paging.All(ctx, cloudapi.OpListRoutes, page, paging.RouteID, func(rt *cloudapi.Route) bool {
-		if cloudapi.MatchTags(rt.Tags, tags) {
-			out = append(out, *rt)
-		}
+	_, err := paging.Routes(ctx, api, tags, pageSize, func(rt *cloudapi.Route) bool {
+		out = append(out, *rt)
 		return true
 	})
 	return out, err
 }
 
-// ListTargetGroups returns every target group tagged with clusterID (all pages), and only
+// listTargetGroups returns every target group tagged with clusterID (all pages), and only
 // those: an item the cloud answered without the tag, despite the filter, is dropped.
-func ListTargetGroups(ctx context.Context, api cloudapi.TargetGroupAPI, clusterID string, pageSize int) ([]cloudapi.TargetGroup, error) {
+func listTargetGroups(ctx context.Context, api cloudapi.TargetGroupAPI, clusterID string, pageSize int) ([]cloudapi.TargetGroup, error) {
 	if clusterID == "" {
 		return nil, errors.New("listing a cluster's target groups: the cluster ID is empty")
 	}
 	tags := map[string]string{cloudapi.TagCluster: clusterID}
 	var out []cloudapi.TargetGroup
-	page := func(ctx context.Context, token string) ([]cloudapi.TargetGroup, string, error) {
-		p, err := api.ListTargetGroups(ctx, cloudapi.ListOptions{Tags: tags, PageSize: pageSize, PageToken: token})
-		if err != nil {
-			return nil, "", err
-		}
-		if p == nil {
-			return nil, "", paging.NoPage(cloudapi.OpListTargetGroups)
-		}
-		return p.Items, p.NextPageToken, nil
-	}
-	_, err := paging.All(ctx, cloudapi.OpListTargetGroups, page, paging.TargetGroupID, func(g *cloudapi.TargetGroup) bool {
-		if cloudapi.MatchTags(g.Spec.Tags, tags) {
-			out = append(out, *g)
-		}
+	_, err := paging.TargetGroups(ctx, api, tags, pageSize, func(g *cloudapi.TargetGroup) bool {
+		out = append(out, *g)
 		return true
 	})
 	if err != nil {

@@ -65,7 +65,7 @@ func Teardown(ctx context.Context, client cloudapi.Client, clusterID string, opt
 	kept := map[string][]string{}
 	lbsListed := true
 	if api, ok := client.LoadBalancers(); ok {
-		lbs, err := ListLoadBalancers(ctx, api, clusterID, opts.PageSize)
+		lbs, err := listLoadBalancers(ctx, api, clusterID, opts.PageSize)
 		if err != nil {
 			lbsListed = false
 			errs = append(errs, fmt.Errorf("teardown: %w", err))
@@ -85,7 +85,7 @@ func Teardown(ctx context.Context, client cloudapi.Client, clusterID string, opt
 		}
 	}
 	if api, ok := client.Routes(); ok {
-		rts, err := ListRoutes(ctx, api, clusterID, opts.PageSize)
+		rts, err := listClusterRoutes(ctx, api, clusterID, opts.PageSize)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("teardown: %w", err))
 		}
@@ -101,7 +101,7 @@ func Teardown(ctx context.Context, client cloudapi.Client, clusterID string, opt
 		}
 	}
 	if api, ok := cloudapi.TargetGroups(client); ok {
-		groups, err := ListTargetGroups(ctx, api, clusterID, opts.PageSize)
+		groups, err := listTargetGroups(ctx, api, clusterID, opts.PageSize)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("teardown: %w", err))
 		}

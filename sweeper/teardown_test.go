@@ -359,26 +359,3 @@ func endless(ctx context.Context, api cloudapi.TargetGroupAPI, opts cloudapi.Lis
 	p.NextPageToken = "again"
 	return p, nil
 }
-
-// noPages answers every list with neither a page nor an error.
-type noPages struct {
-	cloudapi.LoadBalancerAPI
-	cloudapi.RouteAPI
-}
-
-func (noPages) ListLoadBalancers(context.Context, cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
-	return nil, nil // the hostile answer under test
-}
-
-func (noPages) ListRoutes(context.Context, cloudapi.ListOptions) (*cloudapi.RoutePage, error) {
-	return nil, nil // the hostile answer under test
-}
-
-// A list answered with neither a page nor an error fails (ErrTransient): no panic, and
-// nothing reads as "none left".
-func TestListsWithoutAPageAreErrors(t *testing.T) {
-	_, err := sweeper.ListLoadBalancers(t.Context(), noPages{}, cluster, 0)
-	require.ErrorIs(t, err, cloudapi.ErrTransient)
-	_, err = sweeper.ListRoutes(t.Context(), noPages{}, cluster, 0)
-	require.ErrorIs(t, err, cloudapi.ErrTransient)
-}

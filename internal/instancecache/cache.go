@@ -403,17 +403,7 @@ func (c *Cache) beginList() sharedlist.List {
 func (c *Cache) fetchAll(ctx context.Context, sizeHint int) (map[string]*cloudapi.Instance, map[string][]*cloudapi.Instance, int, error) {
 	byID := make(map[string]*cloudapi.Instance, sizeHint)
 	byName := make(map[string][]*cloudapi.Instance, sizeHint)
-	page := func(ctx context.Context, token string) ([]cloudapi.Instance, string, error) {
-		p, err := c.api.ListInstances(ctx, cloudapi.ListOptions{PageSize: c.opts.PageSize, PageToken: token})
-		if err != nil {
-			return nil, "", err
-		}
-		if p == nil {
-			return nil, "", paging.NoPage(cloudapi.OpListInstances)
-		}
-		return p.Items, p.NextPageToken, nil
-	}
-	pages, err := paging.All(ctx, cloudapi.OpListInstances, page, paging.InstanceID, func(inst *cloudapi.Instance) bool {
+	pages, err := paging.Instances(ctx, c.api, c.opts.PageSize, func(inst *cloudapi.Instance) bool {
 		if _, dup := byID[inst.ID]; !dup {
 			byID[inst.ID] = inst
 			key := nameKey(inst.Name)

@@ -1,9 +1,13 @@
 // Package paging is the one loop through a cloud's paged lists that every list in ccmkit
 // uses: the instance snapshot, the load balancer snapshot and lookup, target groups, the
-// route table and the sweeper's lists.
+// route table and the sweeper's lists. They call the typed lists, Instances,
+// LoadBalancers, Routes and TargetGroups, which hold what every list needs once: the page
+// call with the caller's tag filter and page size, a page the cloud did not answer (no
+// page and no error) read as NoPage (cloudapi.ErrTransient, never an empty list), and the
+// tag filter checked again on every item, so that a backend that ignored it never makes
+// ccmkit touch another owner's resource. All is the loop under them.
 //
-// No caller sees an item twice: All hands each ID (the ID function the caller gives,
-// such as LoadBalancerID) over once per list, however often the cloud's pages repeat it (a
+// No caller sees an item twice: All hands each ID over once per list, however often the cloud's pages repeat it (a
 // cloud that pages by offset repeats an item when one is created between two page reads,
 // and a caller that counted it twice would delete a load balancer as its own duplicate).
 //

@@ -36,10 +36,10 @@ type ID[T any] func(*T) string
 
 // The ID functions of the kinds of item ccmkit lists.
 var (
-	InstanceID     ID[cloudapi.Instance]     = func(i *cloudapi.Instance) string { return i.ID }
-	LoadBalancerID ID[cloudapi.LoadBalancer] = func(lb *cloudapi.LoadBalancer) string { return lb.ID }
-	RouteID        ID[cloudapi.Route]        = func(rt *cloudapi.Route) string { return rt.ID }
-	TargetGroupID  ID[cloudapi.TargetGroup]  = func(g *cloudapi.TargetGroup) string { return g.ID }
+	instanceID     ID[cloudapi.Instance]     = func(i *cloudapi.Instance) string { return i.ID }
+	loadBalancerID ID[cloudapi.LoadBalancer] = func(lb *cloudapi.LoadBalancer) string { return lb.ID }
+	routeID        ID[cloudapi.Route]        = func(rt *cloudapi.Route) string { return rt.ID }
+	targetGroupID  ID[cloudapi.TargetGroup]  = func(g *cloudapi.TargetGroup) string { return g.ID }
 )
 
 // All fetches the pages of a list of op from the first until one has an empty next token

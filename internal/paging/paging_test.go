@@ -117,7 +117,7 @@ func TestAllHandsEachItemOverOnce(t *testing.T) {
 			return pages[1], "", nil
 		}
 		var got []string
-		_, err := All(t.Context(), op, fetch, RouteID, func(rt *cloudapi.Route) bool { got = append(got, rt.ID); return true })
+		_, err := All(t.Context(), op, fetch, routeID, func(rt *cloudapi.Route) bool { got = append(got, rt.ID); return true })
 		require.NoError(t, err)
 		assert.Equal(t, []string{"r-1", "", "", "r-2"}, got)
 	})
