@@ -59,7 +59,7 @@ type Config struct {
 	// how long, on Clock, it runs at least. An action is done once both are over; with
 	// both zero it is done in the answer that started it.
 	ActionPolls    int           `json:"actionPolls,omitempty"`
-	ActionDuration time.Duration `json:"actionDuration,omitempty"`
+	ActionDuration time.Duration `json:"-"`
 	// Clock is the clock of the rate limit and of actions (the real clock when nil).
 	Clock clock.PassiveClock `json:"-"`
 }
@@ -124,6 +124,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.RateLimit.Limit < 1 || !(cfg.RateLimit.PerSecond > 0) {
 		return nil, fmt.Errorf("hcloudmock: rate limit %+v: limit and perSecond must be positive", cfg.RateLimit)
+	}
+	if cfg.ActionPolls < 0 || cfg.ActionDuration < 0 {
+		return nil, fmt.Errorf("hcloudmock: actionPolls %d, actionDuration %v: cannot be negative", cfg.ActionPolls, cfg.ActionDuration)
 	}
 	cfg.IPv4Pool = cmp.Or(cfg.IPv4Pool, DefaultIPv4Pool)
 	cfg.IPv6Pool = cmp.Or(cfg.IPv6Pool, DefaultIPv6Pool)
