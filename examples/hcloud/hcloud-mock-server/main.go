@@ -55,20 +55,20 @@ func main() {
 func run(ctx context.Context, args []string, stderr io.Writer, listening chan<- string) int {
 	cfg, listen, err := parse(args, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "hcloud-mock-server:", err)
+		say(stderr, "%v", err)
 		return exitBadUsage
 	}
 	m, err := hcloudmock.New(cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "hcloud-mock-server:", err)
+		say(stderr, "%v", err)
 		return exitBadUsage
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		fmt.Fprintln(stderr, "hcloud-mock-server:", err)
+		say(stderr, "%v", err)
 		return exitFailed
 	}
-	fmt.Fprintf(stderr, "hcloud-mock-server: serving the API at http://%s/v1\n", ln.Addr())
+	say(stderr, "serving the API at http://%s/v1", ln.Addr())
 	if listening != nil {
 		listening <- ln.Addr().String()
 	}
@@ -79,17 +79,22 @@ func run(ctx context.Context, args []string, stderr io.Writer, listening chan<- 
 	go func() { done <- srv.Serve(ln) }()
 	select {
 	case err := <-done:
-		fmt.Fprintln(stderr, "hcloud-mock-server:", err)
+		say(stderr, "%v", err)
 		return exitFailed
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		fmt.Fprintln(stderr, "hcloud-mock-server: stopping:", err)
+		say(stderr, "stopping: %v", err)
 		return exitFailed
 	}
 	return 0
+}
+
+// say writes a line to stderr; a failed write has nowhere to be reported.
+func say(stderr io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(stderr, "hcloud-mock-server: "+format+"\n", args...)
 }
 
 // parse reads the flags and the seed file; flags given override the seed.
