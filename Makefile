@@ -42,13 +42,15 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## vet: go build (compiles every package, also the main packages no test compiles) and
-## go vet, in the library's module, in e2e and in hack/benchplot (a module of its own: gonum/plot).
+## go vet, in the library's module, in e2e, in hack/benchplot (a module of its own: gonum/plot)
+## and in examples/hcloud (a module of its own: hcloud-go).
 vet:
 	@echo "==> go build, go vet"
 	go build ./...
 	go vet ./...
 	cd e2e && go build ./... && go vet ./...
 	cd hack/benchplot && go build -o /dev/null ./... && go vet ./...
+	cd examples/hcloud && go build -o /dev/null ./... && go vet ./...
 
 ## api: write api/ccmkit.txt, the description of the exported API of the public packages
 ## (docs/versioning.md), from the code; commit it with the change that changed the API.
@@ -76,6 +78,7 @@ lint: $(BIN)/golangci-lint
 	$(BIN)/golangci-lint run ./...
 	cd e2e && $(BIN)/golangci-lint run ./...
 	cd hack/benchplot && $(BIN)/golangci-lint run ./...
+	cd examples/hcloud && $(BIN)/golangci-lint run ./...
 
 $(BIN)/mockgen: go.mod
 	@echo "==> installing mockgen $(MOCKGEN_VERSION) (the version go.mod pins)"
@@ -105,13 +108,15 @@ versions-check:
 ## depend on `make vet`, whose full go vet is a superset of the checks go test runs; go
 ## test's own vet pass would analyze every dependency again (95 s for deploy alone after
 ## `make vet`, cold).
-## hack/benchplot, a module of its own (gonum/plot), is tested last.
+## hack/benchplot (gonum/plot) and examples/hcloud (hcloud-go, under -race), modules of
+## their own, are tested last.
 unit: vet $(BIN)/helm
 	@echo "==> go test -race (every package with tests but two), go test ./deploy ./examples/restcloud"
 	pkgs=$$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -vxE 'github.com/ccmkit/ccmkit/(deploy|examples/restcloud)'); \
 	go test -race -vet=off -count=1 $$pkgs
 	go test -vet=off -count=1 ./deploy ./examples/restcloud
 	cd hack/benchplot && go test -vet=off -count=1 ./...
+	cd examples/hcloud && go test -race -vet=off -count=1 ./...
 
 ## compat: build and test the library against the newest patch of each supported Kubernetes
 ## minor above the floor go.mod requires, and the next minor's newest pre-release (an
