@@ -99,7 +99,13 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		return nil, err
 	}
 	c.lookup, err = instances.NewLookup(instrumented.Instances(), instances.LookupOptions{
-		MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, Clock: opts.Clock, OnCheck: checks})
+		MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, Clock: opts.Clock, OnCheck: checks,
+		Brake: instances.DeletionBrake{
+			Off:     !cfg.DeletionBrakeEnabled(),
+			Window:  cfg.Nodes.DeletionBrake.Window,
+			Share:   cfg.Nodes.DeletionBrake.Share,
+			Minimum: cfg.Nodes.DeletionBrake.Minimum,
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +116,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			AdditionalLabels: cfg.Nodes.AdditionalLabels,
 			LabelsFromTags:   cfg.Nodes.LabelsFromTags,
 			IPFamilies:       cfg.Nodes.IPFamilies,
+			Recorder:         lateRecorder{c},
 		})
 		if err != nil {
 			errs = append(errs, err)
