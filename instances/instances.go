@@ -129,7 +129,7 @@ func (i *Instances) find(ctx context.Context, node *corev1.Node) (*cloudapi.Inst
 	}
 	if braked.Report && i.opts.Recorder != nil {
 		i.opts.Recorder.Eventf(node, corev1.EventTypeWarning, EventDeletionBrake,
-			"The Node is kept: %s. If the instance is really gone, annotate the Node %s=true (the Node is then deleted); the brake releases itself when the cloud lists the cluster's instances again",
+			"The cloud answers that the Node's instance is gone, and the deletion brake holds the answer back, so the Node is not deleted: %s. If the instance is really gone, annotate the Node %s=true (the Node is then deleted); the brake lets go by itself when the cloud lists the cluster's instances again",
 			braked.Error(), AnnotationAcknowledgeGone)
 	}
 	return inst, err
