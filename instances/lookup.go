@@ -78,7 +78,7 @@ type LookupOptions struct {
 	// OnCheck, when set, is told of every answer "gone" the snapshot checked instead of
 	// trusting, with why (reason "list_failing": GetInstance answered not found while the
 	// instance list fails; "list_shrank": a list lost at least a tenth of the instances the
-	// list before had) and what the check found (result "gone", "exists", "refused": the
+	// list before had; "brake": the deletion brake held the answer back) and what the check found (result "gone", "exists", "refused": the
 	// lookup failed instead, or "error": the check's own call failed). The provider counts
 	// them in cloudprovider_<provider>_instance_gone_checks_total.
 	OnCheck func(reason, result string)

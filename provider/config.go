@@ -250,7 +250,7 @@ type NodesConfig struct {
 // the known instances (the most any list within the window had live), and at least
 // Minimum, may read as gone; and none while the instance list has none of the instances
 // live that the list before had. The rule, its defaults and their reasons are in
-// package instances' documentation; an answer "gone" held back keeps the Node, with a
+// internal/instancecache's documentation ("The deletion brake"); an answer "gone" held back keeps the Node, with a
 // Warning event InstanceGoneRefused on it, until the brake allows it, the cloud lists the
 // instances again, or the Node is annotated ccmkit.io/acknowledge-instance-gone=true.
 type DeletionBrakeConfig struct {
