@@ -7,8 +7,14 @@
 # none yet stay where the others' requirements take them). For each target the script
 # copies the tracked files into a scratch directory, moves every k8s.io module that go.mod
 # requires at the floor's minor to the target there (`go get`, then `go mod tidy`), and
-# runs `go build ./...` and `go test -vet=off -count=1 ./...` (vet and -race run at the
-# floor in `make vet` and `make unit`). The checked-in go.mod and go.sum are never changed.
+# runs `go build ./...` and `go test -short -vet=off -count=1 ./...` (vet and -race run at
+# the floor in `make vet` and `make unit`; -short skips the scale tests, which run there
+# too). The checked-in go.mod and go.sum are never changed.
+#
+# The target at the minor the e2e module builds (e2e/go.mod's k8s.io/client-go) also takes
+# e2e's version of every other module both build lists hold (`go get`, where it differs):
+# so its packages have the Go build cache keys of e2e's build, which `make test` runs
+# first, and compile once for both (hack/sharedversions.sh does the same for e2e/tools).
 #
 # A supported minor is built with the Go toolchain at hand (GOTOOLCHAIN=local: a minor that
 # needs a newer Go fails). A pre-release may require a Go release newer than the one here,
@@ -58,6 +64,11 @@ newest() {
 }
 
 scratchroot=$(mktemp -d "${TMPDIR:-/tmp}/ccmkit-compat.XXXXXX")
+# The e2e module's minor and build list (path, version; sorted for join), for the target
+# that shares its build.
+e2eminor=$(cd e2e && go list -m -f '{{.Version}}' k8s.io/client-go | sed -E 's/^v0\.([0-9]+)\..*/0.\1/')
+e2emods=$scratchroot/e2e.mods
+(cd e2e && go list -m -f '{{if not .Replace}}{{.Path}} {{.Version}}{{end}}' all | grep -v '^$' | sort) >"$e2emods"
 if [[ ${COMPAT_KEEP:-} != 1 ]]; then
 	trap 'rm -rf "$scratchroot"' EXIT
 fi
@@ -99,9 +110,18 @@ for target in "${targets[@]}"; do
 			export GOTOOLCHAIN=$toolchain
 			go get "${gets[@]}"
 			go mod tidy
+			if [[ $minor == "$e2eminor" ]]; then
+				# e2e's versions where they differ: "path version" lines of both build lists.
+				mapfile -t align < <(join <(go list -m -f '{{.Path}} {{.Version}}' all | sort) "$e2emods" |
+					awk '$2 != $3 && $3 != "" { print $1 "@" $3 }')
+				if ((${#align[@]} > 0)); then
+					go get "${align[@]}"
+					go mod tidy
+				fi
+			fi
 			go version
 			go build ./...
-			go test -vet=off -count=1 ./...
+			go test -short -vet=off -count=1 ./...
 		) >"$log" 2>&1
 		rc=$?
 		set -e

@@ -38,6 +38,15 @@
 //     lookup: a new instance may have taken the name of a replaced one.
 //   - A cloud whose page tokens repeat (a→b→a) or never end (past 10,000 pages) fails the
 //     list with an error; lookups then behave as above for a failing list.
+//   - The deletion brake (LookupOptions.Brake, on by default; its rule is
+//     internal/instancecache's "The deletion brake"): within a window only a bounded share
+//     of the known instances may read as gone, and none while the list has none of the
+//     instances it had live (another project or credentials). A held-back answer is an
+//     error matching ErrDeletionBrake (the Node is kept), a Warning event
+//     EventDeletionBrake on the Node once per window (Options.Recorder), and
+//     reason="brake",result="refused" in the metric. The brake lets go when the cloud
+//     lists the instances again; a Node annotated AnnotationAcknowledgeGone="true" has its
+//     answer passed on (and is deleted).
 //
 // How instance states map (also in docs/architecture.md):
 //

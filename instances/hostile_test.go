@@ -201,7 +201,7 @@ func (c *hostileCluster) count(t *testing.T, result string) float64 {
 func (c *hostileCluster) checks(t *testing.T, want string) {
 	t.Helper()
 	if want != "" {
-		want = "# HELP cloudprovider_ccmkit_instance_gone_checks_total [ALPHA] Answers \"instance gone\" that were checked instead of trusted: a GetInstance not found while the instance list fails (reason list_failing, result refused), or an instance a shrunken list lost (reason list_shrank; result gone, exists or error).\n" +
+		want = "# HELP cloudprovider_ccmkit_instance_gone_checks_total [ALPHA] Answers \"instance gone\" that were checked instead of trusted: a GetInstance not found while the instance list fails (reason list_failing, result refused), an instance a shrunken list lost (reason list_shrank; result gone, exists or error), or an answer gone that the deletion brake held back (reason brake, result refused).\n" +
 			"# TYPE cloudprovider_ccmkit_instance_gone_checks_total counter\n" + want
 	}
 	require.NoError(t, testutil.GatherAndCompare(c.reg, strings.NewReader(want), "cloudprovider_ccmkit_"+provider.InstanceChecksMetric))

@@ -12,12 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/apivalid"
+	"github.com/ccmkit/ccmkit/internal/instancecache"
 	"github.com/ccmkit/ccmkit/internal/nodelabels"
 	"github.com/ccmkit/ccmkit/internal/quote"
 	"github.com/ccmkit/ccmkit/providerid"
@@ -87,21 +89,52 @@ type Options struct {
 	// IPFamilies is the order of address families in NodeAddresses, primary first, as the
 	// cluster expects (its primary service/pod family). Default IPv4 then IPv6.
 	IPFamilies []cloudapi.IPFamily
+	// Recorder receives the Warning event EventDeletionBrake on a Node whose instance the
+	// cloud answers gone while the deletion brake holds the answer back (once per Node
+	// and brake window). Nil records nothing; the lookup's error says the same.
+	Recorder record.EventRecorder
 }
 
-// find returns the Node's instance: by spec.providerID when set, else by name.
+// AnnotationAcknowledgeGone is the Node annotation by which an operator acknowledges
+// that the Node's instance is gone: on a Node annotated with the value "true", an answer
+// "gone" that the deletion brake holds back (ErrDeletionBrake) is passed on, and the node
+// lifecycle controller deletes the Node. Nothing else reads it.
+const AnnotationAcknowledgeGone = "ccmkit.io/acknowledge-instance-gone"
+
+// EventDeletionBrake is the reason of the Warning event on a Node whose instance the cloud
+// answers gone while the deletion brake holds the answer back.
+const EventDeletionBrake = "InstanceGoneRefused"
+
+// find returns the Node's instance: by spec.providerID when set, else by name. An answer
+// "gone" that the deletion brake holds back is reported on the Node, and passed on as the
+// cloud's not-found when the Node carries AnnotationAcknowledgeGone.
 func (i *Instances) find(ctx context.Context, node *corev1.Node) (*cloudapi.Instance, error) {
 	if node == nil {
 		return nil, errors.New("instances: nil Node")
 	}
+	var inst *cloudapi.Instance
+	var err error
 	if node.Spec.ProviderID != "" {
-		return i.byProviderID(ctx, node.Spec.ProviderID)
+		inst, err = i.byProviderID(ctx, node.Spec.ProviderID)
+	} else if inst, err = i.lookup.ByName(ctx, node.Name); err != nil {
+		err = fmt.Errorf("finding the instance of Node %q by name: %w", node.Name, err)
 	}
-	inst, err := i.lookup.ByName(ctx, node.Name)
-	if err != nil {
-		return nil, fmt.Errorf("finding the instance of Node %q by name: %w", node.Name, err)
+	var braked *instancecache.BrakeError
+	if !errors.As(err, &braked) {
+		return inst, err
 	}
-	return inst, nil
+	if node.Annotations[AnnotationAcknowledgeGone] == "true" {
+		klog.FromContext(ctx).Info("Passing on an answer that an instance is gone past the deletion brake: the Node acknowledges it",
+			"node", klog.KObj(node), "instance", braked.Instance, "annotation", AnnotationAcknowledgeGone)
+		return nil, cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpGetInstance, braked.Instance,
+			fmt.Errorf("the Node's annotation %s acknowledges: %s", AnnotationAcknowledgeGone, braked.Error()))
+	}
+	if braked.Report && i.opts.Recorder != nil {
+		i.opts.Recorder.Eventf(node, corev1.EventTypeWarning, EventDeletionBrake,
+			"The cloud answers that the Node's instance is gone, and the deletion brake holds the answer back, so the Node is not deleted: %s. If the instance is really gone, annotate the Node %s=true (the Node is then deleted); the brake lets go by itself when the cloud lists the cluster's instances again",
+			braked.Error(), AnnotationAcknowledgeGone)
+	}
+	return inst, err
 }
 
 func (i *Instances) byProviderID(ctx context.Context, providerID string) (*cloudapi.Instance, error) {

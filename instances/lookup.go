@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -42,13 +43,14 @@ func NewLookup(api cloudapi.InstanceAPI, opts LookupOptions) (Lookup, error) {
 	if opts.PageSize < 0 {
 		errs = append(errs, fmt.Errorf("instances: lookup PageSize %d is negative", opts.PageSize))
 	}
+	errs = append(errs, opts.Brake.check()...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	if opts.MaxAge == 0 {
 		opts.MaxAge = DefaultLookupMaxAge
 	}
-	cacheOpts := instancecache.Options{MaxAge: opts.MaxAge, PageSize: opts.PageSize, Clock: opts.Clock}
+	cacheOpts := instancecache.Options{MaxAge: opts.MaxAge, PageSize: opts.PageSize, Clock: opts.Clock, Brake: opts.Brake.withDefaults()}
 	if opts.OnCheck != nil {
 		onCheck := opts.OnCheck
 		cacheOpts.OnCheck = func(reason instancecache.CheckReason, result instancecache.CheckResult) {
@@ -76,8 +78,82 @@ type LookupOptions struct {
 	// OnCheck, when set, is told of every answer "gone" the snapshot checked instead of
 	// trusting, with why (reason "list_failing": GetInstance answered not found while the
 	// instance list fails; "list_shrank": a list lost at least a tenth of the instances the
-	// list before had) and what the check found (result "gone", "exists", "refused": the
+	// list before had; "brake": the deletion brake held the answer back) and what the check found (result "gone", "exists", "refused": the
 	// lookup failed instead, or "error": the check's own call failed). The provider counts
 	// them in cloudprovider_<provider>_instance_gone_checks_total.
 	OnCheck func(reason, result string)
+	// Brake bounds how many instances may read as gone; the zero value is the brake with
+	// its defaults, on.
+	Brake DeletionBrake
+}
+
+// DeletionBrake bounds how many instances may read as gone, so that a cloud answering
+// "gone" for every instance (the CCM pointed at another project, or a token scoped to the
+// wrong one) cannot have the node lifecycle controller delete the NotReady Nodes whose
+// instances run. Its rule is in the package documentation ("The deletion brake"). A
+// lookup whose answer "gone" the brake holds back fails with an error matching
+// ErrDeletionBrake: the Node is kept.
+type DeletionBrake struct {
+	// Off turns the brake off: every answer "gone" is passed on.
+	Off bool
+	// Window is the time over which answers "gone" are counted; zero means
+	// DefaultBrakeWindow.
+	Window time.Duration
+	// Share is the share of the known instances (the most any list begun within the
+	// window had live) that may read as gone within a window, in (0, 1]; zero means
+	// DefaultBrakeShare.
+	Share float64
+	// Minimum is how many instances may read as gone within a window whatever Share of
+	// the known instances is, so that small clusters scale down; zero means
+	// DefaultBrakeMinimum.
+	Minimum int
+}
+
+// The defaults of DeletionBrake; the package documentation says why these.
+const (
+	// DefaultBrakeWindow is the default DeletionBrake.Window.
+	DefaultBrakeWindow = instancecache.DefaultBrakeWindow
+	// DefaultBrakeShare is the default DeletionBrake.Share.
+	DefaultBrakeShare = instancecache.DefaultBrakeShare
+	// DefaultBrakeMinimum is the default DeletionBrake.Minimum.
+	DefaultBrakeMinimum = instancecache.DefaultBrakeMinimum
+)
+
+// ErrDeletionBrake is matched (errors.Is) by the error of a lookup that the cloud answered
+// "gone" while the deletion brake holds such answers back. It never matches
+// cloudapi.ErrNotFound.
+var ErrDeletionBrake = instancecache.ErrBrake
+
+// check returns the problems of b.
+func (b DeletionBrake) check() []error {
+	var errs []error
+	if b.Window < 0 {
+		errs = append(errs, fmt.Errorf("instances: deletion brake Window %s is negative", b.Window))
+	}
+	if math.IsNaN(b.Share) || b.Share < 0 || b.Share > 1 {
+		errs = append(errs, fmt.Errorf("instances: deletion brake Share %v is not from 0 to 1", b.Share))
+	}
+	if b.Minimum < 0 {
+		errs = append(errs, fmt.Errorf("instances: deletion brake Minimum %d is negative", b.Minimum))
+	}
+	return errs
+}
+
+// withDefaults returns the brake the snapshot applies: the zero instancecache.Brake when
+// b is off.
+func (b DeletionBrake) withDefaults() instancecache.Brake {
+	if b.Off {
+		return instancecache.Brake{}
+	}
+	out := instancecache.Brake{Window: b.Window, Share: b.Share, Minimum: b.Minimum}
+	if out.Window == 0 {
+		out.Window = DefaultBrakeWindow
+	}
+	if out.Share == 0 {
+		out.Share = DefaultBrakeShare
+	}
+	if out.Minimum == 0 {
+		out.Minimum = DefaultBrakeMinimum
+	}
+	return out
 }

@@ -99,7 +99,13 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		return nil, err
 	}
 	c.lookup, err = instances.NewLookup(instrumented.Instances(), instances.LookupOptions{
-		MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, Clock: opts.Clock, OnCheck: checks})
+		MaxAge: cfg.Cache.MaxAge, PageSize: cfg.CloudAPI.PageSize, Clock: opts.Clock, OnCheck: checks,
+		Brake: instances.DeletionBrake{
+			Off:     !cfg.DeletionBrakeEnabled(),
+			Window:  cfg.Nodes.DeletionBrake.Window,
+			Share:   cfg.Nodes.DeletionBrake.Share,
+			Minimum: cfg.Nodes.DeletionBrake.Minimum,
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +116,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			AdditionalLabels: cfg.Nodes.AdditionalLabels,
 			LabelsFromTags:   cfg.Nodes.LabelsFromTags,
 			IPFamilies:       cfg.Nodes.IPFamilies,
+			Recorder:         lateRecorder{c},
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -273,7 +280,8 @@ func (c *Cloud) Config() Config { return c.cfg }
 // The recorder stops when stop closes. The sub-interfaces report problems through their
 // errors, which the upstream controllers turn into events on the Service or Node; the
 // recorder is there for what ccmkit has to say beyond an error (package loadbalancer's
-// AdoptedLoadBalancer and KeptLoadBalancer events on the Service). When load balancers are
+// AdoptedLoadBalancer and KeptLoadBalancer events on the Service, package instances'
+// InstanceGoneRefused event on a Node the deletion brake keeps). When load balancers are
 // on, it also starts the load balancers' watch of Node labels with the same client (see
 // loadbalancer.LoadBalancer.WatchNodeLabels: the service controller does not sync a
 // Service's targets when only a Node's labels change), and, on a cloud with target groups,

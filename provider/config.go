@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/internal/cloudclient"
 	"github.com/ccmkit/ccmkit/internal/nodelabels"
 	"github.com/ccmkit/ccmkit/internal/sharedlist"
@@ -59,6 +60,12 @@ const (
 	DefaultSweeperGracePeriod = sweeper.DefaultGracePeriod
 	// DefaultSweeperInterval is the time between two sweeps.
 	DefaultSweeperInterval = sweeper.DefaultInterval
+	// DefaultDeletionBrakeWindow is the default nodes.deletionBrake.window.
+	DefaultDeletionBrakeWindow = instances.DefaultBrakeWindow
+	// DefaultDeletionBrakeShare is the default nodes.deletionBrake.share.
+	DefaultDeletionBrakeShare = instances.DefaultBrakeShare
+	// DefaultDeletionBrakeMinimum is the default nodes.deletionBrake.minimum.
+	DefaultDeletionBrakeMinimum = instances.DefaultBrakeMinimum
 )
 
 // Config is a provider's cloud config, the YAML file given to the cloud-controller-manager
@@ -233,6 +240,32 @@ type NodesConfig struct {
 	// "ipFamilies"); default [IPv4, IPv6]. Put IPv6 first in an IPv6-primary cluster, so
 	// that the node IP the kubelet and the cluster pick is of the primary family.
 	IPFamilies []cloudapi.IPFamily `yaml:"ipFamilies"`
+	// DeletionBrake bounds how many instances may read as gone, so that a cloud
+	// answering "gone" for the whole cluster cannot have the node lifecycle controller
+	// delete its NotReady Nodes (YAML "deletionBrake"); on by default.
+	DeletionBrake DeletionBrakeConfig `yaml:"deletionBrake"`
+}
+
+// DeletionBrakeConfig configures the deletion brake: within any Window, at most Share of
+// the known instances (the most any list within the window had live), and at least
+// Minimum, may read as gone; and none while the instance list has none of the instances
+// live that the list before had. The rule, its defaults and their reasons are in
+// internal/instancecache's documentation ("The deletion brake"); an answer "gone" held back keeps the Node, with a
+// Warning event InstanceGoneRefused on it, until the brake allows it, the cloud lists the
+// instances again, or the Node is annotated ccmkit.io/acknowledge-instance-gone=true.
+type DeletionBrakeConfig struct {
+	// Enabled switches the brake on (YAML "enabled"); default true.
+	Enabled *bool `yaml:"enabled"`
+	// Window is the time over which answers "gone" are counted (YAML "window"); default
+	// 10m.
+	Window time.Duration `yaml:"window"`
+	// Share is the share of the known instances that may read as gone within a window
+	// (YAML "share"), more than 0 and at most 1; default 0.5.
+	Share float64 `yaml:"share"`
+	// Minimum is how many instances may read as gone within a window whatever Share of
+	// the known instances is (YAML "minimum"), so that small clusters scale down;
+	// default 2.
+	Minimum int `yaml:"minimum"`
 }
 
 // LoadBalancerConfig configures Service load balancers.
@@ -326,6 +359,10 @@ func (c *Config) ServesUnclassed() bool { return enabled(c.LoadBalancer.ServeUnc
 // it offers them (loadBalancer.targetGroups, default true).
 func (c *Config) TargetGroupsEnabled() bool { return enabled(c.LoadBalancer.TargetGroups, true) }
 
+// DeletionBrakeEnabled reports whether the deletion brake is on (nodes.deletionBrake.enabled,
+// default true).
+func (c *Config) DeletionBrakeEnabled() bool { return enabled(c.Nodes.DeletionBrake.Enabled, true) }
+
 // SetDefaults fills every zero field that has a default. It is idempotent; ReadConfig and
 // New call it.
 func (c *Config) SetDefaults() {
@@ -361,6 +398,15 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Sweeper.Interval == 0 {
 		c.Sweeper.Interval = DefaultSweeperInterval
+	}
+	if b := &c.Nodes.DeletionBrake; b.Window == 0 {
+		b.Window = DefaultDeletionBrakeWindow
+	}
+	if b := &c.Nodes.DeletionBrake; b.Share == 0 {
+		b.Share = DefaultDeletionBrakeShare
+	}
+	if b := &c.Nodes.DeletionBrake; b.Minimum == 0 {
+		b.Minimum = DefaultDeletionBrakeMinimum
 	}
 }
 
@@ -422,6 +468,15 @@ func (c *Config) Validate() error {
 			field = "nodes.labelsFromTags"
 		}
 		bad("%s: %s", field, p.Msg)
+	}
+	if b := c.Nodes.DeletionBrake; b.Window < 0 {
+		bad("nodes.deletionBrake.window: %s must be positive", b.Window)
+	}
+	if b := c.Nodes.DeletionBrake; math.IsNaN(b.Share) || b.Share < 0 || b.Share > 1 {
+		bad("nodes.deletionBrake.share: %v must be more than 0 and at most 1 (0.5: half the known instances within a window; unset: the default %v)", b.Share, DefaultDeletionBrakeShare)
+	}
+	if b := c.Nodes.DeletionBrake; b.Minimum < 0 {
+		bad("nodes.deletionBrake.minimum: %d must be at least 1 (unset: the default %d)", b.Minimum, DefaultDeletionBrakeMinimum)
 	}
 	if c.Cache.MaxAge < 0 {
 		bad("cache.maxAge: %s must be positive", c.Cache.MaxAge)

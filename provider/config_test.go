@@ -32,6 +32,18 @@ func TestReadConfigDefaults(t *testing.T) {
 	assert.Empty(t, cfg.LoadBalancer.Class, "no load balancer class unless asked for")
 	assert.True(t, cfg.ServesUnclassed(), "Services without a class are served unless asked not to")
 	assert.Equal(t, SweeperConfig{GracePeriod: DefaultSweeperGracePeriod, Interval: DefaultSweeperInterval}, cfg.Sweeper, "the sweeper is off unless asked for")
+	assert.True(t, cfg.DeletionBrakeEnabled(), "the deletion brake is on unless switched off")
+	assert.Equal(t, DeletionBrakeConfig{Window: DefaultDeletionBrakeWindow, Share: DefaultDeletionBrakeShare, Minimum: DefaultDeletionBrakeMinimum}, cfg.Nodes.DeletionBrake)
+}
+
+func TestReadConfigDeletionBrake(t *testing.T) {
+	cfg, err := ReadConfig(strings.NewReader("cluster: {id: a}\nnodes:\n  deletionBrake: {enabled: false, window: 30m, share: 0.25, minimum: 5}\n"), "ccmkit")
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	assert.False(t, cfg.DeletionBrakeEnabled())
+	assert.Equal(t, 30*time.Minute, cfg.Nodes.DeletionBrake.Window)
+	assert.Equal(t, 0.25, cfg.Nodes.DeletionBrake.Share)
+	assert.Equal(t, 5, cfg.Nodes.DeletionBrake.Minimum)
 }
 
 func TestReadConfigFull(t *testing.T) {
@@ -152,6 +164,25 @@ func TestConfigErrors(t *testing.T) {
 				`nodes.labelsFromTags: label "example.com/team" of tag "team" is an additional label too: set it in one place`,
 				`nodes.labelsFromTags: label key "topology.kubernetes.io/zone" of tag "zone": it is under kubernetes.io, which Kubernetes reserves: use a prefix of your own`,
 			},
+		},
+		{
+			name: "deletion brake",
+			file: "cluster: {id: a}\nnodes:\n  deletionBrake: {window: -1m, share: 1.5, minimum: -1}\n",
+			want: []string{
+				"nodes.deletionBrake.window: -1m0s must be positive",
+				"nodes.deletionBrake.share: 1.5 must be more than 0 and at most 1 (0.5: half the known instances within a window; unset: the default 0.5)",
+				"nodes.deletionBrake.minimum: -1 must be at least 1 (unset: the default 2)",
+			},
+		},
+		{
+			name: "deletion brake share NaN",
+			file: "cluster: {id: a}\nnodes:\n  deletionBrake: {share: .nan}\n",
+			want: []string{"nodes.deletionBrake.share: NaN must be more than 0 and at most 1"},
+		},
+		{
+			name: "deletion brake misspelt",
+			file: "cluster: {id: a}\nnodes:\n  deletionBrake: {windows: 1m}\n",
+			want: []string{`unknown key "windows" in nodes.deletionBrake`},
 		},
 		{
 			name: "annotation prefix not a subdomain",

@@ -45,9 +45,12 @@ func instrument(client cloudapi.Client, cfg Config, opts Options) (cloudapi.Clie
 
 // InstanceChecksMetric is the name, after cloudprovider_<provider>_, of the counter of
 // answers "instance gone" that the instance snapshot checked instead of trusting, by
-// reason (list_failing, list_shrank) and result (gone, exists, refused, error). A rising
-// list_failing/refused or list_shrank/exists count means the cloud answers not-found for
-// instances that exist: look at the adapter's error mapping and the cloud's health.
+// reason (list_failing, list_shrank, brake) and result (gone, exists, refused, error). A
+// rising list_failing/refused or list_shrank/exists count means the cloud answers
+// not-found for instances that exist: look at the adapter's error mapping and the cloud's
+// health. A rising brake/refused count means the deletion brake (nodes.deletionBrake)
+// keeps Nodes whose instances the cloud answers gone: look at the credentials and the
+// project the cloud config points at, and at the InstanceGoneRefused events.
 const InstanceChecksMetric = "instance_gone_checks_total"
 
 // instanceChecks returns the hook that counts the snapshot's checks in
@@ -58,7 +61,7 @@ func instanceChecks(opts Options) (func(reason, result string), error) {
 		reg = opts.Metrics
 	}
 	counter, err := cloudclient.NewCounterVec(reg, opts.ProviderName, InstanceChecksMetric,
-		"Answers \"instance gone\" that were checked instead of trusted: a GetInstance not found while the instance list fails (reason list_failing, result refused), or an instance a shrunken list lost (reason list_shrank; result gone, exists or error).",
+		"Answers \"instance gone\" that were checked instead of trusted: a GetInstance not found while the instance list fails (reason list_failing, result refused), an instance a shrunken list lost (reason list_shrank; result gone, exists or error), or an answer gone that the deletion brake held back (reason brake, result refused).",
 		"reason", "result")
 	if err != nil {
 		return nil, fmt.Errorf("provider: %w", err)

@@ -50,6 +50,8 @@ type Cache struct {
 	// the snapshot, with no lock held: a test runs another lookup there, at the one
 	// moment that lookup could move an instance between what lookupName reads.
 	afterNameRead func()
+	// brake is the deletion brake's memory (see Options.Brake).
+	brake brakeState
 }
 
 // Options tune a Cache.
@@ -65,6 +67,9 @@ type Options struct {
 	// OnCheck, when set, is told of every answer "gone" that the Cache checked instead of
 	// trusting (see the package documentation); the provider counts them in a metric.
 	OnCheck func(reason CheckReason, result CheckResult)
+	// Brake bounds how many instances may read as gone (see the package documentation);
+	// the zero Brake is off.
+	Brake Brake
 }
 
 // CheckReason says why the Cache did not take an answer "gone" on the cloud's word.
@@ -77,6 +82,9 @@ const (
 	CheckListFailing CheckReason = "list_failing"
 	// CheckListShrank: a list lost the instance in a shrink; one GetInstance decides.
 	CheckListShrank CheckReason = "list_shrank"
+	// CheckBrake: the cloud answered gone, but the deletion brake holds the answer back
+	// (result CheckRefused).
+	CheckBrake CheckReason = "brake"
 )
 
 // CheckResult is what a check found.
@@ -89,7 +97,7 @@ const (
 	// CheckExists: GetInstance found the instance alive; the list was wrong.
 	CheckExists CheckResult = "exists"
 	// CheckRefused: the answer was not trusted and the lookup failed with
-	// ErrUnconfirmed.
+	// ErrUnconfirmed (reason CheckListFailing) or a *BrakeError (reason CheckBrake).
 	CheckRefused CheckResult = "refused"
 	// CheckError: the GetInstance of the check failed.
 	CheckError CheckResult = "error"
@@ -136,8 +144,15 @@ func nameKey(name string) string { return strings.ToLower(strings.TrimSpace(name
 // cloudapi.ErrNotFound only when the cloud said so for this ID while its instance list
 // works; any other failure is returned as it is. When the snapshot is due for a refresh
 // and the list fails (or failed moments ago), it asks the cloud for this one instance
-// instead, and a not-found answer then fails with ErrUnconfirmed.
+// instead, and a not-found answer then fails with ErrUnconfirmed. An answer "gone" past
+// the deletion brake (Options.Brake) is a *BrakeError instead.
 func (c *Cache) ByID(ctx context.Context, id string) (*cloudapi.Instance, error) {
+	inst, err := c.byIDUnbraked(ctx, id)
+	return c.braked(ctx, id, id, inst, err)
+}
+
+// byIDUnbraked is ByID before the deletion brake.
+func (c *Cache) byIDUnbraked(ctx context.Context, id string) (*cloudapi.Instance, error) {
 	start := c.opts.Clock.Now()
 	if err := c.ensureFresh(ctx, start); err != nil {
 		return c.getWhileListFails(ctx, id, err)
@@ -242,8 +257,19 @@ func (c *Cache) store(inst *cloudapi.Instance) {
 // one that is not terminated wins; two live instances with one name are an error, since
 // the Node could be either. It answers a terminated instance, or an error matching
 // cloudapi.ErrNotFound, only when a list that started after this lookup began has no
-// live instance of that name (and, after a shrunken list, GetInstance agreed).
+// live instance of that name (and, after a shrunken list, GetInstance agreed); past the
+// deletion brake (Options.Brake), it is a *BrakeError instead.
 func (c *Cache) ByName(ctx context.Context, name string) (*cloudapi.Instance, error) {
+	inst, err := c.byNameUnbraked(ctx, name)
+	key := "name:" + nameKey(name)
+	if err == nil && inst != nil {
+		key = inst.ID
+	}
+	return c.braked(ctx, key, name, inst, err)
+}
+
+// byNameUnbraked is ByName before the deletion brake.
+func (c *Cache) byNameUnbraked(ctx context.Context, name string) (*cloudapi.Instance, error) {
 	start := c.opts.Clock.Now()
 	if err := c.ensureFresh(ctx, start); err != nil {
 		return nil, err
@@ -392,6 +418,7 @@ func (c *Cache) beginList() sharedlist.List {
 			return nil, err
 		}
 		return func() { // c.mu is held
+			c.brakeOnList(ctx, started, byID)
 			c.vanished = c.lost(ctx, byID)
 			c.byID, c.byName, c.pages, c.misses, c.fetched = byID, byName, pages, 0, nil
 			c.listedAt = started

@@ -38,6 +38,40 @@
 //     ID missing from a list is always asked for with GetInstance), lookups by name (Nodes
 //     without a provider ID yet) rely on the list.
 //
+// # The deletion brake
+//
+// The checks above catch a cloud that is visibly unhealthy. A cloud that answers,
+// consistently and with authority, that every instance is gone (the CCM pointed at another
+// project, or a token scoped to the wrong one) passes them all; the node lifecycle
+// controller would then delete every NotReady Node. Options.Brake bounds that; the rule:
+//
+//   - Within any Window (default 10 min), at most Share (default 50 %) of the known
+//     instances, and at least Minimum (default 2), may read as gone; an instance let go
+//     stays gone for the window. The known instances are the most instances any list
+//     begun within the window had live (or the snapshot has live, if more).
+//   - None at all while the brake is engaged: a list that has none of the instances live
+//     that the snapshot before had live (an empty project, or another's), when that
+//     snapshot had more than Minimum, engages it; so does a first list with no live
+//     instance. A list that has one of those instances live again (any, after an empty
+//     first list) releases it.
+//
+// A refused answer is a *BrakeError (errors.Is ErrBrake, never cloudapi.ErrNotFound), so
+// the Node is kept; its Report is set once per instance and window, for one event, not
+// one per lookup. Package instances passes the answer on for a Node the operator
+// annotated, and the refusal is counted by Options.OnCheck (CheckBrake, CheckRefused).
+//
+// Why these defaults: the window is two node status updates (5 min each) and ten list
+// ages (cache.maxAge, 1 min), so the known count always comes from lists that saw the
+// cluster before the change; half of the cluster is more than any zone outage or rollout
+// loses at once in a cluster of three or more zones; two a window let a cluster of one to
+// four Nodes scale down. What it costs a real scale-down: the first window lets half the
+// known instances go, each later one half of those still live (at least Minimum), so a
+// scale-down of up to two thirds of the instances completes within two windows (60 %:
+// half at once, the rest at the first lookup after one window), a larger one later. What
+// it does not know: a process starts with no known instances, so a CCM started against
+// a project that has other instances (not an empty one) is bounded only by Share of
+// those.
+//
 // Options.OnCheck reports each of these checks; the provider counts them in the
 // cloudprovider_<name>_instance_gone_checks_total metric.
 package instancecache

@@ -47,7 +47,8 @@
 // After the history the faults stop, the controllers run for the settle window (the
 // longest back-off of the service and cloud node controllers, 300s and 1000s, plus the
 // instance snapshot's maximum age, plus two rounds of the lifecycle and route
-// controllers; with target groups 34 minutes more: a collection keeps a group made less
+// controllers, plus two windows of the deletion brake, which lets the Nodes of instances
+// deleted in a burst go a few a window; with target groups 34 minutes more: a collection keeps a group made less
 // than 32 cache.maxAge ago), and the end state is checked:
 //
 //   - no Service ever had two load balancers at once (fake.Cloud.LoadBalancerHistory is

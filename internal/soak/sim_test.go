@@ -31,9 +31,16 @@ const clusterID = "soak"
 // the longest back-off of the service and cloud node controllers (a retry scheduled by the
 // last failure may wait that long), plus the instance snapshot's maximum age (the
 // lifecycle controller may see a deleted instance that long), plus two lifecycle rounds
-// and two route rounds for the work that follows a Node's deletion or initialization.
+// and two route rounds for the work that follows a Node's deletion or initialization,
+// plus brakeSettle.
 const settleWindow = max(serviceMaxRetryDelay, nodeInitMaxRetryDelay) + provider.DefaultCacheMaxAge +
-	2*nodeMonitorPeriod + 2*routeReconcilePeriod
+	2*nodeMonitorPeriod + 2*routeReconcilePeriod + brakeSettle
+
+// brakeSettle is how long the deletion brake may hold back the Nodes of instances deleted
+// at the end of the history: the history deletes instances of a cluster of a few Nodes
+// faster than the brake lets them go (nodes.deletionBrake.minimum a window), so the last
+// ones go a window or two later (one is enough for the default runs).
+const brakeSettle = 2 * provider.DefaultDeletionBrakeWindow
 
 // groupSettle is how much longer the controllers run after the faults stop on a cloud with
 // target groups: a collection keeps a group made less than 32 cache.maxAge ago, and its

@@ -1,0 +1,228 @@
+package instancecache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// Brake bounds how many instances may read as gone, so that a cloud answering "gone" for
+// the whole cluster (credentials or a project switched) cannot have the node lifecycle
+// controller delete every NotReady Node. The rule is the package documentation's
+// ("The deletion brake"). The zero Brake is off.
+type Brake struct {
+	// Window is the time over which gone answers are counted; zero turns the brake off.
+	Window time.Duration
+	// Share is the share of the known instances (the most any list begun within the
+	// window had live) that may read as gone within the window; in (0, 1].
+	Share float64
+	// Minimum is how many instances may read as gone within the window whatever Share of
+	// the known instances is, so that small clusters scale down; at least 0.
+	Minimum int
+}
+
+// The defaults of the brake that the provider's cloud config applies; the package
+// documentation says why these.
+const (
+	// DefaultBrakeWindow is the brake's default Window.
+	DefaultBrakeWindow = 10 * time.Minute
+	// DefaultBrakeShare is the brake's default Share.
+	DefaultBrakeShare = 0.5
+	// DefaultBrakeMinimum is the brake's default Minimum.
+	DefaultBrakeMinimum = 2
+)
+
+// ErrBrake is matched (errors.Is) by the error of a lookup that the cloud answered "gone"
+// (not found, or terminated) while the deletion brake holds such answers back. It never
+// matches cloudapi.ErrNotFound: the instance must not read as gone. The error is a
+// *BrakeError.
+var ErrBrake = errors.New("the deletion brake holds the cloud's answer that the instance is gone")
+
+// BrakeError is the error of a lookup whose answer "gone" the brake refused.
+type BrakeError struct {
+	// Instance is the instance ID looked up, or the Node name of a lookup by name.
+	Instance string
+	// Engaged is true when the brake refuses every answer "gone" (a list had none of the
+	// instances live that the list before had: another project, or no instance at all);
+	// false when this window's allowance, Allowed, is spent.
+	Engaged bool
+	// Allowed is how many instances may read as gone within the window.
+	Allowed int
+	// Window is the brake's window.
+	Window time.Duration
+	// Report is true for the first refusal of this instance within a window: the one to
+	// tell the operator about (an event), so that a lookup repeated every few seconds is
+	// not an event storm.
+	Report bool
+	// answer is the cloud's answer, quoted.
+	answer string
+}
+
+// Error says what the cloud answered and why it is held back.
+func (e *BrakeError) Error() string {
+	why := fmt.Sprintf("%d instances already read as gone within %s, the most the deletion brake allows", e.Allowed, e.Window)
+	if e.Engaged {
+		why = "the instance list has none of the instances live that it had before (another project or credentials?)"
+	}
+	return fmt.Sprintf("instance %q: %v: the cloud answered %q, but %s", e.Instance, ErrBrake, e.answer, why)
+}
+
+// Is reports whether target is ErrBrake.
+func (e *BrakeError) Is(target error) bool { return target == ErrBrake }
+
+// brakeState is the brake's memory. It is guarded by the Cache's mu.
+type brakeState struct {
+	// lists are the live counts of the lists begun within the last window, oldest first.
+	lists []listedLive
+	// passed holds the instances (ID, or "name:" and the name key) let go as gone within
+	// the last window, with when.
+	passed map[string]time.Time
+	// reported holds when a refusal of an instance was last reported.
+	reported map[string]time.Time
+	// baseline is set while the brake is engaged: the instances live before the list that
+	// engaged it. A list that has one of them live releases it.
+	baseline map[string]bool
+	engaged  bool
+}
+
+type listedLive struct {
+	at   time.Time
+	live int
+}
+
+// liveIDs returns the IDs of the instances of m that are not terminated.
+func liveIDs(m map[string]*cloudapi.Instance) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for id, inst := range m {
+		if inst.State != cloudapi.InstanceTerminated {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// brakeOnList updates the brake with a list begun at started that is replacing the
+// snapshot by next. c.mu is held.
+func (c *Cache) brakeOnList(ctx context.Context, started time.Time, next map[string]*cloudapi.Instance) {
+	b, s := c.opts.Brake, &c.brake
+	if b.Window <= 0 {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	live := liveIDs(next)
+	s.lists = append(s.lists, listedLive{at: started, live: len(live)})
+	s.prune(c.opts.Clock.Now().Add(-b.Window))
+	if s.engaged {
+		for id := range live {
+			if s.baseline[id] || len(s.baseline) == 0 {
+				s.engaged, s.baseline = false, nil
+				logger.Info("The instance list has instances live again that it had before the deletion brake engaged; instances may read as gone again", "instance", id)
+				return
+			}
+		}
+		return
+	}
+	before := liveIDs(c.byID)
+	switch {
+	case c.byID == nil && len(live) > 0:
+		return // the first list has instances
+	case c.byID != nil && len(before) <= b.Minimum:
+		return // so few were known live that Minimum lets them all go
+	}
+	for id := range before {
+		if live[id] {
+			return
+		}
+	}
+	s.engaged, s.baseline = true, before
+	logger.Info("The instance list has none of the instances live that the list before had; the deletion brake refuses every answer that an instance is gone until a list has them again or the operator acknowledges a Node's deletion",
+		"before", len(before), "live", len(live))
+}
+
+// prune forgets what is not after since: the window is the time after since.
+func (s *brakeState) prune(since time.Time) {
+	i := 0
+	for i < len(s.lists) && !s.lists[i].at.After(since) {
+		i++
+	}
+	s.lists = s.lists[i:]
+	for key, at := range s.passed {
+		if !at.After(since) {
+			delete(s.passed, key)
+		}
+	}
+	for key, at := range s.reported {
+		if !at.After(since) {
+			delete(s.reported, key)
+		}
+	}
+}
+
+// allowed returns how many instances may read as gone within the window ending now. c.mu
+// is held.
+func (c *Cache) allowed() int {
+	known := len(liveIDs(c.byID))
+	for _, l := range c.brake.lists {
+		known = max(known, l.live)
+	}
+	return max(c.opts.Brake.Minimum, int(math.Floor(c.opts.Brake.Share*float64(known))))
+}
+
+// braked passes a lookup's answer through the brake: an answer that the instance is gone
+// (key names it: the ID, or "name:" and the name key; shown is what the error quotes) is returned as it is while the
+// brake lets it go, and is a *BrakeError otherwise. Any other answer is returned as it
+// is.
+func (c *Cache) braked(ctx context.Context, key, shown string, inst *cloudapi.Instance, err error) (*cloudapi.Instance, error) {
+	b := c.opts.Brake
+	if b.Window <= 0 || !isGone(inst, err) {
+		return inst, err
+	}
+	c.mu.Lock()
+	s := &c.brake
+	now := c.opts.Clock.Now()
+	s.prune(now.Add(-b.Window))
+	_, passed := s.passed[key]
+	allowed := c.allowed()
+	if !s.engaged && (passed || len(s.passed) < allowed) {
+		if s.passed == nil {
+			s.passed = map[string]time.Time{}
+		}
+		if !passed {
+			s.passed[key] = now
+		}
+		c.mu.Unlock()
+		return inst, err
+	}
+	_, reported := s.reported[key]
+	if !reported {
+		if s.reported == nil {
+			s.reported = map[string]time.Time{}
+		}
+		s.reported[key] = now
+	}
+	engaged := s.engaged
+	c.mu.Unlock()
+
+	answer := "terminated"
+	if err != nil {
+		answer = err.Error()
+	}
+	berr := &BrakeError{Instance: shown, Engaged: engaged, Allowed: allowed, Window: b.Window, Report: !reported, answer: answer}
+	c.observe(CheckBrake, CheckRefused)
+	klog.FromContext(ctx).V(2).Info("The deletion brake refuses an answer that an instance is gone", "instance", shown, "engaged", engaged, "allowed", allowed, "window", b.Window)
+	return nil, berr
+}
+
+// isGone reports whether a lookup's answer says the instance is gone.
+func isGone(inst *cloudapi.Instance, err error) bool {
+	if err != nil {
+		return cloudapi.IsNotFound(err)
+	}
+	return inst != nil && inst.State == cloudapi.InstanceTerminated
+}

@@ -1,0 +1,165 @@
+package instancecache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// testBrake is the brake of the tests: the defaults.
+var testBrake = Brake{Window: DefaultBrakeWindow, Share: DefaultBrakeShare, Minimum: DefaultBrakeMinimum}
+
+// newBraked returns a Cache with testBrake over a cloud of n instances, listed once.
+func newBraked(t *testing.T, n int) (*cloud, *Cache, *clocktesting.FakeClock, *checks) {
+	t.Helper()
+	c := newCloud(n)
+	seen := &checks{got: map[string]int{}}
+	clk := clocktesting.NewFakeClock(t0)
+	cache := New(c, Options{MaxAge: time.Minute, PageSize: 500, Clock: clk, OnCheck: seen.observe, Brake: testBrake})
+	if n > 0 {
+		_, err := cache.ByID(context.Background(), "i-00000")
+		require.NoError(t, err)
+	}
+	return c, cache, clk, seen
+}
+
+// goneAnswers looks up each ID after the snapshot aged and returns how many read as gone
+// and how many the brake refused; any other answer fails the test.
+func goneAnswers(t *testing.T, cache *Cache, ids []string) (gone, refused int) {
+	t.Helper()
+	for _, id := range ids {
+		_, err := cache.ByID(context.Background(), id)
+		switch {
+		case cloudapi.IsNotFound(err):
+			gone++
+		case errors.Is(err, ErrBrake):
+			require.NotErrorIs(t, err, cloudapi.ErrNotFound, "a refused answer never reads as gone")
+			refused++
+		default:
+			t.Fatalf("lookup of %s: want gone or refused, got %v", id, err)
+		}
+	}
+	return gone, refused
+}
+
+func ids(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("i-%05d", i))
+	}
+	return out
+}
+
+// The brake's rule, case by case: how many answers "gone" pass in the first window and
+// in the next, after the cloud lost some of its instances.
+func TestBrakeBoundsGoneAnswersPerWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		instances, remove int
+		first, second     int // answers gone passed in the first window and in the next
+	}{
+		{name: "one of three (a small cluster)", instances: 3, remove: 1, first: 1},
+		{name: "two of three (the minimum)", instances: 3, remove: 2, first: 2},
+		{name: "60 % (half, then half of what is left)", instances: 10, remove: 6, first: 5, second: 1},
+		{name: "two thirds of 30 within two windows", instances: 30, remove: 20, first: 15, second: 5},
+		{name: "90 % of 100 (half, then the minimum or half of the rest)", instances: 100, remove: 90, first: 50, second: 5},
+		{name: "all of them (engaged: nothing)", instances: 10, remove: 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, cache, clk, seen := newBraked(t, tc.instances)
+			lost := ids(tc.instances-tc.remove, tc.instances)
+			for _, id := range lost {
+				c.remove(id)
+			}
+			clk.Step(2 * time.Minute) // the next lookup lists
+
+			gone, refused := goneAnswers(t, cache, lost)
+			assert.Equal(t, tc.first, gone, "gone in the first window")
+			assert.Equal(t, tc.remove-tc.first, refused)
+			gone, refused = goneAnswers(t, cache, lost[:tc.first])
+			assert.Equal(t, tc.first, gone, "an instance let go stays gone")
+			assert.Zero(t, refused)
+			assert.Equal(t, tc.remove-tc.first, seen.counts()["brake/refused"], "each refusal is counted")
+
+			clk.Step(testBrake.Window)
+			gone, refused = goneAnswers(t, cache, lost[tc.first:])
+			assert.Equal(t, tc.second, gone, "gone in the next window")
+			assert.Equal(t, tc.remove-tc.first-tc.second, refused)
+		})
+	}
+}
+
+// A list that has none of the instances the list before had live (a project or
+// credentials switch) engages the brake: no answer "gone" passes, by ID or by name,
+// whatever the window, until a list has those instances again.
+func TestBrakeEngagedByAForeignOrEmptyList(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		foreign int // instances of the other project
+	}{
+		{name: "empty list"},
+		{name: "foreign list", foreign: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c, cache, clk, seen := newBraked(t, 10)
+			for _, id := range ids(0, 10) {
+				c.remove(id)
+			}
+			for i := range tc.foreign {
+				c.add(fmt.Sprintf("x-%d", i), fmt.Sprintf("other-%d", i), cloudapi.InstanceRunning)
+			}
+			clk.Step(2 * time.Minute)
+
+			var reports int
+			for round := range 3 {
+				for _, id := range append(ids(0, 3), ids(0, 3)...) {
+					_, err := cache.ByID(ctx, id)
+					var braked *BrakeError
+					require.ErrorAs(t, err, &braked, "round %d: %s", round, id)
+					require.NotErrorIs(t, err, cloudapi.ErrNotFound)
+					assert.True(t, braked.Engaged)
+					if braked.Report {
+						reports++
+					}
+				}
+				clk.Step(testBrake.Window) // a window later still nothing
+			}
+			assert.Equal(t, 9, reports, "one report per instance and window, not one per lookup")
+			_, err := cache.ByName(ctx, "node-00004")
+			require.ErrorIs(t, err, ErrBrake, "by name too")
+			assert.Equal(t, 19, seen.counts()["brake/refused"])
+
+			// The project is back: released.
+			for i := 3; i < 10; i++ {
+				c.add(fmt.Sprintf("i-%05d", i), fmt.Sprintf("node-%05d", i), cloudapi.InstanceRunning)
+			}
+			clk.Step(2 * time.Minute)
+			gone, refused := goneAnswers(t, cache, ids(0, 3))
+			assert.Equal(t, 3, gone, "released: the three really gone read as gone")
+			assert.Zero(t, refused)
+		})
+	}
+}
+
+// A first list without any live instance (a start against an empty project) engages the
+// brake; a list with a live instance releases it.
+func TestBrakeEngagedByAnEmptyFirstList(t *testing.T) {
+	c, cache, clk, _ := newBraked(t, 0)
+	_, err := cache.ByID(context.Background(), "i-00001")
+	require.ErrorIs(t, err, ErrBrake)
+	require.NotErrorIs(t, err, cloudapi.ErrNotFound)
+
+	c.add("i-00002", "node-00002", cloudapi.InstanceRunning)
+	clk.Step(2 * time.Minute)
+	gone, _ := goneAnswers(t, cache, []string{"i-00001"})
+	assert.Equal(t, 1, gone)
+}

@@ -1,0 +1,285 @@
+package providertest_test
+
+// The deletion brake (nodes.deletionBrake), proven through the upstream node lifecycle
+// controller on the provider's clock: a cloud answering "gone" for the whole cluster
+// deletes no Node, a real scale-down still deletes its Nodes within two brake windows,
+// and the brake lets go when the cloud lists the instances again or a Node acknowledges.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/cloud-provider/controllers/nodelifecycle"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/nodecontrollers"
+	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/provider/providertest"
+)
+
+// clientBuilder hands the provider's Initialize one clientset under every name.
+type clientBuilder struct{ kube kubernetes.Interface }
+
+func (b clientBuilder) Config(string) (*rest.Config, error)         { return &rest.Config{}, nil }
+func (b clientBuilder) ConfigOrDie(string) *rest.Config             { return &rest.Config{} }
+func (b clientBuilder) Client(string) (kubernetes.Interface, error) { return b.kube, nil }
+func (b clientBuilder) ClientOrDie(string) kubernetes.Interface     { return b.kube }
+
+// brakeCluster is a cluster of ten Nodes, node-0 to node-9 on instances i-0 to i-9, under
+// the upstream node lifecycle controller, with the provider's events recorded in kube.
+type brakeCluster struct {
+	c     *providertest.Cloud
+	kube  *kubefake.Clientset
+	ctrl  *nodelifecycle.CloudNodeLifecycleController
+	nodes informersStore
+	// lastStatus is when the cloud node controller's status update last asked for
+	// every Node's instance metadata; it does every statusPeriod, so the provider lists
+	// the cloud that often.
+	lastStatus time.Time
+}
+
+// statusPeriod is the cloud node controller's --node-status-update-frequency default.
+const statusPeriod = 5 * time.Minute
+
+// informersStore is the part of the controller's Node informer the test keeps in step
+// with kube: the controller reads Nodes from it.
+type informersStore interface {
+	Replace(list []any, resourceVersion string) error
+}
+
+const brakeNodes = 10
+
+func newBrakeCluster(t *testing.T) *brakeCluster {
+	t.Helper()
+	var insts []fake.Instance
+	var objs []runtime.Object
+	for i := range brakeNodes {
+		insts = append(insts, fake.Instance{ID: fmt.Sprintf("i-%d", i), Name: fmt.Sprintf("node-%d", i)})
+		objs = append(objs, newNode(fmt.Sprintf("node-%d", i), fmt.Sprintf("ccmkit://i-%d", i), corev1.ConditionTrue))
+	}
+	b := &brakeCluster{c: providertest.New(t, providertest.WithFake(fake.Config{Instances: insts})), kube: kubefake.NewClientset(objs...)}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	b.c.Provider.Initialize(clientBuilder{b.kube}, stop)
+	factory := informers.NewSharedInformerFactory(b.kube, 0)
+	b.nodes = factory.Core().V1().Nodes().Informer().GetStore()
+	var err error
+	b.ctrl, err = nodecontrollers.NewLifecycle(factory.Core().V1().Nodes(), b.kube, b.c.Provider, 5*time.Second, 1)
+	require.NoError(t, err)
+	setRecorder(t, b.ctrl)
+	b.pass(t) // the first list: every instance live
+	return b
+}
+
+// pass runs one MonitorNodes pass over the Nodes in kube, after the cloud node
+// controller's status update when it is due.
+func (b *brakeCluster) pass(t *testing.T) {
+	t.Helper()
+	list, err := b.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	items := make([]any, 0, len(list.Items))
+	for i := range list.Items {
+		items = append(items, &list.Items[i])
+	}
+	require.NoError(t, b.nodes.Replace(items, ""))
+	if b.lastStatus.IsZero() || b.c.Now().Sub(b.lastStatus) >= statusPeriod {
+		// What the cloud node controller's UpdateNodeStatus asks (its workqueue's
+		// goroutines would outlive the test).
+		iv2, _ := b.c.Provider.InstancesV2()
+		for i := range list.Items {
+			_, _ = iv2.InstanceMetadata(context.Background(), &list.Items[i])
+		}
+		b.lastStatus = b.c.Now()
+	}
+	b.ctrl.MonitorNodes(context.Background())
+}
+
+// run runs a pass every 30 s of the provider's clock for d.
+func (b *brakeCluster) run(t *testing.T, d time.Duration) {
+	t.Helper()
+	for end := b.c.Now().Add(d); b.c.Now().Before(end); {
+		b.c.Advance(30 * time.Second)
+		b.pass(t)
+	}
+}
+
+// change changes a Node in kube.
+func (b *brakeCluster) change(t *testing.T, name string, change func(*corev1.Node)) {
+	t.Helper()
+	n, err := b.kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	change(n)
+	_, err = b.kube.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+func (b *brakeCluster) notReady(t *testing.T, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		b.change(t, name, func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse })
+	}
+}
+
+func (b *brakeCluster) names(t *testing.T) []string {
+	t.Helper()
+	list, err := b.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	var out []string
+	for _, n := range list.Items {
+		out = append(out, n.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// refusedEvents returns, by Node, how many InstanceGoneRefused events it got (an event
+// repeated counts its repetitions).
+func (b *brakeCluster) refusedEvents(t *testing.T) map[string]int {
+	t.Helper()
+	events, err := b.kube.CoreV1().Events("").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, e := range events.Items {
+		if e.Reason == instances.EventDeletionBrake && e.Type == corev1.EventTypeWarning && e.InvolvedObject.Kind == "Node" {
+			out[e.InvolvedObject.Name] += max(int(e.Count), 1)
+		}
+	}
+	return out
+}
+
+// refusedCount returns the provider's count of answers "gone" the brake held back.
+func (b *brakeCluster) refusedCount(t *testing.T) float64 {
+	t.Helper()
+	families, err := b.c.Metrics.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != "cloudprovider_ccmkit_"+provider.InstanceChecksMetric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["reason"] == "brake" && labels["result"] == "refused" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func nodeNames(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("node-%d", i))
+	}
+	return out
+}
+
+// The CCM is pointed at another project while a zone is out (node-0 to node-2 NotReady,
+// their instances running): the cloud lists none of the cluster's instances (an empty
+// project, or another's instances) and answers every GetInstance not found. Over three
+// brake windows no Node is deleted, each NotReady Node gets a Warning event once a window,
+// and the metric counts the refusals. Then the brake lets go: when the cloud lists the
+// instances again (only the one really deleted meanwhile goes), or when the operator
+// annotates a Node.
+func TestDeletionBrakeKeepsNodesWhenTheProjectSwitches(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		foreign int
+		release string // "list" or "acknowledge"
+	}{
+		{name: "empty project, released by the list", release: "list"},
+		{name: "foreign project, released by the list", foreign: 4, release: "list"},
+		{name: "empty project, acknowledged", release: "acknowledge"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBrakeCluster(t)
+			outage := nodeNames(0, 3)
+			b.notReady(t, outage...)
+			b.pass(t)
+
+			// The project switch.
+			for i := range brakeNodes {
+				require.NoError(t, b.c.Fake.DeleteInstance(fmt.Sprintf("i-%d", i)))
+			}
+			for i := range tc.foreign {
+				require.NoError(t, b.c.Fake.AddInstance(cloudapi.Instance{ID: fmt.Sprintf("x-%d", i), Name: fmt.Sprintf("other-%d", i), State: cloudapi.InstanceRunning}))
+			}
+			windows := 3
+			b.run(t, time.Duration(windows)*provider.DefaultDeletionBrakeWindow)
+			assert.Equal(t, nodeNames(0, brakeNodes), b.names(t), "no Node deleted")
+			assert.Positive(t, b.refusedCount(t), "the refusals are counted")
+			// The lifecycle controller asks for the NotReady Nodes every pass, the cloud
+			// node controller for every Node every statusPeriod: each Node is told.
+			eventually(t, func() bool { return len(b.refusedEvents(t)) == brakeNodes }, "each Node gets an event")
+			for node, n := range b.refusedEvents(t) {
+				assert.LessOrEqual(t, n, windows+1, "%s: an event once a window, not once a pass", node)
+			}
+
+			switch tc.release {
+			case "list":
+				// Credentials fixed; meanwhile i-2 was really deleted.
+				for i := range brakeNodes {
+					if i != 2 {
+						require.NoError(t, b.c.Fake.AddInstance(cloudapi.Instance{ID: fmt.Sprintf("i-%d", i), Name: fmt.Sprintf("node-%d", i), State: cloudapi.InstanceRunning}))
+					}
+				}
+				b.run(t, 2*time.Minute)
+				assert.Equal(t, slices.DeleteFunc(nodeNames(0, brakeNodes), func(n string) bool { return n == "node-2" }), b.names(t),
+					"released: the Node of the instance really gone goes, the others stay")
+			case "acknowledge":
+				b.change(t, "node-1", func(n *corev1.Node) {
+					n.Annotations = map[string]string{instances.AnnotationAcknowledgeGone: "true"}
+				})
+				b.pass(t)
+				assert.Equal(t, slices.DeleteFunc(nodeNames(0, brakeNodes), func(n string) bool { return n == "node-1" }), b.names(t),
+					"the acknowledged Node goes, and only it")
+			}
+		})
+	}
+}
+
+// A real scale-down of 60 % of the instances: their Nodes go NotReady and the cloud
+// answers their instances gone. Half the known instances go in the first window, the last
+// one in the next: every Node of a deleted instance is gone within two brake windows, and
+// no other Node is touched.
+func TestDeletionBrakeLetsAScaleDownThroughWithinTwoWindows(t *testing.T) {
+	b := newBrakeCluster(t)
+	removed := nodeNames(4, brakeNodes)
+	for i := 4; i < brakeNodes; i++ {
+		require.NoError(t, b.c.Fake.DeleteInstance(fmt.Sprintf("i-%d", i)))
+	}
+	b.notReady(t, removed...)
+	b.c.ExpireSnapshots()
+	start := b.c.Now()
+	b.pass(t)
+	assert.Len(t, b.names(t), brakeNodes-5, "half the ten known instances read as gone at once")
+
+	b.run(t, provider.DefaultDeletionBrakeWindow-2*time.Minute)
+	assert.Len(t, b.names(t), brakeNodes-5, "the sixth waits for the next window")
+	eventually(t, func() bool { return len(b.refusedEvents(t)) == 1 }, "the Node kept gets an event")
+	assert.Positive(t, b.refusedCount(t))
+
+	for len(b.names(t)) > 4 && b.c.Now().Sub(start) <= 2*provider.DefaultDeletionBrakeWindow {
+		b.run(t, 30*time.Second)
+	}
+	assert.Equal(t, nodeNames(0, 4), b.names(t), "every Node of a deleted instance is gone, no other")
+	assert.LessOrEqual(t, b.c.Now().Sub(start), provider.DefaultDeletionBrakeWindow+30*time.Second,
+		"the last one goes at the first pass after the first window")
+}
