@@ -51,8 +51,8 @@ const (
 	// DefaultMaxRetryAfter caps how long a Retry-After from the cloud holds calls back;
 	// internal/cloudclient.DefaultMaxRetryAfter says why five minutes.
 	DefaultMaxRetryAfter = cloudclient.DefaultMaxRetryAfter
-	// DefaultCacheMaxAge is how old the shared instance snapshot may get before a lookup
-	// refreshes it.
+	// DefaultCacheMaxAge is how old each of the three snapshots (instances, load
+	// balancers, routes) may get before a lookup refreshes it.
 	DefaultCacheMaxAge = sharedlist.DefaultMaxAge
 	// DefaultSweeperGracePeriod is how long a load balancer, route or target group must
 	// look orphaned before the sweeper deletes it.
