@@ -10,7 +10,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 HELM_VERSION := v4.3.1
 MOCKS := $(shell git ls-files '*/cloudapimock/*.go' 2>/dev/null)
 
-.PHONY: tracked-check test demo demo-inmemory controlplane e2e fmt-check vet api api-check lint mocks-check versions-check unit compat vendor-check generate bench bench-fake benchmarks fuzz
+.PHONY: tracked-check test demo demo-inmemory controlplane e2e fmt-check vet api api-check lint mocks-check versions-check unit compat vendor-check generate docs bench bench-fake benchmarks fuzz
 
 ## demo: the cloud-controller-manager against a real kube-apiserver and etcd over the fake cloud
 ## of e2e/demo/cloud.yaml (builds the control plane first; ARGS='-keep' keeps it running).
@@ -89,6 +89,11 @@ $(BIN)/mockgen: go.mod
 generate: $(BIN)/mockgen
 	go generate ./...
 
+## docs: rewrite the generated parts of docs/reference/ (the configuration, annotation and
+## metrics references) from the code; `make unit` fails when they are stale (internal/docgen).
+docs:
+	CCMKIT_UPDATE_DOCS=1 go test -count=1 -run '^TestDocs' ./provider ./fake ./loadbalancer
+
 mocks-check: $(BIN)/mockgen
 	@echo "==> mocks are current"
 	@before=$$(cat $(MOCKS) | sha256sum); go generate ./...; after=$$(cat $(MOCKS) | sha256sum); \
@@ -128,7 +133,7 @@ compat:
 	@COMPAT_TARGETS='$(COMPAT_TARGETS)' bash hack/compat.sh
 
 ## vendor-check: `go mod vendor` and `go build -mod=vendor` in two consumer modules (one on
-## cloudapi + fake, one a CCM on provider), their module graphs against README.md's table
+## cloudapi + fake, one a CCM on provider), their module graphs against docs/versioning.md's table
 ## (hack/vendorcheck.sh; `bash hack/vendorcheck.sh -w` rewrites the table).
 vendor-check:
 	@echo "==> vendoring into consumer modules"

@@ -1,5 +1,5 @@
 // Module e2e runs ccmkit's cloud-controller-manager against a real kube-apiserver and
-// etcd on 127.0.0.1 (the README's demo and the e2e suite). It is a separate module so
+// etcd on 127.0.0.1 (the demo and the e2e suite). It is a separate module so
 // that controller-runtime's envtest stays out of the library's go.mod. The control-plane
 // binaries come from ./tools (`make controlplane`).
 module github.com/ccmkit/ccmkit/e2e

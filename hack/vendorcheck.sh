@@ -11,7 +11,7 @@
 # this checkout; `go mod tidy`, `go mod vendor` and `go build -mod=vendor` must succeed.
 # The figures (modules in the consumer's build list, modules whose packages it compiles,
 # packages it compiles, size of vendor/) are compared with the table between the
-# "vendorcheck" markers in README.md: a difference fails the check, and -w writes the
+# "vendorcheck" markers in docs/versioning.md: a difference fails the check, and -w writes the
 # table instead.
 set -euo pipefail
 export LC_ALL=C
@@ -129,7 +129,7 @@ done
 begin='<!-- vendorcheck begin: hack/vendorcheck.sh -w writes this table -->'
 end='<!-- vendorcheck end -->'
 if ((write)); then
-	TABLE=$table BEGIN=$begin END=$end python3 - README.md <<'EOF'
+	TABLE=$table BEGIN=$begin END=$end python3 - docs/versioning.md <<'EOF'
 import os, sys
 path = sys.argv[1]
 text = open(path).read()
@@ -137,14 +137,14 @@ b, e = os.environ["BEGIN"], os.environ["END"]
 i, j = text.index(b) + len(b), text.index(e)
 open(path, "w").write(text[:i] + "\n" + os.environ["TABLE"] + "\n" + text[j:])
 EOF
-	echo "vendorcheck: wrote the table in README.md"
+	echo "vendorcheck: wrote the table in docs/versioning.md"
 	exit 0
 fi
-current=$(awk -v b="$begin" -v e="$end" '$0 == e { on = 0 } on { print } $0 == b { on = 1 }' README.md)
+current=$(awk -v b="$begin" -v e="$end" '$0 == e { on = 0 } on { print } $0 == b { on = 1 }' docs/versioning.md)
 if [[ $current != "$table" ]]; then
-	echo "vendorcheck: README.md's module graph table differs from what was measured; run" >&2
-	echo "'bash hack/vendorcheck.sh -w' and commit README.md. Measured:" >&2
+	echo "vendorcheck: docs/versioning.md's module graph table differs from what was measured; run" >&2
+	echo "'bash hack/vendorcheck.sh -w' and commit docs/versioning.md. Measured:" >&2
 	echo "$table" >&2
 	exit 1
 fi
-echo "vendorcheck: README.md's table matches"
+echo "vendorcheck: docs/versioning.md's table matches"

@@ -20,8 +20,8 @@ import (
 )
 
 // Annotation is one Service annotation that ccmkit reads, under the configured prefix
-// (default "loadbalancer.ccmkit.io/"). Annotations lists them all; the README's reference is
-// checked against it.
+// (default "loadbalancer.ccmkit.io/"). Annotations lists them all; the annotation reference
+// (docs/reference/annotations.md) is generated from it.
 type Annotation struct {
 	// Name is the key after the prefix, for example "internal".
 	Name string
@@ -109,7 +109,7 @@ type settings struct {
 	adapter map[string]string
 }
 
-// Annotations returns every annotation ccmkit reads, in the order of the README.
+// Annotations returns every annotation ccmkit reads, in the order of the reference.
 func Annotations() []Annotation {
 	return []Annotation{
 		{
@@ -326,7 +326,7 @@ func Annotations() []Annotation {
 }
 
 // annotationReference returns the reference of ccmkit's own annotations under prefix as a
-// Markdown table, the one the README carries (a test checks it).
+// Markdown table, the one docs/reference/annotations.md carries (a test checks it).
 func annotationReference(prefix string) string {
 	as := Annotations()
 	rows := make([][4]string, len(as))

@@ -1,4 +1,4 @@
 package loadbalancer
 
-// AnnotationReference is annotationReference, for the README's test.
+// AnnotationReference is annotationReference, for the reference's test.
 var AnnotationReference = annotationReference

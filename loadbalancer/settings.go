@@ -172,8 +172,8 @@ func (ss Settings) names() []string {
 
 // Reference returns the annotation reference of the settings as a Markdown table, the
 // same columns as ccmkit's own, with each key under prefix (DefaultAnnotationPrefix when
-// empty): an adapter's README carries it and a test checks it, as ccmkit's README's table
-// is checked against Annotations. A '|' or a line break in a declaration's text is
+// empty): an adapter's README carries it and a test checks it, as ccmkit's annotation
+// reference (docs/reference/annotations.md) is generated from Annotations. A '|' or a line break in a declaration's text is
 // escaped, so that it stays in its cell.
 func (ss Settings) Reference(prefix string) string {
 	if prefix == "" {

@@ -52,8 +52,8 @@ const (
 	// DefaultMaxRetryAfter caps how long a Retry-After from the cloud holds calls back;
 	// internal/cloudclient.DefaultMaxRetryAfter says why five minutes.
 	DefaultMaxRetryAfter = cloudclient.DefaultMaxRetryAfter
-	// DefaultCacheMaxAge is how old the shared instance snapshot may get before a lookup
-	// refreshes it.
+	// DefaultCacheMaxAge is how old each of the three snapshots (instances, load
+	// balancers, routes) may get before a lookup refreshes it.
 	DefaultCacheMaxAge = sharedlist.DefaultMaxAge
 	// DefaultSweeperGracePeriod is how long a load balancer, route or target group must
 	// look orphaned before the sweeper deletes it.
@@ -69,8 +69,9 @@ const (
 )
 
 // Config is a provider's cloud config, the YAML file given to the cloud-controller-manager
-// with --cloud-config. Read it with ReadConfig and check it with Validate. Every field is
-// documented with its YAML key in the README's configuration reference.
+// with --cloud-config. Read it with ReadConfig and check it with Validate. The
+// configuration reference (docs/reference/config.md) is generated from these doc
+// comments.
 type Config struct {
 	// Backend names the cloud backend (YAML "backend"). Empty means the one backend the
 	// provider was registered with. The backend's own settings live under a top-level key
@@ -114,7 +115,7 @@ type ClusterConfig struct {
 	// 63 characters.
 	ID string `yaml:"id"`
 	// Name is the cluster's name (YAML "name"), reported by Clusters.ListClusters.
-	// Defaults to ID.
+	// Defaults to cluster.id.
 	Name string `yaml:"name"`
 	// Master is the address of the cluster's API server (YAML "master"), reported by
 	// Clusters.Master. Optional.
@@ -124,7 +125,9 @@ type ClusterConfig struct {
 // CredentialsConfig holds the cloud API credential. At most one source may be set: the
 // token inline, a file holding it, the environment variable <PROVIDER>_CLOUD_TOKEN, or
 // the environment variable <PROVIDER>_CLOUD_TOKEN_FILE naming a file (PROVIDER is the
-// provider name in upper case, '-' and '.' as '_'). ReadConfig resolves them into Token.
+// provider name in upper case, '-' and '.' as '_': CCMKIT_CLOUD_TOKEN for the built-in
+// provider ccmkit). ReadConfig resolves them into Token. Credentials never appear in
+// logs, errors or %v.
 //
 // No error about the credentials quotes anything from them, neither a value nor a key,
 // tag or anchor of the YAML section, nor the token file's name (a token typed into
@@ -171,8 +174,8 @@ type CloudAPIConfig struct {
 	PageSize int `yaml:"pageSize"`
 	// MaxRetryAfter caps the wait that a Retry-After from the cloud imposes on the retry
 	// and on every other call (YAML "maxRetryAfter"); default 5m. A longer Retry-After is
-	// cut to it, so that a wrong or hostile answer cannot stop the controllers for long;
-	// a cloud that needs longer throttles the next call again.
+	// cut to it and logged at V(2), so that a wrong or hostile answer cannot stop the
+	// controllers for long; a cloud that needs longer throttles the next call again.
 	MaxRetryAfter time.Duration `yaml:"maxRetryAfter"`
 }
 
@@ -202,7 +205,8 @@ type CacheConfig struct {
 	// while the snapshot still matches its Service is repaired up to MaxAge later; the
 	// route snapshot is kept current by ccmkit's own writes and listed again after a
 	// failed one, so a route deleted or changed behind ccmkit's back is repaired up to
-	// MaxAge (plus one route reconcile period) later.
+	// MaxAge plus one route reconcile period (10 s) later, and a route whose instance was
+	// deleted is seen as a blackhole and deleted as late.
 	MaxAge time.Duration `yaml:"maxAge"`
 }
 
@@ -283,8 +287,8 @@ type LoadBalancerConfig struct {
 	KeepOnDelete bool `yaml:"keepOnDelete"`
 	// Class is the load balancer class ccmkit serves (YAML "class"): Services of type
 	// LoadBalancer whose spec.loadBalancerClass is Class get their load balancer from
-	// ccmkit, through the class controller of package lbclass that the
-	// cloud-controller-manager's main.go adds. The upstream service controller skips
+	// ccmkit, through the class controller service-lb-class-controller (package lbclass)
+	// that the cloud-controller-manager's main.go adds (controllers.With). The upstream service controller skips
 	// every Service with a class. Empty (the default): no class; Services of any class
 	// are left to their own controllers. A label-style key, as Kubernetes validates
 	// spec.loadBalancerClass: an optional DNS subdomain prefix and "/", then a name of
@@ -305,10 +309,14 @@ type LoadBalancerConfig struct {
 	Settings map[string]string `yaml:"settings"`
 	// TargetGroups says whether load balancers share the cloud's target groups when the
 	// adapter offers them (cloudapi.TargetGroupClient) (YAML "targetGroups"); default
-	// true. Then the load balancers that want the same Nodes send traffic to one group,
-	// and a Node added or removed is one write per group instead of one per load
-	// balancer. false keeps each load balancer's own targets (and moves load balancers
-	// out of their groups, one update each). Without the capability it changes nothing.
+	// true. Then the load balancers that want the same Nodes (the same node selector, or
+	// none) send traffic to one group tagged ccmkit.io/cluster and
+	// ccmkit.io/target-group, and a Node added or removed is one write per group instead
+	// of one per load balancer. Existing load balancers move into their group with one
+	// update each (addresses kept); a group no load balancer names any more is deleted.
+	// false keeps each load balancer's own targets (and moves load balancers out of their
+	// groups, one update each, leaving the emptied groups in the cloud). Without the
+	// capability it changes nothing.
 	TargetGroups *bool `yaml:"targetGroups"`
 }
 
@@ -318,7 +326,9 @@ type LoadBalancerConfig struct {
 // runs when Enabled is true and the cloud-controller-manager's main.go adds it
 // (controllers.With).
 type SweeperConfig struct {
-	// Enabled switches the sweeper on (YAML "enabled"); default false. It sweeps the load
+	// Enabled switches the sweeper on (YAML "enabled"); default false. The sweeper (the
+	// controller ccmkit-sweeper) deletes an orphan after GracePeriod and a live read of
+	// the API server that confirms its owner is gone. It sweeps the load
 	// balancers when load balancers are on and loadBalancer.keepOnDelete is false (a gone
 	// Service's keep-on-delete annotation can no longer be read), the target groups that
 	// no load balancer names when load balancers are on and the cloud has target groups
@@ -330,7 +340,8 @@ type SweeperConfig struct {
 	// of the cloud-controller-manager starts it again.
 	GracePeriod time.Duration `yaml:"gracePeriod"`
 	// Interval is the time between two sweeps (YAML "interval"); default 5m. Each sweep
-	// lists the cluster's load balancers and routes (and target groups) once.
+	// lists the cluster's load balancers and routes (and target groups) once, and the
+	// load balancers once more before a target group is deleted.
 	Interval time.Duration `yaml:"interval"`
 }
 

@@ -1,6 +1,7 @@
 // Package provider is ccmkit's cloudprovider.Interface: it reads the cloud config, builds
 // the cloud client and assembles the sub-interfaces (instances, zones, loadbalancer and
-// routes) around one instrumented client and one instance snapshot.
+// routes) around one instrumented client and three snapshots of the cloud (instances,
+// load balancers, routes), each refreshed after cache.maxAge.
 //
 // A cloud team registers its adapter under its own name from its adapter package's init,
 // and its CCM's main.go blank-imports that package:
@@ -21,5 +22,7 @@
 // The order of things follows the cloud-controller-manager: ReadConfig decodes and
 // resolves credentials (the only I/O), Validate reports every problem at once, New
 // assembles without calling the cloud or starting goroutines, and Initialize (after
-// leader election) sets up events.
+// leader election) sets up the event recorder and, when load balancers are on, starts the
+// load balancers' watch of Node labels and the collection of unused target groups (see
+// Cloud.Initialize).
 package provider

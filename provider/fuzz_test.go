@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -106,7 +107,7 @@ func fuzzReadFile(name string) ([]byte, error) {
 }
 
 // fuzzSeeds returns the hostile shapes of TestSecretNeverPrints and the cloud configs of
-// the repository (the README's, the demos', e2e's, deploy's), with fuzzMarker as the
+// the repository (the docs', the demos', e2e's, deploy's), with fuzzMarker as the
 // credential.
 func fuzzSeeds(f *testing.F) []string {
 	seeds := []string{
@@ -152,12 +153,18 @@ func fuzzSeeds(f *testing.F) []string {
 		}
 		seeds = append(seeds, string(data), string(data)+withToken)
 	}
-	readme, err := os.ReadFile("../README.md")
+	docs, err := filepath.Glob("../docs/*.md")
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(readme), -1) {
-		seeds = append(seeds, m[1], m[1]+withToken)
+	for _, path := range append([]string{"../README.md"}, docs...) {
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(doc), -1) {
+			seeds = append(seeds, m[1], m[1]+withToken)
+		}
 	}
 	secret, err := os.ReadFile("../deploy/base/secret.yaml")
 	if err != nil {

@@ -17,7 +17,7 @@
 // no older than Options.MaxAge (the cloud config's cache.maxAge, a minute by default), and
 // one ListRoutes after it: the routes filtered by the cluster tag, the whole route table
 // asked for in one page (clouds read a route table as one object). Concurrent callers share
-// one list, and after a failed list the next waits for a backoff (1 s doubling to 30 s);
+// one list, and after a failed list the next waits for a backoff (internal/sharedlist's);
 // a failed list is an error, never an empty table (internal/sharedlist). The Node of a
 // route comes from its tag, never from a call per route.
 //

@@ -98,7 +98,7 @@ func (r *Routes) clusterTags() map[string]string {
 // cluster's routes: no cloud call while the snapshot is trusted and no older than
 // Options.MaxAge, else one list of the cluster's routes (one call for a route table that
 // fits one page), shared by concurrent callers. A failed list is an error, never an empty
-// table; after one, the next list waits for a backoff (1 s doubling to 30 s), and
+// table; after one, the next list waits for a backoff (internal/sharedlist's), and
 // ListRoutes fails at once until then.
 func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
 	routes, err := r.table.snapshot(ctx)

@@ -48,7 +48,7 @@ var (
 )
 
 // NewCloud builds the fake cloud from the `fake:` section of a cloud config for the
-// built-in provider (see the README's configuration reference), behind a fault injector
+// built-in provider (see docs/reference/config.md), behind a fault injector
 // configured with faults and switched off (Faults.SetEnabled turns it on). With a
 // stateFile in the section the cloud is opened from that file (fake.Open), and shares it
 // with every other process that opens it: a CCMProcess over the same cloud config, for one.

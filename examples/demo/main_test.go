@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDemo runs the README's first command, the demo on its embedded cloud config, and
+// TestDemo runs `make demo-inmemory`, the demo on its embedded cloud config, and
 // checks that it told the whole story.
 func TestDemo(t *testing.T) {
 	if testing.Short() {

@@ -17,16 +17,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	"k8s.io/cloud-provider/controllers/nodelifecycle"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/instances"
-	"github.com/ccmkit/ccmkit/internal/nodecontrollers"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/provider/providertest"
 )
@@ -42,10 +39,8 @@ func (b clientBuilder) ClientOrDie(string) kubernetes.Interface     { return b.k
 // brakeCluster is a cluster of ten Nodes, node-0 to node-9 on instances i-0 to i-9, under
 // the upstream node lifecycle controller, with the provider's events recorded in kube.
 type brakeCluster struct {
-	c     *providertest.Cloud
-	kube  *kubefake.Clientset
-	ctrl  *nodelifecycle.CloudNodeLifecycleController
-	nodes informersStore
+	c    *providertest.Cloud
+	kube *kubefake.Clientset
 	// lastStatus is when the cloud node controller's status update last asked for
 	// every Node's instance metadata; it does every statusPeriod, so the provider lists
 	// the cloud that often.
@@ -54,12 +49,6 @@ type brakeCluster struct {
 
 // statusPeriod is the cloud node controller's --node-status-update-frequency default.
 const statusPeriod = 5 * time.Minute
-
-// informersStore is the part of the controller's Node informer the test keeps in step
-// with kube: the controller reads Nodes from it.
-type informersStore interface {
-	Replace(list []any, resourceVersion string) error
-}
 
 const brakeNodes = 10
 
@@ -75,12 +64,6 @@ func newBrakeCluster(t *testing.T) *brakeCluster {
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
 	b.c.Provider.Initialize(clientBuilder{b.kube}, stop)
-	factory := informers.NewSharedInformerFactory(b.kube, 0)
-	b.nodes = factory.Core().V1().Nodes().Informer().GetStore()
-	var err error
-	b.ctrl, err = nodecontrollers.NewLifecycle(factory.Core().V1().Nodes(), b.kube, b.c.Provider, 5*time.Second, 1)
-	require.NoError(t, err)
-	setRecorder(t, b.ctrl)
 	b.pass(t) // the first list: every instance live
 	return b
 }
@@ -91,11 +74,6 @@ func (b *brakeCluster) pass(t *testing.T) {
 	t.Helper()
 	list, err := b.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
-	items := make([]any, 0, len(list.Items))
-	for i := range list.Items {
-		items = append(items, &list.Items[i])
-	}
-	require.NoError(t, b.nodes.Replace(items, ""))
 	if b.lastStatus.IsZero() || b.c.Now().Sub(b.lastStatus) >= statusPeriod {
 		// What the cloud node controller's UpdateNodeStatus asks (its workqueue's
 		// goroutines would outlive the test).
@@ -105,7 +83,7 @@ func (b *brakeCluster) pass(t *testing.T) {
 		}
 		b.lastStatus = b.c.Now()
 	}
-	b.ctrl.MonitorNodes(context.Background())
+	providertest.MonitorNodes(t, b.c.Provider, b.kube)
 }
 
 // run runs a pass every 30 s of the provider's clock for d.

@@ -49,8 +49,8 @@
 // snapshots until they are older than cache.maxAge (one minute): after changing the cloud
 // behind the provider's back (Fake.DeleteInstance, Fake.SetInstanceState, a route deleted
 // through Fake.Routes), call c.ExpireSnapshots() before the controller pass that should
-// see it. Advance lets the backoff of a failed list pass (1 s doubling to 30 s), and
-// fake.Provisioning.Duration.
+// see it. Advance lets the backoff of a failed list pass (internal/sharedlist's
+// MinBackoff doubling to MaxBackoff), and fake.Provisioning.Duration.
 //
 // # Cleanup and failures
 //

@@ -33,7 +33,7 @@ func WithFake(cfg fake.Config) Option {
 
 // WithYAML describes the provider and the cloud in YAML: a cloud config file of the
 // built-in provider, as given to the cloud-controller-manager with --cloud-config (see
-// the README's configuration reference), whose `fake:` section is the cloud. It is read
+// docs/reference/config.md), whose `fake:` section is the cloud. It is read
 // as provider.ReadConfig reads the file, strictly: an unknown key is an error naming it
 // and its line. It replaces the config the earlier options set, and the cloud when it has
 // a `fake:` section. Keys it leaves out take this package's defaults (DefaultClusterID,

@@ -166,7 +166,7 @@ func (c *Cloud) Now() time.Time { return c.clock.Now() }
 // Advance moves the clock of the provider and the fake by d. Time stands still otherwise,
 // so that what a test counts does not depend on how fast the machine runs. Advance when
 // the test needs time to pass for ccmkit: after a failed list (WithFaults), which is
-// retried after its backoff (1 s doubling to 30 s), or for load balancers that provision
+// retried after its backoff (internal/sharedlist's), or for load balancers that provision
 // for fake.Provisioning.Duration. After changing the cloud behind the provider's back,
 // ExpireSnapshots says it better.
 //

@@ -12,13 +12,11 @@ import (
 	"context"
 	"errors"
 	"net"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,10 +26,8 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
-	"k8s.io/cloud-provider/controllers/nodelifecycle"
 	routecontroller "k8s.io/cloud-provider/controllers/route"
 	servicecontroller "k8s.io/cloud-provider/controllers/service"
 	fakecloud "k8s.io/cloud-provider/fake"
@@ -41,7 +37,6 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
-	"github.com/ccmkit/ccmkit/internal/nodecontrollers"
 	"github.com/ccmkit/ccmkit/provider/providertest"
 )
 
@@ -286,15 +281,6 @@ func TestServiceControllerEnsureUpdateDelete(t *testing.T) {
 
 // ---- Node lifecycle controller ----
 
-// setRecorder gives the controller the event recorder that only its Run creates, so the
-// test can run MonitorNodes pass by pass (upstream's own tests set the field directly).
-func setRecorder(t *testing.T, ctrl *nodelifecycle.CloudNodeLifecycleController) {
-	t.Helper()
-	f := reflect.ValueOf(ctrl).Elem().FieldByName("recorder")
-	require.True(t, f.IsValid(), "the upstream node lifecycle controller has no recorder field any more: update setRecorder")
-	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(record.NewFakeRecorder(100)))
-}
-
 // lifecycleNodes are a Ready Node, a NotReady Node whose instance is stopped and a
 // NotReady Node whose instance has vanished.
 func lifecycleNodes() *kubefake.Clientset {
@@ -303,22 +289,6 @@ func lifecycleNodes() *kubefake.Clientset {
 		newNode("node-2", "ccmkit://i-2", corev1.ConditionFalse),
 		newNode("node-3", "ccmkit://i-3", corev1.ConditionFalse),
 	)
-}
-
-// monitor runs one MonitorNodes pass of the upstream node lifecycle controller over the
-// Nodes in kube, one Node after the other.
-func monitor(t *testing.T, cloud cloudprovider.Interface, kube *kubefake.Clientset) {
-	t.Helper()
-	factory := informers.NewSharedInformerFactory(kube, 0)
-	list, err := kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
-	for i := range list.Items {
-		require.NoError(t, factory.Core().V1().Nodes().Informer().GetStore().Add(&list.Items[i]))
-	}
-	ctrl, err := nodecontrollers.NewLifecycle(factory.Core().V1().Nodes(), kube, cloud, 5*time.Second, 1)
-	require.NoError(t, err)
-	setRecorder(t, ctrl)
-	ctrl.MonitorNodes(context.Background())
 }
 
 // nodeStates returns each Node's name and whether it has the shutdown taint.
@@ -362,7 +332,7 @@ func TestNodeLifecycleWithAVanishedInstance(t *testing.T) {
 		t.Run("k8s.io/cloud-provider/fake/"+tc.name, func(t *testing.T) {
 			t.Parallel()
 			kube := lifecycleNodes()
-			monitor(t, tc.cloud, kube)
+			providertest.MonitorNodes(t, tc.cloud, kube)
 			assert.Equal(t, tc.want, nodeStates(t, kube))
 		})
 	}
@@ -375,7 +345,7 @@ func TestNodeLifecycleWithAVanishedInstance(t *testing.T) {
 			// i-3 has vanished.
 		}}))
 		kube := lifecycleNodes()
-		monitor(t, c.Provider, kube)
+		providertest.MonitorNodes(t, c.Provider, kube)
 		assert.Equal(t, map[string]bool{"node-1": false, "node-2": true}, nodeStates(t, kube),
 			"only the vanished instance's Node is deleted; the stopped one's is tainted")
 		assert.Equal(t, fake.Calls{cloudapi.OpListInstances: 1, cloudapi.OpGetInstance: 1}, c.Fake.Calls(),
@@ -393,7 +363,7 @@ func TestNodeLifecycleWithAVanishedInstance(t *testing.T) {
 				Ops: []cloudapi.Operation{cloudapi.OpListInstances, cloudapi.OpGetInstance}, Probability: 1, Kind: faultinject.Transient,
 			}}}))
 		kube := lifecycleNodes()
-		monitor(t, c.Provider, kube)
+		providertest.MonitorNodes(t, c.Provider, kube)
 		assert.Equal(t, map[string]bool{"node-1": false, "node-2": false, "node-3": false}, nodeStates(t, kube),
 			"a cloud error is never an instance gone")
 		iv2, _ := c.Provider.InstancesV2()
@@ -405,7 +375,7 @@ func TestNodeLifecycleWithAVanishedInstance(t *testing.T) {
 		// sees it.
 		c.Faults.SetRules(nil)
 		c.Advance(30 * time.Second)
-		monitor(t, c.Provider, kube)
+		providertest.MonitorNodes(t, c.Provider, kube)
 		assert.Equal(t, map[string]bool{"node-1": false, "node-2": true}, nodeStates(t, kube))
 		assert.Equal(t, fake.Calls{cloudapi.OpListInstances: 1, cloudapi.OpGetInstance: 1}, c.Fake.Calls())
 	})

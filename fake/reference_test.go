@@ -1,0 +1,18 @@
+package fake_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/docgen"
+)
+
+// TestDocsConfigReference keeps docs/reference/config.md's tables of the fake: section
+// equal to Config's doc comments (`make docs` rewrites them).
+func TestDocsConfigReference(t *testing.T) {
+	ref, err := docgen.ConfigReference(".", "Config", fake.SectionName)
+	require.NoError(t, err)
+	docgen.Check(t, "../docs/reference/config.md", "fake.Config", ref)
+}
