@@ -1,6 +1,8 @@
 package loadbalancer_test
 
 import (
+	"context"
+
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,9 +22,72 @@ func repeating(c cloudapi.Client) cloudapi.Client {
 	return faultinject.Wrap(c, faultinject.Config{Rules: []faultinject.Rule{{Probability: 1, Kind: faultinject.Repeat}}})
 }
 
+// oddLists wraps a client so that every load balancer list answers, before each item,
+// what odd sends (a copy of the item changed, or nothing).
+type oddLists struct {
+	cloudapi.Client
+	odd func(cloudapi.LoadBalancer) []cloudapi.LoadBalancer
+}
+
+func (c oddLists) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) {
+	api, ok := c.Client.LoadBalancers()
+	return oddListsAPI{api, c.odd}, ok
+}
+
+func (c oddLists) TargetGroups() (cloudapi.TargetGroupAPI, bool) {
+	return cloudapi.TargetGroups(c.Client)
+}
+
+type oddListsAPI struct {
+	cloudapi.LoadBalancerAPI
+	odd func(cloudapi.LoadBalancer) []cloudapi.LoadBalancer
+}
+
+func (a oddListsAPI) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+	p, err := a.LoadBalancerAPI.ListLoadBalancers(ctx, opts)
+	if err != nil || p == nil {
+		return p, err
+	}
+	out := &cloudapi.LoadBalancerPage{NextPageToken: p.NextPageToken}
+	for _, lb := range p.Items {
+		out.Items = append(out.Items, a.odd(lb)...)
+		out.Items = append(out.Items, lb)
+	}
+	return out, nil
+}
+
+// unnamedFirst answers a copy of each load balancer without its ID before it.
+func unnamedFirst(c cloudapi.Client) cloudapi.Client {
+	return oddLists{c, func(lb cloudapi.LoadBalancer) []cloudapi.LoadBalancer {
+		lb = lb.Clone()
+		lb.ID = ""
+		return []cloudapi.LoadBalancer{lb}
+	}}
+}
+
+// staleFirst answers, before each load balancer, a copy without its tags: a backend that
+// ignores the tag filter and pages by offset, answering a copy from before a change.
+func staleFirst(c cloudapi.Client) cloudapi.Client {
+	return oddLists{c, func(lb cloudapi.LoadBalancer) []cloudapi.LoadBalancer {
+		lb = lb.Clone()
+		lb.Spec.Tags = nil
+		return []cloudapi.LoadBalancer{lb}
+	}}
+}
+
 // A Service's load balancer that the cloud lists twice is one load balancer: no path
-// deletes it as its own duplicate, with or without target groups.
+// deletes it as its own duplicate, with or without target groups, whether the repeat is
+// the same, lacks the ID, or is a stale copy without the tags ahead of the current one.
 func TestALoadBalancerListedTwiceIsKept(t *testing.T) {
+	for _, lists := range []struct {
+		name string
+		wrap func(cloudapi.Client) cloudapi.Client
+	}{{"repeated", repeating}, {"a copy without an ID first", unnamedFirst}, {"a stale copy without the tags first", staleFirst}} {
+		t.Run(lists.name, func(t *testing.T) { testListedTwiceIsKept(t, lists.wrap) })
+	}
+}
+
+func testListedTwiceIsKept(t *testing.T, wrap func(cloudapi.Client) cloudapi.Client) {
 	for _, tc := range []struct {
 		name string
 		cfg  func() fake.Config
@@ -48,7 +113,7 @@ func TestALoadBalancerListedTwiceIsKept(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, tc.cfg(), repeating)
+			e := newEnv(t, tc.cfg(), wrap)
 			svc := newService("web")
 			if tc.keep {
 				svc = newService("web", withAnnotation(loadbalancer.AnnotationKeepOnDelete, "true"))

@@ -7,9 +7,13 @@
 // tag filter checked again on every item, so that a backend that ignored it never makes
 // ccmkit touch another owner's resource. All is the loop under them.
 //
-// No caller sees an item twice: All hands each ID over once per list, however often the cloud's pages repeat it (a
-// cloud that pages by offset repeats an item when one is created between two page reads,
-// and a caller that counted it twice would delete a load balancer as its own duplicate).
+// No caller sees an item twice, nor one without an ID: All hands each ID over once per
+// list, however often the cloud's pages repeat it (a cloud that pages by offset repeats an
+// item when one is created between two page reads, and a caller that counted it twice
+// would delete a load balancer as its own duplicate), and leaves out an item without an
+// ID (which could be such a repeat, and which nothing can update or delete). The typed
+// lists check the tag filter before All counts an ID, so that a stale copy that lacks the
+// tags does not hide the current one.
 //
 // A cloud's page tokens are trusted no further than they must be. The loop ends with an
 // error matching ErrBadPaging, never spinning, when the cloud answers a token it answered

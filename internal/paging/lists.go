@@ -68,12 +68,18 @@ func list[T any](ctx context.Context, op cloudapi.Operation, fetch func(context.
 		if !ok {
 			return nil, "", NoPage(op)
 		}
+		if tagsOf != nil {
+			// Before All counts an ID as seen: a stale copy without the tags that a page
+			// of a backend ignoring the filter repeats must not hide the current one.
+			kept := make([]T, 0, len(items)) // a new slice: the answer's may be the backend's
+			for i := range items {
+				if cloudapi.MatchTags(tagsOf(&items[i]), opts.Tags) {
+					kept = append(kept, items[i])
+				}
+			}
+			items = kept
+		}
 		return items, next, nil
 	}
-	return All(ctx, op, page, id, func(item *T) bool {
-		if tagsOf != nil && !cloudapi.MatchTags(tagsOf(item), opts.Tags) {
-			return true
-		}
-		return each(item)
-	})
+	return All(ctx, op, page, id, each)
 }

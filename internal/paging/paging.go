@@ -46,7 +46,8 @@ var (
 // and hands every item to each, in order, once: an item whose ID (id) an earlier page of
 // the same list answered is skipped, so that no caller sees one resource twice (a cloud
 // that pages by offset repeats an item when one is created between two page reads). An
-// item without an ID is handed over as it is. When each returns false, All stops there,
+// item without an ID is left out (and logged): it cannot be told apart from the one a
+// caller keeps, nor updated or deleted by its ID. When each returns false, All stops there,
 // without fetching further pages. It returns the number of pages fetched. The error of a
 // fetch is returned wrapped with the page number, and never matches cloudapi.ErrNotFound:
 // a list has no resource to not find, so a backend's not-found there (a 404 of the list
@@ -57,10 +58,13 @@ var (
 func All[T any](ctx context.Context, op cloudapi.Operation, fetch Page[T], id ID[T], each func(*T) bool) (int, error) {
 	tokens := newTokenSet()
 	items := map[string]struct{}{}
-	repeated := 0
+	repeated, unnamed := 0, 0
 	defer func() {
 		if repeated > 0 {
 			klog.FromContext(ctx).V(2).Info("The cloud answered items of a list more than once: each was handed over once", "operation", op, "repeated", repeated)
+		}
+		if unnamed > 0 {
+			klog.FromContext(ctx).Info("The cloud answered items of a list without an ID: left out", "operation", op, "items", unnamed)
 		}
 	}()
 	token := ""
@@ -76,13 +80,16 @@ func All[T any](ctx context.Context, op cloudapi.Operation, fetch Page[T], id ID
 			return pages - 1, fmt.Errorf("page %d: %w", pages, neverNotFound(op, err))
 		}
 		for i := range page {
-			if key := id(&page[i]); key != "" {
-				if _, dup := items[key]; dup {
-					repeated++
-					continue
-				}
-				items[key] = struct{}{}
+			key := id(&page[i])
+			if key == "" {
+				unnamed++
+				continue
 			}
+			if _, dup := items[key]; dup {
+				repeated++
+				continue
+			}
+			items[key] = struct{}{}
 			if !each(&page[i]) {
 				return pages, nil
 			}
