@@ -12,7 +12,8 @@
 # too). The checked-in go.mod and go.sum are never changed.
 #
 # The target at the minor the e2e module builds (e2e/go.mod's k8s.io/client-go) also takes
-# e2e's version of every other module both build lists hold (`go get`, where it differs):
+# e2e's version of every other module both build lists hold, where e2e's is higher (`go
+# get`; the k8s.io modules the target moves stay at its newest patch):
 # so its packages have the Go build cache keys of e2e's build, which `make test` runs
 # first, and compile once for both (hack/sharedversions.sh does the same for e2e/tools).
 #
@@ -111,9 +112,14 @@ for target in "${targets[@]}"; do
 			go get "${gets[@]}"
 			go mod tidy
 			if [[ $minor == "$e2eminor" ]]; then
-				# e2e's versions where they differ: "path version" lines of both build lists.
+				# e2e's versions where e2e's is higher ("path ours e2e's" lines of both build
+				# lists), never for the k8s.io modules the target moved (staging): it tests their
+				# newest patch, whatever e2e pins.
 				mapfile -t align < <(join <(go list -m -f '{{.Path}} {{.Version}}' all | sort) "$e2emods" |
-					awk '$2 != $3 && $3 != "" { print $1 "@" $3 }')
+					grep -vF -f <(printf '%s \n' "${staging[@]}") | while read -r path ours theirs; do
+						[[ -n $theirs && $ours != "$theirs" ]] || continue
+						[[ $(printf '%s\n%s\n' "$ours" "$theirs" | sort -V | tail -n 1) == "$theirs" ]] && echo "$path@$theirs"
+					done)
 				if ((${#align[@]} > 0)); then
 					go get "${align[@]}"
 					go mod tidy

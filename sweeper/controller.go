@@ -22,7 +22,7 @@ type Target struct {
 	LoadBalancers cloudapi.LoadBalancerAPI
 	// Routes are swept when not nil.
 	Routes cloudapi.RouteAPI
-	// Options configure the sweeper; Recorder is set by NewInitFunc.
+	// Options configure the sweeper; Recorder is set by the controller controllers.With adds.
 	Options Options
 }
 

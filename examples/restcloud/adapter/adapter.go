@@ -55,9 +55,14 @@ type Client struct {
 	http     *http.Client
 }
 
-// MaxAnswerBytes bounds the body of a successful answer: a longer one is an error, never
-// decoded in part. An error answer's body is read up to maxErrorBytes.
-const MaxAnswerBytes = 16 << 20
+// MaxAnswerBytes bounds the body of a successful answer to a write, and MaxReadBytes to
+// a read (a page of a list: 100 load balancers of 20,000 targets each are about 26 MB): a
+// longer one is an error, never decoded in part. An error answer's body is read up to
+// maxErrorBytes.
+const (
+	MaxAnswerBytes = 16 << 20
+	MaxReadBytes   = 256 << 20
+)
 
 // maxErrorBytes bounds what is read of an error answer's body.
 const maxErrorBytes = 4096
@@ -85,7 +90,7 @@ func (c *Client) Routes() (cloudapi.RouteAPI, bool) { return c, true }
 
 // do sends one request with in as its JSON body (nil for none) and decodes a 2xx answer
 // into out (nil to ignore it). It maps every failure onto a cloudapi sentinel: a 3xx too
-// (statusError), and a 2xx answer longer than MaxAnswerBytes.
+// (statusError), and a 2xx answer longer than MaxAnswerBytes (MaxReadBytes for a GET).
 func (c *Client) do(ctx context.Context, op cloudapi.Operation, id, method, path string, in, out any) error {
 	var body bytes.Buffer
 	if in != nil {
@@ -108,12 +113,16 @@ func (c *Client) do(ctx context.Context, op cloudapi.Operation, id, method, path
 		return statusError(op, id, resp, fmt.Errorf("%s %s: %s", method, path, resp.Status))
 	}
 	// Read whole before decoding, so that an answer cut at the bound is never decoded.
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
+	limit := int64(MaxAnswerBytes)
+	if method == http.MethodGet {
+		limit = MaxReadBytes
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	switch {
 	case err != nil:
 		return cloudapi.NewError(cloudapi.ErrTransient, op, id, fmt.Errorf("%s %s: reading the answer: %w", method, path, err))
-	case len(data) > MaxAnswerBytes: // for a write: applied or not, unknown
-		return cloudapi.NewError(cloudapi.ErrTransient, op, id, fmt.Errorf("%s %s: %s with an answer longer than %d bytes: not the API's answer (a proxy's?)", method, path, resp.Status, MaxAnswerBytes))
+	case int64(len(data)) > limit: // for a write: applied or not, unknown
+		return cloudapi.NewError(cloudapi.ErrTransient, op, id, fmt.Errorf("%s %s: %s with an answer longer than %d bytes: not the API's answer (a proxy's?)", method, path, resp.Status, limit))
 	case out == nil:
 		return nil
 	}

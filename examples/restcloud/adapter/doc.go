@@ -11,7 +11,8 @@
 // it is ErrInvalidRequest, never "gone", and its message says to check the endpoint.
 // The client follows no redirect (Go's follows a 301, 302 or 303 answer to a write with a
 // GET, whose 200 would read as success): a 3xx is ErrInvalidRequest naming its Location.
-// A 2xx answer is read whole, at most MaxAnswerBytes: a longer one is ErrTransient, never
+// A 2xx answer is read whole, at most MaxAnswerBytes (MaxReadBytes for a read): a longer
+// one is ErrTransient, never
 // decoded in part.
 //
 // Retry-After (read on 429 and 5xx answers) is whole seconds or an HTTP date, counted
