@@ -38,6 +38,18 @@
 //     balancer; the contract suite checks it.
 //   - Capabilities: return (nil, false) from Client.LoadBalancers or Client.Routes when
 //     the cloud lacks them.
+//   - Tags: store the tags ccmkit gives (its ownership tags, TagCluster and the others, and
+//     any other, a user's) exactly and find resources by them (ListOptions.Tags). A cloud
+//     whose labels cannot hold every key and value (Hetzner's: 63 characters of
+//     [a-zA-Z0-9._-]; a Service's namespace/name has a "/", a Node name up to 253
+//     characters) carries them with one codec: EncodeLabels(tags, HetznerLabelRules) on
+//     writes, DecodeLabels(labels, rules) on reads (a label it leaves out is named in its
+//     error, the other tags are kept), LabelSelector(opts.Tags, rules) for a list's filter.
+//     A key or value the rules accept stays as it is; any other is encoded, a long value
+//     split over several labels; decoding reads a tag only from exactly the labels encoding
+//     writes for it, so a foreign or broken label never reads as a cluster's tag, and the
+//     selector selects exactly the resources whose tags match. Another cloud's syntax is a
+//     LabelRules value.
 //
 // Map every error onto one of the sentinels (ErrNotFound, ErrConflict, ErrThrottled,
 // ErrInvalidRequest, ErrTransient), for example with NewError or Throttled, keeping the

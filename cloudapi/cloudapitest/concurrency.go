@@ -26,7 +26,7 @@ const (
 
 func (s *suite) testConcurrency(t *testing.T) {
 	t.Run("mixed reads and writes stay consistent", func(t *testing.T) {
-		fixture := makeInstances(20)
+		fixture := s.makeInstances(20)
 		client := s.backend(t, fixture)
 		instances := client.Instances()
 		lbs, hasLBs := client.LoadBalancers()
@@ -34,7 +34,7 @@ func (s *suite) testConcurrency(t *testing.T) {
 
 		var shared *cloudapi.LoadBalancer
 		if hasLBs {
-			shared = s.waitActive(t, lbs, createLB(t, lbs, lbSpec("ct-conc-shared")))
+			shared = s.waitActive(t, lbs, createLB(t, lbs, s.lbSpec("ct-conc-shared")))
 		}
 		c := &concurrent{suite: s, fixture: byID(fixture, instID), instances: instances, lbs: lbs, routes: routes, shared: shared}
 
@@ -122,7 +122,7 @@ type concurrent struct {
 
 // read makes one round of reads and checks what it gets. It never fails the test itself.
 func (c *concurrent) read(ctx context.Context, round int) error {
-	id := instanceID(round % len(c.fixture))
+	id := c.suite.instanceID(round % len(c.fixture))
 	inst, err := c.instances.GetInstance(ctx, id)
 	if err != nil {
 		return fmt.Errorf("GetInstance(%q): %w", id, err)
@@ -170,7 +170,7 @@ func (c *concurrent) write(ctx context.Context, worker, round int) error {
 		}
 	}
 	if c.routes != nil {
-		spec := routeSpec(fmt.Sprintf("10.%d.%d.0/24", 200+worker, round), round%4)
+		spec := c.suite.routeSpec(fmt.Sprintf("10.%d.%d.0/24", 200+worker, round), round%4)
 		r, err := c.routes.CreateRoute(ctx, spec)
 		if err == nil {
 			err = checkRoute(spec, r)
@@ -190,14 +190,14 @@ func (c *concurrent) write(ctx context.Context, worker, round int) error {
 }
 
 func (c *concurrent) writeLB(ctx context.Context, worker, round int, last bool) error {
-	spec := lbSpec(fmt.Sprintf("ct-conc-w%02d-r%02d", worker, round))
+	spec := c.suite.lbSpec(fmt.Sprintf("ct-conc-w%02d-r%02d", worker, round))
 	lb, err := createLBErr(ctx, c.lbs, spec)
 	if err != nil {
 		return err
 	}
 	desired := lb.Spec.Clone()
 	desired.Tags["round"] = strconv.Itoa(round)
-	desired.Targets = append(desired.Targets, instanceID(2))
+	desired.Targets = append(desired.Targets, c.suite.instanceID(2))
 	updated, err := c.lbs.UpdateLoadBalancer(ctx, lb.ID,
 		cloudapi.LoadBalancerUpdate{Spec: desired.Clone(), Changes: cloudapi.DiffLoadBalancer(lb.Spec, desired)})
 	if err != nil {

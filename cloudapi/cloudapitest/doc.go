@@ -38,6 +38,11 @@
 //   - errors: every not-found answer matches ErrNotFound with errors.Is and no other
 //     class, and a canceled context never reads as not found.
 //
+// A cloud that cannot hold the suite's instances as it makes them (numeric IDs only, no
+// host names among the addresses, no terminated state) runs the suite with
+// WithInstanceShape: its instances are then seeded, compared and named as that cloud
+// holds them.
+//
 // A REST adapter also runs RunMiddlebox, with a NewRESTBackend that serves its API: a
 // middlebox in front of the API answers every write with a redirect (each of
 // RedirectStatuses, to a URL that answers GET with 200) or with a 200 longer than the

@@ -11,7 +11,7 @@ import (
 
 func (s *suite) testErrors(t *testing.T) {
 	t.Run("not found is classified as not found", func(t *testing.T) {
-		client := s.backend(t, makeInstances(2))
+		client := s.backend(t, s.makeInstances(2))
 		check := func(what string, err error) {
 			t.Helper()
 			require.ErrorIsf(t, err, cloudapi.ErrNotFound, "%s of an unknown ID: want an error matching cloudapi.ErrNotFound", what)
@@ -20,12 +20,12 @@ func (s *suite) testErrors(t *testing.T) {
 			assert.Truef(t, cloudapi.IsNotFound(err), "%s of an unknown ID: cloudapi.IsNotFound is false for %q", what, err)
 			assert.NotEmptyf(t, err.Error(), "%s of an unknown ID: the error has no message", what)
 		}
-		_, err := client.Instances().GetInstance(t.Context(), "i-contract-does-not-exist")
+		_, err := client.Instances().GetInstance(t.Context(), s.unknownInstanceID())
 		check("GetInstance", err)
 		if lbs, ok := client.LoadBalancers(); ok {
 			_, err := lbs.GetLoadBalancer(t.Context(), "lb-contract-does-not-exist")
 			check("GetLoadBalancer", err)
-			spec := lbSpec("ct-errors")
+			spec := s.lbSpec("ct-errors")
 			_, err = lbs.UpdateLoadBalancer(t.Context(), "lb-contract-does-not-exist",
 				cloudapi.LoadBalancerUpdate{Spec: spec, Changes: cloudapi.DiffLoadBalancer(cloudapi.LoadBalancerSpec{}, spec)})
 			check("UpdateLoadBalancer", err)

@@ -18,7 +18,7 @@ var pageSizes = []int{1, 2, 7, 0, 1000}
 
 func (s *suite) testInstances(t *testing.T) {
 	t.Run("get returns the stored instance", func(t *testing.T) {
-		fixture := makeInstances(14)
+		fixture := s.makeInstances(14)
 		api := s.backend(t, fixture).Instances()
 		require.NotNil(t, api, "Client.Instances: broke \"It never returns nil\"")
 		for _, want := range fixture {
@@ -31,7 +31,7 @@ func (s *suite) testInstances(t *testing.T) {
 	})
 
 	t.Run("get and list return copies", func(t *testing.T) {
-		fixture := makeInstances(3)
+		fixture := s.makeInstances(3)
 		api := s.backend(t, fixture).Instances()
 		want := fixture[0]
 		got, err := api.GetInstance(t.Context(), want.ID)
@@ -49,23 +49,23 @@ func (s *suite) testInstances(t *testing.T) {
 	})
 
 	t.Run("get unknown is not found", func(t *testing.T) {
-		api := s.backend(t, makeInstances(3)).Instances()
-		got, err := api.GetInstance(t.Context(), "i-contract-does-not-exist")
+		api := s.backend(t, s.makeInstances(3)).Instances()
+		got, err := api.GetInstance(t.Context(), s.unknownInstanceID())
 		requireClass(t, err, cloudapi.ErrNotFound,
 			"GetInstance of an unknown ID: broke \"returns an error matching ErrNotFound ... when the cloud is certain that no such instance exists\"")
 		assert.Nil(t, got, "GetInstance returned an instance along with its error")
 	})
 
 	t.Run("get with canceled context is not not-found", func(t *testing.T) {
-		api := s.backend(t, makeInstances(3)).Instances()
-		_, err := api.GetInstance(canceledContext(t), "i-contract-does-not-exist")
+		api := s.backend(t, s.makeInstances(3)).Instances()
+		_, err := api.GetInstance(canceledContext(t), s.unknownInstanceID())
 		requireNotNotFound(t, err, "GetInstance of an unknown ID")
 		_, err = api.ListInstances(canceledContext(t), cloudapi.ListOptions{})
 		requireNotNotFound(t, err, "ListInstances")
 	})
 
 	t.Run("list pagination", func(t *testing.T) {
-		fixture := makeInstances(53)
+		fixture := s.makeInstances(53)
 		api := s.backend(t, fixture).Instances()
 		want := byID(fixture, instID)
 		wantIDs := slices.Sorted(maps.Keys(want))
@@ -83,7 +83,7 @@ func (s *suite) testInstances(t *testing.T) {
 	})
 
 	t.Run("list tag filter", func(t *testing.T) {
-		fixture := makeInstances(30)
+		fixture := s.makeInstances(30)
 		api := s.backend(t, fixture).Instances()
 		filters := []map[string]string{
 			{"role": "worker"},

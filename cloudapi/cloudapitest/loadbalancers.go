@@ -26,7 +26,7 @@ const contractCluster = "contract"
 // balancer API, or skips t when the backend has none.
 func (s *suite) lbBackend(t *testing.T) cloudapi.LoadBalancerAPI {
 	t.Helper()
-	api, ok := s.backend(t, makeInstances(4)).LoadBalancers()
+	api, ok := s.backend(t, s.makeInstances(4)).LoadBalancers()
 	if !ok {
 		t.Skip("Client.LoadBalancers reports that the cloud has no load balancers")
 	}
@@ -36,14 +36,14 @@ func (s *suite) lbBackend(t *testing.T) cloudapi.LoadBalancerAPI {
 
 // lbSpec returns a valid public IPv4 spec named name that uses most fields, changed by
 // tweaks.
-func lbSpec(name string, tweaks ...func(*cloudapi.LoadBalancerSpec)) cloudapi.LoadBalancerSpec {
+func (s *suite) lbSpec(name string, tweaks ...func(*cloudapi.LoadBalancerSpec)) cloudapi.LoadBalancerSpec {
 	spec := cloudapi.LoadBalancerSpec{
 		Name: name,
 		Listeners: []cloudapi.Listener{
 			{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080},
 			{Name: "dns", Protocol: cloudapi.ProtocolUDP, Port: 53, TargetPort: 30053},
 		},
-		Targets: []string{instanceID(0), instanceID(1)},
+		Targets: []string{s.instanceID(0), s.instanceID(1)},
 		HealthCheck: &cloudapi.HealthCheck{
 			Protocol: cloudapi.HealthCheckHTTP, Port: 30081, Path: "/healthz",
 			Interval: 5 * time.Second, Timeout: 2 * time.Second, HealthyThreshold: 2, UnhealthyThreshold: 3,
@@ -274,7 +274,7 @@ func (s *suite) listAllLBs(t testing.TB, api cloudapi.LoadBalancerAPI, opts clou
 func (s *suite) testLoadBalancers(t *testing.T) {
 	t.Run("create and get round-trip the spec", func(t *testing.T) {
 		api := s.lbBackend(t)
-		spec := lbSpec("ct-create")
+		spec := s.lbSpec("ct-create")
 		want := spec.Clone()
 		created := createLB(t, api, spec)
 		// The backend must not keep the caller's slices and maps.
@@ -308,7 +308,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		} {
 			t.Run(fmt.Sprintf("families %v", fams), func(t *testing.T) {
 				api := s.lbBackend(t)
-				spec := lbSpec("ct-active", withFamilies(fams...))
+				spec := s.lbSpec("ct-active", withFamilies(fams...))
 				lb := s.waitActive(t, api, createLB(t, api, spec))
 				requireSpec(t, spec, lb.Spec, "GetLoadBalancer of an active load balancer: the spec changed while provisioning")
 				listed := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: spec.Tags}, 1)
@@ -323,8 +323,8 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 
 	t.Run("duplicate name is a conflict", func(t *testing.T) {
 		api := s.lbBackend(t)
-		first := createLB(t, api, lbSpec("ct-dup"))
-		_, err := api.CreateLoadBalancer(t.Context(), lbSpec("ct-dup", withTags(cloudapi.TagService, "uid-other")))
+		first := createLB(t, api, s.lbSpec("ct-dup"))
+		_, err := api.CreateLoadBalancer(t.Context(), s.lbSpec("ct-dup", withTags(cloudapi.TagService, "uid-other")))
 		requireClass(t, err, cloudapi.ErrConflict,
 			"CreateLoadBalancer with the name of an existing load balancer: broke \"returns an error matching ErrConflict when ... a load balancer with the same name already exists\"")
 		all := s.listAllLBs(t, api, cloudapi.ListOptions{}, 2)
@@ -332,18 +332,18 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			"CreateLoadBalancer refused with ErrConflict: broke \"The request was not applied\"")
 
 		require.NoError(t, api.DeleteLoadBalancer(t.Context(), first.ID))
-		createLB(t, api, lbSpec("ct-dup"))
+		createLB(t, api, s.lbSpec("ct-dup"))
 	})
 
 	t.Run("update applies the changes", func(t *testing.T) {
 		api := s.lbBackend(t)
-		old := s.waitActive(t, api, createLB(t, api, lbSpec("ct-update")))
+		old := s.waitActive(t, api, createLB(t, api, s.lbSpec("ct-update")))
 		desired := old.Spec.Clone()
 		desired.Listeners = []cloudapi.Listener{
 			{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30090},   // changed
 			{Name: "https", Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443}, // added
 		} // UDP 53 removed
-		desired.Targets = []string{instanceID(1), instanceID(2), instanceID(3)}
+		desired.Targets = []string{s.instanceID(1), s.instanceID(2), s.instanceID(3)}
 		desired.HealthCheck = &cloudapi.HealthCheck{
 			Protocol: cloudapi.HealthCheckTCP, Port: 30090,
 			Interval: 10 * time.Second, Timeout: 3 * time.Second, HealthyThreshold: 3, UnhealthyThreshold: 2,
@@ -389,7 +389,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 
 	t.Run("update with an invalid spec is an invalid request", func(t *testing.T) {
 		api := s.lbBackend(t)
-		old := s.waitActive(t, api, createLB(t, api, lbSpec("ct-update-invalid")))
+		old := s.waitActive(t, api, createLB(t, api, s.lbSpec("ct-update-invalid")))
 		desired := old.Spec.Clone()
 		desired.Listeners[0].Protocol = "HTTP2"
 		_, err := api.UpdateLoadBalancer(t.Context(), old.ID,
@@ -407,7 +407,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		_, err := api.GetLoadBalancer(t.Context(), id)
 		requireClass(t, err, cloudapi.ErrNotFound,
 			"GetLoadBalancer of an unknown ID: broke \"or an error matching ErrNotFound when the cloud is certain that it does not exist\"")
-		spec := lbSpec("ct-unknown")
+		spec := s.lbSpec("ct-unknown")
 		_, err = api.UpdateLoadBalancer(t.Context(), id,
 			cloudapi.LoadBalancerUpdate{Spec: spec, Changes: cloudapi.DiffLoadBalancer(cloudapi.LoadBalancerSpec{}, spec)})
 		requireClass(t, err, cloudapi.ErrNotFound,
@@ -420,9 +420,9 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 
 	t.Run("delete", func(t *testing.T) {
 		api := s.lbBackend(t)
-		keep := s.waitActive(t, api, createLB(t, api, lbSpec("ct-keep")))
+		keep := s.waitActive(t, api, createLB(t, api, s.lbSpec("ct-keep")))
 		for _, active := range []bool{false, true} {
-			lb := createLB(t, api, lbSpec(fmt.Sprintf("ct-delete-%t", active)))
+			lb := createLB(t, api, s.lbSpec(fmt.Sprintf("ct-delete-%t", active)))
 			if active {
 				lb = s.waitActive(t, api, lb)
 			}
@@ -443,12 +443,12 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		owner := func(cluster, service string) func(*cloudapi.LoadBalancerSpec) {
 			return withTags(cloudapi.TagCluster, cluster, cloudapi.TagService, service)
 		}
-		a := createLB(t, api, lbSpec("ct-owner-a", owner("c1", "s1")))
-		b := createLB(t, api, lbSpec("ct-owner-b", owner("c1", "s2")))
-		c := createLB(t, api, lbSpec("ct-owner-c", owner("c2", "s1")))
-		d := createLB(t, api, lbSpec("ct-owner-d",
+		a := createLB(t, api, s.lbSpec("ct-owner-a", owner("c1", "s1")))
+		b := createLB(t, api, s.lbSpec("ct-owner-b", owner("c1", "s2")))
+		c := createLB(t, api, s.lbSpec("ct-owner-c", owner("c2", "s1")))
+		d := createLB(t, api, s.lbSpec("ct-owner-d",
 			withTags(cloudapi.TagCluster, "c1", cloudapi.TagService, "s1", cloudapi.TagServiceName, "default/d")))
-		e := createLB(t, api, lbSpec("ct-owner-e", withTags()))
+		e := createLB(t, api, s.lbSpec("ct-owner-e", withTags()))
 		for _, tc := range []struct {
 			filter map[string]string
 			want   []*cloudapi.LoadBalancer
@@ -479,8 +479,8 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		const n = 15
 		want := map[string]cloudapi.LoadBalancerSpec{}
 		for i := range n {
-			lb := createLB(t, api, lbSpec(fmt.Sprintf("ct-page-%02d", i)))
-			want[lb.ID] = lbSpec(fmt.Sprintf("ct-page-%02d", i))
+			lb := createLB(t, api, s.lbSpec(fmt.Sprintf("ct-page-%02d", i)))
+			want[lb.ID] = s.lbSpec(fmt.Sprintf("ct-page-%02d", i))
 		}
 		wantIDs := slices.Sorted(maps.Keys(want))
 		require.Len(t, wantIDs, n, "CreateLoadBalancer: broke \"unique, immutable identifier\": IDs repeat")
@@ -498,12 +498,12 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		api := s.lbBackend(t)
 		var created []string
 		for i := range 12 {
-			created = append(created, createLB(t, api, lbSpec(fmt.Sprintf("ct-change-%02d", i))).ID)
+			created = append(created, createLB(t, api, s.lbSpec(fmt.Sprintf("ct-change-%02d", i))).ID)
 		}
 		checkChangingSet(t, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, created,
 			func(id string) error { return api.DeleteLoadBalancer(t.Context(), id) },
 			func(i int) (string, error) {
-				lb, err := createLBErr(t.Context(), api, lbSpec(fmt.Sprintf("ct-change-new-%02d", i)))
+				lb, err := createLBErr(t.Context(), api, s.lbSpec(fmt.Sprintf("ct-change-new-%02d", i)))
 				if err != nil {
 					return "", err
 				}
@@ -530,19 +530,19 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 	t.Run("requested address", func(t *testing.T) {
 		api := s.lbBackend(t)
 		if s.opts.noAddresses {
-			_, err := api.CreateLoadBalancer(t.Context(), lbSpec("ct-req", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{"203.0.113.10"} }))
+			_, err := api.CreateLoadBalancer(t.Context(), s.lbSpec("ct-req", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{"203.0.113.10"} }))
 			requireClass(t, err, cloudapi.ErrInvalidRequest,
 				"CreateLoadBalancer requesting an address of a cloud without load balancer addresses (WithoutAddresses): broke \"ErrInvalidRequest when the spec cannot be built\"")
 			return
 		}
-		holder := s.waitActive(t, api, createLB(t, api, lbSpec("ct-req-holder")))
+		holder := s.waitActive(t, api, createLB(t, api, s.lbSpec("ct-req-holder")))
 		addr := holder.Addresses[0]
-		_, err := api.CreateLoadBalancer(t.Context(), lbSpec("ct-req-clash", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{addr} }))
+		_, err := api.CreateLoadBalancer(t.Context(), s.lbSpec("ct-req-clash", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{addr} }))
 		requireClass(t, err, cloudapi.ErrConflict,
 			"CreateLoadBalancer requesting an address in use: broke \"returns an error matching ErrConflict when ... a requested address is in use\"")
 
 		require.NoError(t, api.DeleteLoadBalancer(t.Context(), holder.ID))
-		spec := lbSpec("ct-req-free", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{addr} })
+		spec := s.lbSpec("ct-req-free", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{addr} })
 		lb := s.waitActive(t, api, createLB(t, api, spec))
 		assert.Containsf(t, lb.Addresses, addr,
 			"CreateLoadBalancer requesting the free address %s: broke \"RequestedIPs are the addresses the caller wants\"", addr)
@@ -570,7 +570,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			{"certificates on a listener that terminates no TLS", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].Certificates = []string{"cert-a"} }},
 			{"an HTTP listener over UDP", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[1].AppProtocol = cloudapi.AppProtocolHTTP }},
 		} {
-			_, err := api.CreateLoadBalancer(t.Context(), lbSpec("ct-invalid", tc.tweak))
+			_, err := api.CreateLoadBalancer(t.Context(), s.lbSpec("ct-invalid", tc.tweak))
 			requireClass(t, err, cloudapi.ErrInvalidRequest,
 				"CreateLoadBalancer with %s: broke \"returns an error matching ErrInvalidRequest when the spec cannot be built\"", tc.name)
 		}
@@ -583,7 +583,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		const id = "lb-contract-does-not-exist"
 		_, err := api.GetLoadBalancer(canceledContext(t), id)
 		requireNotNotFound(t, err, "GetLoadBalancer of an unknown ID")
-		spec := lbSpec("ct-canceled")
+		spec := s.lbSpec("ct-canceled")
 		_, err = api.UpdateLoadBalancer(canceledContext(t), id,
 			cloudapi.LoadBalancerUpdate{Spec: spec, Changes: cloudapi.DiffLoadBalancer(cloudapi.LoadBalancerSpec{}, spec)})
 		requireNotNotFound(t, err, "UpdateLoadBalancer of an unknown ID")
@@ -604,7 +604,7 @@ func (s *suite) createActiveConcurrently(t testing.TB, api cloudapi.LoadBalancer
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			spec := lbSpec(fmt.Sprintf("%s-%02d", prefix, i), withFamilies(cloudapi.IPv4, cloudapi.IPv6))
+			spec := s.lbSpec(fmt.Sprintf("%s-%02d", prefix, i), withFamilies(cloudapi.IPv4, cloudapi.IPv6))
 			lb, err := createLBErr(t.Context(), api, spec)
 			if err == nil {
 				lb, err = s.waitActiveErr(t.Context(), api, lb)
@@ -731,7 +731,7 @@ const neverDrops = `broke "a backend never drops a part of the spec it cannot bu
 // ErrInvalidRequest for both create and update and changed nothing.
 func (s *suite) checkOptional(t *testing.T, o optionalSetting) {
 	api := s.lbBackend(t)
-	want := lbSpec("ct-optional", o.tweak)
+	want := s.lbSpec("ct-optional", o.tweak)
 	lb, err := api.CreateLoadBalancer(t.Context(), want.Clone())
 	if err != nil {
 		requireClass(t, err, cloudapi.ErrInvalidRequest,
@@ -739,7 +739,7 @@ func (s *suite) checkOptional(t *testing.T, o optionalSetting) {
 		assert.Empty(t, s.listAllLBs(t, api, cloudapi.ListOptions{}, 1), "CreateLoadBalancer refused with ErrInvalidRequest created a load balancer anyway")
 		t.Logf("the backend refuses %s with ErrInvalidRequest: %v", o.name, err)
 
-		plain := s.waitActive(t, api, createLB(t, api, lbSpec("ct-optional")))
+		plain := s.waitActive(t, api, createLB(t, api, s.lbSpec("ct-optional")))
 		_, err = api.UpdateLoadBalancer(t.Context(), plain.ID,
 			cloudapi.LoadBalancerUpdate{Spec: want.Clone(), Changes: cloudapi.DiffLoadBalancer(plain.Spec, want)})
 		requireClass(t, err, cloudapi.ErrInvalidRequest,
@@ -762,7 +762,7 @@ func (s *suite) checkOptional(t *testing.T, o optionalSetting) {
 	requireSpec(t, want, listed[0].Spec, "ListLoadBalancers of a load balancer created with %s: %s", o.name, neverDrops)
 
 	// Away and back: an update must carry the setting both ways.
-	plain := lbSpec("ct-optional")
+	plain := s.lbSpec("ct-optional")
 	for _, to := range []struct {
 		what string
 		spec cloudapi.LoadBalancerSpec
@@ -783,7 +783,7 @@ func (s *suite) checkOptional(t *testing.T, o optionalSetting) {
 func (s *suite) checkDeclaredSettings(t *testing.T) {
 	api := s.lbBackend(t)
 	with := func(set map[string]string) cloudapi.LoadBalancerSpec {
-		return lbSpec("ct-settings", func(sp *cloudapi.LoadBalancerSpec) { sp.Settings = maps.Clone(set) })
+		return s.lbSpec("ct-settings", func(sp *cloudapi.LoadBalancerSpec) { sp.Settings = maps.Clone(set) })
 	}
 	want := with(s.opts.settings[0])
 	lb, err := api.CreateLoadBalancer(t.Context(), want.Clone())

@@ -17,7 +17,7 @@ import (
 // API, or skips t when the backend has none.
 func (s *suite) routeBackend(t *testing.T) cloudapi.RouteAPI {
 	t.Helper()
-	api, ok := s.backend(t, makeInstances(4)).Routes()
+	api, ok := s.backend(t, s.makeInstances(4)).Routes()
 	if !ok {
 		t.Skip("Client.Routes reports that the cloud has no programmable routes")
 	}
@@ -27,12 +27,12 @@ func (s *suite) routeBackend(t *testing.T) cloudapi.RouteAPI {
 
 // routeSpec returns a route of cidr to one of the fixture's instances, owned by the
 // contract cluster.
-func routeSpec(cidr string, target int) cloudapi.RouteSpec {
+func (s *suite) routeSpec(cidr string, target int) cloudapi.RouteSpec {
 	node := fmt.Sprintf("node-%04d", target)
 	return cloudapi.RouteSpec{
 		Name:             "ct-" + node,
 		DestinationCIDR:  cidr,
-		TargetInstanceID: instanceID(target),
+		TargetInstanceID: s.instanceID(target),
 		Tags:             map[string]string{cloudapi.TagCluster: contractCluster, cloudapi.TagNode: node},
 	}
 }
@@ -68,7 +68,7 @@ func (s *suite) testRoutes(t *testing.T) {
 			{"IPv6", "fd00:10:244:3::/64"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				spec := routeSpec(tc.cidr, 1)
+				spec := s.routeSpec(tc.cidr, 1)
 				created := createRoute(t, api, spec)
 				spec.Tags[cloudapi.TagNode] = "scribbled" // the backend must have copied the spec
 
@@ -91,8 +91,8 @@ func (s *suite) testRoutes(t *testing.T) {
 
 	t.Run("duplicate destination is a conflict", func(t *testing.T) {
 		api := s.routeBackend(t)
-		first := createRoute(t, api, routeSpec("10.244.1.0/24", 1))
-		_, err := api.CreateRoute(t.Context(), routeSpec("10.244.1.0/24", 2))
+		first := createRoute(t, api, s.routeSpec("10.244.1.0/24", 1))
+		_, err := api.CreateRoute(t.Context(), s.routeSpec("10.244.1.0/24", 2))
 		requireClass(t, err, cloudapi.ErrConflict,
 			"CreateRoute of an existing destination CIDR: broke \"returns an error matching ErrConflict when a route for the same destination CIDR exists\"")
 		all := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 2)
@@ -105,15 +105,15 @@ func (s *suite) testRoutes(t *testing.T) {
 			name string
 			spec cloudapi.RouteSpec
 		}{
-			{"empty CIDR", routeSpec("", 1)},
-			{"not a CIDR", routeSpec("not-a-cidr", 1)},
-			{"IPv4 prefix length 33", routeSpec("10.244.0.0/33", 1)},
-			{"IPv6 prefix length 129", routeSpec("fd00::/129", 1)},
-			{"address without prefix length", routeSpec("10.244.0.0", 1)},
+			{"empty CIDR", s.routeSpec("", 1)},
+			{"not a CIDR", s.routeSpec("not-a-cidr", 1)},
+			{"IPv4 prefix length 33", s.routeSpec("10.244.0.0/33", 1)},
+			{"IPv6 prefix length 129", s.routeSpec("fd00::/129", 1)},
+			{"address without prefix length", s.routeSpec("10.244.0.0", 1)},
 			{"unknown target instance", func() cloudapi.RouteSpec {
-				s := routeSpec("10.244.9.0/24", 1)
-				s.TargetInstanceID = "i-contract-does-not-exist"
-				return s
+				spec := s.routeSpec("10.244.9.0/24", 1)
+				spec.TargetInstanceID = s.unknownInstanceID()
+				return spec
 			}()},
 		} {
 			_, err := api.CreateRoute(t.Context(), tc.spec)
@@ -141,7 +141,7 @@ func (s *suite) testRoutes(t *testing.T) {
 		api := s.routeBackend(t)
 		var all []cloudapi.Route
 		for i := range 12 {
-			spec := routeSpec(fmt.Sprintf("10.244.%d.0/24", i), i%4)
+			spec := s.routeSpec(fmt.Sprintf("10.244.%d.0/24", i), i%4)
 			if i%3 == 0 {
 				spec.Tags[cloudapi.TagCluster] = "other"
 			}
@@ -174,7 +174,7 @@ func (s *suite) testRoutes(t *testing.T) {
 		const n = 120
 		want := map[string]cloudapi.Route{}
 		for i := range n {
-			r := createRoute(t, api, routeSpec(fmt.Sprintf("10.%d.%d.0/24", 100+i/200, i%200), i%4))
+			r := createRoute(t, api, s.routeSpec(fmt.Sprintf("10.%d.%d.0/24", 100+i/200, i%200), i%4))
 			want[r.ID] = *r
 		}
 		wantIDs := slices.Sorted(maps.Keys(want))
@@ -193,12 +193,12 @@ func (s *suite) testRoutes(t *testing.T) {
 		api := s.routeBackend(t)
 		var created []string
 		for i := range 12 {
-			created = append(created, createRoute(t, api, routeSpec(fmt.Sprintf("10.244.%d.0/24", i), i%4)).ID)
+			created = append(created, createRoute(t, api, s.routeSpec(fmt.Sprintf("10.244.%d.0/24", i), i%4)).ID)
 		}
 		checkChangingSet(t, cloudapi.OpListRoutes, listRoutes(api), routeID, created,
 			func(id string) error { return api.DeleteRoute(t.Context(), id) },
 			func(i int) (string, error) {
-				spec := routeSpec(fmt.Sprintf("10.245.%d.0/24", i), i%4)
+				spec := s.routeSpec(fmt.Sprintf("10.245.%d.0/24", i), i%4)
 				r, err := api.CreateRoute(t.Context(), spec)
 				if err != nil {
 					return "", err
@@ -212,9 +212,9 @@ func (s *suite) testRoutes(t *testing.T) {
 		const n = 32
 		specs := make([]cloudapi.RouteSpec, n)
 		for i := range n {
-			specs[i] = routeSpec(fmt.Sprintf("10.246.%d.0/24", i), i%4)
+			specs[i] = s.routeSpec(fmt.Sprintf("10.246.%d.0/24", i), i%4)
 			if i%2 == 1 {
-				specs[i] = routeSpec(fmt.Sprintf("fd00:10:246:%x::/64", i), i%4)
+				specs[i] = s.routeSpec(fmt.Sprintf("fd00:10:246:%x::/64", i), i%4)
 			}
 		}
 		errs := make([]error, n)

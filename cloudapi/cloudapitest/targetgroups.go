@@ -19,7 +19,7 @@ import (
 // cloudapi.TargetGroups). lbs is nil when the backend has no load balancers.
 func (s *suite) groupBackend(t *testing.T) (cloudapi.TargetGroupAPI, cloudapi.LoadBalancerAPI) {
 	t.Helper()
-	c := s.backend(t, makeInstances(6))
+	c := s.backend(t, s.makeInstances(6))
 	groups, ok := cloudapi.TargetGroups(c)
 	if !ok {
 		t.Skip("the client is no cloudapi.TargetGroupClient, or reports that the cloud has no target groups")
@@ -33,10 +33,10 @@ func (s *suite) groupBackend(t *testing.T) (cloudapi.TargetGroupAPI, cloudapi.Lo
 
 // groupSpec returns a group of the contract cluster holding the fixture's instances with
 // the given indexes.
-func groupSpec(name string, targets ...int) cloudapi.TargetGroupSpec {
+func (s *suite) groupSpec(name string, targets ...int) cloudapi.TargetGroupSpec {
 	spec := cloudapi.TargetGroupSpec{Name: name, Tags: map[string]string{cloudapi.TagCluster: contractCluster, "contract/group": name}}
 	for _, i := range targets {
-		spec.Targets = append(spec.Targets, instanceID(i))
+		spec.Targets = append(spec.Targets, s.instanceID(i))
 	}
 	return spec
 }
@@ -92,7 +92,7 @@ func allGroups(t testing.TB, api cloudapi.TargetGroupAPI, tags map[string]string
 func (s *suite) testTargetGroups(t *testing.T) {
 	t.Run("create list update delete round trip", func(t *testing.T) {
 		api, _ := s.groupBackend(t)
-		spec := groupSpec("ct-group", 0, 2)
+		spec := s.groupSpec("ct-group", 0, 2)
 		g := createGroup(t, api, spec)
 
 		listed := allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 0)
@@ -100,10 +100,10 @@ func (s *suite) testTargetGroups(t *testing.T) {
 		require.NoError(t, checkGroup("ListTargetGroups", spec, &listed[0]))
 
 		want := spec.Clone()
-		want.Targets = []string{instanceID(2), instanceID(3), instanceID(4)}
+		want.Targets = []string{s.instanceID(2), s.instanceID(3), s.instanceID(4)}
 		u := cloudapi.DiffTargetGroup(spec, want)
-		assert.Equal(t, []string{instanceID(3), instanceID(4)}, u.AddTargets)
-		assert.Equal(t, []string{instanceID(0)}, u.RemoveTargets)
+		assert.Equal(t, []string{s.instanceID(3), s.instanceID(4)}, u.AddTargets)
+		assert.Equal(t, []string{s.instanceID(0)}, u.RemoveTargets)
 		got, err := api.UpdateTargetGroup(t.Context(), g.ID, u)
 		require.NoError(t, err, "UpdateTargetGroup of a valid update")
 		require.NoError(t, checkGroup("UpdateTargetGroup", want, got))
@@ -128,14 +128,14 @@ func (s *suite) testTargetGroups(t *testing.T) {
 
 	t.Run("duplicate name is a conflict", func(t *testing.T) {
 		api, _ := s.groupBackend(t)
-		createGroup(t, api, groupSpec("ct-dup", 0))
-		_, err := api.CreateTargetGroup(t.Context(), groupSpec("ct-dup", 1))
+		createGroup(t, api, s.groupSpec("ct-dup", 0))
+		_, err := api.CreateTargetGroup(t.Context(), s.groupSpec("ct-dup", 1))
 		assert.Truef(t, errors.Is(err, cloudapi.ErrConflict), "CreateTargetGroup of a taken name: broke \"ErrConflict when a group with the same name exists\": %v", err)
 	})
 
 	t.Run("unknown instance is an invalid request", func(t *testing.T) {
 		api, _ := s.groupBackend(t)
-		spec := groupSpec("ct-bad")
+		spec := s.groupSpec("ct-bad")
 		spec.Targets = []string{"i-contract-no-such"}
 		_, err := api.CreateTargetGroup(t.Context(), spec)
 		assert.Truef(t, errors.Is(err, cloudapi.ErrInvalidRequest), "CreateTargetGroup with an unknown instance: %v", err)
@@ -145,7 +145,7 @@ func (s *suite) testTargetGroups(t *testing.T) {
 		api, _ := s.groupBackend(t)
 		var mine []string
 		for i := range 9 {
-			spec := groupSpec(fmt.Sprintf("ct-page-%d", i), i%6)
+			spec := s.groupSpec(fmt.Sprintf("ct-page-%d", i), i%6)
 			if i%3 == 0 {
 				spec.Tags[cloudapi.TagCluster] = "another"
 			} else {
@@ -163,8 +163,8 @@ func (s *suite) testTargetGroups(t *testing.T) {
 		if lbs == nil {
 			t.Skip("the cloud has no load balancers")
 		}
-		g := createGroup(t, api, groupSpec("ct-used", 0, 1))
-		spec := lbSpec("ct-grouped", func(s *cloudapi.LoadBalancerSpec) { s.Targets, s.TargetGroup = nil, g.ID })
+		g := createGroup(t, api, s.groupSpec("ct-used", 0, 1))
+		spec := s.lbSpec("ct-grouped", func(s *cloudapi.LoadBalancerSpec) { s.Targets, s.TargetGroup = nil, g.ID })
 		lb := createLB(t, lbs, spec)
 		assert.Equal(t, g.ID, lb.Spec.TargetGroup)
 
@@ -173,10 +173,10 @@ func (s *suite) testTargetGroups(t *testing.T) {
 		require.Len(t, allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 0), 1, "the group is still there")
 
 		both := spec.Clone()
-		both.Targets = []string{instanceID(2)}
+		both.Targets = []string{s.instanceID(2)}
 		_, err = lbs.CreateLoadBalancer(t.Context(), func() cloudapi.LoadBalancerSpec { both.Name = "ct-both"; return both }())
 		assert.Truef(t, errors.Is(err, cloudapi.ErrInvalidRequest), "CreateLoadBalancer with a target group and targets of its own: %v", err)
-		missing := lbSpec("ct-missing", func(s *cloudapi.LoadBalancerSpec) { s.Targets, s.TargetGroup = nil, "tg-contract-no-such" })
+		missing := s.lbSpec("ct-missing", func(s *cloudapi.LoadBalancerSpec) { s.Targets, s.TargetGroup = nil, "tg-contract-no-such" })
 		_, err = lbs.CreateLoadBalancer(t.Context(), missing)
 		assert.Truef(t, errors.Is(err, cloudapi.ErrInvalidRequest), "CreateLoadBalancer naming a group that does not exist: %v", err)
 
@@ -186,7 +186,7 @@ func (s *suite) testTargetGroups(t *testing.T) {
 
 	t.Run("canceled context is not not-found", func(t *testing.T) {
 		api, _ := s.groupBackend(t)
-		g := createGroup(t, api, groupSpec("ct-cancel", 0))
+		g := createGroup(t, api, s.groupSpec("ct-cancel", 0))
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		_, err := api.ListTargetGroups(ctx, cloudapi.ListOptions{})

@@ -13,7 +13,7 @@
 // itself; a test that counts calls turns that off as above.
 //
 // What it models:
-//   - servers (seeded; list with label_selector, name, status, sort, page, per_page; get),
+//   - servers (seeded, or added and deleted from Go with AddServer and DeleteServer; list with label_selector, name, status, sort, page, per_page; get),
 //     certificates (seeded; list, get) and networks (seeded; list, get, add_route and
 //     delete_route, a route being its destination: a second route to one is
 //     uniqueness_error, deleting a route that is not there invalid_input);

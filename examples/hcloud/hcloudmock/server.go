@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -180,6 +181,28 @@ func (s *Server) Inject(endpoint string, times int, f Fault) {
 	defer s.mu.Unlock()
 	for range times {
 		s.faults[endpoint] = append(s.faults[endpoint], f)
+	}
+}
+
+// AddServer adds srv to the project as Config.Servers would (its ID must be new), as if
+// created behind the API's back: tests change the list of servers between two page reads
+// with it.
+func (s *Server) AddServer(srv schema.Server) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.servers[srv.ID]; ok {
+		return fmt.Errorf("hcloudmock: server %d exists", srv.ID)
+	}
+	return s.seed(Config{Servers: []schema.Server{srv}})
+}
+
+// DeleteServer removes the server with the ID id, as if deleted behind the API's back.
+func (s *Server) DeleteServer(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.servers, id)
+	for _, n := range s.networks {
+		n.Servers = slices.DeleteFunc(n.Servers, func(sid int64) bool { return sid == id })
 	}
 }
 

@@ -1,0 +1,23 @@
+// Package adapter is ccmkit's adapter for Hetzner Cloud over its official SDK
+// (github.com/hetznercloud/hcloud-go/v2): a cloudapi.Client over an *hcloud.Client,
+// registered in init as the provider "hcloud" (provider IDs hcloud://<server ID>, the
+// cloud config's `hcloud:` section with the API's endpoint, the token from the config's
+// credentials).
+//
+// What it covers so far: instances, from the project's servers. GetInstance takes the
+// server's numeric ID only: any other ID (a bare-metal server's "bm-...", a legacy one) is
+// ErrInvalidRequest, never ErrNotFound, so that no Node is deleted for it. ListInstances
+// pages by page number (the page token is the page's number in decimal), sorted by ID,
+// at most 50 servers a page. Servers created or deleted between two page reads may shift
+// the pages, so a list may repeat or miss a server: ccmkit's instance snapshot checks a
+// server a list misses with GetInstance before it reads as gone. A server's labels carry
+// its tags through cloudapi's label codec (HetznerLabelRules); labels it leaves out are
+// logged. Load balancers and routes are not there yet: Client.LoadBalancers and
+// Client.Routes answer (nil, false).
+//
+// Errors: the SDK's typed errors map onto cloudapi's sentinels (errorOf has the table);
+// not_found is ErrNotFound only for a GET of one server; an answer that is not the API's
+// typed error (a bare 404 from a proxy or a wrong endpoint) is ErrInvalidRequest, a 5xx
+// ErrTransient. The SDK's own retries are off: ccmkit's client decorator retries, and
+// sees every call.
+package adapter
