@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/lbclass"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/sweeper"
 )
 
@@ -37,7 +40,87 @@ func With(constructors map[string]app.ControllerInitFuncConstructor) map[string]
 		InitContext: app.ControllerInitContext{ClientName: sweeper.ClientName},
 		Constructor: newSweeper,
 	}
+	// The provider's own identity, <provider>-cloud-provider, which only the provider's
+	// name gives: an empty ClientName says so.
+	out[NodeLabelsController] = app.ControllerInitFuncConstructor{Constructor: newNodeLabels}
+	out[TargetGroupCollector] = app.ControllerInitFuncConstructor{Constructor: newGroupCollector}
 	return out
+}
+
+// The names of the controllers that do a provider's load balancer work in the background
+// (LoadBalancerCloud), among the cloud-controller-manager's controllers.
+const (
+	// NodeLabelsController watches Nodes and syncs the targets of the load balancers whose
+	// Service selects Nodes by label when a Node's labels change, which the upstream
+	// service controller does not do. It calls the API server as the provider's own
+	// identity, <provider>-cloud-provider (list and watch of Nodes).
+	NodeLabelsController = "ccmkit-node-labels"
+	// TargetGroupCollector deletes the cluster's target groups that no load balancer
+	// names and that no call of the LoadBalancer collects, every collection period. It
+	// calls only the cloud.
+	TargetGroupCollector = "ccmkit-target-group-collector"
+)
+
+// LoadBalancerCloud is a cloud provider whose load balancers have background work.
+// ccmkit's provider (*provider.Cloud) is one.
+type LoadBalancerCloud interface {
+	// LoadBalancerWork returns the LoadBalancer and how often to collect its unused
+	// target groups (zero: it uses none); ok is false when it has no load balancers.
+	LoadBalancerWork() (lb *loadbalancer.LoadBalancer, collectEvery time.Duration, ok bool)
+}
+
+// loadBalancerWork returns the cloud's LoadBalancerWork, and false with a log line
+// saying why when there is none.
+func loadBalancerWork(logger klog.Logger, cloud cloudprovider.Interface) (*loadbalancer.LoadBalancer, time.Duration, bool) {
+	c, ok := cloud.(LoadBalancerCloud)
+	if !ok {
+		logger.Info("The cloud provider has no load balancer work; not starting", "provider", cloud.ProviderName())
+		return nil, 0, false
+	}
+	lb, every, ok := c.LoadBalancerWork()
+	if !ok {
+		logger.Info("Load balancers are off; not starting")
+	}
+	return lb, every, ok
+}
+
+// newNodeLabels builds the InitFunc of NodeLabelsController: the LoadBalancer's watch of
+// Node labels (loadbalancer.LoadBalancer.WatchNodeLabels), with a client of the
+// provider's identity.
+func newNodeLabels(_ app.ControllerInitContext, completed *config.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+	return func(ctx context.Context, _ genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+		logger := klog.FromContext(ctx).WithValues("controller", NodeLabelsController)
+		lb, _, ok := loadBalancerWork(logger, cloud)
+		if !ok {
+			return nil, false, nil
+		}
+		identity := cloud.ProviderName() + "-cloud-provider"
+		kube, err := completed.ClientBuilder.Client(identity)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: a client for %q: %w", NodeLabelsController, identity, err)
+		}
+		lb.WatchNodeLabels(klog.NewContext(ctx, logger), kube)
+		return nil, true, nil
+	}
+}
+
+// newGroupCollector builds the InitFunc of TargetGroupCollector: the LoadBalancer's
+// collection of unused target groups (loadbalancer.LoadBalancer.CollectGroups) every
+// collection period, when it uses target groups.
+func newGroupCollector(_ app.ControllerInitContext, _ *config.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+	return func(ctx context.Context, _ genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+		logger := klog.FromContext(ctx).WithValues("controller", TargetGroupCollector)
+		lb, every, ok := loadBalancerWork(logger, cloud)
+		if !ok {
+			return nil, false, nil
+		}
+		if every <= 0 {
+			logger.Info("The load balancers use no target groups; not starting")
+			return nil, false, nil
+		}
+		go wait.UntilWithContext(klog.NewContext(ctx, logger), lb.CollectGroups, every)
+		return nil, true, nil
+	}
 }
 
 // newLBClass builds the load balancer class controller's InitFunc: it starts when the

@@ -14,6 +14,15 @@
 //   - sweeper.ControllerName ("ccmkit-sweeper"): deletes what the cluster left behind in
 //     the cloud (package sweeper), as sweeper.ClientName. On with "*"; it does not start
 //     unless the provider offers a sweeper (ccmkit's provider: sweeper.enabled).
+//   - NodeLabelsController ("ccmkit-node-labels"): syncs the targets of the load
+//     balancers whose Service selects Nodes by label when a Node's labels change, which
+//     the upstream service controller does not do (loadbalancer.LoadBalancer.WatchNodeLabels),
+//     as the provider's own identity, <provider>-cloud-provider. On with "*"; it does not
+//     start when load balancers are off (LoadBalancerCloud).
+//   - TargetGroupCollector ("ccmkit-target-group-collector"): deletes the cluster's target
+//     groups that no load balancer names, every cache.maxAge
+//     (loadbalancer.LoadBalancer.CollectGroups); it calls only the cloud. On with "*"; it
+//     does not start unless the load balancers use target groups.
 //
 // A controller that does not start says why in the log and the command logs it as
 // skipped; nothing of it runs. Each runs in the leader only, like the upstream
@@ -21,5 +30,6 @@
 //
 // This package is the only one of ccmkit's that imports k8s.io/cloud-provider/app (and
 // with it the API server's libraries): a program or test that uses provider, lbclass or
-// sweeper without the command does not compile them.
+// sweeper without the command does not compile them. Such a program starts the load
+// balancers' background work itself, as examples/servicecontroller does.
 package controllers

@@ -245,7 +245,7 @@
 //
 // The service controller calls UpdateLoadBalancer when the node set changes, but not when
 // only a Node's labels change, on which a node selector's targets depend.
-// WatchNodeLabels (which provider.Cloud's Initialize starts) watches the Nodes and, after
+// WatchNodeLabels (which the controller controllers.NodeLabelsController starts) watches the Nodes and, after
 // a label change, calls SyncNodeLabels, which does what UpdateLoadBalancer does for every
 // Service last seen with a node selector: nothing for those whose targets stay, one read
 // and one update for the others.

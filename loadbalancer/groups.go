@@ -523,5 +523,5 @@ func (l *LoadBalancer) collectGroups(ctx context.Context) {
 // allows it (see "Target groups" in the package documentation), as the LoadBalancer's
 // calls do at their end; without target groups it does nothing. It is for a caller that
 // runs it periodically, so that a collection that no call runs still happens:
-// provider.Cloud's Initialize runs it every cache.maxAge until stop closes.
+// the controller controllers.TargetGroupCollector runs it every cache.maxAge.
 func (l *LoadBalancer) CollectGroups(ctx context.Context) { l.collectGroups(ctx) }

@@ -128,7 +128,7 @@ const nodeLabelsKey = "node-labels"
 // after it; a sync that fails is retried with client-go's default controller backoff
 // (5 ms doubling to 1000 s). Its cache keeps only what the targets depend on of each Node
 // (name, labels, provider ID, taints, deletion). It returns at once; its goroutines stop
-// when ctx ends. provider.Cloud's Initialize starts it.
+// when ctx ends. The controller controllers.NodeLabelsController starts it.
 func (l *LoadBalancer) WatchNodeLabels(ctx context.Context, client kubernetes.Interface) {
 	logger := klog.FromContext(ctx).WithName("node-labels")
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(slimNode))

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -36,6 +36,7 @@ type Cloud struct {
 	instances  *instances.Instances                   // nil when disabled
 	zones      *zones.Zones                           // nil when disabled
 	lbs        *loadbalancer.LoadBalancer             // nil when disabled or absent
+	groups     bool                                   // lbs put their targets in target groups
 	routes     *routes.Routes                         // nil when disabled or absent
 	onSwept    func(kind sweeper.Kind, result string) // nil when the sweeper is off
 
@@ -130,6 +131,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		var groups cloudapi.TargetGroupAPI
 		if g, ok := cloudapi.TargetGroups(instrumented); ok && cfg.TargetGroupsEnabled() {
 			groups = g
+			c.groups = true
 		}
 		c.lbs, err = loadbalancer.New(api, loadbalancer.Options{
 			ClusterID:        cfg.Cluster.ID,
@@ -281,12 +283,9 @@ func (c *Cloud) Config() Config { return c.cfg }
 // errors, which the upstream controllers turn into events on the Service or Node; the
 // recorder is there for what ccmkit has to say beyond an error (package loadbalancer's
 // AdoptedLoadBalancer and KeptLoadBalancer events on the Service, package instances'
-// InstanceGoneRefused event on a Node the deletion brake keeps). When load balancers are
-// on, it also starts the load balancers' watch of Node labels with the same client (see
-// loadbalancer.LoadBalancer.WatchNodeLabels: the service controller does not sync a
-// Service's targets when only a Node's labels change), and, on a cloud with target groups,
-// the collection of unused groups that no call runs (loadbalancer.LoadBalancer.CollectGroups);
-// both stop when stop closes.
+// InstanceGoneRefused event on a Node the deletion brake keeps). It starts nothing else:
+// the load balancers' background work runs as controllers (LoadBalancerWork). A client
+// builder that fails leaves the recorder dropping events, which the log says.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logger := klog.FromContext(ctx).WithValues("provider", c.opts.ProviderName)
@@ -303,15 +302,29 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	c.mu.Lock()
 	c.recorder = recorder
 	c.mu.Unlock()
-	if c.lbs != nil {
-		c.lbs.WatchNodeLabels(ctx, kube)
-		go wait.UntilWithContext(ctx, c.lbs.CollectGroups, c.cfg.Cache.MaxAge)
-	}
 	go func() {
 		<-stop
 		broadcaster.Shutdown()
 		cancel()
 	}()
+}
+
+// LoadBalancerWork returns the provider's LoadBalancer and how often its collection of
+// unused target groups runs (cache.maxAge; zero when the load balancers use no target
+// groups), for the controllers that do its background work: the watch of Node labels
+// (loadbalancer.LoadBalancer.WatchNodeLabels: the service controller does not sync a
+// Service's targets when only a Node's labels change) and the periodic collection
+// (loadbalancer.LoadBalancer.CollectGroups). controllers.With adds both to a
+// cloud-controller-manager; a program that runs the service controller itself starts
+// them. ok is false when load balancers are off.
+func (c *Cloud) LoadBalancerWork() (lb *loadbalancer.LoadBalancer, collectEvery time.Duration, ok bool) {
+	if c.lbs == nil {
+		return nil, 0, false
+	}
+	if c.groups {
+		collectEvery = c.cfg.Cache.MaxAge
+	}
+	return c.lbs, collectEvery, true
 }
 
 // EventRecorder returns the recorder set up by Initialize, or a recorder that drops

@@ -22,7 +22,8 @@
 // The order of things follows the cloud-controller-manager: ReadConfig decodes and
 // resolves credentials (the only I/O), Validate reports every problem at once, New
 // assembles without calling the cloud or starting goroutines, and Initialize (after
-// leader election) sets up the event recorder and, when load balancers are on, starts the
-// load balancers' watch of Node labels and the collection of unused target groups (see
-// Cloud.Initialize).
+// leader election) sets up the event recorder. The load balancers' background work (the
+// watch of Node labels, the collection of unused target groups: Cloud.LoadBalancerWork)
+// runs as controllers that package controllers adds to the command, each of which
+// --controllers switches.
 package provider

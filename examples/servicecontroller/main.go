@@ -19,7 +19,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +32,7 @@ import (
 	_ "k8s.io/controller-manager/pkg/features/register" // the controllers' feature gates
 	"k8s.io/klog/v2"
 
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	_ "github.com/ccmkit/ccmkit/provider/builtin" // registers the "ccmkit" cloud provider over the fake cloud
 )
 
@@ -72,13 +75,30 @@ func start(ctx context.Context, kubeconfig, cloudConfig, providerName, clusterNa
 	return run(ctx, kube, cloud, clusterName, workers)
 }
 
+// loadBalancerWork is a provider whose load balancers have background work, as ccmkit's
+// (provider.Cloud.LoadBalancerWork).
+type loadBalancerWork interface {
+	LoadBalancerWork() (lb *loadbalancer.LoadBalancer, collectEvery time.Duration, ok bool)
+}
+
 // run runs the service controller over cloud's LoadBalancer until ctx ends. It calls the
-// provider's Initialize, as a cloud-controller-manager does after leader election.
+// provider's Initialize, as a cloud-controller-manager does after leader election, and
+// starts the load balancers' background work that a cloud-controller-manager runs as
+// controllers (package controllers): the watch of Node labels, and the collection of
+// unused target groups when the load balancers use them.
 func run(ctx context.Context, kube kubernetes.Interface, cloud cloudprovider.Interface, clusterName string, workers int) error {
 	if _, ok := cloud.LoadBalancer(); !ok {
 		return fmt.Errorf("the %q provider offers no load balancers with this cloud config", cloud.ProviderName())
 	}
 	cloud.Initialize(clientBuilder{kube}, ctx.Done())
+	if w, ok := cloud.(loadBalancerWork); ok {
+		if lb, collectEvery, ok := w.LoadBalancerWork(); ok {
+			lb.WatchNodeLabels(ctx, kube)
+			if collectEvery > 0 {
+				go wait.UntilWithContext(ctx, lb.CollectGroups, collectEvery)
+			}
+		}
+	}
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	ctrl, err := servicecontroller.New(cloud, kube, factory.Core().V1().Services(), factory.Core().V1().Nodes(), clusterName, utilfeature.DefaultFeatureGate)
 	if err != nil {

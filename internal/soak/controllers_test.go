@@ -222,8 +222,9 @@ type ccm struct {
 	initQ *queue
 	// Cloud node lifecycle and route controllers.
 	nextMonitor, nextRoutes time.Time
-	// The collection of unused target groups that provider.Cloud's Initialize runs every
-	// cache.maxAge (loadbalancer.LoadBalancer.CollectGroups); nil without one.
+	// The collection of unused target groups that the controller
+	// controllers.TargetGroupCollector runs every cache.maxAge
+	// (loadbalancer.LoadBalancer.CollectGroups); nil without one.
 	collect     func(context.Context)
 	nextCollect time.Time
 }

@@ -41,8 +41,9 @@
 // list (instances, load balancers, routes, groups) also repeats an item on a page of its
 // own at the fault rate (faultinject.Repeat, a cloud paging by offset), so a caller that
 // took it for two (and deleted a load balancer as its own duplicate) fails a check. The
-// collection of unused groups that provider.Cloud's Initialize runs every cache.maxAge
-// (loadbalancer.LoadBalancer.CollectGroups) runs as a periodic loop of the simulation.
+// collection of unused groups that the controller controllers.TargetGroupCollector runs
+// every cache.maxAge (loadbalancer.LoadBalancer.CollectGroups) runs as a periodic loop of
+// the simulation.
 //
 // After the history the faults stop, the controllers run for the settle window (the
 // longest back-off of the service and cloud node controllers, 300s and 1000s, plus the
