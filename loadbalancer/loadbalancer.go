@@ -19,8 +19,10 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/apivalid"
+	"github.com/ccmkit/ccmkit/internal/keyedlock"
 	"github.com/ccmkit/ccmkit/internal/paging"
 	"github.com/ccmkit/ccmkit/internal/quote"
+	"github.com/ccmkit/ccmkit/internal/targetgroups"
 	"github.com/ccmkit/ccmkit/providerid"
 )
 
@@ -35,7 +37,7 @@ type LoadBalancer struct {
 	opts Options
 	snap *snapshot
 	// groups are the cluster's target groups; nil without Options.TargetGroups.
-	groups *groups
+	groups *targetgroups.Store
 	memo   targetMemo // the targets of the last node set, per node selector
 	// nodeSets marks when the node set UpdateLoadBalancer is given changed.
 	nodeSets nodeSetClock
@@ -46,15 +48,13 @@ type LoadBalancer struct {
 	// defaults, overridden by Options.SettingDefaults); nil for none. Never changed.
 	settingDefaults map[string]string
 
+	// services serializes the calls for one Service (by UID), loadBalancers adoption and
+	// release of one load balancer (by cloud ID); see lock.
+	services, loadBalancers keyedlock.Locks[string]
+
 	mu        sync.Mutex
-	locks     map[string]*serviceLock    // by Service UID
 	selecting map[string]*corev1.Service // by UID: the Services last seen with a node selector
 	unknown   map[string]string          // by UID: the unknown annotation keys last reported in an event
-}
-
-type serviceLock struct {
-	sync.Mutex
-	users int
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
@@ -89,14 +89,8 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loadbalancer: the defaults of the adapter's settings: %w", err)
 	}
-	var groupSet *groups
-	if opts.TargetGroups != nil {
-		// due: a predecessor may have left an unused group; the first call collects.
-		groupSet = &groups{api: opts.TargetGroups, entries: map[string]*groupEntry{}, known: map[string]map[string]string{}, users: map[string]int{}, due: true}
-	}
 	snap := newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock)
 	l := &LoadBalancer{
-		groups:          groupSet,
 		settingDefaults: defaults,
 		unknown:         map[string]string{},
 		api:             api,
@@ -104,13 +98,16 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		hostnameKey:     opts.AnnotationPrefix + AnnotationHostname,
 		nodeSelectorKey: opts.AnnotationPrefix + AnnotationNodeSelector,
 		snap:            snap,
-		locks:           map[string]*serviceLock{},
 		selecting:       map[string]*corev1.Service{},
 	}
-	if groupSet != nil {
+	if opts.TargetGroups != nil {
+		l.groups = targetgroups.New(targetgroups.Config{
+			API: opts.TargetGroups, ClusterID: opts.ClusterID, NamePrefix: l.namePrefix(), PageSize: opts.PageSize, MaxAge: opts.MaxAge, Clock: opts.Clock,
+			Tick: snap.tick, Names: snap.names, Refresh: snap.refresh,
+		})
 		// A load balancer that named a group and is gone, behind ccmkit's back too, may
 		// have left the group unused.
-		snap.lost = l.groupsDue
+		snap.lost = l.groups.Due
 	}
 	return l, nil
 }
@@ -180,34 +177,16 @@ type Options struct {
 // tags of another cluster or another Service. Nothing is changed then.
 var ErrOwnedElsewhere = errors.New("the load balancer is owned elsewhere")
 
-// lock serializes the calls for one Service (key: its UID): the service controller's sync
+// lock serializes the calls for one Service (by its UID): the service controller's sync
 // and its node sync may run for the same Service at once. It also keeps the snapshot's
 // entry of the Service in the order of the cloud's answers. Adopting and releasing also
-// hold the load balancer's own lock (lbLock), inside the Service's, so that two Services
+// hold the load balancer's own lock (lockLB), inside the Service's, so that two Services
 // never adopt one load balancer at once and none adopts one whose release is still being
 // written (or retried).
-func (l *LoadBalancer) lock(uid string) func() {
-	l.mu.Lock()
-	sl := l.locks[uid]
-	if sl == nil {
-		sl = &serviceLock{}
-		l.locks[uid] = sl
-	}
-	sl.users++
-	l.mu.Unlock()
-	sl.Lock()
-	return func() {
-		sl.Unlock()
-		l.mu.Lock()
-		if sl.users--; sl.users == 0 {
-			delete(l.locks, uid)
-		}
-		l.mu.Unlock()
-	}
-}
+func (l *LoadBalancer) lock(uid string) (unlock func()) { return l.services.Lock(uid) }
 
-// lbLock is the lock key of the load balancer with ID id; a Service UID has no "/".
-func lbLock(id string) string { return "load-balancer/" + id }
+// lockLB serializes the adoption and release of the load balancer with cloud ID id.
+func (l *LoadBalancer) lockLB(id string) (unlock func()) { return l.loadBalancers.Lock(id) }
 
 // GetLoadBalancerName returns the cloud name of the Service's load balancer: the name
 // annotation if it is valid, else a name made of the cluster ID and the Service UID.
@@ -229,7 +208,7 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 	if err != nil {
 		return nil, false, err
 	}
-	defer l.collectGroups(ctx) // last, outside the Service's lock: after a failed delete, the service controller asks here
+	defer l.groups.Collect(ctx) // last, outside the Service's lock: after a failed delete, the service controller asks here
 	defer l.lock(uid)()
 	found, err := l.find(ctx, svc)
 	if err != nil {
@@ -270,7 +249,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	if err != nil {
 		return nil, err
 	}
-	defer l.collectGroups(ctx) // last, outside the Service's lock
+	defer l.groups.Collect(ctx) // last, outside the Service's lock
 	defer l.lock(uid)()
 	l.track(svc)
 
@@ -340,7 +319,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	if want.TargetGroup != "" && (current == nil || current.Spec.TargetGroup != want.TargetGroup) {
 		defer func() {
 			if err != nil {
-				l.groupsDue() // the group chosen may be named by no load balancer
+				l.groups.Due() // the group chosen may be named by no load balancer
 			}
 		}()
 	}
@@ -389,7 +368,7 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *co
 	if err != nil {
 		return err
 	}
-	defer l.collectGroups(ctx) // last, outside the Service's lock
+	defer l.groups.Collect(ctx) // last, outside the Service's lock
 	defer l.lock(uid)()
 	l.track(svc)
 	serr, err := l.updateNodes(ctx, svc, nodes, true)
@@ -525,7 +504,7 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 	if err != nil {
 		return err
 	}
-	defer l.collectGroups(ctx) // last, outside the Service's lock
+	defer l.groups.Collect(ctx) // last, outside the Service's lock
 	defer l.lock(uid)()
 	l.untrack(uid)
 	l.mu.Lock()
@@ -557,7 +536,7 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 		}
 	}
 	l.snap.record(uid)
-	l.dropGroups(ctx, logger, "", left...) // after the record: the snapshot knows they are gone
+	l.groups.Drop(ctx, logger, "", left...) // after the record: the snapshot knows they are gone
 	return nil
 }
 
@@ -661,7 +640,7 @@ func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, s
 		if err := l.deleteLB(ctx, &extra, string(svc.UID)); err != nil {
 			return nil, err
 		}
-		l.dropGroups(ctx, logger, extra.ID, extra.Spec.TargetGroup)
+		l.groups.Drop(ctx, logger, extra.ID, extra.Spec.TargetGroup)
 	}
 	return found[keep : keep+1], nil
 }
@@ -675,7 +654,7 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 	}
 	if !errors.Is(err, cloudapi.ErrConflict) && !errors.Is(err, cloudapi.ErrTransient) && !errors.Is(err, context.DeadlineExceeded) {
 		if errors.Is(err, cloudapi.ErrInvalidRequest) {
-			l.forgetGroupID(want.TargetGroup) // refused perhaps because the group is gone
+			l.groups.Forget(want.TargetGroup) // refused perhaps because the group is gone
 		}
 		return nil, fmt.Errorf("creating load balancer %q: %w", want.Name, err)
 	}
@@ -701,7 +680,7 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 // with the Service's owner tags and the load balancer's addresses. A load balancer that
 // does not exist is an error, never a reason to create one.
 func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, id string) (*cloudapi.LoadBalancer, error) {
-	defer l.lock(lbLock(id))()
+	defer l.lockLB(id)()
 	key := l.opts.AnnotationPrefix + AnnotationLoadBalancerID
 	lb, err := l.api.GetLoadBalancer(ctx, id)
 	switch {
@@ -807,9 +786,9 @@ func (l *LoadBalancer) replace(ctx context.Context, logger klog.Logger, svc *cor
 	created, err := l.create(ctx, logger, svc, want)
 	if old := current.Spec.TargetGroup; old != "" && (err != nil || created.Spec.TargetGroup != old) {
 		if err != nil {
-			l.groupsDue()
+			l.groups.Due()
 		} else {
-			l.dropGroups(ctx, logger, current.ID, old)
+			l.groups.Drop(ctx, logger, current.ID, old)
 		}
 	}
 	return created, err
@@ -822,7 +801,7 @@ func (l *LoadBalancer) remove(ctx context.Context, logger klog.Logger, svc *core
 	}
 	if err := l.deleteLB(ctx, lb, string(svc.UID)); err != nil {
 		if lb.Spec.TargetGroup != "" {
-			l.groupsDue() // it may be gone all the same, and its group unused
+			l.groups.Due() // it may be gone all the same, and its group unused
 		}
 		return err
 	}
@@ -836,7 +815,7 @@ func (l *LoadBalancer) remove(ctx context.Context, logger klog.Logger, svc *core
 // targets go because they are this cluster's nodes, whose node ports another Service may
 // get next: a kept load balancer must not send traffic into the cluster.
 func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *corev1.Service, lb *cloudapi.LoadBalancer) error {
-	defer l.lock(lbLock(lb.ID))()
+	defer l.lockLB(lb.ID)()
 	want := lb.Spec.Clone()
 	for _, k := range []string{cloudapi.TagCluster, cloudapi.TagService, cloudapi.TagServiceName} {
 		delete(want.Tags, k)
@@ -878,9 +857,9 @@ func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, uid strin
 	if err != nil {
 		err = fmt.Errorf("updating load balancer %s: %w", current.ID, err)
 		if changes.TargetGroup {
-			l.groupsDue() // the group chosen may be named by no load balancer
+			l.groups.Due() // the group chosen may be named by no load balancer
 			if errors.Is(err, cloudapi.ErrInvalidRequest) {
-				l.forgetGroupID(want.TargetGroup) // refused perhaps because the group is gone
+				l.groups.Forget(want.TargetGroup) // refused perhaps because the group is gone
 			}
 		}
 		if errors.Is(err, cloudapi.ErrInvalidRequest) {
@@ -894,7 +873,7 @@ func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, uid strin
 		return nil, fmt.Errorf("updating load balancer %s: the cloud answered neither a load balancer nor an error: %w", current.ID, cloudapi.ErrTransient)
 	}
 	if old := current.Spec.TargetGroup; old != "" && old != lb.Spec.TargetGroup {
-		l.dropGroups(ctx, logger, current.ID, old)
+		l.groups.Drop(ctx, logger, current.ID, old)
 	}
 	logger.V(2).Info("Updated load balancer", "loadBalancer", lb.ID, "addTargets", len(changes.AddTargets), "removeTargets", len(changes.RemoveTargets),
 		"addListeners", len(changes.AddListeners), "updateListeners", len(changes.UpdateListeners), "removeListeners", len(changes.RemoveListeners))
