@@ -44,9 +44,9 @@ type LoadBalancer struct {
 
 	// The whole keys of the annotations read outside parseAnnotations, made once.
 	hostnameKey, nodeSelectorKey string
-	// settingDefaults are the adapter's settings every Service starts from (declared
+	// adapterDefaults are the adapter's settings every Service starts from (declared
 	// defaults, overridden by Options.SettingDefaults); nil for none. Never changed.
-	settingDefaults map[string]string
+	adapterDefaults map[string]string
 
 	// services serializes the calls for one Service (by UID), loadBalancers adoption and
 	// release of one load balancer (by cloud ID); see lock.
@@ -91,7 +91,7 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	}
 	snap := newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock)
 	l := &LoadBalancer{
-		settingDefaults: defaults,
+		adapterDefaults: defaults,
 		unknown:         map[string]string{},
 		api:             api,
 		opts:            opts,
@@ -102,7 +102,7 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	}
 	if opts.TargetGroups != nil {
 		l.groups = targetgroups.New(targetgroups.Config{
-			API: opts.TargetGroups, ClusterID: opts.ClusterID, NamePrefix: l.namePrefix(), PageSize: opts.PageSize, MaxAge: opts.MaxAge, Clock: opts.Clock,
+			API: opts.TargetGroups, ClusterID: opts.ClusterID, NamePrefix: namePrefix(l.opts.ClusterID), PageSize: opts.PageSize, MaxAge: opts.MaxAge, Clock: opts.Clock,
 			Tick: snap.tick, Names: snap.names, Refresh: snap.refresh,
 		})
 		// A load balancer that named a group and is gone, behind ccmkit's back too, may
@@ -191,10 +191,10 @@ func (l *LoadBalancer) lockLB(id string) (unlock func()) { return l.loadBalancer
 // GetLoadBalancerName returns the cloud name of the Service's load balancer: the name
 // annotation if it is valid, else a name made of the cluster ID and the Service UID.
 func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *corev1.Service) string {
-	if s, _, err := parseAnnotations(l.opts.AnnotationPrefix, l.opts.Settings, svc.Annotations); err == nil && s.name != "" {
-		return s.name
+	if a, _, errs := parseAnnotations(l.opts.AnnotationPrefix, l.opts.Settings, svc.Annotations); len(errs) == 0 && a.name != "" {
+		return a.name
 	}
-	return l.defaultName(svc)
+	return defaultName(l.opts.ClusterID, svc)
 }
 
 // GetLoadBalancer reports whether the Service has a load balancer and its status. It
@@ -263,7 +263,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 			return nil, err
 		}
 		done()
-		if cloudapi.DiffLoadBalancer(l.comparable(current.Spec), want).Empty() {
+		if cloudapi.DiffLoadBalancer(l.opts.Settings.comparable(current.Spec), want).Empty() {
 			return l.publish(logger, svc, current)
 		}
 	}
@@ -338,8 +338,8 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 		}
 		logger.Info("Replacing load balancer: internal and public cannot be switched in place", "loadBalancer", current.ID, "internal", want.Internal)
 		return l.replace(ctx, logger, svc, current, want)
-	case l.replacedSetting(current.Spec, want) != "":
-		name := l.replacedSetting(current.Spec, want)
+	case l.opts.Settings.replaced(current.Spec, want) != "":
+		name := l.opts.Settings.replaced(current.Spec, want)
 		keep, err := l.keepOnDelete(svc)
 		if err != nil {
 			return nil, err
@@ -400,7 +400,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			return nil, err
 		}
 		done()
-		if cloudapi.DiffLoadBalancer(l.comparable(current.Spec), want).Empty() {
+		if cloudapi.DiffLoadBalancer(l.opts.Settings.comparable(current.Spec), want).Empty() {
 			return serr, nil
 		}
 	}
@@ -477,7 +477,7 @@ func (l *LoadBalancer) updateWant(ctx context.Context, logger klog.Logger, svc *
 // settings that only a replacement changes.
 func (l *LoadBalancer) keepUpdated(current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerSpec {
 	want.Internal = current.Spec.Internal
-	l.keepReplaced(current.Spec, &want)
+	l.opts.Settings.keepReplaced(current.Spec, &want)
 	return want
 }
 
@@ -548,23 +548,23 @@ func (l *LoadBalancer) keepOnDelete(svc *corev1.Service) (bool, error) {
 	if !ok {
 		return l.opts.KeepOnDelete, nil
 	}
-	s, _, err := parseAnnotations(l.opts.AnnotationPrefix, nil, map[string]string{key: v})
-	if err != nil {
-		return false, fmt.Errorf("service %s/%s: %w; nothing is deleted until it says whether to keep the load balancer", svc.Namespace, svc.Name, err)
+	a, _, errs := parseAnnotations(l.opts.AnnotationPrefix, nil, map[string]string{key: v})
+	if len(errs) > 0 {
+		return false, fmt.Errorf("service %s/%s: %w; nothing is deleted until it says whether to keep the load balancer", svc.Namespace, svc.Name, errs[0])
 	}
-	return *s.keepOnDelete, nil
+	return *a.keepOnDelete, nil
 }
 
-// annotation returns the settings of the Service's annotation name alone (zero when it is
-// absent or malformed: desired reports a malformed one).
-func (l *LoadBalancer) annotation(svc *corev1.Service, name string) settings {
+// annotation returns the Service's annotation name alone, parsed (zero when it is absent
+// or malformed: desired reports a malformed one).
+func (l *LoadBalancer) annotation(svc *corev1.Service, name string) parsedAnnotations {
 	key := l.opts.AnnotationPrefix + name
 	v, ok := svc.Annotations[key]
 	if !ok {
-		return settings{}
+		return parsedAnnotations{}
 	}
-	s, _, _ := parseAnnotations(l.opts.AnnotationPrefix, nil, map[string]string{key: v})
-	return s
+	a, _, _ := parseAnnotations(l.opts.AnnotationPrefix, nil, map[string]string{key: v})
+	return a
 }
 
 // trusted returns the Service's load balancer from the snapshot when the snapshot may
@@ -606,7 +606,7 @@ func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudap
 		return nil, err
 	}
 	var out []cloudapi.LoadBalancer
-	_, err := paging.LoadBalancers(ctx, l.api, l.ownerTags(svc), 0, func(lb *cloudapi.LoadBalancer) bool {
+	_, err := paging.LoadBalancers(ctx, l.api, ownerTags(l.opts.ClusterID, svc), 0, func(lb *cloudapi.LoadBalancer) bool {
 		out = append(out, *lb)
 		return true
 	})
@@ -832,13 +832,6 @@ func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *cor
 	return nil
 }
 
-// event records an event on the Service when there is a recorder.
-func (l *LoadBalancer) event(svc *corev1.Service, eventType, reason, message string) {
-	if l.opts.Recorder != nil {
-		l.opts.Recorder.Event(svc, eventType, reason, message)
-	}
-}
-
 // update writes the differences between current and want, if any, for the Service with
 // UID uid (adopting: the update that adopts current; see guard).
 //
@@ -849,7 +842,7 @@ func (l *LoadBalancer) event(svc *corev1.Service, eventType, reason, message str
 // never to a load balancer that is not yet the Service's (a refused adoption), which
 // would send traffic into the cluster from a load balancer no Service owns.
 func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, uid string, adopting bool, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
-	changes := cloudapi.DiffLoadBalancer(l.comparable(current.Spec), want)
+	changes := cloudapi.DiffLoadBalancer(l.opts.Settings.comparable(current.Spec), want)
 	if changes.Empty() {
 		return current, nil
 	}
