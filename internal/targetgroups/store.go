@@ -14,8 +14,16 @@
 //     groups of one key (a cloud that lost track of a create), the first by ID is used.
 //   - Drop deletes at once, without a list, a group a load balancer stopped naming, when
 //     nothing may want it (see Drop).
-//   - Collect is the one periodic collection of unused groups, and the one rule for
-//     deleting them (see Collect); Due asks for one.
+//   - Collect is the periodic collection of unused groups (see Collect); Due asks for
+//     one. It deletes by the one rule for an unused group, Deletable, which package
+//     sweeper's sweep of target groups applies too.
+//
+// Why the sweeper keeps a sweep of its own, by the same function: it sees what no Store
+// collects (the groups left after target groups were turned off, or by a load balancer
+// deleted while no Store ran), and moving those cases here would take a Store without
+// sharing and a list of the load balancers at every periodic collection. Applying
+// Deletable is simpler and keeps the collection's promise (no churn for a Service whose
+// load balancer create keeps failing) with the sweeper on.
 //   - Forget marks a group unknown after a load balancer write that named it was refused.
 //
 // A nil *Store is a cloud without target groups: Due, Forget, Drop and Collect do
@@ -51,11 +59,21 @@ import (
 // AllNodes is the key (the cloudapi.TagTargetGroup value) of the group of every Node.
 const AllNodes = "all-nodes"
 
-// KeepNew is how many MaxAge a collection keeps a group the Store made (or adopted after
-// a lost create) that no load balancer names yet, so that a Service whose load balancer
-// create keeps failing does not make and delete its group at every retry. It also caps
-// the wait between collections that leave a group that looks unused.
+// KeepNew is how many MaxAge an unused group that may be new is kept (see Deletable). It
+// also caps the wait between collections that leave a group that looks unused.
 const KeepNew = 32
+
+// Deletable is the one rule by which a collection deletes a group of the cluster that no
+// load balancer names: Store.Collect, and package sweeper's sweep of target groups, which
+// also sees the groups no Store collects (left after target groups were turned off, or by
+// a load balancer deleted while no Store ran). A group a load balancer named and let go
+// (named) may go. Any other may be new, made for a load balancer whose create keeps
+// failing, and is kept until since (when it was made, or first found unused; zero when it
+// is not known to be new) is KeepNew times maxAge ago, so that such a Service does not
+// have its group made and deleted at every retry.
+func Deletable(named bool, since, now time.Time, maxAge time.Duration) bool {
+	return named || since.IsZero() || !now.Before(since.Add(KeepNew*maxAge))
+}
 
 // Key returns the key of the group of the Nodes sel selects (nil: every Node).
 func Key(sel labels.Selector) string {
@@ -136,7 +154,7 @@ type entry struct {
 	// group API costs one list per backoff (internal/pace's Backoff), not one per call.
 	lists pace.Backoff
 	// created is when the Store created the group (or adopted it after a lost create);
-	// see KeepNew.
+	// see Deletable.
 	created time.Time
 }
 
@@ -487,15 +505,15 @@ func (s *Store) drop(ctx context.Context, logger klog.Logger, except, id string)
 	return true
 }
 
-// Collect is the collection of unused groups, and the one rule by which a group that is
-// left unused is deleted: when a collection is due (see Due) and the wait after the last
-// one allows it, it lists the cluster's groups by cloudapi.TagCluster (tags checked),
-// after Refresh, and deletes (as Drop does) each group of Nodes that no load balancer
-// names, but a group the Store made less than KeepNew times MaxAge ago (it comes back for
-// it then). A collection that cannot delete a group that looks unused, or whose lists
-// fail, is followed by the next one MaxAge later, the wait doubling with each such
-// collection in a row up to KeepNew times MaxAge; after a clean one, the next due one runs
-// at once. One runs at a time; it starts no timer: the caller decides when to call.
+// Collect is the collection of unused groups: when a collection is due (see Due) and the
+// wait after the last one allows it, it lists the cluster's groups by
+// cloudapi.TagCluster (tags checked), after Refresh, and deletes (as Drop does) each
+// group of Nodes that no load balancer names and that Deletable allows: a group the Store
+// made less than KeepNew times MaxAge ago is kept, and the collection comes back for it
+// then. A collection that cannot delete a group that looks unused, or whose lists fail,
+// is followed by the next one MaxAge later, the wait doubling with each such collection
+// in a row up to KeepNew times MaxAge; after a clean one, the next due one runs at once.
+// One runs at a time; it starts no timer: the caller decides when to call.
 func (s *Store) Collect(ctx context.Context) {
 	if s == nil {
 		return
@@ -550,7 +568,6 @@ func (s *Store) Collect(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	failed = false
-	recent := now.Add(-KeepNew * s.cfg.MaxAge)
 	for _, tg := range all {
 		k, ok := tg.Spec.Tags[cloudapi.TagTargetGroup]
 		if !ok || s.cfg.Names(tg.ID, "") {
@@ -559,11 +576,11 @@ func (s *Store) Collect(ctx context.Context) {
 		s.mu.Lock()
 		e := s.entries[k]
 		var created time.Time
-		if e != nil && e.group != nil && e.group.ID == tg.ID && e.created.After(recent) {
+		if e != nil && e.group != nil && e.group.ID == tg.ID {
 			created = e.created
 		}
 		s.mu.Unlock()
-		if !created.IsZero() {
+		if !Deletable(false, created, now, s.cfg.MaxAge) {
 			if created.After(newest) { // made lately for a call that may succeed next time: later
 				newest = created
 			}
