@@ -32,15 +32,15 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	if len(found) > 0 {
 		current = &found[0]
 	}
-	want, s, err := l.desired(logger, svc, nodes, current)
+	want, a, err := l.desired(logger, svc, nodes, current)
 	if err != nil {
 		return nil, err
 	}
-	done, err := l.group(ctx, logger, &want, s.nodeSelector, 0)
+	release, err := l.group(ctx, logger, &want, a.nodeSelector, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer release()
 	if want.TargetGroup != "" && (current == nil || current.Spec.TargetGroup != want.TargetGroup) {
 		defer func() {
 			if err != nil {
@@ -160,18 +160,18 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 		logger.Info("Refusing to adopt load balancer", "loadBalancer", id, "tags", lb.Spec.Tags, "err", err)
 		return nil, err
 	}
-	want, s, err := l.desired(logger, svc, nodes, lb)
+	want, a, err := l.desired(logger, svc, nodes, lb)
 	if err != nil {
 		return nil, err
 	}
 	if err := keepsAddresses(lb, want, key); err != nil {
 		return nil, err
 	}
-	done, err := l.group(ctx, logger, &want, s.nodeSelector, 0)
+	release, err := l.group(ctx, logger, &want, a.nodeSelector, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer release()
 	adopted, err := l.update(ctx, logger, string(svc.UID), true, lb, want)
 	if err != nil {
 		if !owned {

@@ -77,57 +77,9 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 		}
 	}
 
-	tlsPorts := map[string]bool{} // the tls-ports annotation's entries that name a port
-	terminates := false           // whether a listener terminates TLS
-	for _, p := range svc.Spec.Ports {
-		proto := cloudapi.Protocol(p.Protocol)
-		if p.Protocol == "" {
-			proto = cloudapi.ProtocolTCP
-		}
-		if !proto.Valid() {
-			fail("spec.ports", fmt.Errorf("port %d: protocol %q is not TCP, UDP or SCTP", p.Port, p.Protocol))
-			continue
-		}
-		if p.NodePort == 0 {
-			fail("spec.ports", fmt.Errorf("port %d/%s has no node port: this load balancer sends traffic to node ports; do not set spec.allocateLoadBalancerNodePorts to false", p.Port, proto))
-			continue
-		}
-		name := p.Name
-		if name == "" {
-			name = fmt.Sprintf("%s-%d", strings.ToLower(string(proto)), p.Port)
-		}
-		listener := cloudapi.Listener{Name: name, Protocol: proto, Port: p.Port, TargetPort: p.NodePort}
-		var err error
-		listener.AppProtocol, err = appProtocol(prefix, a, p, proto, tlsPorts)
-		if err != nil {
-			fail("spec.ports", err)
-			continue
-		}
-		if listener.AppProtocol.TerminatesTLS() {
-			terminates = true
-			if len(a.certs) == 0 {
-				fail(prefix+AnnotationTLSCertificates, fmt.Errorf("port %d/%s terminates TLS (%s): annotation %s%s names no certificate", p.Port, proto, listener.AppProtocol, prefix, AnnotationTLSCertificates))
-				continue
-			}
-			listener.Certificates = slices.Clone(a.certs)
-		}
-		spec.Listeners = append(spec.Listeners, listener)
-	}
-	for _, tp := range a.tlsPorts {
-		if !tlsPorts[tp] {
-			fail(prefix+AnnotationTLSPorts, fmt.Errorf("annotation %s%s: the Service has no port %s", prefix, AnnotationTLSPorts, tp))
-		}
-	}
-	if len(a.certs) > 0 && !terminates {
-		fail(prefix+AnnotationTLSCertificates, fmt.Errorf("annotation %s%s is set, but no port terminates TLS: name the ports in %s%s, or set their appProtocol (tls, https) or annotation %s%s",
-			prefix, AnnotationTLSCertificates, prefix, AnnotationTLSPorts, prefix, AnnotationProtocol))
-	}
-	slices.SortFunc(spec.Listeners, func(a, b cloudapi.Listener) int {
-		if a.Protocol != b.Protocol {
-			return strings.Compare(string(a.Protocol), string(b.Protocol))
-		}
-		return int(a.Port) - int(b.Port)
-	})
+	var lps problems
+	spec.Listeners, lps = listeners(prefix, a, svc.Spec.Ports)
+	ps = append(ps, lps...)
 
 	spec.Targets = in.targets(a.nodeSelector)
 
@@ -165,6 +117,67 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 	maps.Copy(spec.Tags, ownerTags(in.clusterID, svc))
 	spec.Tags[cloudapi.TagServiceName] = svc.Namespace + "/" + svc.Name
 	return spec, a, ps
+}
+
+// listeners returns the listeners of the Service's ports, sorted by protocol and port,
+// and the problems of the ports and of the TLS annotations.
+func listeners(prefix string, a parsedAnnotations, ports []corev1.ServicePort) ([]cloudapi.Listener, problems) {
+	var out []cloudapi.Listener
+	var ps problems
+	fail := func(key string, err error) { ps = append(ps, problem{key: key, err: err}) }
+	tlsPorts := map[string]bool{} // the tls-ports annotation's entries that name a port
+	terminates := false           // whether a listener terminates TLS
+	for _, p := range ports {
+		proto := cloudapi.Protocol(p.Protocol)
+		if p.Protocol == "" {
+			proto = cloudapi.ProtocolTCP
+		}
+		if !proto.Valid() {
+			fail("spec.ports", fmt.Errorf("port %d: protocol %q is not TCP, UDP or SCTP", p.Port, p.Protocol))
+			continue
+		}
+		if p.NodePort == 0 {
+			fail("spec.ports", fmt.Errorf("port %d/%s has no node port: this load balancer sends traffic to node ports; do not set spec.allocateLoadBalancerNodePorts to false", p.Port, proto))
+			continue
+		}
+		name := p.Name
+		if name == "" {
+			name = fmt.Sprintf("%s-%d", strings.ToLower(string(proto)), p.Port)
+		}
+		listener := cloudapi.Listener{Name: name, Protocol: proto, Port: p.Port, TargetPort: p.NodePort}
+		var err error
+		listener.AppProtocol, err = appProtocol(prefix, a, p, proto, tlsPorts)
+		if err != nil {
+			fail("spec.ports", err)
+			continue
+		}
+		if listener.AppProtocol.TerminatesTLS() {
+			terminates = true
+			if len(a.certs) == 0 {
+				fail(prefix+AnnotationTLSCertificates, fmt.Errorf("port %d/%s terminates TLS (%s): annotation %s%s names no certificate", p.Port, proto, listener.AppProtocol, prefix, AnnotationTLSCertificates))
+				continue
+			}
+			listener.Certificates = slices.Clone(a.certs)
+		}
+		out = append(out, listener)
+	}
+	for _, tp := range a.tlsPorts {
+		if !tlsPorts[tp] {
+			fail(prefix+AnnotationTLSPorts, fmt.Errorf("annotation %s%s: the Service has no port %s", prefix, AnnotationTLSPorts, tp))
+		}
+	}
+	if len(a.certs) > 0 && !terminates {
+		fail(prefix+AnnotationTLSCertificates, fmt.Errorf("annotation %s%s is set, but no port terminates TLS: name the ports in %s%s, or set their appProtocol (tls, https) or annotation %s%s",
+			prefix, AnnotationTLSCertificates, prefix, AnnotationTLSPorts, prefix, AnnotationProtocol))
+	}
+	slices.SortFunc(out, func(a, b cloudapi.Listener) int {
+		if a.Protocol != b.Protocol {
+			return strings.Compare(string(a.Protocol), string(b.Protocol))
+		}
+		return int(a.Port) - int(b.Port)
+	})
+
+	return out, ps
 }
 
 // translation is what translate reads.

@@ -86,21 +86,21 @@ func (l *LoadBalancer) updateTargetsOnly(ctx context.Context, logger klog.Logger
 // until the user fixes the annotation. A malformed node selector leaves the targets (and
 // the target group) as they are: every node is not what its user asked for. With target
 // groups, the targets go to the group (see group, whose read is fresh after since), and
-// done must be called once the load balancer is written; err is what failed.
-func (l *LoadBalancer) updateWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer, since uint64) (want cloudapi.LoadBalancerSpec, serr error, done func(), err error) {
-	want, s, serr := l.desired(logger, svc, nodes, current)
+// release must be called once the load balancer is written; err is what failed.
+func (l *LoadBalancer) updateWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer, since uint64) (want cloudapi.LoadBalancerSpec, serr error, release func(), err error) {
+	want, a, serr := l.desired(logger, svc, nodes, current)
 	if serr != nil {
 		want = current.Spec.Clone()
-		if s.nodeSelectorBad {
+		if a.nodeSelectorBad {
 			return l.keepUpdated(current, want), serr, func() {}, nil
 		}
-		want.Targets = l.targets(logger, nodes, s.nodeSelector)
+		want.Targets = l.targets(logger, nodes, a.nodeSelector)
 		want.TargetGroup = ""
 	}
-	if done, err = l.group(ctx, logger, &want, s.nodeSelector, since); err != nil {
+	if release, err = l.group(ctx, logger, &want, a.nodeSelector, since); err != nil {
 		return want, serr, nil, err
 	}
-	return l.keepUpdated(current, want), serr, done, nil
+	return l.keepUpdated(current, want), serr, release, nil
 }
 
 // keepUpdated is want without what UpdateLoadBalancer never changes: internal, and the
