@@ -142,7 +142,11 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 // annotation, the Service's: one fresh read (GetLoadBalancer), then, when it carries no
 // ownership tag of another cluster or Service, one update to what the Service asks for,
 // with the Service's owner tags and the load balancer's addresses. A load balancer that
-// does not exist is an error, never a reason to create one.
+// does not exist is an error, never a reason to create one. After the adoption the load
+// balancer is the Service's like any it created. It holds the load balancer's lock
+// (lockLB), so that two Services never both adopt it; two clusters can race, since
+// cloudapi has no conditional update: the last write wins, and the other cluster's next
+// sync reports the owner's tags.
 func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, id string) (*cloudapi.LoadBalancer, error) {
 	defer l.lockLB(id)()
 	key := l.opts.AnnotationPrefix + AnnotationLoadBalancerID
@@ -298,6 +302,8 @@ func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *cor
 
 // keepOnDelete reports whether the Service's load balancer is kept in the cloud when the
 // Service no longer wants it: its keep-on-delete annotation, else Options.KeepOnDelete.
+// While it is true, a change that only a replacement can make (internal, a setting
+// declared Replace) is an error rather than a replacement.
 func (l *LoadBalancer) keepOnDelete(svc *corev1.Service) (bool, error) {
 	key := l.opts.AnnotationPrefix + AnnotationKeepOnDelete
 	v, ok := svc.Annotations[key]

@@ -10,6 +10,21 @@ import (
 	"github.com/ccmkit/ccmkit/internal/targetgroups"
 )
 
+// With Options.TargetGroups, every load balancer without a node selector sends traffic to
+// the cluster's group of every Node, and those with the same node selector (in its
+// canonical form) to that selector's group (targetgroups.Key, cloudapi.TagTargetGroup): a
+// load balancer names its group (cloudapi.LoadBalancerSpec.TargetGroup) and has no
+// targets of its own. A load balancer moves between its own targets and a group with one
+// update, addresses kept: into the group when target groups are turned on (the group is
+// written first, so it never names an empty one), out of it when they are off, from one
+// group to another when its node selector changes. The group it leaves (moved, deleted,
+// released) is dropped at once when nothing else may want it (targetgroups' Store.Drop);
+// what is left that way, and what a failed call leaves, a later collection finds: the
+// store is told (Store.Due) after such an event, the snapshot tells it of a load balancer
+// that named a group and is gone, and every call runs a due collection at its end, outside
+// its Service's lock (reconcile), as CollectGroups does. A cloud error about a group fails
+// the call without a load balancer write.
+
 // group makes want send traffic to the cluster's target group of the Nodes in
 // want.Targets (those that sel selects; nil: every Node), when the LoadBalancer has
 // target groups (internal/targetgroups' Store.Acquire, whose read is fresh after since):

@@ -25,7 +25,7 @@ import (
 // its tags (cloudapi.TagCluster, cloudapi.TagService); names are for humans.
 //
 // It keeps a snapshot of the cluster's load balancers (see Options.MaxAge), so that a
-// call that would change nothing costs no cloud call; see the package documentation.
+// call that would change nothing costs no cloud call; see snapshot.
 type LoadBalancer struct {
 	api  cloudapi.LoadBalancerAPI
 	opts Options
@@ -160,8 +160,8 @@ type Options struct {
 	// cloudapi.TargetGroups). With it, the load balancers that want the same Nodes (the
 	// same node selector, or none) send traffic to one shared target group instead of
 	// their own targets, so that a Node added or removed is one write to each group
-	// rather than one per load balancer (see "Target groups" in the package
-	// documentation). Existing load balancers move into their group with one update
+	// rather than one per load balancer (see groups.go and internal/targetgroups).
+	// Existing load balancers move into their group with one update
 	// each, addresses kept. Nil keeps each load balancer's own targets.
 	TargetGroups cloudapi.TargetGroupAPI
 }
@@ -227,7 +227,7 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 // balancer. It creates at most one load balancer per Service UID: after an ambiguous
 // failure or a conflict it looks again by owner tags and adopts what it finds. When the
 // Service has no load balancer and its load-balancer-id annotation names one, it adopts
-// that one instead of creating (see the package documentation), or fails without a write.
+// that one instead of creating (see adopt), or fails without a write.
 // While the cloud provisions, it returns an api.RetryError.
 func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
@@ -278,7 +278,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 // without anything to change, it makes no cloud call; otherwise it writes only what
 // differs from a fresh read: the list of the cluster's load balancers that began after the
 // node set arrived, which the calls of one node sync share, else a list by owner tags (see
-// "A node sync" in the package documentation). It never creates a load balancer: when the
+// nodeSetClock). It never creates a load balancer: when the
 // Service has none, it returns an error matching cloudapi.ErrNotFound, and the service
 // controller's next sync of the Service creates it.
 func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) error {

@@ -21,7 +21,7 @@ import (
 //  2. The snapshot: when it may stand in for a fresh read (see trusted), s.fromSnapshot may
 //     find nothing to write, and the call ends without a cloud call.
 //  3. A fresh read: the node sync's list begun after the node set arrived (s.listedSince,
-//     see "A node sync" in the package documentation), else a list by owner tags. A failed
+//     see nodeSetClock), else a list by owner tags. A failed
 //     read leaves the Service's entry in the snapshot unknown; a read that found no load
 //     balancer records none (and a group the entry's load balancer named may be unused).
 //  4. s.write, the diff and the writes, always based on that read.
