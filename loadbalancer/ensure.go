@@ -32,11 +32,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	if len(found) > 0 {
 		current = &found[0]
 	}
-	want, a, err := l.desired(logger, svc, nodes, current)
-	if err != nil {
-		return nil, err
-	}
-	release, err := l.group(ctx, logger, &want, a.nodeSelector, 0)
+	want, release, err := l.ensureWant(ctx, logger, svc, nodes, current)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +74,18 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	default:
 		return l.update(ctx, logger, string(svc.UID), false, current, want)
 	}
+}
+
+// ensureWant is what EnsureLoadBalancer makes of current (nil: none): the spec the
+// Service asks for (desired), its targets sent to their group (group, read after the
+// call began); release must be called once the load balancer is written.
+func (l *LoadBalancer) ensureWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (_ cloudapi.LoadBalancerSpec, release func(), _ error) {
+	want, a, err := l.desired(logger, svc, nodes, current)
+	if err != nil {
+		return want, nil, err
+	}
+	release, err = l.group(ctx, logger, &want, a.nodeSelector, 0)
+	return want, release, err
 }
 
 // dropDuplicates deletes all but one of several load balancers of one Service, which only

@@ -236,11 +236,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	err := l.reconcile(ctx, svc, step{
 		enter: func() bool { l.track(svc); return true },
 		fromSnapshot: func(lb *cloudapi.LoadBalancer) (done bool, err error) {
-			want, a, err := l.desired(logger, svc, nodes, lb)
-			if err != nil {
-				return false, err
-			}
-			release, err := l.group(ctx, logger, &want, a.nodeSelector, 0)
+			want, release, err := l.ensureWant(ctx, logger, svc, nodes, lb)
 			if err != nil {
 				return false, err
 			}
