@@ -32,7 +32,7 @@ type Annotation struct {
 	// Doc says what the annotation does.
 	Doc string
 
-	apply func(value string, s *settings) error
+	apply func(value string, a *parsedAnnotations) error
 }
 
 // The annotation names, after the prefix.
@@ -77,9 +77,9 @@ const maxIDLength = 255
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
-// settings are the annotations' effect on the desired load balancer. A zero health check
-// field means the default.
-type settings struct {
+// parsedAnnotations are a Service's annotations as parsed: their effect on the desired
+// load balancer. A zero health check field means the default.
+type parsedAnnotations struct {
 	internal      bool
 	proxyProtocol bool
 	ips           []string
@@ -104,9 +104,9 @@ type settings struct {
 	hcInterval, hcTimeout  time.Duration
 	hcHealthy, hcUnhealthy int32
 
-	// adapter are the adapter's settings (Options.Settings) that the Service annotates,
-	// canonical; nil when it annotates none.
-	adapter map[string]string
+	// adapterValues are the values of the adapter's declared settings (Options.Settings)
+	// that the Service annotates, canonical; nil when it annotates none.
+	adapterValues map[string]string
 }
 
 // Annotations returns every annotation ccmkit reads, in the order of the reference.
@@ -115,36 +115,36 @@ func Annotations() []Annotation {
 		{
 			Name: AnnotationInternal, Values: "true, false", Default: "false",
 			Doc: "An internal load balancer, with an address from the cloud's private network. Changing it replaces the load balancer (new address).",
-			apply: func(v string, s *settings) (err error) {
-				s.internal, err = parseBool(v)
+			apply: func(v string, a *parsedAnnotations) (err error) {
+				a.internal, err = parseBool(v)
 				return err
 			},
 		},
 		{
 			Name: AnnotationProxyProtocol, Values: "true, false", Default: "false",
 			Doc: "Send the PROXY protocol header to the targets. The Service's status then reports ipMode Proxy, so that kube-proxy sends in-cluster traffic through the load balancer too.",
-			apply: func(v string, s *settings) (err error) {
-				s.proxyProtocol, err = parseBool(v)
+			apply: func(v string, a *parsedAnnotations) (err error) {
+				a.proxyProtocol, err = parseBool(v)
 				return err
 			},
 		},
 		{
 			Name: AnnotationIPAddresses, Values: "comma-separated IPs, at most one per IP family", Default: "spec.loadBalancerIP, else addresses from the cloud's pool",
 			Doc: "The addresses to request; the cloud refuses an address in use or outside its pools.",
-			apply: func(v string, s *settings) error {
-				s.ips = nil
+			apply: func(v string, a *parsedAnnotations) error {
+				a.ips = nil
 				seen := map[bool]bool{}
 				for _, f := range strings.Split(v, ",") {
-					a, err := netip.ParseAddr(strings.TrimSpace(f))
-					if err != nil || a.Zone() != "" {
+					ip, err := netip.ParseAddr(strings.TrimSpace(f))
+					if err != nil || ip.Zone() != "" {
 						return fmt.Errorf("%s is not an IP address", quote.Value(strings.TrimSpace(f)))
 					}
-					a = a.Unmap()
-					if seen[a.Is4()] {
+					ip = ip.Unmap()
+					if seen[ip.Is4()] {
 						return errors.New("more than one address of one IP family")
 					}
-					seen[a.Is4()] = true
-					s.ips = append(s.ips, a.String())
+					seen[ip.Is4()] = true
+					a.ips = append(a.ips, ip.String())
 				}
 				return nil
 			},
@@ -152,109 +152,109 @@ func Annotations() []Annotation {
 		{
 			Name: AnnotationName, Values: "a DNS label: lower-case letters, digits and '-', at most 63 characters", Default: "derived from the cluster ID and the Service UID",
 			Doc: "The load balancer's name in the cloud, for humans. Renaming renames in place; ownership is by tags, never by name.",
-			apply: func(v string, s *settings) error {
+			apply: func(v string, a *parsedAnnotations) error {
 				if len(v) > maxNameLength || !nameRE.MatchString(v) {
 					return errors.New("not a DNS label of at most 63 lower-case letters, digits and '-'")
 				}
-				s.name = v
+				a.name = v
 				return nil
 			},
 		},
 		{
 			Name: AnnotationHealthCheckProtocol, Values: "TCP, HTTP, HTTPS", Default: "HTTP",
 			Doc: "The health check's protocol.",
-			apply: func(v string, s *settings) error {
+			apply: func(v string, a *parsedAnnotations) error {
 				p := cloudapi.HealthCheckProtocol(strings.ToUpper(v))
 				if !p.Valid() {
 					return errors.New("not one of TCP, HTTP, HTTPS")
 				}
-				s.hcProtocol = p
+				a.hcProtocol = p
 				return nil
 			},
 		},
 		{
 			Name: AnnotationHealthCheckPort, Values: "1-65535", Default: "spec.healthCheckNodePort with externalTrafficPolicy Local, else 10256 (kube-proxy)",
 			Doc: "The node port the health check probes.",
-			apply: func(v string, s *settings) error {
+			apply: func(v string, a *parsedAnnotations) error {
 				n, err := parseInt(v, 1, 65535)
-				s.hcPort = n
+				a.hcPort = n
 				return err
 			},
 		},
 		{
 			Name: AnnotationHealthCheckPath, Values: "a path starting with /", Default: "/healthz",
 			Doc: "The path of an HTTP or HTTPS health check.",
-			apply: func(v string, s *settings) error {
+			apply: func(v string, a *parsedAnnotations) error {
 				if !strings.HasPrefix(v, "/") || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
 					return errors.New("not a path starting with / without white space or control characters")
 				}
-				s.hcPath = v
+				a.hcPath = v
 				return nil
 			},
 		},
 		{
 			Name: AnnotationHealthCheckInterval, Values: "a duration from 1s to 5m, such as 10s", Default: "10s",
 			Doc: "How often the health check probes.",
-			apply: func(v string, s *settings) error {
+			apply: func(v string, a *parsedAnnotations) error {
 				d, err := parseDuration(v)
-				s.hcInterval = d
+				a.hcInterval = d
 				return err
 			},
 		},
 		{
 			Name: AnnotationHealthCheckTimeout, Values: "a duration from 1s to 5m, at most the interval", Default: "5s",
 			Doc: "How long a probe may take.",
-			apply: func(v string, s *settings) error {
+			apply: func(v string, a *parsedAnnotations) error {
 				d, err := parseDuration(v)
-				s.hcTimeout = d
+				a.hcTimeout = d
 				return err
 			},
 		},
 		{
 			Name: AnnotationHealthCheckHealthyThreshold, Values: "1-10", Default: "2",
 			Doc: "Probes in a row that must succeed before a target gets traffic.",
-			apply: func(v string, s *settings) error {
+			apply: func(v string, a *parsedAnnotations) error {
 				n, err := parseInt(v, 1, 10)
-				s.hcHealthy = n
+				a.hcHealthy = n
 				return err
 			},
 		},
 		{
 			Name: AnnotationHealthCheckUnhealthyThreshold, Values: "1-10", Default: "3",
 			Doc: "Probes in a row that must fail before a target gets no traffic.",
-			apply: func(v string, s *settings) error {
+			apply: func(v string, a *parsedAnnotations) error {
 				n, err := parseInt(v, 1, 10)
-				s.hcUnhealthy = n
+				a.hcUnhealthy = n
 				return err
 			},
 		},
 		{
 			Name: AnnotationHostname, Values: "a DNS name: lower-case RFC 1123 subdomain, not an IP address", Default: "none: the status lists the load balancer's addresses, or the cloud's hostname when it gives no address",
 			Doc:   "Publish this hostname in the Service's status instead of the load balancer's addresses, for example a DNS name that points at them. kube-proxy then sends in-cluster traffic through the load balancer, as PROXY protocol or TLS termination need where ipMode Proxy is not enough.",
-			apply: func(v string, _ *settings) error { return checkHostname(v) }, // status publishes it
+			apply: func(v string, _ *parsedAnnotations) error { return checkHostname(v) }, // status publishes it
 		},
 		{
 			Name: AnnotationNodeSelector, Values: "a label selector as kubectl -l takes it: comma-separated requirements that all hold, each key=value, key!=value, key in (a,b), key notin (a,b), key or !key", Default: "every Node the service controller passes",
 			Doc: "Only the Nodes whose labels match are targets, on top of the node.kubernetes.io/exclude-from-external-load-balancers label. A selector that matches no Node leaves the load balancer without targets (logged); a malformed one leaves the targets as they are. A Node whose labels change is added or removed within seconds.",
-			apply: func(v string, s *settings) error {
+			apply: func(v string, a *parsedAnnotations) error {
 				sel, err := labels.Parse(v)
 				if err != nil {
-					s.nodeSelectorBad = true
+					a.nodeSelectorBad = true
 					return err
 				}
-				s.nodeSelector = sel
+				a.nodeSelector = sel
 				return nil
 			},
 		},
 		{
 			Name: AnnotationProtocol, Values: "TCP, TLS, HTTP, HTTPS", Default: "TCP: the load balancer forwards the bytes",
 			Doc: "What the Service's TCP ports speak at the load balancer, unless a port's appProtocol names one of tcp, tls, http, https. TLS and HTTPS terminate TLS with the tls-certificates. A cloud whose load balancers cannot do it refuses the Service (a Warning event).",
-			apply: func(v string, s *settings) error {
+			apply: func(v string, a *parsedAnnotations) error {
 				switch p := cloudapi.AppProtocol(strings.ToUpper(v)); p {
 				case "TCP":
-					s.appProtocol = cloudapi.AppProtocolNone
+					a.appProtocol = cloudapi.AppProtocolNone
 				case cloudapi.AppProtocolTLS, cloudapi.AppProtocolHTTP, cloudapi.AppProtocolHTTPS:
-					s.appProtocol = p
+					a.appProtocol = p
 				default:
 					return errors.New("not one of TCP, TLS, HTTP, HTTPS")
 				}
@@ -264,8 +264,8 @@ func Annotations() []Annotation {
 		{
 			Name: AnnotationTLSPorts, Values: "comma-separated numbers or names of the Service's TCP ports", Default: "none",
 			Doc: "These ports terminate TLS with the tls-certificates: TCP becomes TLS, HTTP becomes HTTPS. A port's appProtocol tls or https, or the protocol annotation, does it too.",
-			apply: func(v string, s *settings) error {
-				s.tlsPorts = nil
+			apply: func(v string, a *parsedAnnotations) error {
+				a.tlsPorts = nil
 				for _, f := range strings.Split(v, ",") {
 					f = strings.TrimSpace(f)
 					if n, err := strconv.Atoi(f); err == nil {
@@ -276,7 +276,7 @@ func Annotations() []Annotation {
 					} else if msgs := validation.IsValidPortName(f); len(msgs) > 0 {
 						return fmt.Errorf("%s is neither a port number nor a port name", quote.Value(f))
 					}
-					s.tlsPorts = append(s.tlsPorts, f)
+					a.tlsPorts = append(a.tlsPorts, f)
 				}
 				return nil
 			},
@@ -284,17 +284,17 @@ func Annotations() []Annotation {
 		{
 			Name: AnnotationTLSCertificates, Values: "comma-separated references of certificates in the cloud (IDs, names or ARNs, as the cloud knows them), the default one first", Default: "none",
 			Doc: "The certificates the ports that terminate TLS present; a cloud with SNI picks among them by the name the client asks for. Required when a port terminates TLS, and refused when none does.",
-			apply: func(v string, s *settings) error {
-				s.certs = nil
+			apply: func(v string, a *parsedAnnotations) error {
+				a.certs = nil
 				for _, f := range strings.Split(v, ",") {
 					f = strings.TrimSpace(f)
 					switch {
 					case f == "" || strings.ContainsFunc(f, unicode.IsSpace):
 						return fmt.Errorf("%s is not a certificate reference", quote.Value(f))
-					case slices.Contains(s.certs, f):
+					case slices.Contains(a.certs, f):
 						return fmt.Errorf("certificate %s is listed twice", quote.Value(f))
 					}
-					s.certs = append(s.certs, f)
+					a.certs = append(a.certs, f)
 				}
 				return nil
 			},
@@ -302,23 +302,23 @@ func Annotations() []Annotation {
 		{
 			Name: AnnotationLoadBalancerID, Values: "the cloud ID of a load balancer: printable characters without white space, at most 255", Default: "none: ccmkit creates the load balancer",
 			Doc: "Adopt this existing load balancer instead of creating one: ccmkit writes the Service's owner tags to it and keeps its addresses, provided it carries no ownership tags of another cluster or Service; otherwise the sync fails with a Warning event and nothing changes. An ID that does not exist is an error too (nothing is created in its place). Once adopted it is the Service's load balancer: deleted with it unless keep-on-delete. While the annotation is set, the load balancer is never replaced (an internal switch is an error) and a Service that owns another load balancer is an error.",
-			apply: func(v string, s *settings) error {
+			apply: func(v string, a *parsedAnnotations) error {
 				if v == "" || len(v) > maxIDLength || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
 					return errors.New("not a load balancer ID of 1 to 255 printable characters without white space")
 				}
-				s.loadBalancerID = v
+				a.loadBalancerID = v
 				return nil
 			},
 		},
 		{
 			Name: AnnotationKeepOnDelete, Values: "true, false", Default: "loadBalancer.keepOnDelete of the cloud config (false)",
 			Doc: "When the Service is deleted or stops being of type LoadBalancer, keep the load balancer and its addresses in the cloud: ccmkit removes its ownership tags and targets instead of deleting it, so that a Service can adopt it again with load-balancer-id. While it is true, an internal switch (which replaces the load balancer) is an error. A malformed value holds the deletion until it is fixed.",
-			apply: func(v string, s *settings) error {
+			apply: func(v string, a *parsedAnnotations) error {
 				keep, err := parseBool(v)
 				if err != nil {
 					return err
 				}
-				s.keepOnDelete = &keep
+				a.keepOnDelete = &keep
 				return nil
 			},
 		},
@@ -379,21 +379,21 @@ func (e *AnnotationError) Error() string {
 
 func (e *AnnotationError) Unwrap() error { return e.Err }
 
-// parseAnnotations applies every annotation under prefix to a settings value: ccmkit's
-// own and the adapter's declared settings decls. It returns every malformed value at
-// once, and the keys under prefix that are neither (probable typos).
-func parseAnnotations(prefix string, decls Settings, annotations map[string]string) (settings, []string, error) {
-	var s settings
-	var errs []error
+// parseAnnotations parses every annotation under prefix: ccmkit's own and the adapter's
+// declared settings decls. It returns every malformed value at once, and the keys under
+// prefix that are neither (probable typos), sorted.
+func parseAnnotations(prefix string, decls Settings, annotations map[string]string) (parsedAnnotations, []string, []*AnnotationError) {
+	var a parsedAnnotations
+	var errs []*AnnotationError
 	known := map[string]bool{}
-	for _, a := range Annotations() {
-		known[a.Name] = true
-		v, ok := annotations[prefix+a.Name]
+	for _, an := range Annotations() {
+		known[an.Name] = true
+		v, ok := annotations[prefix+an.Name]
 		if !ok {
 			continue
 		}
-		if err := a.apply(strings.TrimSpace(v), &s); err != nil {
-			errs = append(errs, &AnnotationError{Key: prefix + a.Name, Value: v, Allowed: a.Values, Err: err})
+		if err := an.apply(strings.TrimSpace(v), &a); err != nil {
+			errs = append(errs, &AnnotationError{Key: prefix + an.Name, Value: v, Allowed: an.Values, Err: err})
 		}
 	}
 	for _, d := range decls {
@@ -407,10 +407,10 @@ func parseAnnotations(prefix string, decls Settings, annotations map[string]stri
 			errs = append(errs, &AnnotationError{Key: prefix + d.Name, Value: v, Allowed: d.allowed(), Err: err})
 			continue
 		}
-		if s.adapter == nil {
-			s.adapter = map[string]string{}
+		if a.adapterValues == nil {
+			a.adapterValues = map[string]string{}
 		}
-		s.adapter[d.Name] = canon
+		a.adapterValues[d.Name] = canon
 	}
 	var unknown []string
 	for k := range annotations {
@@ -419,7 +419,7 @@ func parseAnnotations(prefix string, decls Settings, annotations map[string]stri
 		}
 	}
 	slices.Sort(unknown)
-	return s, unknown, errors.Join(errs...)
+	return a, unknown, errs
 }
 
 func parseBool(v string) (bool, error) {

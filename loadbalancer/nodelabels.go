@@ -39,11 +39,13 @@ func (l *LoadBalancer) track(svc *corev1.Service) {
 	}
 }
 
-// untrack forgets the Service with UID uid. The caller holds the Service's lock.
+// untrack forgets the Service with UID uid, and the unknown annotations last reported
+// for it. The caller holds the Service's lock.
 func (l *LoadBalancer) untrack(uid string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.selecting, uid)
+	delete(l.unknown, uid)
 }
 
 // SyncNodeLabels brings the targets of the Services that select their Nodes by label in
@@ -66,20 +68,18 @@ func (l *LoadBalancer) SyncNodeLabels(ctx context.Context, nodes []*corev1.Node)
 	return errors.Join(errs...)
 }
 
-// syncNodeLabels is SyncNodeLabels for one Service: the one last seen with this UID, under
-// its lock, unless it is no longer tracked.
+// syncNodeLabels is SyncNodeLabels for one Service: the one last seen with this UID, unless
+// it is no longer tracked. It is not a node sync of the service controller: its Node
+// objects are WatchNodeLabels' own, and counting them as a node set that arrived would
+// make the service controller's next node set arrive again (a new list) for nothing.
 func (l *LoadBalancer) syncNodeLabels(ctx context.Context, uid string, nodes []*corev1.Node) error {
-	defer l.lock(uid)()
 	l.mu.Lock()
 	svc := l.selecting[uid]
 	l.mu.Unlock()
 	if svc == nil {
-		return nil // deleted, or no longer selecting, since SyncNodeLabels began
+		return nil
 	}
-	// Not a node sync of the service controller: its Node objects are WatchNodeLabels'
-	// own, and counting them as a node set that arrived would make the service
-	// controller's next node set arrive again (a new list) for nothing.
-	_, err := l.updateNodes(ctx, svc, nodes, false)
+	err := l.updateNodes(ctx, svc, nodes, false)
 	if errors.Is(err, cloudapi.ErrNotFound) {
 		return nil // the service controller creates it
 	}

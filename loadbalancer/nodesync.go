@@ -10,8 +10,27 @@ import (
 // arrival of the first call that carried it, as a tick of the snapshot's sequence (see
 // snapshot.tick). Every Service of one node sync is given the same node set; a list of the
 // cluster's load balancers that began at or after that tick is a read begun after the
-// change, and may serve as the base of each of their writes (see the package
-// documentation). It is safe for concurrent use.
+// change, and may serve as the base of each of their writes. It is safe for concurrent
+// use.
+//
+// Fresh is defined precisely. The node set arrives with the first UpdateLoadBalancer call
+// that carries it: the first call whose Node objects (compared by object, as the service
+// controller's informer replaces a Node that changes, each once, in any order) or their
+// provider IDs differ from the previous call's; a later call with the same node set does
+// not move its arrival, and a return to an earlier node set is a new arrival. A write of
+// UpdateLoadBalancer is based on a read of the Service's load balancer that began after
+// both the arrival of the call's node set and the last write (or failed call, or fresh
+// read) about that Service ended: the list of the cluster's load balancers, when one began
+// after both (snapshot.listedSince), or else the Service's own list by owner tags, made
+// then. A list that began before the node set arrived, even one that ended after it, is
+// never the base of a write; it only answers that a load balancer needs no write. The
+// list's entry of a Service is not the base either when the entry changed since the list
+// began, when the list found no load balancer of the Service or several, or when the list
+// failed: then each call reads by owner tags, and the list is tried again after its
+// backoff. A node set that holds a Node twice has no arrival, and is read by owner tags.
+// Node sets of different sources that alternate make an arrival at every alternation: more
+// lists, never an older base. SyncNodeLabels, whose Node objects are WatchNodeLabels' own,
+// reads by owner tags and moves no arrival.
 type nodeSetClock struct {
 	mu    sync.Mutex
 	set   nodeSet

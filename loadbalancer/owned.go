@@ -9,26 +9,19 @@ import (
 )
 
 // errNotOwned is matched by the error of a write that guard refused: to a load balancer
-// or target group that does not carry this cluster's ownership as last read.
+// that does not carry this cluster's ownership as last read.
 var errNotOwned = errors.New("not this cluster's to write")
 
-// guard is the one rule every write of a LoadBalancer to the cloud's load balancers and
-// target groups passes (updateLB, deleteLB, updateGroup, deleteGroup), given the
-// resource's tags as last read: a target group must carry cloudapi.TagCluster with the
-// cluster's ID and cloudapi.TagTargetGroup (a group of Nodes ccmkit made); a load balancer
-// must carry cloudapi.TagCluster with the cluster's ID and cloudapi.TagService with the
-// UID of the Service the write is for (uid). The one exception is the update that adopts
-// a load balancer (adopting): one that carries none of ccmkit's ownership tags. Anything
-// else is refused before any call with an error matching errNotOwned, so that nothing,
-// targets included, is written to what the cluster does not own.
-func (l *LoadBalancer) guard(kind, id string, tags map[string]string, uid string, adopting bool) error {
+// guard is the one rule every write of a LoadBalancer to the cloud's load balancers
+// passes (updateLB, deleteLB), given the load balancer's tags as last read: it must carry
+// cloudapi.TagCluster with the cluster's ID and cloudapi.TagService with the UID of the
+// Service the write is for (uid). The one exception is the update that adopts a load
+// balancer (adopting): one that carries none of ccmkit's ownership tags. Anything else is
+// refused before any call with an error matching errNotOwned, so that nothing, targets
+// included, is written to what the cluster does not own. Target groups pass the same
+// kind of rule in internal/targetgroups.
+func (l *LoadBalancer) guard(id string, tags map[string]string, uid string, adopting bool) error {
 	cluster, hasCluster := tags[cloudapi.TagCluster]
-	if kind == kindTargetGroup {
-		if cluster == l.opts.ClusterID && tags[cloudapi.TagTargetGroup] != "" {
-			return nil
-		}
-		return fmt.Errorf("target group %s does not carry tags %s=%s and %s: %w", id, cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagTargetGroup, errNotOwned)
-	}
 	owner, hasService := tags[cloudapi.TagService]
 	_, hasName := tags[cloudapi.TagServiceName]
 	switch {
@@ -40,16 +33,10 @@ func (l *LoadBalancer) guard(kind, id string, tags map[string]string, uid string
 	return fmt.Errorf("load balancer %s does not carry tags %s=%s, %s=%s: %w", id, cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagService, uid, errNotOwned)
 }
 
-// The kinds of resource guard knows.
-const (
-	kindLoadBalancer = "load balancer"
-	kindTargetGroup  = "target group"
-)
-
 // updateLB updates current, the load balancer as last read, for the Service with UID uid,
 // when guard allows it (adopting: the update that adopts it).
 func (l *LoadBalancer) updateLB(ctx context.Context, current *cloudapi.LoadBalancer, uid string, adopting bool, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
-	if err := l.guard(kindLoadBalancer, current.ID, current.Spec.Tags, uid, adopting); err != nil {
+	if err := l.guard(current.ID, current.Spec.Tags, uid, adopting); err != nil {
 		return nil, err
 	}
 	return l.api.UpdateLoadBalancer(ctx, current.ID, update)
@@ -58,28 +45,11 @@ func (l *LoadBalancer) updateLB(ctx context.Context, current *cloudapi.LoadBalan
 // deleteLB deletes lb, the load balancer as last read, of the Service with UID uid, when
 // guard allows it; one that is already gone is fine.
 func (l *LoadBalancer) deleteLB(ctx context.Context, lb *cloudapi.LoadBalancer, uid string) error {
-	if err := l.guard(kindLoadBalancer, lb.ID, lb.Spec.Tags, uid, false); err != nil {
+	if err := l.guard(lb.ID, lb.Spec.Tags, uid, false); err != nil {
 		return fmt.Errorf("deleting load balancer %s: %w", lb.ID, err)
 	}
 	if err := l.api.DeleteLoadBalancer(ctx, lb.ID); err != nil && !errors.Is(err, cloudapi.ErrNotFound) {
 		return fmt.Errorf("deleting load balancer %s: %w", lb.ID, err)
 	}
 	return nil
-}
-
-// updateGroup updates current, the target group as last read, when guard allows it.
-func (l *LoadBalancer) updateGroup(ctx context.Context, current *cloudapi.TargetGroup, update cloudapi.TargetGroupUpdate) (*cloudapi.TargetGroup, error) {
-	if err := l.guard(kindTargetGroup, current.ID, current.Spec.Tags, "", false); err != nil {
-		return nil, err
-	}
-	return l.groups.api.UpdateTargetGroup(ctx, current.ID, update)
-}
-
-// deleteGroup deletes the target group with ID id, whose tags as last read are tags, when
-// guard allows it.
-func (l *LoadBalancer) deleteGroup(ctx context.Context, id string, tags map[string]string) error {
-	if err := l.guard(kindTargetGroup, id, tags, "", false); err != nil {
-		return err
-	}
-	return l.groups.api.DeleteTargetGroup(ctx, id)
 }

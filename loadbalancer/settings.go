@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/quote"
 )
 
@@ -156,6 +157,92 @@ func (ss Settings) Defaults(values map[string]string) (map[string]string, error)
 		out = nil
 	}
 	return out, errors.Join(errs...)
+}
+
+// declared reports whether ss declares the setting name.
+func (ss Settings) declared(name string) bool {
+	return slices.ContainsFunc(ss, func(d Setting) bool { return d.Name == name })
+}
+
+// replaced returns the name of a setting declared Replace whose value differs between
+// current and want, or "" when none does. Only a value the cloud reports, in any spelling
+// the declaration accepts, differing from one the Service asks for counts: a value the
+// cloud does not report, or one the declaration cannot read, is no reason to replace a
+// load balancer and change its address (an in-place update carries the wanted value
+// instead, and the cloud refuses it if it must).
+func (ss Settings) replaced(current, want cloudapi.LoadBalancerSpec) string {
+	for _, d := range ss {
+		if !d.Replace {
+			continue
+		}
+		cur, known := d.canonical(current.Settings)
+		w, wanted := want.Settings[d.Name]
+		if known && wanted && cur != w {
+			return d.Name
+		}
+	}
+	return ""
+}
+
+// canonical returns the canonical form of the value of s in values (a cloud's answer),
+// and whether there is one that s accepts.
+func (s Setting) canonical(values map[string]string) (string, bool) {
+	v, ok := values[s.Name]
+	if !ok {
+		return "", false
+	}
+	c, err := s.parse(v)
+	if err != nil {
+		return "", false
+	}
+	return c, true
+}
+
+// comparable returns current as DiffLoadBalancer compares it with a desired spec: the
+// declared settings in their canonical spelling (a cloud that answers "Large" for "large"
+// holds the wanted value, and costs no write), a value no declaration accepts kept as the
+// cloud spells it (so a wanted value replaces it), and the names ss does not declare as
+// they are (translate carries them over unchanged: no difference).
+func (ss Settings) comparable(current cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerSpec {
+	if len(current.Settings) == 0 {
+		return current
+	}
+	values := maps.Clone(current.Settings)
+	for _, d := range ss {
+		if c, ok := d.canonical(values); ok {
+			values[d.Name] = c
+		}
+	}
+	current.Settings = values
+	return current
+}
+
+// keepReplaced sets want's settings declared Replace to current's: what UpdateLoadBalancer
+// and a load balancer that is never replaced get.
+func (ss Settings) keepReplaced(current cloudapi.LoadBalancerSpec, want *cloudapi.LoadBalancerSpec) {
+	if ss.replaced(current, *want) == "" {
+		return
+	}
+	want.Settings = maps.Clone(want.Settings)
+	if want.Settings == nil {
+		want.Settings = map[string]string{}
+	}
+	for _, d := range ss {
+		if !d.Replace {
+			continue
+		}
+		if v, ok := current.Settings[d.Name]; ok {
+			if c, err := d.parse(v); err == nil {
+				v = c // as comparable has it, so the diff sees no change
+			}
+			want.Settings[d.Name] = v
+		} else {
+			delete(want.Settings, d.Name)
+		}
+	}
+	if len(want.Settings) == 0 {
+		want.Settings = nil
+	}
 }
 
 // names returns the declared names, or "none".

@@ -22,9 +22,20 @@ const DefaultMaxAge = sharedlist.DefaultMaxAge
 
 // snapshot is the cluster's load balancers as the last list by the cluster tag saw them,
 // each Service's entry replaced since by what the cloud answered to a fresh read or a
-// write about that Service. It only lets the methods skip work that would change nothing:
-// what it says is never the base of a write, and "absent" from it is never believed
-// without a fresh read. It is safe for concurrent use.
+// write about that Service (and marked unknown after a failed call about it). It only
+// lets the methods skip work that would change nothing: what it says is never the base of
+// a write, and "absent" from it is never believed without a fresh read. It is safe for
+// concurrent use.
+//
+// EnsureLoadBalancer and UpdateLoadBalancer answer from it alone when it knows exactly one
+// load balancer of the Service, active, reachable and with nothing to change (trusted);
+// the first of them that finds it older than Options.MaxAge lists again, concurrent
+// callers sharing the list (internal/sharedlist, which also holds lists back after a
+// failure by its backoff; calls meanwhile read afresh). GetLoadBalancer and
+// EnsureLoadBalancerDeleted always read afresh: a stale "absent" must neither skip a
+// delete nor a create. So a restart on a converged cluster costs one list of the
+// cluster's load balancers and no write, and a load balancer changed behind ccmkit's back
+// while it still matches its Service here is repaired by the first call after MaxAge.
 //
 // The load balancers it holds are shared with the callers of lookup and never modified.
 // Identical target sets are stored once (targetSets): a thousand load balancers that

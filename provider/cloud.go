@@ -196,6 +196,8 @@ func (c *Cloud) Sweeper() (sweeper.Target, bool) {
 	}
 	if groups := c.sweptTargetGroups(); groups != nil {
 		t.Options.TargetGroups = groups
+		// The load balancers' collection's, for the one rule of deleting a group.
+		t.Options.TargetGroupMaxAge = c.cfg.Cache.MaxAge
 		if t.LoadBalancers == nil { // kept on delete: listed, to tell which groups are in use
 			t.Options.ListedLoadBalancers, _ = c.client.LoadBalancers()
 		}

@@ -336,8 +336,10 @@ type SweeperConfig struct {
 	// the routes when routes are on; with none of them it is an error.
 	Enabled bool `yaml:"enabled"`
 	// GracePeriod is how long a load balancer, route or target group must look orphaned,
-	// sweep after sweep, before it is deleted (YAML "gracePeriod"); default 10m. A restart
-	// of the cloud-controller-manager starts it again.
+	// sweep after sweep, before it is deleted (YAML "gracePeriod"); default 10m; a target
+	// group no load balancer named yet, at least 32 × cache.maxAge (the load balancers' own
+	// rule: it may be one made for a Service whose create keeps failing). A restart of the
+	// cloud-controller-manager starts it again.
 	GracePeriod time.Duration `yaml:"gracePeriod"`
 	// Interval is the time between two sweeps (YAML "interval"); default 5m. Each sweep
 	// lists the cluster's load balancers and routes (and target groups) once, and the

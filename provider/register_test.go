@@ -269,6 +269,7 @@ func TestSweeper(t *testing.T) {
 			if tt.groups {
 				raw, _ := cloudapi.TargetGroups(tt.client)
 				assert.NotEqual(t, fmt.Sprintf("%T", raw), fmt.Sprintf("%T", target.Options.TargetGroups), "groups through the instrumented client")
+				assert.Equal(t, DefaultCacheMaxAge, target.Options.TargetGroupMaxAge, "the load balancers' collection's, for its rule")
 			}
 			assert.Equal(t, "c1", target.Options.ClusterID)
 			assert.Equal(t, time.Hour, target.Options.GracePeriod)

@@ -66,9 +66,14 @@
 // groups (one paged list, tags checked on every item), then the cluster's load balancers
 // (the list the load balancers are swept from). A group that no load balancer of that list
 // names, but for those the sweep deleted, is a candidate; a sweep whose list of groups or
-// of load balancers failed neither starts nor ends a candidate's grace period. After the
-// grace period the cluster's load balancers are listed again, and a group none of them
-// names is deleted. The cloud refuses to delete a group in use (cloudapi.ErrConflict: a
+// of load balancers failed neither starts nor ends a candidate's grace period. A candidate
+// goes by the one rule of package loadbalancer's collection (targetgroups.Deletable): one
+// a load balancer named at an earlier sweep after its grace period; one nothing named yet
+// (perhaps made for a Service whose load balancer create keeps failing, which the
+// collection keeps so as not to make and delete it at every retry) only once the sweeper
+// first found it unused 32 times Options.TargetGroupMaxAge ago (the provider passes
+// cache.maxAge), and not before its grace period. Then the cluster's load balancers are
+// listed again, and a group none of them names is deleted. The cloud refuses to delete a group in use (cloudapi.ErrConflict: a
 // load balancer of another cluster, or one created since the list, names it): the group
 // is kept, and is a candidate again, with a new grace period, from the next sweep. A
 // not-found answer is a group gone already; any other error leaves it for the next sweep.

@@ -29,6 +29,8 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/paging"
+	"github.com/ccmkit/ccmkit/internal/sharedlist"
+	"github.com/ccmkit/ccmkit/internal/targetgroups"
 )
 
 // Defaults of Options.
@@ -112,6 +114,12 @@ type Options struct {
 	// swept: kept on delete, say). It is only listed, never changed. Ignored when New's
 	// lbs is set.
 	ListedLoadBalancers cloudapi.LoadBalancerAPI
+	// TargetGroupMaxAge is the load balancers' loadbalancer.Options.MaxAge (the cloud
+	// config's cache.maxAge): a target group that no load balancer named since the sweeper
+	// first found it unused may be new, and is kept targetgroups' KeepNew (32) times it,
+	// by the rule package loadbalancer's collection applies (see Sweeper). Zero means
+	// loadbalancer.DefaultMaxAge.
+	TargetGroupMaxAge time.Duration
 }
 
 // Sweeper finds and deletes the cluster's orphans: load balancers tagged with
@@ -128,7 +136,12 @@ type Options struct {
 // another UID. Any error on the way leaves the resource alone until the next sweep.
 //
 // With Options.TargetGroups, a target group is deleted only when all of these hold: it
-// carries this cluster's tag and cloudapi.TagTargetGroup (a group ccmkit made); no load
+// carries this cluster's tag and cloudapi.TagTargetGroup (a group ccmkit made); the one
+// rule of package loadbalancer's collection (targetgroups.Deletable) allows it: a load
+// balancer named it at an earlier sweep, or the sweeper first found it unused at least 32
+// times Options.TargetGroupMaxAge ago (a group nothing named yet may be one made for a
+// Service whose load balancer create keeps failing, which the collection keeps that long
+// so that it is not made and deleted at every retry); no load
 // balancer of the cluster named it at any sweep for GracePeriod (counted as above), each
 // sweep judging by its list of the groups and its list of the cluster's load balancers,
 // begun after it, and only when both succeeded (a sweep whose list failed neither starts
@@ -153,6 +166,10 @@ type Sweeper struct {
 	// suspects holds, by resource and owner, when a sweep first saw the resource
 	// orphaned; a resource seen owned again, or no longer listed, is dropped.
 	suspects map[suspect]time.Time
+	// named holds the target groups (by ID) that a listed load balancer named at a sweep,
+	// while the groups' list still has them: a group its load balancers let go (see
+	// targetgroups.Deletable).
+	named map[string]bool
 }
 
 // errListFailed marks the error of a sweep whose list of a kind failed.
@@ -180,6 +197,9 @@ func New(lbs cloudapi.LoadBalancerAPI, routes cloudapi.RouteAPI, kube kubernetes
 	if opts.Interval < 0 {
 		errs = append(errs, fmt.Errorf("sweeper: interval %s must be positive", opts.Interval))
 	}
+	if opts.TargetGroupMaxAge < 0 {
+		errs = append(errs, fmt.Errorf("sweeper: target group max age %s must not be negative", opts.TargetGroupMaxAge))
+	}
 	if opts.TargetGroups != nil && lbs == nil && opts.ListedLoadBalancers == nil {
 		errs = append(errs, errors.New("sweeper: target groups need a load balancer API to list the cluster's load balancers, which tell what groups are in use: pass lbs or Options.ListedLoadBalancers"))
 	}
@@ -194,6 +214,9 @@ func New(lbs cloudapi.LoadBalancerAPI, routes cloudapi.RouteAPI, kube kubernetes
 	}
 	if opts.Interval == 0 {
 		opts.Interval = DefaultInterval
+	}
+	if opts.TargetGroupMaxAge == 0 {
+		opts.TargetGroupMaxAge = sharedlist.DefaultMaxAge // loadbalancer.DefaultMaxAge, which sweeper does not import
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -217,6 +240,7 @@ func New(lbs cloudapi.LoadBalancerAPI, routes cloudapi.RouteAPI, kube kubernetes
 		nodesSynced:    nodes.Informer().HasSynced,
 		opts:           opts,
 		suspects:       map[suspect]time.Time{},
+		named:          map[string]bool{},
 	}, nil
 }
 
@@ -517,12 +541,19 @@ func (s *Sweeper) sweepTargetGroups(ctx context.Context, groups []cloudapi.Targe
 	}
 	named := map[string]string{}
 	for _, lb := range lbs {
-		if lb.Spec.TargetGroup != "" && !sweptLBs[lb.ID] {
+		if lb.Spec.TargetGroup == "" {
+			continue
+		}
+		s.named[lb.Spec.TargetGroup] = true // swept or not, it named the group
+		if !sweptLBs[lb.ID] {
 			named[lb.Spec.TargetGroup] = lb.ID
 		}
 	}
+	listedGroups := map[string]bool{}
+	now := s.opts.Clock.Now()
 	var due []cloudapi.TargetGroup
 	for _, g := range groups {
+		listedGroups[g.ID] = true
 		key := g.Spec.Tags[cloudapi.TagTargetGroup]
 		switch {
 		case g.ID == "":
@@ -539,8 +570,13 @@ func (s *Sweeper) sweepTargetGroups(ctx context.Context, groups []cloudapi.Targe
 		}
 		k := suspect{kind: KindTargetGroup, id: g.ID, owner: key}
 		listed[k] = true
-		if s.due(k) {
+		if s.due(k) && targetgroups.Deletable(s.named[g.ID], s.suspects[k], now, s.opts.TargetGroupMaxAge) {
 			due = append(due, g)
+		}
+	}
+	for id := range s.named {
+		if !listedGroups[id] {
+			delete(s.named, id)
 		}
 	}
 	if len(due) == 0 {
@@ -574,6 +610,7 @@ func (s *Sweeper) sweepTargetGroups(ctx context.Context, groups []cloudapi.Targe
 		}
 		delete(s.suspects, k) // deleted, or kept: a new grace period if it is a candidate again
 		if deleted {
+			delete(s.named, g.ID)
 			res.Deleted = append(res.Deleted, Resource{Kind: KindTargetGroup, ID: g.ID, Name: g.Spec.Name, Owner: key})
 		}
 	}

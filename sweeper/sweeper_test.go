@@ -23,6 +23,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/targetgroups"
 	"github.com/ccmkit/ccmkit/sweeper"
 )
 
@@ -63,6 +64,9 @@ type setup struct {
 	// keepLBs hands the sweeper the load balancers to list only
 	// (Options.ListedLoadBalancers), as a provider that keeps them on delete does.
 	keepLBs bool
+	// groupMaxAge is Options.TargetGroupMaxAge; by default the wait of
+	// targetgroups.Deletable for a group nothing named is the grace period.
+	groupMaxAge time.Duration
 }
 
 // newWorld builds the world; informerObjects are what the informers see, liveObjects
@@ -70,7 +74,7 @@ type setup struct {
 // groups when a tweak gives the fake the capability.
 func newWorld(t *testing.T, informerObjects, liveObjects []runtime.Object, tweaks ...func(*setup)) *world {
 	t.Helper()
-	st := setup{config: fake.Config{Instances: []fake.Instance{{ID: "i-1", Name: "n1"}, {ID: "i-2", Name: "n2"}}}}
+	st := setup{config: fake.Config{Instances: []fake.Instance{{ID: "i-1", Name: "n1"}, {ID: "i-2", Name: "n2"}}}, groupMaxAge: grace / targetgroups.KeepNew}
 	for _, tweak := range tweaks {
 		tweak(&st)
 	}
@@ -94,7 +98,7 @@ func newWorld(t *testing.T, informerObjects, liveObjects []runtime.Object, tweak
 	}
 	rts, _ := faults.Routes()
 	opts := sweeper.Options{
-		ClusterID: cluster, GracePeriod: grace, Interval: time.Minute, Clock: w.clock, Recorder: w.rec,
+		ClusterID: cluster, GracePeriod: grace, Interval: time.Minute, Clock: w.clock, Recorder: w.rec, TargetGroupMaxAge: st.groupMaxAge,
 		OnSwept: func(kind sweeper.Kind, result string) {
 			w.mu.Lock()
 			defer w.mu.Unlock()

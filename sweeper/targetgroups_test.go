@@ -14,6 +14,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/targetgroups"
 	"github.com/ccmkit/ccmkit/sweeper"
 )
 
@@ -416,4 +417,37 @@ func TestNewRefusesTargetGroupsWithoutLoadBalancers(t *testing.T) {
 		sweeper.Options{ClusterID: cluster, TargetGroups: groups, ListedLoadBalancers: lbs})
 	require.NoError(t, err)
 	assert.Zero(t, cloud.Calls().Total(), "New does no I/O")
+}
+
+// A group that no load balancer named yet may be one that package loadbalancer made for a
+// Service whose load balancer create keeps failing: the sweeper keeps it as the
+// loadbalancer's collection does (targetgroups.Deletable, 32 times the load balancers'
+// MaxAge since it first found it unused), past its grace period, so that the Service's
+// next retry does not make it again. A group its load balancer let go goes a grace period
+// after, as before.
+func TestSweepKeepsAGroupNothingNamedAsTheCollectionDoes(t *testing.T) {
+	const maxAge = time.Minute // 32 of them are longer than the grace period
+	w := newWorld(t, []runtime.Object{}, nil, withGroups, func(st *setup) { st.groupMaxAge = maxAge })
+	fresh := w.group("fresh", groupTags("selector-new"))
+	left := w.group("left", groupTags("all-nodes"))
+	lb := w.lbIn("gone", left, owned("uid-gone", "ns/gone"))
+
+	res, _ := w.sweepOnce()
+	assert.Equal(t, 2, res.Suspects, "the fresh group and the load balancer")
+	w.clock.Step(grace)
+	res, _ = w.sweepOnce()
+	assert.Equal(t, []string{lb}, ids(res.Deleted), "the load balancer; the fresh group is kept past its grace period")
+	w.clock.Step(grace)
+	res, _ = w.sweepOnce()
+	assert.Equal(t, []string{left}, ids(res.Deleted), "the group its load balancer let go")
+	assert.Equal(t, []string{fresh}, w.groupIDs())
+
+	w.clock.Step(targetgroups.KeepNew*maxAge - 2*grace - time.Second)
+	res, _ = w.sweepOnce()
+	assert.Empty(t, res.Deleted, "within 32 MaxAge of the first sweep that found it unused")
+	w.clock.Step(time.Second)
+	res, calls := w.sweepOnce()
+	assert.Equal(t, []string{fresh}, ids(res.Deleted))
+	assert.Equal(t, int64(1), calls[cloudapi.OpDeleteTargetGroup])
+	assert.Empty(t, w.groupIDs())
 }

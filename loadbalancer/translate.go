@@ -1,0 +1,447 @@
+package loadbalancer
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	servicehelpers "k8s.io/cloud-provider/service/helpers"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/quote"
+)
+
+// translate is the translation of a Service into the load balancer it asks for: pure, no
+// receiver, no side effect. It returns the spec, the Service's parsed annotations (as far
+// as they are well-formed) and the problems it found, which the caller reports (see
+// problems). What it reads is all in in.
+//
+// The spec: listeners from spec.ports (each to its node port; a TCP port's application
+// protocol from its appProtocol, else the protocol annotation, TLS termination from the
+// tls-ports annotation with the tls-certificates), the targets of the Nodes the
+// node-selector annotation selects, the health check (HTTP on spec.healthCheckNodePort at
+// /healthz with externalTrafficPolicy Local, else kube-proxy's KubeProxyHealthzPort; each
+// part overridden by its annotation), the source ranges (the upstream helper's rules;
+// allow-all is none), session affinity, IP families, the requested addresses (annotation,
+// else spec.loadBalancerIP), the adapter's settings (see adapterValues), and the owner
+// tags beside the tags others put on in.current.
+func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, problems) {
+	svc, prefix := in.svc, in.prefix
+	a, unknown, parseErrs := parseAnnotations(prefix, in.declarations, svc.Annotations)
+	var ps problems
+	for _, k := range unknown {
+		ps = append(ps, problem{severity: severityWarning, key: k, err: errUnknownAnnotation})
+	}
+	for _, err := range parseErrs {
+		ps = append(ps, problem{key: err.Key, err: err})
+	}
+	fail := func(key string, err error) { ps = append(ps, problem{key: key, err: err}) }
+
+	spec := cloudapi.LoadBalancerSpec{
+		Name:          a.name,
+		Internal:      a.internal,
+		ProxyProtocol: a.proxyProtocol,
+		RequestedIPs:  a.ips,
+	}
+	if spec.Name == "" {
+		spec.Name = defaultName(in.clusterID, svc)
+	}
+	spec.Settings = adapterValues(in.declarations, in.adapterDefaults, a.adapterValues, in.current)
+	if raw := svc.Spec.LoadBalancerIP; raw != "" { //nolint:staticcheck // the deprecated field is still honoured
+		addr, perr := netip.ParseAddr(raw)
+		ip := addr.Unmap().String() // canonical, as the annotation's and the cloud's
+		switch {
+		case perr != nil || addr.Zone() != "":
+			fail("spec.loadBalancerIP", fmt.Errorf("spec.loadBalancerIP %s is not an IP address", quote.Value(raw)))
+		case len(a.ips) == 0:
+			spec.RequestedIPs = []string{ip}
+		case !slices.Contains(a.ips, ip):
+			fail("spec.loadBalancerIP", fmt.Errorf("spec.loadBalancerIP %s is not among the addresses of annotation %s%s: set one of them", ip, prefix, AnnotationIPAddresses))
+		}
+	}
+
+	if a.loadBalancerID != "" && in.current != nil {
+		for _, err := range checkNamed(prefix, in.declarations, a, spec, in.current) {
+			fail(prefix+AnnotationLoadBalancerID, err)
+		}
+		if len(spec.RequestedIPs) == 0 {
+			// The Service asks for no address: the load balancer keeps its own.
+			spec.RequestedIPs = slices.Clone(in.current.Spec.RequestedIPs)
+		}
+	}
+
+	var lps problems
+	spec.Listeners, lps = listeners(prefix, a, svc.Spec.Ports)
+	ps = append(ps, lps...)
+
+	spec.Targets = in.targets(a.nodeSelector)
+
+	hc, err := healthCheck(prefix, svc, a)
+	if err != nil {
+		fail(prefix+AnnotationHealthCheckTimeout, err)
+	}
+	spec.HealthCheck = hc
+
+	ranges, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
+	if err != nil {
+		fail("spec.loadBalancerSourceRanges", err)
+	} else if !servicehelpers.IsAllowAll(ranges) {
+		spec.SourceRanges = ranges.StringSlice()
+		slices.Sort(spec.SourceRanges)
+	}
+
+	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		secs := corev1.DefaultClientIPServiceAffinitySeconds // the API server's default, for Services it did not default
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			secs = *c.ClientIP.TimeoutSeconds
+		}
+		spec.SessionAffinity = cloudapi.SessionAffinityClientIP
+		spec.SessionAffinityTimeout = time.Duration(secs) * time.Second
+	}
+
+	for _, f := range svc.Spec.IPFamilies {
+		spec.IPFamilies = append(spec.IPFamilies, cloudapi.IPFamily(f))
+	}
+
+	spec.Tags = map[string]string{}
+	if in.current != nil {
+		maps.Copy(spec.Tags, in.current.Spec.Tags) // keep tags others put on it
+	}
+	maps.Copy(spec.Tags, ownerTags(in.clusterID, svc))
+	spec.Tags[cloudapi.TagServiceName] = svc.Namespace + "/" + svc.Name
+	return spec, a, ps
+}
+
+// listeners returns the listeners of the Service's ports, sorted by protocol and port,
+// and the problems of the ports and of the TLS annotations.
+func listeners(prefix string, a parsedAnnotations, ports []corev1.ServicePort) ([]cloudapi.Listener, problems) {
+	var out []cloudapi.Listener
+	var ps problems
+	fail := func(key string, err error) { ps = append(ps, problem{key: key, err: err}) }
+	tlsPorts := map[string]bool{} // the tls-ports annotation's entries that name a port
+	terminates := false           // whether a listener terminates TLS
+	for _, p := range ports {
+		proto := cloudapi.Protocol(p.Protocol)
+		if p.Protocol == "" {
+			proto = cloudapi.ProtocolTCP
+		}
+		if !proto.Valid() {
+			fail("spec.ports", fmt.Errorf("port %d: protocol %q is not TCP, UDP or SCTP", p.Port, p.Protocol))
+			continue
+		}
+		if p.NodePort == 0 {
+			fail("spec.ports", fmt.Errorf("port %d/%s has no node port: this load balancer sends traffic to node ports; do not set spec.allocateLoadBalancerNodePorts to false", p.Port, proto))
+			continue
+		}
+		name := p.Name
+		if name == "" {
+			name = fmt.Sprintf("%s-%d", strings.ToLower(string(proto)), p.Port)
+		}
+		listener := cloudapi.Listener{Name: name, Protocol: proto, Port: p.Port, TargetPort: p.NodePort}
+		var err error
+		listener.AppProtocol, err = appProtocol(prefix, a, p, proto, tlsPorts)
+		if err != nil {
+			fail("spec.ports", err)
+			continue
+		}
+		if listener.AppProtocol.TerminatesTLS() {
+			terminates = true
+			if len(a.certs) == 0 {
+				fail(prefix+AnnotationTLSCertificates, fmt.Errorf("port %d/%s terminates TLS (%s): annotation %s%s names no certificate", p.Port, proto, listener.AppProtocol, prefix, AnnotationTLSCertificates))
+				continue
+			}
+			listener.Certificates = slices.Clone(a.certs)
+		}
+		out = append(out, listener)
+	}
+	for _, tp := range a.tlsPorts {
+		if !tlsPorts[tp] {
+			fail(prefix+AnnotationTLSPorts, fmt.Errorf("annotation %s%s: the Service has no port %s", prefix, AnnotationTLSPorts, tp))
+		}
+	}
+	if len(a.certs) > 0 && !terminates {
+		fail(prefix+AnnotationTLSCertificates, fmt.Errorf("annotation %s%s is set, but no port terminates TLS: name the ports in %s%s, or set their appProtocol (tls, https) or annotation %s%s",
+			prefix, AnnotationTLSCertificates, prefix, AnnotationTLSPorts, prefix, AnnotationProtocol))
+	}
+	slices.SortFunc(out, func(a, b cloudapi.Listener) int {
+		if a.Protocol != b.Protocol {
+			return strings.Compare(string(a.Protocol), string(b.Protocol))
+		}
+		return int(a.Port) - int(b.Port)
+	})
+
+	return out, ps
+}
+
+// translation is what translate reads.
+type translation struct {
+	svc *corev1.Service
+	// current is the load balancer found in the cloud, or nil; its foreign tags and
+	// undeclared settings are kept.
+	current *cloudapi.LoadBalancer
+	// targets returns the instance IDs of the Nodes sel selects (nil: every Node),
+	// sorted: the LoadBalancer's (memoized) targets of the Nodes it was given.
+	targets func(sel labels.Selector) []string
+	// clusterID and prefix are Options.ClusterID and Options.AnnotationPrefix.
+	clusterID, prefix string
+	// declarations are the adapter's declared settings (Options.Settings), and
+	// adapterDefaults the values every Service starts from (see LoadBalancer).
+	declarations    Settings
+	adapterDefaults map[string]string
+}
+
+// severity says what a problem does to the sync.
+type severity int
+
+const (
+	// severityError fails the sync: it is in the Service's error, which the service
+	// controller shows as a Warning event.
+	severityError severity = iota
+	// severityWarning does not: the LoadBalancer records a Warning event.
+	severityWarning
+)
+
+// problem is one thing wrong with what a Service asks for.
+type problem struct {
+	severity severity
+	// key is the annotation's whole key, or the Service's field (such as "spec.ports"),
+	// that the problem is about.
+	key string
+	// err says what is wrong. A malformed annotation value is an *AnnotationError, which
+	// names the value and what is allowed; an annotation key that nothing reads is
+	// errUnknownAnnotation.
+	err error
+}
+
+// errUnknownAnnotation is the problem of an annotation key under the prefix that neither
+// ccmkit nor the adapter reads: probably a typo.
+var errUnknownAnnotation = errors.New("an annotation nothing reads")
+
+// problems are what translate found, in the order it found them.
+type problems []problem
+
+// err is the Service's error: its problems of severityError joined, nil for none.
+func (ps problems) err(svc *corev1.Service) error {
+	var errs []error
+	for _, p := range ps {
+		if p.severity == severityError {
+			errs = append(errs, p.err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, errors.Join(errs...))
+}
+
+// unknownKeys returns the annotation keys of the problems that are errUnknownAnnotation,
+// sorted.
+func (ps problems) unknownKeys() []string {
+	var keys []string
+	for _, p := range ps {
+		if errors.Is(p.err, errUnknownAnnotation) {
+			keys = append(keys, p.key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// healthCheck returns the health check the Service asks for, and an error when its
+// timeout is longer than its interval.
+func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations) (*cloudapi.HealthCheck, error) {
+	hc := &cloudapi.HealthCheck{
+		Protocol:           cloudapi.HealthCheckHTTP,
+		Port:               KubeProxyHealthzPort,
+		Path:               defaultHealthCheckPath,
+		Interval:           defaultInterval,
+		Timeout:            defaultTimeout,
+		HealthyThreshold:   defaultHealthyThreshold,
+		UnhealthyThreshold: defaultUnhealthyThreshold,
+	}
+	if path, port := servicehelpers.GetServiceHealthCheckPathPort(svc); port != 0 {
+		hc.Path, hc.Port = path, port
+	}
+	if a.hcProtocol != "" {
+		hc.Protocol = a.hcProtocol
+	}
+	if a.hcPort != 0 {
+		hc.Port = a.hcPort
+	}
+	if a.hcPath != "" {
+		hc.Path = a.hcPath
+	}
+	if a.hcInterval != 0 {
+		hc.Interval = a.hcInterval
+	}
+	if a.hcTimeout != 0 {
+		hc.Timeout = a.hcTimeout
+	}
+	if a.hcHealthy != 0 {
+		hc.HealthyThreshold = a.hcHealthy
+	}
+	if a.hcUnhealthy != 0 {
+		hc.UnhealthyThreshold = a.hcUnhealthy
+	}
+	if hc.Protocol == cloudapi.HealthCheckTCP {
+		hc.Path = ""
+	}
+	if a.hcTimeout == 0 && hc.Timeout > hc.Interval {
+		hc.Timeout = hc.Interval // a short interval alone shortens the default timeout
+	}
+	if hc.Timeout > hc.Interval {
+		return hc, fmt.Errorf("annotation %s%s: the health check timeout %s is longer than its interval %s", prefix, AnnotationHealthCheckTimeout, hc.Timeout, hc.Interval)
+	}
+	return hc, nil
+}
+
+// ownerTags are the tags that make a load balancer the Service's: the lookup filter.
+func ownerTags(clusterID string, svc *corev1.Service) map[string]string {
+	return map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagService: string(svc.UID)}
+}
+
+// defaultName is the cloud name of the Service's load balancer without a name annotation:
+// the cluster ID (shortened) and the Service UID, so that it is unique, stable and within
+// 63 characters.
+func defaultName(clusterID string, svc *corev1.Service) string {
+	uid := strings.ReplaceAll(string(svc.UID), "-", "")
+	return namePrefix(clusterID) + "-a" + uid
+}
+
+// namePrefix is the cluster ID made fit for a cloud name: lower case letters, digits and
+// '-', at most 24 characters, "k8s" when nothing is left.
+func namePrefix(clusterID string) string {
+	cluster := strings.ToLower(clusterID)
+	cluster = strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, cluster)
+	if len(cluster) > 24 {
+		cluster = cluster[:24]
+	}
+	if cluster = strings.Trim(cluster, "-"); cluster == "" {
+		cluster = "k8s" // a cluster ID without letters or digits
+	}
+	return cluster
+}
+
+// adapterValues returns the adapter's settings of the spec: the defaults, overridden by
+// the Service's annotations (annotated); nil for none. The settings of current (the load
+// balancer found, or nil) whose names decls does not declare are kept as they are, as
+// foreign tags are: they are not ccmkit's to change (an adapter that stopped declaring
+// one, a setting made outside ccmkit). A setting declared Replace that current lacks and
+// the Service does not annotate stays absent: a load balancer made before the setting was
+// declared, or before it had a default, is not replaced for a value nobody asked for.
+func adapterValues(decls Settings, defaults, annotated map[string]string, current *cloudapi.LoadBalancer) map[string]string {
+	out := maps.Clone(defaults)
+	if out == nil {
+		out = make(map[string]string, len(annotated))
+	}
+	maps.Copy(out, annotated)
+	if current != nil {
+		for name, v := range current.Spec.Settings {
+			if !decls.declared(name) {
+				out[name] = v
+			}
+		}
+		for _, d := range decls {
+			if !d.Replace || annotated[d.Name] != "" {
+				continue
+			}
+			// A default is no reason to replace a load balancer: one made before the
+			// setting was declared or had a default, or before the default changed (in
+			// the cloud config or in the adapter), keeps the value it has.
+			if v, ok := d.canonical(current.Spec.Settings); ok {
+				out[d.Name] = v
+			} else {
+				delete(out, d.Name)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// checkNamed returns what keeps the Service's load balancer current from being the one its
+// load-balancer-id annotation names: another load balancer, or one that only a
+// replacement could make what the Service asks for (internal or public).
+func checkNamed(prefix string, decls Settings, a parsedAnnotations, spec cloudapi.LoadBalancerSpec, current *cloudapi.LoadBalancer) []error {
+	key := prefix + AnnotationLoadBalancerID
+	var errs []error
+	if current.ID != a.loadBalancerID {
+		errs = append(errs, fmt.Errorf("annotation %s names load balancer %s, but the Service's load balancer is %s: ccmkit neither swaps nor deletes load balancers for it; set the annotation to %s, or remove it",
+			key, a.loadBalancerID, current.ID, current.ID))
+	}
+	if current.Spec.Internal != spec.Internal {
+		errs = append(errs, fmt.Errorf("load balancer %s is %s, but annotation %s%s asks for %s: a load balancer named by annotation %s is never replaced; set %s%s to %t",
+			current.ID, reach(current.Spec.Internal), prefix, AnnotationInternal, reach(spec.Internal), key, prefix, AnnotationInternal, current.Spec.Internal))
+	}
+	if name := decls.replaced(current.Spec, spec); name != "" {
+		errs = append(errs, fmt.Errorf("load balancer %s has %s %s, but annotation %s%s asks for %s, which only a new load balancer can have: a load balancer named by annotation %s is never replaced; set %s%s to %s",
+			current.ID, name, quote.Value(current.Spec.Settings[name]), prefix, name, quote.Value(spec.Settings[name]), key, prefix, name, quote.Value(current.Spec.Settings[name])))
+	}
+	return errs
+}
+
+// reach says "internal" or "public", for errors about the internal annotation.
+func reach(internal bool) string {
+	if internal {
+		return "internal"
+	}
+	return "public"
+}
+
+// appProtocol returns what port p (of transport protocol proto) speaks at the load
+// balancer: the Service port's appProtocol when it names tcp, udp, sctp, tls, http or https
+// (any other is a hint for others, which this load balancer ignores), else, for a TCP
+// port, the protocol annotation's; then TLS is terminated when the tls-ports annotation
+// names the port (which it records in named).
+func appProtocol(prefix string, a parsedAnnotations, p corev1.ServicePort, proto cloudapi.Protocol, named map[string]bool) (cloudapi.AppProtocol, error) {
+	app := cloudapi.AppProtocolNone
+	if proto == cloudapi.ProtocolTCP {
+		app = a.appProtocol
+	}
+	if p.AppProtocol != nil {
+		switch v := strings.ToLower(*p.AppProtocol); v {
+		case "tcp", "udp", "sctp":
+			app = cloudapi.AppProtocolNone
+		case "tls", "http", "https":
+			if proto != cloudapi.ProtocolTCP {
+				return "", fmt.Errorf("port %d/%s: appProtocol %s needs TCP", p.Port, proto, v)
+			}
+			app = cloudapi.AppProtocol(strings.ToUpper(v))
+		}
+	}
+	if len(a.tlsPorts) == 0 {
+		return app, nil
+	}
+	byNumber, byName := strconv.Itoa(int(p.Port)), p.Name
+	listed := slices.Contains(a.tlsPorts, byNumber) || (byName != "" && slices.Contains(a.tlsPorts, byName))
+	if !listed {
+		return app, nil
+	}
+	named[byNumber] = true
+	if byName != "" {
+		named[byName] = true
+	}
+	switch {
+	case proto != cloudapi.ProtocolTCP:
+		return "", fmt.Errorf("annotation %s%s: port %d/%s cannot terminate TLS: it is not TCP", prefix, AnnotationTLSPorts, p.Port, proto)
+	case app == cloudapi.AppProtocolHTTP:
+		return cloudapi.AppProtocolHTTPS, nil
+	case app == cloudapi.AppProtocolNone:
+		return cloudapi.AppProtocolTLS, nil
+	}
+	return app, nil // TLS or HTTPS already
+}
