@@ -88,7 +88,11 @@ type brakeState struct {
 	// baseline is set while the brake is engaged: the instances live before the list that
 	// engaged it. A list that has one of them live releases it.
 	baseline map[string]bool
-	engaged  bool
+	// askedSince holds the IDs looked up while the brake is engaged: a list that has one
+	// of them live (a new Node's instance after a node pool was replaced between two
+	// lists) shows the project is the cluster's, and releases the brake too.
+	askedSince map[string]bool
+	engaged    bool
 }
 
 type listedLive struct {
@@ -120,9 +124,9 @@ func (c *Cache) brakeOnList(ctx context.Context, started time.Time, next map[str
 	s.prune(c.opts.Clock.Now().Add(-b.Window))
 	if s.engaged {
 		for id := range live {
-			if s.baseline[id] || len(s.baseline) == 0 {
-				s.engaged, s.baseline = false, nil
-				logger.Info("The instance list has instances live again that it had before the deletion brake engaged; instances may read as gone again", "instance", id)
+			if s.baseline[id] || s.askedSince[id] || len(s.baseline) == 0 {
+				s.engaged, s.baseline, s.askedSince = false, nil, nil
+				logger.Info("The instance list has live an instance the cluster had before the deletion brake engaged, or has looked up since; instances may read as gone again", "instance", id)
 				return
 			}
 		}
@@ -140,9 +144,22 @@ func (c *Cache) brakeOnList(ctx context.Context, started time.Time, next map[str
 			return
 		}
 	}
-	s.engaged, s.baseline = true, before
+	s.engaged, s.baseline, s.askedSince = true, before, map[string]bool{}
 	logger.Info("The instance list has none of the instances live that the list before had; the deletion brake refuses every answer that an instance is gone until a list has them again or the operator acknowledges a Node's deletion",
 		"before", len(before), "live", len(live))
+}
+
+// askedByID records, while the brake is engaged, that the cluster looks up the instance
+// id (see brakeState.askedSince).
+func (c *Cache) askedByID(id string) {
+	if c.opts.Brake.Window <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.brake.engaged {
+		c.brake.askedSince[id] = true
+	}
 }
 
 // prune forgets what is not after since: the window is the time after since.

@@ -150,6 +150,35 @@ func TestBrakeEngagedByAForeignOrEmptyList(t *testing.T) {
 	}
 }
 
+// A node pool replaced between two lists (a surge upgrade of a small cluster in a quiet
+// hour) engages the brake, as a project switch does; the new Nodes' instances, looked up
+// by ID as the cloud node controller does, are live in the next list: released, and a
+// later scale-down reads as gone again.
+func TestBrakeReleasedByTheNewPoolsInstances(t *testing.T) {
+	ctx := context.Background()
+	c, cache, clk, _ := newBraked(t, 3)
+	for i := range 3 {
+		c.remove(fmt.Sprintf("i-%05d", i))
+		c.add(fmt.Sprintf("n-%d", i), fmt.Sprintf("new-%d", i), cloudapi.InstanceRunning)
+	}
+	clk.Step(2 * time.Minute)
+	_, err := cache.ByID(ctx, "i-00000")
+	require.ErrorIs(t, err, ErrBrake, "a list with none of the instances before: engaged")
+	for i := range 3 {
+		_, err := cache.ByID(ctx, fmt.Sprintf("n-%d", i)) // the new Nodes' status updates
+		require.NoError(t, err)
+	}
+	clk.Step(2 * time.Minute)
+	gone, refused := goneAnswers(t, cache, ids(0, 2))
+	assert.Equal(t, 2, gone, "released: the old pool's instances read as gone")
+	assert.Zero(t, refused)
+
+	c.remove("n-2")
+	clk.Step(testBrake.Window + time.Minute)
+	gone, _ = goneAnswers(t, cache, []string{"n-2"})
+	assert.Equal(t, 1, gone, "a later scale-down")
+}
+
 // A first list without any live instance (a start against an empty project) engages the
 // brake; a list with a live instance releases it.
 func TestBrakeEngagedByAnEmptyFirstList(t *testing.T) {

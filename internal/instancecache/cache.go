@@ -147,6 +147,7 @@ func nameKey(name string) string { return strings.ToLower(strings.TrimSpace(name
 // instead, and a not-found answer then fails with ErrUnconfirmed. An answer "gone" past
 // the deletion brake (Options.Brake) is a *BrakeError instead.
 func (c *Cache) ByID(ctx context.Context, id string) (*cloudapi.Instance, error) {
+	c.askedByID(id)
 	inst, err := c.byIDUnbraked(ctx, id)
 	return c.braked(ctx, id, id, inst, err)
 }

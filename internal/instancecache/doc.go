@@ -53,7 +53,8 @@
 //     that the snapshot before had live (an empty project, or another's), when that
 //     snapshot had more than Minimum, engages it; so does a first list with no live
 //     instance. A list that has one of those instances live again (any, after an empty
-//     first list) releases it.
+//     first list), or an instance the cluster looked up by ID since (a new Node's: a node
+//     pool replaced between two lists), releases it.
 //
 // A refused answer is a *BrakeError (errors.Is ErrBrake, never cloudapi.ErrNotFound), so
 // the Node is kept; its Report is set once per instance and window, for one event, not
