@@ -223,6 +223,12 @@ func TestAdoptRefusals(t *testing.T) {
 			owned:   true,
 		},
 		{
+			name:    "a Service name tag alone",
+			lbTweak: func(s *cloudapi.LoadBalancerSpec) { s.Tags = map[string]string{cloudapi.TagServiceName: "tenant-b/secret"} },
+			want:    "belongs to another Service",
+			owned:   true,
+		},
+		{
 			name: "another address asked for",
 			svc:  []func(*corev1.Service){withAnnotation(loadbalancer.AnnotationIPAddresses, "203.0.113.200")},
 			want: "the Service asks for address 203.0.113.200 (annotation ip-addresses or spec.loadBalancerIP), but load balancer {id}, named by annotation loadbalancer.ccmkit.io/load-balancer-id, has [{addrs}]: adopting keeps its addresses; ask for those or none",

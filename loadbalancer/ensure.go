@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/paging"
 	"github.com/ccmkit/ccmkit/internal/quote"
 )
 
@@ -120,6 +121,9 @@ func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, s
 // create creates the load balancer, or adopts the one a lost or conflicting create made.
 func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *corev1.Service, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
 	lb, err := l.api.CreateLoadBalancer(ctx, want)
+	if err == nil && lb == nil {
+		err = paging.NoAnswer(cloudapi.OpCreateLoadBalancer, "") // made or not: look, as after a lost answer
+	}
 	if err == nil {
 		logger.Info("Created load balancer", "loadBalancer", lb.ID, "name", lb.Spec.Name)
 		return lb, nil
@@ -204,11 +208,11 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 // no other cluster or Service, since the Service's events are its users'.
 func (l *LoadBalancer) adoptable(svc *corev1.Service, lb *cloudapi.LoadBalancer, key string) (owned bool, err error) {
 	cluster, hasCluster := lb.Spec.Tags[cloudapi.TagCluster]
-	uid, hasService := lb.Spec.Tags[cloudapi.TagService]
+	uid := lb.Spec.Tags[cloudapi.TagService]
 	switch {
 	case lb.Status == cloudapi.LoadBalancerDeleting:
 		return false, fmt.Errorf("annotation %s names load balancer %s, which the cloud is deleting: name another, or remove the annotation to get a new load balancer", key, lb.ID)
-	case !hasCluster && !hasService:
+	case unowned(lb.Spec.Tags):
 		return false, nil
 	case cluster == l.opts.ClusterID && uid == string(svc.UID):
 		return true, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/paging"
 )
 
 // errNotOwned is matched by the error of a write that guard refused: to a load balancer
@@ -21,16 +22,26 @@ var errNotOwned = errors.New("not this cluster's to write")
 // included, is written to what the cluster does not own. Target groups pass the same
 // kind of rule in internal/targetgroups.
 func (l *LoadBalancer) guard(id string, tags map[string]string, uid string, adopting bool) error {
-	cluster, hasCluster := tags[cloudapi.TagCluster]
-	owner, hasService := tags[cloudapi.TagService]
-	_, hasName := tags[cloudapi.TagServiceName]
 	switch {
-	case uid != "" && cluster == l.opts.ClusterID && owner == uid:
+	case id == "":
+		return fmt.Errorf("a load balancer without an ID: %w", errNotOwned)
+	case uid != "" && tags[cloudapi.TagCluster] == l.opts.ClusterID && tags[cloudapi.TagService] == uid:
 		return nil
-	case adopting && !hasCluster && !hasService && !hasName:
+	case adopting && unowned(tags):
 		return nil
 	}
 	return fmt.Errorf("load balancer %s does not carry tags %s=%s, %s=%s: %w", id, cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagService, uid, errNotOwned)
+}
+
+// unowned reports whether tags carry none of ccmkit's ownership tags: a load balancer a
+// Service may adopt, the one kind ccmkit writes to without being its owner.
+func unowned(tags map[string]string) bool {
+	for _, k := range []string{cloudapi.TagCluster, cloudapi.TagService, cloudapi.TagServiceName} {
+		if _, ok := tags[k]; ok {
+			return false
+		}
+	}
+	return true
 }
 
 // updateLB updates current, the load balancer as last read, for the Service with UID uid,
@@ -39,7 +50,11 @@ func (l *LoadBalancer) updateLB(ctx context.Context, current *cloudapi.LoadBalan
 	if err := l.guard(current.ID, current.Spec.Tags, uid, adopting); err != nil {
 		return nil, err
 	}
-	return l.api.UpdateLoadBalancer(ctx, current.ID, update)
+	lb, err := l.api.UpdateLoadBalancer(ctx, current.ID, update)
+	if err == nil && lb == nil {
+		return nil, paging.NoAnswer(cloudapi.OpUpdateLoadBalancer, current.ID)
+	}
+	return lb, err
 }
 
 // deleteLB deletes lb, the load balancer as last read, of the Service with UID uid, when

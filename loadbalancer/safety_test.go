@@ -233,3 +233,43 @@ func (e *env) byName(t *testing.T, name string) cloudapi.LoadBalancer {
 	require.Failf(t, "no such load balancer", "%s", name)
 	return cloudapi.LoadBalancer{}
 }
+
+// nilAnswers wraps a client so that load balancer creates and updates are made, and then
+// answered with neither a load balancer nor an error (an adapter's bug).
+type nilAnswers struct{ cloudapi.Client }
+
+func (c nilAnswers) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) {
+	api, ok := c.Client.LoadBalancers()
+	return nilAnswersAPI{api}, ok
+}
+
+type nilAnswersAPI struct{ cloudapi.LoadBalancerAPI }
+
+func (a nilAnswersAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	_, err := a.LoadBalancerAPI.CreateLoadBalancer(ctx, spec)
+	return nil, err
+}
+
+func (a nilAnswersAPI) UpdateLoadBalancer(ctx context.Context, id string, u cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+	_, err := a.LoadBalancerAPI.UpdateLoadBalancer(ctx, id, u)
+	return nil, err
+}
+
+// A LoadBalancer used on its own (without the provider's client decorator) over a client
+// that answers a create or an update with nothing neither panics nor makes a second load
+// balancer: the answer is unknown, as a lost one, and the load balancer is looked up.
+func TestWritesAnsweredWithNothing(t *testing.T) {
+	e := newEnv(t, fake.Config{}, func(c cloudapi.Client) cloudapi.Client { return nilAnswers{c} })
+	svc := newService("web")
+	st, err := e.lb.EnsureLoadBalancer(t.Context(), "c", svc, e.nodes)
+	require.NoError(t, err, "the create's answer is unknown: the load balancer it made is looked up and adopted")
+	lb := e.only(t)
+	assert.Equal(t, lb.Addresses[0], st.Ingress[0].IP)
+
+	e.expire()
+	_, err = e.lb.EnsureLoadBalancer(t.Context(), "c", svc, e.nodes[:2])
+	require.ErrorIs(t, err, cloudapi.ErrTransient, "the update's answer is unknown")
+	_, err = e.lb.EnsureLoadBalancer(t.Context(), "c", svc, e.nodes[:2])
+	require.NoError(t, err)
+	assert.Len(t, e.only(t).Spec.Targets, 2)
+}

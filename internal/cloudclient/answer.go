@@ -2,15 +2,11 @@ package cloudclient
 
 import (
 	"context"
-	"errors"
 	"reflect"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/paging"
 )
-
-// errNoAnswer is the cause of the error for a call that the inner client answered with
-// neither a result nor an error.
-var errNoAnswer = errors.New("the cloud client answered neither a result nor an error")
 
 // answered wraps fn so that a nil result without an error (an adapter's bug) becomes an
 // ErrTransient error of op, never a nil that the layers above would dereference.
@@ -20,7 +16,7 @@ func answered[T any](op cloudapi.Operation, fn func(context.Context) (T, error))
 	return func(ctx context.Context) (T, error) {
 		res, err := fn(ctx)
 		if err == nil && nilPointer(res) {
-			return res, &cloudapi.Error{Class: cloudapi.ErrTransient, Op: op, Err: errNoAnswer}
+			return res, paging.NoAnswer(op, "")
 		}
 		return res, err
 	}

@@ -27,6 +27,17 @@ func NoPage(op cloudapi.Operation) error {
 	return cloudapi.NewError(cloudapi.ErrTransient, op, "", errors.New("the cloud answered neither a page nor an error"))
 }
 
+// NoAnswer is the error of a call about id (empty for a create) whose cloud client
+// answered neither a result nor an error (an adapter's bug): an unknown answer
+// (cloudapi.ErrTransient, as a lost one: a create may have been made), never a nil that a
+// caller would dereference.
+func NoAnswer(op cloudapi.Operation, id string) error {
+	return cloudapi.NewError(cloudapi.ErrTransient, op, id, errNoAnswer)
+}
+
+// errNoAnswer is NoAnswer's cause.
+var errNoAnswer = errors.New("the cloud client answered neither a result nor an error")
+
 // Page fetches the page that token starts (the empty token is the first page) and returns
 // its items and the token of the next page, empty on the last page.
 type Page[T any] func(ctx context.Context, token string) (items []T, next string, err error)

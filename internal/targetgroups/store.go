@@ -562,15 +562,15 @@ func (s *Store) Collect(ctx context.Context) {
 	}
 	s.mu.Lock()
 	for _, tg := range all {
-		if _, ok := tg.Spec.Tags[cloudapi.TagTargetGroup]; ok {
+		if tg.Spec.Tags[cloudapi.TagTargetGroup] != "" { // as owned requires
 			s.known[tg.ID] = tg.Spec.Tags
 		}
 	}
 	s.mu.Unlock()
 	failed = false
 	for _, tg := range all {
-		k, ok := tg.Spec.Tags[cloudapi.TagTargetGroup]
-		if !ok || s.cfg.Names(tg.ID, "") {
+		k := tg.Spec.Tags[cloudapi.TagTargetGroup]
+		if k == "" || s.cfg.Names(tg.ID, "") {
 			continue // not one of ccmkit's groups of Nodes, or in use
 		}
 		s.mu.Lock()
