@@ -223,10 +223,12 @@ func TestAdoptRefusals(t *testing.T) {
 			owned:   true,
 		},
 		{
-			name:    "a Service name tag alone",
-			lbTweak: func(s *cloudapi.LoadBalancerSpec) { s.Tags = map[string]string{cloudapi.TagServiceName: "tenant-b/secret"} },
-			want:    "belongs to another Service",
-			owned:   true,
+			name: "a Service name tag alone",
+			lbTweak: func(s *cloudapi.LoadBalancerSpec) {
+				s.Tags = map[string]string{cloudapi.TagServiceName: "tenant-b/secret"}
+			},
+			want:  "belongs to another Service",
+			owned: true,
 		},
 		{
 			name: "another address asked for",
