@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	"k8s.io/cloud-provider/app/config"
@@ -26,6 +25,7 @@ import (
 	"github.com/ccmkit/ccmkit/lbclass"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/provider/providertest"
 	"github.com/ccmkit/ccmkit/sweeper"
 )
 
@@ -53,31 +53,15 @@ func TestWith(t *testing.T) {
 	assert.Len(t, controllers.With(nil), len(ours))
 }
 
-// clientBuilder hands out one clientset under every name, and records the names.
-type clientBuilder struct {
-	kube  kubernetes.Interface
-	asked *[]string
-}
-
-func (b clientBuilder) Config(string) (*rest.Config, error) { return &rest.Config{}, nil }
-func (b clientBuilder) ConfigOrDie(string) *rest.Config     { return &rest.Config{} }
-func (b clientBuilder) Client(name string) (kubernetes.Interface, error) {
-	*b.asked = append(*b.asked, name)
-	return b.kube, nil
-}
-func (b clientBuilder) ClientOrDie(name string) kubernetes.Interface {
-	c, _ := b.Client(name)
-	return c
-}
-
 // start runs the InitFunc of the controller name as the cloud-controller-manager does.
 func start(t *testing.T, ctx context.Context, name string, cloud cloudprovider.Interface, kube kubernetes.Interface) (started bool, asked []string) {
 	t.Helper()
-	cfg := &config.Config{ClientBuilder: clientBuilder{kube, &asked}}
+	builder := &providertest.ClientBuilder{Kube: kube}
+	cfg := &config.Config{ClientBuilder: builder}
 	ctor := controllers.With(nil)[name]
 	_, started, err := ctor.Constructor(ctor.InitContext, cfg.Complete(), cloud)(ctx, genericcontrollermanager.ControllerContext{})
 	require.NoError(t, err)
-	return started, asked
+	return started, builder.Asked()
 }
 
 func newProvider(t *testing.T, groups bool, lbsOn bool) (*provider.Cloud, *fake.Cloud) {

@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	"k8s.io/cloud-provider/app/config"
@@ -24,20 +23,11 @@ import (
 	"github.com/ccmkit/ccmkit/provider/providertest"
 )
 
-// clientBuilder hands out the test's clientset, as the cloud-controller-manager hands out
-// one per identity.
-type clientBuilder struct{ kube kubernetes.Interface }
-
-func (b clientBuilder) Config(string) (*rest.Config, error)         { return &rest.Config{}, nil }
-func (b clientBuilder) ConfigOrDie(string) *rest.Config             { return &rest.Config{} }
-func (b clientBuilder) Client(string) (kubernetes.Interface, error) { return b.kube, nil }
-func (b clientBuilder) ClientOrDie(string) kubernetes.Interface     { return b.kube }
-
 // initFunc is the class controller's InitFunc as controllers.With gives it to the
 // cloud-controller-manager, with --controllers set to enabled, one Service worker and the
 // test's cluster name.
 func initFunc(kube kubernetes.Interface, factory informers.SharedInformerFactory, cloud cloudprovider.Interface, enabled ...string) app.InitFunc {
-	cfg := &config.Config{ClientBuilder: clientBuilder{kube}, SharedInformers: factory}
+	cfg := &config.Config{ClientBuilder: &providertest.ClientBuilder{Kube: kube}, SharedInformers: factory}
 	cfg.ComponentConfig.Generic.Controllers = enabled
 	cfg.ComponentConfig.ServiceController.ConcurrentServiceSyncs = 1
 	cfg.ComponentConfig.KubeCloudShared.ClusterName = providertest.DefaultClusterID

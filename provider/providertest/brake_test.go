@@ -17,9 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
@@ -27,14 +25,6 @@ import (
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/provider/providertest"
 )
-
-// clientBuilder hands the provider's Initialize one clientset under every name.
-type clientBuilder struct{ kube kubernetes.Interface }
-
-func (b clientBuilder) Config(string) (*rest.Config, error)         { return &rest.Config{}, nil }
-func (b clientBuilder) ConfigOrDie(string) *rest.Config             { return &rest.Config{} }
-func (b clientBuilder) Client(string) (kubernetes.Interface, error) { return b.kube, nil }
-func (b clientBuilder) ClientOrDie(string) kubernetes.Interface     { return b.kube }
 
 // brakeCluster is a cluster of ten Nodes, node-0 to node-9 on instances i-0 to i-9, under
 // the upstream node lifecycle controller, with the provider's events recorded in kube.
@@ -63,7 +53,7 @@ func newBrakeCluster(t *testing.T) *brakeCluster {
 	b := &brakeCluster{c: providertest.New(t, providertest.WithFake(fake.Config{Instances: insts})), kube: kubefake.NewClientset(objs...)}
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
-	b.c.Provider.Initialize(clientBuilder{b.kube}, stop)
+	b.c.Provider.Initialize(&providertest.ClientBuilder{Kube: b.kube}, stop)
 	b.pass(t) // the first list: every instance live
 	return b
 }
