@@ -39,8 +39,8 @@ const (
 	sweeperComponentDir = "components/sweeper"
 )
 
-// cloudProviderClient is the client name ccmkit's Initialize asks the client builder for:
-// "<provider>-cloud-provider".
+// cloudProviderClient is the client name ccmkit's Initialize and its ccmkit-node-labels
+// controller ask the client builder for: "<provider>-cloud-provider".
 const cloudProviderClient = provider.DefaultProviderName + "-cloud-provider"
 
 // kustomization is the part of kustomization.yaml the base uses; decoding is strict, so a

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,42 +16,20 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
-)
 
-// toBeDeletedTaint is the taint the cluster autoscaler puts on a Node it is about to
-// delete; such a Node gets no new traffic (upstream's ToBeDeletedTaint).
-const toBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+	"github.com/ccmkit/ccmkit/internal/servicenodes"
+)
 
 // nodePredicate says whether a Node is in a load balancer's node set.
 type nodePredicate func(*corev1.Node) bool
 
-// stableNodeSetPredicates are upstream's: a Node is a target unless it is being deleted,
-// excluded by the node.kubernetes.io/exclude-from-external-load-balancers label, or
-// tainted for deletion by the cluster autoscaler. Readiness does not count: a NotReady
-// Node stays a target, and the load balancer's health check decides.
-var stableNodeSetPredicates = []nodePredicate{nodeNotDeletedPredicate, nodeIncludedPredicate, nodeUnTaintedPredicate}
+// stableNodeSetPredicates are upstream's (internal/servicenodes): a Node is a target
+// unless it is being deleted, excluded by label, or tainted for deletion by the cluster
+// autoscaler.
+var stableNodeSetPredicates = []nodePredicate{servicenodes.Stable}
 
-// nodeIncludedPredicate: not labelled for exclusion. A label whose value is not a boolean
-// excludes the Node, as upstream.
-func nodeIncludedPredicate(node *corev1.Node) bool {
-	v, ok := node.Labels[corev1.LabelNodeExcludeBalancers]
-	if !ok {
-		return true
-	}
-	exclude, err := strconv.ParseBool(v)
-	return err == nil && !exclude
-}
-
-func nodeUnTaintedPredicate(node *corev1.Node) bool {
-	for _, taint := range node.Spec.Taints {
-		if taint.Key == toBeDeletedTaint {
-			return false
-		}
-	}
-	return true
-}
-
-func nodeNotDeletedPredicate(node *corev1.Node) bool { return node.DeletionTimestamp.IsZero() }
+// nodeIncludedPredicate: not labelled for exclusion (internal/servicenodes).
+var nodeIncludedPredicate nodePredicate = servicenodes.Included
 
 func listWithPredicates(lister corelisters.NodeLister, predicates ...nodePredicate) ([]*corev1.Node, error) {
 	nodes, err := lister.List(labels.Everything())

@@ -278,21 +278,25 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 // Service has none, it returns an error matching cloudapi.ErrNotFound, and the service
 // controller's next sync of the Service creates it.
 func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) error {
-	return l.updateNodes(ctx, svc, nodes, true)
+	serr, err := l.updateNodes(ctx, svc, nodes, true)
+	if err != nil {
+		return err
+	}
+	return serr
 }
 
 // updateNodes is UpdateLoadBalancer (nodeSync: the service controller's, which hands
 // every Service the same Node objects, so that its writes may be based on the node sync's
 // shared list) and a sync of node labels (not nodeSync: for the Service as last tracked,
 // nothing when it is tracked no more; read by owner tags). A malformed annotation does
-// not keep the node set from the targets: it is returned after the write.
-func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, nodeSync bool) error {
+// not keep the node set from the targets: it is returned after the write, as serr (what
+// is wrong with the Service), apart from err (what kept the write from happening).
+func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, nodeSync bool) (serr, err error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	uid := string(svc.UID)
 	var since uint64 // the arrival of the node set, for the reads the writes are based on
 	tracked := false
-	var serr error // what is wrong with the Service
-	err := l.reconcile(ctx, svc, step{
+	err = l.reconcile(ctx, svc, step{
 		enter: func() bool {
 			if !nodeSync {
 				l.mu.Lock()
@@ -336,10 +340,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			return pointers(found), nil
 		},
 	})
-	if err != nil {
-		return err
-	}
-	return serr
+	return serr, err
 }
 
 // EnsureLoadBalancerDeleted deletes every load balancer that carries the Service's owner

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/internal/servicenodes"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -79,41 +80,16 @@ func (l *LoadBalancer) syncNodeLabels(ctx context.Context, uid string, nodes []*
 	if svc == nil {
 		return nil
 	}
-	err := l.updateNodes(ctx, svc, nodes, false)
+	_, err := l.updateNodes(ctx, svc, nodes, false) // what is wrong with the Service is the service controller's to report
 	if errors.Is(err, cloudapi.ErrNotFound) {
 		return nil // the service controller creates it
 	}
 	return err
 }
 
-// toBeDeletedTaint is the cluster autoscaler's taint on a Node it is about to delete,
-// k8s.io/cloud-provider/controllers/service.ToBeDeletedTaint: the service controller
-// passes no such Node.
-const toBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
-
 // serviceControllerNodes returns the nodes that the service controller passes to
-// EnsureLoadBalancer and UpdateLoadBalancer (its stableNodeSetPredicates): not being
-// deleted, not excluded by the node.kubernetes.io/exclude-from-external-load-balancers
-// label (any value but a false boolean excludes), not tainted by the cluster autoscaler
-// for deletion.
-func serviceControllerNodes(all []*corev1.Node) []*corev1.Node {
-	var out []*corev1.Node
-	for _, n := range all {
-		if !n.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok {
-			if exclude, err := strconv.ParseBool(v); err != nil || exclude {
-				continue
-			}
-		}
-		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == toBeDeletedTaint }) {
-			continue
-		}
-		out = append(out, n)
-	}
-	return out
-}
+// EnsureLoadBalancer and UpdateLoadBalancer (internal/servicenodes).
+func serviceControllerNodes(all []*corev1.Node) []*corev1.Node { return servicenodes.Filter(all) }
 
 // nodeLabelsKey is the one key of WatchNodeLabels' queue: every change asks for the same
 // sync of every Service, so a burst of changes is one sync.

@@ -7,12 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	servicecontroller "k8s.io/cloud-provider/controllers/service"
+
+	"github.com/ccmkit/ccmkit/internal/servicenodes"
 )
 
 // TestServiceControllerNodes checks the node set WatchNodeLabels syncs against what the
 // service controller passes: its stableNodeSetPredicates.
 func TestServiceControllerNodes(t *testing.T) {
-	assert.Equal(t, servicecontroller.ToBeDeletedTaint, toBeDeletedTaint)
+	assert.Equal(t, servicecontroller.ToBeDeletedTaint, servicenodes.ToBeDeletedTaint)
 	node := func(name string, tweak func(*corev1.Node)) *corev1.Node {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
 		tweak(n)
@@ -26,7 +28,7 @@ func TestServiceControllerNodes(t *testing.T) {
 		node("excluded-garbled", func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "maybe" }),
 		node("deleting", func(n *corev1.Node) { n.DeletionTimestamp = &now }),
 		node("autoscaled-away", func(n *corev1.Node) {
-			n.Spec.Taints = []corev1.Taint{{Key: toBeDeletedTaint, Effect: corev1.TaintEffectNoSchedule}}
+			n.Spec.Taints = []corev1.Taint{{Key: servicenodes.ToBeDeletedTaint, Effect: corev1.TaintEffectNoSchedule}}
 		}),
 		node("not-ready", func(n *corev1.Node) {
 			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}

@@ -208,3 +208,17 @@ func TestWatchNodeLabels(t *testing.T) {
 	relabel("node-4", map[string]string{"pool": "db"}) // no longer excluded
 	waitTargets("i-0", "i-1", "i-4")
 }
+
+// A Service with a node selector and a malformed annotation: a sync of node labels writes
+// the new targets and leaves the annotation to the service controller's sync (its event),
+// never returning it, which would make WatchNodeLabels retry every Service for ever.
+func TestSyncNodeLabelsLeavesAMalformedAnnotationToTheServiceController(t *testing.T) {
+	e := newEnv(t, fake.Config{})
+	nodes := e.labelled("web", "web", "db")
+	e.ensure(t, newService("web", withNodeSelector("pool=web")), nodes)
+	typo := newService("web", withNodeSelector("pool=web"), withAnnotation(loadbalancer.AnnotationHealthCheckInterval, "ten seconds"))
+	require.Error(t, e.lb.UpdateLoadBalancer(t.Context(), "c", typo, nodes), "the service controller's sync reports it")
+	relabelled := e.labelled("db", "web", "web")
+	require.NoError(t, e.lb.SyncNodeLabels(t.Context(), relabelled))
+	assert.Equal(t, []string{"i-1", "i-2"}, e.only(t).Spec.Targets)
+}
