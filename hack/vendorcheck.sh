@@ -10,7 +10,9 @@
 # Each consumer is a module of its own in a scratch directory with a replace directive to
 # this checkout; `go mod tidy`, `go mod vendor` and `go build -mod=vendor` must succeed.
 # The figures (modules in the consumer's build list, modules whose packages it compiles,
-# packages it compiles, size of vendor/) are compared with the table between the
+# packages it compiles, size of vendor/), and what a unit test on providertest and an
+# adapter's contract test compile (no vendoring: the test's build in this module), are
+# compared with the table between the
 # "vendorcheck" markers in docs/versioning.md: a difference fails the check, and -w writes the
 # table instead.
 set -euo pipefail
@@ -124,6 +126,20 @@ for name in fake-only ccm; do
 	esac
 	table+=$'\n'"| $what | $modules | $compiled | $packages | $size |"
 	echo "vendorcheck: $name: vendored and built ($modules modules in the build list, $compiled compiled, $packages packages, vendor/ $size)"
+done
+
+# What a unit test compiles (not vendored: the packages of its build in this module): one on
+# providertest, and an adapter's contract test, whose package registers with provider.
+for pkg in ./provider/providertest ./examples/restcloud/adapter; do
+	deps=$(go list -deps -test -f '{{if not .Standard}}{{.ImportPath}} {{with .Module}}{{.Path}}{{end}}{{end}}' "$pkg")
+	compiled=$(echo "$deps" | awk 'NF == 2 { print $2 }' | sort -u | wc -l)
+	packages=$(echo "$deps" | awk 'NF == 2' | wc -l)
+	case $pkg in
+	./provider/providertest) what='a test on `providertest`' ;;
+	*) what='an adapter'"'"'s contract test (`examples/restcloud/adapter`)' ;;
+	esac
+	table+=$'\n'"| $what | — | $compiled | $packages | — |"
+	echo "vendorcheck: $pkg's test compiles $packages packages of $compiled modules"
 done
 
 begin='<!-- vendorcheck begin: hack/vendorcheck.sh -w writes this table -->'
