@@ -108,6 +108,14 @@ func TestNodeLabelsController(t *testing.T) {
 	targets := func() []string { return cloud.Inventory().LoadBalancers[0].Spec.Targets }
 	require.Equal(t, []string{"i-1"}, targets())
 
+	require.Eventually(t, func() bool { // the watch is up: the label change is an event it gets
+		for _, a := range kube.Actions() {
+			if a.GetVerb() == "watch" && a.GetResource().Resource == "nodes" {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond)
 	relabelled := nodes[1].DeepCopy()
 	relabelled.Labels["pool"] = "web"
 	_, err = kube.CoreV1().Nodes().Update(t.Context(), relabelled, metav1.UpdateOptions{})
