@@ -109,6 +109,7 @@ for target in "${targets[@]}"; do
 			set -ex
 			cd "$dir"
 			export GOTOOLCHAIN=$toolchain
+			export CCMKIT_COMPAT=$target # tests of the checked-in go.mod skip
 			go get "${gets[@]}"
 			go mod tidy
 			if [[ $minor == "$e2eminor" ]]; then
