@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/component-base/metrics"
 
@@ -43,8 +44,9 @@ func (r *recordingRegistry) MustRegister(ms ...metrics.Registerable) {
 }
 
 // descPattern reads prometheus.Desc's String form, the one public view of a descriptor's
-// help and variable labels.
-var descPattern = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*"), help: ("(?:[^"\\]|\\.)*"), constLabels: \{[^}]*\}, variableLabels: \{([^}]*)\}\}$`)
+// help and variable labels; fields between help and variableLabels (client_golang added
+// unit in the versions Kubernetes 1.37 uses) are skipped.
+var descPattern = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*"), help: ("(?:[^"\\]|\\.)*"), (?:[a-zA-Z]+: (?:"(?:[^"\\]|\\.)*"|\{[^}]*\}), )*variableLabels: \{([^}]*)\}\}$`)
 
 // metricsReference returns the table of every metric a provider with every part on
 // registers, read from the registered descriptors, the provider name as <p>.
@@ -100,4 +102,18 @@ func metricsReference(t *testing.T) string {
 // a provider registers (`make docs` rewrites it).
 func TestDocsMetricsReference(t *testing.T) {
 	docgen.Check(t, "../docs/reference/metrics.md", "provider metrics", metricsReference(t))
+}
+
+// TestDescPattern: the descriptor's String form of the client_golang versions of every
+// supported Kubernetes minor (unit appeared with the one 1.37 uses) is read.
+func TestDescPattern(t *testing.T) {
+	for _, s := range []string{
+		`Desc{fqName: "cloudprovider_p_api_retries_total", help: "[ALPHA] Retries, \"quoted\".", constLabels: {}, variableLabels: {operation}}`,
+		`Desc{fqName: "cloudprovider_p_api_retries_total", help: "[ALPHA] Retries.", unit: "", constLabels: {}, variableLabels: {operation}}`,
+	} {
+		m := descPattern.FindStringSubmatch(s)
+		require.NotNil(t, m, s)
+		assert.Equal(t, `"cloudprovider_p_api_retries_total"`, m[1])
+		assert.Equal(t, "operation", m[3])
+	}
 }
