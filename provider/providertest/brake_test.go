@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
@@ -132,23 +133,10 @@ func (b *brakeCluster) refusedEvents(t *testing.T) map[string]int {
 // refusedCount returns the provider's count of answers "gone" the brake held back.
 func (b *brakeCluster) refusedCount(t *testing.T) float64 {
 	t.Helper()
-	families, err := b.c.Metrics.Gather()
+	byResult, err := testutil.GetCounterValuesFromGatherer(b.c.Metrics, "cloudprovider_ccmkit_"+provider.InstanceChecksMetric,
+		map[string]string{"reason": "brake"}, "result")
 	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != "cloudprovider_ccmkit_"+provider.InstanceChecksMetric {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["reason"] == "brake" && labels["result"] == "refused" {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return byResult["refused"]
 }
 
 func nodeNames(from, to int) []string {
