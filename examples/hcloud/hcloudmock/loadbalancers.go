@@ -194,13 +194,9 @@ func (s *Server) lbAction(command string, change lbChange) handler {
 
 // lbActions are the load balancer actions the mock serves, by command.
 var lbActions = map[string]lbChange{
-	"add_service": func(s *Server, lb *schema.LoadBalancer, body []byte) *apiError {
-		var svc schema.LoadBalancerService
-		if err := decode(body, &svc); err != nil {
-			return err
-		}
+	"add_service": withBody(func(s *Server, lb *schema.LoadBalancer, svc schema.LoadBalancerService) *apiError {
 		return s.addService(lb, svc)
-	},
+	}),
 	"update_service": func(s *Server, lb *schema.LoadBalancer, body []byte) *apiError {
 		var req schema.LoadBalancerActionUpdateServiceRequest
 		if err := decode(body, &req); err != nil {
@@ -220,65 +216,37 @@ var lbActions = map[string]lbChange{
 		lb.Services = slices.Delete(lb.Services, i, i+1)
 		return s.addService(lb, svc)
 	},
-	"delete_service": func(s *Server, lb *schema.LoadBalancer, body []byte) *apiError {
-		var req schema.LoadBalancerDeleteServiceRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
+	"delete_service": withBody(func(s *Server, lb *schema.LoadBalancer, req schema.LoadBalancerDeleteServiceRequest) *apiError {
 		i, err := serviceIndex(lb, req.ListenPort)
 		if err == nil {
 			lb.Services = slices.Delete(lb.Services, i, i+1)
 		}
 		return err
-	},
-	"add_target": func(s *Server, lb *schema.LoadBalancer, body []byte) *apiError {
-		var t schema.LoadBalancerTarget
-		if err := decode(body, &t); err != nil {
-			return err
-		}
+	}),
+	"add_target": withBody(func(s *Server, lb *schema.LoadBalancer, t schema.LoadBalancerTarget) *apiError {
 		return s.addTarget(lb, t)
-	},
-	"remove_target": func(s *Server, lb *schema.LoadBalancer, body []byte) *apiError {
-		var t schema.LoadBalancerTarget
-		if err := decode(body, &t); err != nil {
-			return err
-		}
+	}),
+	"remove_target": withBody(func(s *Server, lb *schema.LoadBalancer, t schema.LoadBalancerTarget) *apiError {
 		i := slices.IndexFunc(lb.Targets, func(have schema.LoadBalancerTarget) bool { return targetKey(have) == targetKey(t) })
 		if i < 0 {
 			return invalidField("type", "load balancer %d has no target %s", lb.ID, targetKey(t))
 		}
 		lb.Targets = slices.Delete(lb.Targets, i, i+1)
 		return nil
-	},
-	"change_algorithm": func(s *Server, lb *schema.LoadBalancer, body []byte) *apiError {
-		var req schema.LoadBalancerActionChangeAlgorithmRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
+	}),
+	"change_algorithm": withBody(func(s *Server, lb *schema.LoadBalancer, req schema.LoadBalancerActionChangeAlgorithmRequest) *apiError {
 		return setAlgorithm(lb, req.Type)
-	},
-	"change_type": func(s *Server, lb *schema.LoadBalancer, body []byte) *apiError {
-		var req schema.LoadBalancerActionChangeTypeRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
+	}),
+	"change_type": withBody(func(s *Server, lb *schema.LoadBalancer, req schema.LoadBalancerActionChangeTypeRequest) *apiError {
 		return setType(lb, req.LoadBalancerType)
-	},
-	"attach_to_network": func(s *Server, lb *schema.LoadBalancer, body []byte) *apiError {
-		var req schema.LoadBalancerActionAttachToNetworkRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
+	}),
+	"attach_to_network": withBody(func(s *Server, lb *schema.LoadBalancer, req schema.LoadBalancerActionAttachToNetworkRequest) *apiError {
 		if req.IPRange != nil {
 			return invalidField("ip_range", "subnets of a network are not modelled by this mock")
 		}
 		return s.attach(lb, req.Network, ptrOr(req.IP))
-	},
-	"detach_from_network": func(s *Server, lb *schema.LoadBalancer, body []byte) *apiError {
-		var req schema.LoadBalancerActionDetachFromNetworkRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
+	}),
+	"detach_from_network": withBody(func(s *Server, lb *schema.LoadBalancer, req schema.LoadBalancerActionDetachFromNetworkRequest) *apiError {
 		i := slices.IndexFunc(lb.PrivateNet, func(pn schema.LoadBalancerPrivateNet) bool { return pn.Network == req.Network })
 		switch {
 		case i < 0:
@@ -288,7 +256,7 @@ var lbActions = map[string]lbChange{
 		}
 		lb.PrivateNet = slices.Delete(lb.PrivateNet, i, i+1)
 		return nil
-	},
+	}),
 	"enable_public_interface": func(s *Server, lb *schema.LoadBalancer, _ []byte) *apiError {
 		lb.PublicNet.Enabled = true
 		return nil
@@ -300,6 +268,18 @@ var lbActions = map[string]lbChange{
 		lb.PublicNet.Enabled = false
 		return nil
 	},
+}
+
+// withBody adapts a change that takes its request decoded as T to an lbChange: a body
+// that is not a T is the API's invalid_input.
+func withBody[T any](change func(s *Server, lb *schema.LoadBalancer, req T) *apiError) lbChange {
+	return func(s *Server, lb *schema.LoadBalancer, body []byte) *apiError {
+		var req T
+		if err := decode(body, &req); err != nil {
+			return err
+		}
+		return change(s, lb, req)
+	}
 }
 
 // checkName refuses an empty name, or one another load balancer than id has.
