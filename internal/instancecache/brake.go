@@ -155,6 +155,12 @@ func (c *Cache) askedByID(id string) {
 	if c.opts.Brake.Window <= 0 {
 		return
 	}
+	c.mu.RLock() // every lookup passes here: the write lock only while the brake is engaged
+	engaged := c.brake.engaged
+	c.mu.RUnlock()
+	if !engaged {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.brake.engaged {
