@@ -36,6 +36,7 @@ type Cloud struct {
 	instances  *instances.Instances                   // nil when disabled
 	zones      *zones.Zones                           // nil when disabled
 	lbs        *loadbalancer.LoadBalancer             // nil when disabled or absent
+	measured   *measuredLoadBalancer                  // lbs, timed; what the service controllers call
 	groups     bool                                   // lbs put their targets in target groups
 	routes     *routes.Routes                         // nil when disabled or absent
 	onSwept    func(kind sweeper.Kind, result string) // nil when the sweeper is off
@@ -147,6 +148,8 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			TargetGroups:     groups,
 		})
 		if err != nil {
+			errs = append(errs, err)
+		} else if c.measured, err = measure(c.lbs, opts); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -395,16 +398,16 @@ func (c *Cloud) Zones() (cloudprovider.Zones, bool) {
 	return c.zones, true
 }
 
-// LoadBalancer returns package loadbalancer's implementation, or (nil, false) when the
-// backend has no load balancers, the config's enable.loadBalancers is false, or its
-// loadBalancer.serveUnclassed is false. The upstream service controller, which serves only
+// LoadBalancer returns package loadbalancer's implementation, each call timed in
+// LoadBalancerSyncMetric, or (nil, false) when the backend has no load balancers, the
+// config's enable.loadBalancers is false, or its loadBalancer.serveUnclassed is false. The upstream service controller, which serves only
 // Services without a load balancer class, calls it once when it starts and does not start
 // without one: so with serveUnclassed false it touches no Service at all.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 	if c.lbs == nil || !c.cfg.ServesUnclassed() {
 		return nil, false
 	}
-	return c.lbs, true
+	return c.measured, true
 }
 
 // LoadBalancerClass returns the load balancer class the config's loadBalancer.class
@@ -415,7 +418,7 @@ func (c *Cloud) LoadBalancerClass() (class string, lb cloudprovider.LoadBalancer
 	if c.lbs == nil || c.cfg.LoadBalancer.Class == "" {
 		return "", nil, false
 	}
-	return c.cfg.LoadBalancer.Class, c.lbs, true
+	return c.cfg.LoadBalancer.Class, c.measured, true
 }
 
 // Routes returns package routes' implementation, or (nil, false) when the backend has no

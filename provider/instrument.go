@@ -1,12 +1,20 @@
 package provider
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
 	"k8s.io/component-base/metrics"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/cloudclient"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/sweeper"
 )
 
@@ -92,4 +100,91 @@ func sweptCounter(opts Options) (func(kind sweeper.Kind, result string), error) 
 	return func(kind sweeper.Kind, result string) {
 		counter.WithLabelValues(string(kind), result).Inc()
 	}, nil
+}
+
+// LoadBalancerSyncMetric is the name, after cloudprovider_<provider>_, of the histogram
+// of the durations of the load balancer calls the service controllers make (the upstream
+// service controller's and the class controller's), by method (ensure:
+// EnsureLoadBalancer, update: UpdateLoadBalancer, delete: EnsureLoadBalancerDeleted) and
+// result (success; retry: a load balancer still provisioning, which the controller asks
+// about again; error: the controller records a SyncLoadBalancerFailed event on the
+// Service, or for an update logs the error, and retries with backoff). Registered only
+// when load balancers are on.
+const LoadBalancerSyncMetric = "loadbalancer_sync_duration_seconds"
+
+// The values of LoadBalancerSyncMetric's labels.
+const (
+	syncEnsure  = "ensure"
+	syncUpdate  = "update"
+	syncDelete  = "delete"
+	syncSuccess = "success"
+	syncRetry   = "retry"
+	syncError   = "error"
+)
+
+// measuredLoadBalancer is the LoadBalancer the provider hands to the service controllers:
+// package loadbalancer's, with each EnsureLoadBalancer, UpdateLoadBalancer and
+// EnsureLoadBalancerDeleted timed in LoadBalancerSyncMetric.
+type measuredLoadBalancer struct {
+	*loadbalancer.LoadBalancer
+	clock    clock.PassiveClock
+	duration *metrics.HistogramVec // method, result
+}
+
+var _ cloudprovider.LoadBalancer = (*measuredLoadBalancer)(nil)
+
+// measure wraps lb in LoadBalancerSyncMetric, timed by the provider's clock.
+func measure(lb *loadbalancer.LoadBalancer, opts Options) (*measuredLoadBalancer, error) {
+	var reg cloudclient.Registerer
+	if opts.Metrics != nil {
+		reg = opts.Metrics
+	}
+	duration, err := cloudclient.NewHistogramVec(reg, opts.ProviderName, LoadBalancerSyncMetric,
+		"Duration of the load balancer calls of the service controllers, by method (ensure, update, delete) and result (success; retry: still provisioning; error).",
+		metrics.ExponentialBuckets(0.01, 3, 11), "method", "result")
+	if err != nil {
+		return nil, fmt.Errorf("provider: %w", err)
+	}
+	c := opts.Clock
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	return &measuredLoadBalancer{LoadBalancer: lb, clock: c, duration: duration}, nil
+}
+
+// observe records one call of method that began at start and returned err.
+func (m *measuredLoadBalancer) observe(method string, start time.Time, err error) {
+	result := syncSuccess
+	var retry *api.RetryError
+	switch {
+	case errors.As(err, &retry):
+		result = syncRetry
+	case err != nil:
+		result = syncError
+	}
+	m.duration.WithLabelValues(method, result).Observe(m.clock.Since(start).Seconds())
+}
+
+// EnsureLoadBalancer is package loadbalancer's, timed.
+func (m *measuredLoadBalancer) EnsureLoadBalancer(ctx context.Context, clusterName string, service *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+	start := m.clock.Now()
+	status, err := m.LoadBalancer.EnsureLoadBalancer(ctx, clusterName, service, nodes)
+	m.observe(syncEnsure, start, err)
+	return status, err
+}
+
+// UpdateLoadBalancer is package loadbalancer's, timed.
+func (m *measuredLoadBalancer) UpdateLoadBalancer(ctx context.Context, clusterName string, service *corev1.Service, nodes []*corev1.Node) error {
+	start := m.clock.Now()
+	err := m.LoadBalancer.UpdateLoadBalancer(ctx, clusterName, service, nodes)
+	m.observe(syncUpdate, start, err)
+	return err
+}
+
+// EnsureLoadBalancerDeleted is package loadbalancer's, timed.
+func (m *measuredLoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, service *corev1.Service) error {
+	start := m.clock.Now()
+	err := m.LoadBalancer.EnsureLoadBalancerDeleted(ctx, clusterName, service)
+	m.observe(syncDelete, start, err)
+	return err
 }

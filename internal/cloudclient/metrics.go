@@ -138,12 +138,9 @@ func register[M metrics.Registerable](reg Registerer, m M) (M, error) {
 // that the provider's metrics that are not about single API calls sit beside the Client's
 // under the same name and registry rules.
 func NewCounterVec(reg Registerer, provider, name, help string, labels ...string) (*metrics.CounterVec, error) {
-	p := metricName(provider)
-	if p == "" {
-		return nil, fmt.Errorf("metric %s: provider name %q has no letter or digit", name, provider)
-	}
-	if reg == nil {
-		reg = RegistererFunc(legacyregistry.Register)
+	p, reg, err := providerMetric(reg, provider, name)
+	if err != nil {
+		return nil, err
 	}
 	return register(reg, metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "cloudprovider",
@@ -152,4 +149,34 @@ func NewCounterVec(reg Registerer, provider, name, help string, labels ...string
 		Help:           help,
 		StabilityLevel: metrics.ALPHA,
 	}, labels))
+}
+
+// NewHistogramVec registers a histogram named cloudprovider_<provider>_<name> with the
+// buckets given, under NewCounterVec's rules.
+func NewHistogramVec(reg Registerer, provider, name, help string, buckets []float64, labels ...string) (*metrics.HistogramVec, error) {
+	p, reg, err := providerMetric(reg, provider, name)
+	if err != nil {
+		return nil, err
+	}
+	return register(reg, metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace:      "cloudprovider",
+		Subsystem:      p,
+		Name:           name,
+		Help:           help,
+		Buckets:        buckets,
+		StabilityLevel: metrics.ALPHA,
+	}, labels))
+}
+
+// providerMetric returns the metric name part of provider and the registry a metric of
+// the provider's named name goes to: reg, or the legacy registry when reg is nil.
+func providerMetric(reg Registerer, provider, name string) (string, Registerer, error) {
+	p := metricName(provider)
+	if p == "" {
+		return "", nil, fmt.Errorf("metric %s: provider name %q has no letter or digit", name, provider)
+	}
+	if reg == nil {
+		reg = RegistererFunc(legacyregistry.Register)
+	}
+	return p, reg, nil
 }
