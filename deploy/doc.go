@@ -5,6 +5,7 @@
 // other and with what the cloud-controller-manager's controllers need. It also lints and
 // renders the Helm chart in deploy/helm/ccmkit with helm, and checks that its defaults
 // render what deploy/base holds, that with sweeper.enabled it renders the RBAC of
-// deploy/base with the kustomize component deploy/components/sweeper, and that its values
-// change what they say.
+// deploy/base with the kustomize component deploy/components/sweeper, that its values
+// change what they say, and that its Grafana dashboard and alerts query only the metrics
+// and labels ccmkit registers (read by a small PromQL tokenizer, promql_test.go).
 package deploy

@@ -34,7 +34,7 @@ const (
 
 // monitorKinds are the Prometheus operator's kinds the chart renders, which client-go's
 // scheme does not know: they are checked as unstructured YAML.
-var monitorKinds = []string{"ServiceMonitor", "PodMonitor"}
+var monitorKinds = []string{"ServiceMonitor", "PodMonitor", "PrometheusRule"}
 
 // helmBinary returns the helm that `make unit` installs into ../.bin, or else one in PATH.
 func helmBinary(t *testing.T) string {
@@ -78,12 +78,13 @@ func helmTemplate(t *testing.T, namespace string, args ...string) ([]byte, error
 	return runHelm(t, append([]string{"template", releaseName, chartDir, "--namespace", namespace}, args...)...)
 }
 
-// rendered is what the chart renders: the objects of the base's types, the Services, all
-// decoded strictly, and the monitors as unstructured YAML.
+// rendered is what the chart renders: the objects of the base's types, the Services and
+// ConfigMaps, all decoded strictly, and the monitors and rules as unstructured YAML.
 type rendered struct {
 	manifests
-	services []*corev1.Service
-	monitors []map[string]any
+	services   []*corev1.Service
+	configMaps []*corev1.ConfigMap
+	monitors   []map[string]any
 }
 
 // render renders the chart in kube-system and decodes every object.
@@ -115,6 +116,10 @@ func renderIn(t *testing.T, namespace string, args ...string) rendered {
 		require.NoError(t, err, "document %d:\n%s", i+1, doc)
 		if s, ok := obj.(*corev1.Service); ok {
 			r.services = append(r.services, s)
+			continue
+		}
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			r.configMaps = append(r.configMaps, cm)
 			continue
 		}
 		require.True(t, r.add(obj), "document %d: unexpected object %T", i+1, obj)
@@ -194,6 +199,15 @@ type chartValues struct {
 		ScraperClusterRole struct {
 			Subjects []rbacv1.Subject `json:"subjects"`
 		} `json:"scraperClusterRole"`
+		GrafanaDashboard struct {
+			Label       string            `json:"label"`
+			LabelValue  string            `json:"labelValue"`
+			Namespace   string            `json:"namespace"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"grafanaDashboard"`
+		PrometheusRule struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"prometheusRule"`
 	} `json:"metrics"`
 }
 
@@ -359,6 +373,7 @@ func TestHelmDefaultsMatchBase(t *testing.T) {
 		}
 		assert.Equal(t, counts(base), counts(chart.manifests), "objects of each kind")
 		assert.Empty(t, chart.services)
+		assert.Empty(t, chart.configMaps)
 		assert.Empty(t, chart.monitors)
 	})
 
@@ -974,6 +989,8 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"monitor without a token", "metrics: {podMonitor: {enabled: true}}\n", []string{"metrics.scraperClusterRole.create", "metrics.bearerTokenSecret.name"}},
 		{"no ServiceAccount", "serviceAccount: {create: false}\n", []string{"serviceAccount.name"}},
 		{"no cloud config", "cloudConfig: {content: \"\"}\n", []string{"cloudConfig.existingSecret"}},
+		{"dashboard label not a label key", "metrics: {grafanaDashboard: {label: \"grafana dashboard\"}}\n", []string{"schema", "label"}},
+		{"rule switch not a boolean", "metrics: {prometheusRule: {enabled: \"true\"}}\n", []string{"schema", "enabled"}},
 		{"sweeper switch not a boolean", "sweeper: {enabled: \"true\"}\n", []string{"schema", "enabled"}},
 		{"sweeper grace period not a duration", "sweeper: {enabled: true, gracePeriod: 10}\n", []string{"schema", "gracePeriod"}},
 		{"sweeper in the cloud config", "cloudConfig: {content: \"backend: fake\\nsweeper: {enabled: true}\\n\"}\n", []string{"sweeper section", "sweeper.enabled"}},

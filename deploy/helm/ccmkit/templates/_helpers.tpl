@@ -69,6 +69,13 @@ and '.' as '_' (as provider.ReadConfig reads it). */}}
 {{- printf "%s_CLOUD_TOKEN" (.Values.cloudProvider | replace "-" "_" | replace "." "_" | upper) -}}
 {{- end -}}
 
+{{/* The provider name in ccmkit's metric names, cloudprovider_<this>_...: --cloud-provider
+with '-' and '.' as '_' (ccmkit reduces it to [a-z0-9_]; the schema allows no other
+character). */}}
+{{- define "ccmkit.metricsProvider" -}}
+{{- .Values.cloudProvider | replace "-" "_" | replace "." "_" -}}
+{{- end -}}
+
 {{/* ccmkit's event recorder's identity under --use-service-account-credentials. */}}
 {{- define "ccmkit.cloudProviderClient" -}}
 {{- printf "%s-cloud-provider" .Values.cloudProvider -}}
