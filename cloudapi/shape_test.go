@@ -30,7 +30,7 @@ func TestLoadBalancerShapeComparable(t *testing.T) {
 		Name:        "web",
 		Listeners:   []cloudapi.Listener{{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080}},
 		HealthCheck: &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 1, HealthyThreshold: 2, UnhealthyThreshold: 3},
-		IPFamilies:  []cloudapi.IPFamily{cloudapi.IPv4},
+		IPFamilies:  []cloudapi.IPFamily{cloudapi.IPv4, cloudapi.IPv6},
 	}
 	reported := desired.Clone()
 	reported.Name, reported.Listeners[0].Name, reported.HealthCheck.HealthyThreshold, reported.IPFamilies = "", "", 0, nil
