@@ -42,6 +42,7 @@ type options struct {
 	noAddresses       bool // no load balancer has an address
 	settings          []map[string]string
 	instanceShape     func(cloudapi.Instance) cloudapi.Instance
+	shape             cloudapi.LoadBalancerShape
 }
 
 // WithProvisioningReads sets how many GetLoadBalancer reads at most a new load balancer
@@ -77,6 +78,18 @@ func WithHostnames() Option {
 // suite no longer checks.
 func WithInstanceShape(shape func(cloudapi.Instance) cloudapi.Instance) Option {
 	return func(o *options) { o.instanceShape = shape }
+}
+
+// WithLoadBalancerShape says what the backend's load balancers do not keep and do not
+// support, as the adapter declares it to ccmkit (provider.Options.LoadBalancerShape). The
+// suite then builds its specs without the unsupported parts, compares what the backend
+// reports as shape.Comparable does (a part not kept may come back empty), checks the
+// addresses of a load balancer against its families only where the families are kept,
+// and requires every unsupported part to be refused with ErrInvalidRequest by create
+// and update alike, changing nothing: a backend that declares a part unsupported and
+// builds it, or drops it, fails.
+func WithLoadBalancerShape(shape cloudapi.LoadBalancerShape) Option {
+	return func(o *options) { o.shape = shape }
 }
 
 // WithoutAddresses says that the backend's load balancers are reached by their hostname
