@@ -149,14 +149,18 @@ func (s LoadBalancerShape) Uses(spec LoadBalancerSpec) []Feature {
 }
 
 // Check returns an error matching ErrInvalidRequest, for op on the load balancer id
-// (empty for a create), when spec uses a part the cloud does not support; nil otherwise.
-// An adapter calls it first in CreateLoadBalancer and UpdateLoadBalancer.
+// (empty for a create), naming every problem: what spec.Validate refuses, and the parts
+// of spec the cloud does not support. Nil when neither. An adapter calls it first in
+// CreateLoadBalancer and UpdateLoadBalancer, and adds its cloud's own checks.
 func (s LoadBalancerShape) Check(op Operation, id string, spec LoadBalancerSpec) error {
-	used := s.Uses(spec)
-	if len(used) == 0 {
-		return nil
+	err := spec.Validate()
+	if used := s.Uses(spec); len(used) > 0 {
+		err = errors.Join(err, fmt.Errorf("the cloud's load balancers do not support %v", used))
 	}
-	return NewError(ErrInvalidRequest, op, id, fmt.Errorf("the cloud's load balancers do not support %v", used))
+	if err != nil {
+		return NewError(ErrInvalidRequest, op, id, err)
+	}
+	return nil
 }
 
 // uses reports whether spec uses f.

@@ -40,7 +40,7 @@ type Backend[C any] struct {
 func Register[C any](providerName string, backend Backend[C], opts Options) {
 	opts.ProviderName = providerName
 	if err := errors.Join(opts.LoadBalancerSettings.Validate(), opts.LoadBalancerShape.Validate()); err != nil {
-		klog.ErrorS(err, "Invalid load balancer declarations in the provider's registration (provider.Options.LoadBalancerSettings, LoadBalancerShape)", "provider", providerName)
+		klog.ErrorS(err, "Invalid load balancer settings or shape in the provider's registration (provider.Options.LoadBalancerSettings, LoadBalancerShape)", "provider", providerName)
 		klog.FlushAndExit(klog.ExitFlushTimeout, 255)
 	}
 	cloudprovider.RegisterCloudProvider(providerName, Factory(backend, opts))

@@ -43,6 +43,7 @@ type options struct {
 	settings          []map[string]string
 	instanceShape     func(cloudapi.Instance) cloudapi.Instance
 	shape             cloudapi.LoadBalancerShape
+	pageNumbers       bool
 }
 
 // WithProvisioningReads sets how many GetLoadBalancer reads at most a new load balancer
@@ -90,6 +91,17 @@ func WithInstanceShape(shape func(cloudapi.Instance) cloudapi.Instance) Option {
 // builds it, or drops it, fails.
 func WithLoadBalancerShape(shape cloudapi.LoadBalancerShape) Option {
 	return func(o *options) { o.shape = shape }
+}
+
+// WithPageNumbers says that the backend pages by page number, as an API without page
+// tokens does (Hetzner's): an item deleted before the caller reads the next page shifts
+// the later pages by one, so one item per deletion may be missed by that listing (ccmkit
+// is safe with it: see cloudapi's doc, "Paging"). The check of a listing that changes
+// between pages then allows as many missed items as were deleted, and still requires no
+// item twice and no deleted item; a listing of a set that does not change must be
+// complete, as without the option.
+func WithPageNumbers() Option {
+	return func(o *options) { o.pageNumbers = true }
 }
 
 // WithoutAddresses says that the backend's load balancers are reached by their hostname
