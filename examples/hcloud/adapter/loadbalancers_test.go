@@ -71,7 +71,7 @@ func TestServiceOverHetzner(t *testing.T) {
 	https := "https"
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web", Annotations: map[string]string{
-			loadbalancer.DefaultAnnotationPrefix + adapter.SettingType:                     "LB21",
+			loadbalancer.DefaultAnnotationPrefix + adapter.SettingType:                    "LB21",
 			loadbalancer.DefaultAnnotationPrefix + loadbalancer.AnnotationTLSCertificates: "7",
 		}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, Ports: []corev1.ServicePort{
