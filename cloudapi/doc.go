@@ -76,6 +76,19 @@
 // successful ones too: a longer answer is an error, never decoded in part.
 // cloudapitest.RunMiddlebox checks both from in front of the adapter's API.
 //
+// # Paging
+//
+// A page token continues after the last item of its page. An API that pages by page
+// number (Hetzner's) cannot promise that: an item deleted before the next page is read
+// shifts the later pages, so that listing misses an item (and one created before it,
+// sorting earlier, repeats one). Such an adapter sorts every list by ID (ascending), makes
+// the page token the next page's number, and runs the contract suite with
+// cloudapitest.WithPageNumbers. ccmkit stays safe with it: lists drop a repeated ID; an
+// instance a list missed is checked with GetInstance before it reads as gone; a Service's
+// load balancer is looked up by its owner tags (one short list) before anything is
+// created, so a load balancer missed by a list of the cluster's is never made twice; the
+// sweeper deletes only what a list showed.
+//
 // # When the cloud misbehaves anyway
 //
 // ccmkit does not rely on every adapter getting this right. A call answered with neither

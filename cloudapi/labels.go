@@ -80,6 +80,27 @@ func EncodeLabels(tags map[string]string, rules LabelRules) (map[string]string, 
 	return labels, nil
 }
 
+// EncodeLabelsKeeping is EncodeLabels of tags for a resource whose labels are current (as
+// the cloud has them): the labels of current that DecodeLabels cannot read are kept as
+// they are, beside the encoded tags, so that writing a resource's tags never drops a
+// label that is not ccmkit's to drop. The tags current carries are replaced by tags.
+func EncodeLabelsKeeping(tags, current map[string]string, rules LabelRules) (map[string]string, error) {
+	out, err := EncodeLabels(tags, rules)
+	if err != nil {
+		return nil, err
+	}
+	decoded, _ := DecodeLabels(current, rules)
+	readable, _ := EncodeLabels(decoded, rules) // DecodeLabels reads only what EncodeLabels writes
+	for k, v := range current {
+		if _, ok := readable[k]; !ok {
+			if _, taken := out[k]; !taken {
+				out[k] = v
+			}
+		}
+	}
+	return out, nil
+}
+
 // DecodeLabels returns the tags that labels carry under rules: every tag whose labels
 // EncodeLabels would write exactly as they are. A label that is left out (one that looks
 // encoded but is not, a split value with a part missing or different, a part no first

@@ -160,3 +160,23 @@ func FuzzLabels(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeLabelsKeeping: writing a resource's tags keeps the labels the codec cannot
+// read (not ccmkit's to drop) and replaces the tags it can.
+func TestEncodeLabelsKeeping(t *testing.T) {
+	current := map[string]string{
+		cloudapi.TagCluster: "prod", "role": "web", // readable tags
+		"b32-prod1": "x", "disk--1": "ssd", // labels the codec leaves out
+	}
+	got, err := cloudapi.EncodeLabelsKeeping(map[string]string{cloudapi.TagCluster: "prod", cloudapi.TagServiceName: "default/web"}, current, cloudapi.HetznerLabelRules)
+	require.NoError(t, err)
+	want, err := cloudapi.EncodeLabels(map[string]string{cloudapi.TagCluster: "prod", cloudapi.TagServiceName: "default/web"}, cloudapi.HetznerLabelRules)
+	require.NoError(t, err)
+	want["b32-prod1"], want["disk--1"] = "x", "ssd"
+	assert.Equal(t, want, got, "the readable tag role is replaced (dropped), the unreadable labels kept")
+	tags, _ := cloudapi.DecodeLabels(got, cloudapi.HetznerLabelRules)
+	assert.Equal(t, map[string]string{cloudapi.TagCluster: "prod", cloudapi.TagServiceName: "default/web"}, tags)
+
+	_, err = cloudapi.EncodeLabelsKeeping(map[string]string{"": "x"}, nil, cloudapi.HetznerLabelRules)
+	require.Error(t, err)
+}

@@ -7,9 +7,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
@@ -336,134 +334,34 @@ func (c *Cloud) assignAddresses(id string, spec cloudapi.LoadBalancerSpec, curre
 	return strs, nil
 }
 
-// validateSpec checks what a cloud checks before it accepts a load balancer.
+// validateSpec checks what a cloud checks before it accepts a load balancer: what
+// cloudapi.LoadBalancerSpec.Validate checks for every cloud, and this one's limits (the
+// name's length, known targets, addresses, the application protocols it lacks, the
+// session affinity timeout).
 func (c *Cloud) validateSpec(s cloudapi.LoadBalancerSpec) error {
-	var errs []error
-	if s.Name == "" {
-		errs = append(errs, errors.New("name: required"))
-	} else if len(s.Name) > MaxNameLength {
+	errs := []error{s.Validate()}
+	if len(s.Name) > MaxNameLength {
 		errs = append(errs, fmt.Errorf("name: %q is longer than %d characters", s.Name, MaxNameLength))
 	}
-	keys := map[cloudapi.ListenerKey]bool{}
 	for i, l := range s.Listeners {
-		if !l.Protocol.Valid() {
-			errs = append(errs, fmt.Errorf("listeners[%d]: protocol %q is not TCP, UDP or SCTP", i, l.Protocol))
+		if lacks := c.cfg.lacks(l.AppProtocol); lacks != "" && l.AppProtocol.Valid() {
+			errs = append(errs, fmt.Errorf("listeners[%d]: application protocol %s: %s", i, l.AppProtocol, lacks))
 		}
-		if l.Port < 1 || l.Port > 65535 {
-			errs = append(errs, fmt.Errorf("listeners[%d]: port %d is outside 1-65535", i, l.Port))
-		}
-		if l.TargetPort < 1 || l.TargetPort > 65535 {
-			errs = append(errs, fmt.Errorf("listeners[%d]: target port %d is outside 1-65535", i, l.TargetPort))
-		}
-		if keys[l.Key()] {
-			errs = append(errs, fmt.Errorf("listeners[%d]: a second listener for %s/%d", i, l.Protocol, l.Port))
-		}
-		keys[l.Key()] = true
-		errs = append(errs, c.validateAppProtocol(i, l)...)
 	}
-	seen := make(map[string]bool, len(s.Targets))
 	c.mu.RLock() // once for all targets: a spec may name thousands
 	for _, t := range s.Targets {
-		_, known := c.instances.get(t)
-		switch {
-		case seen[t]:
-			errs = append(errs, fmt.Errorf("targets: %q is listed twice", t))
-		case !known:
+		if _, known := c.instances.get(t); !known {
 			errs = append(errs, fmt.Errorf("targets: no instance %q", t))
 		}
-		seen[t] = true
 	}
 	c.mu.RUnlock()
-	if hc := s.HealthCheck; hc != nil {
-		if !hc.Protocol.Valid() {
-			errs = append(errs, fmt.Errorf("healthCheck: protocol %q is not TCP, HTTP or HTTPS", hc.Protocol))
-		}
-		if hc.Port < 0 || hc.Port > 65535 {
-			errs = append(errs, fmt.Errorf("healthCheck: port %d is outside 0-65535", hc.Port))
-		}
-		if (hc.Protocol == cloudapi.HealthCheckHTTP || hc.Protocol == cloudapi.HealthCheckHTTPS) && (hc.Path == "" || hc.Path[0] != '/') {
-			errs = append(errs, fmt.Errorf("healthCheck: an %s check needs a path starting with /, got %q", hc.Protocol, hc.Path))
-		}
-		if hc.Interval < 0 || hc.Timeout < 0 || hc.HealthyThreshold < 0 || hc.UnhealthyThreshold < 0 {
-			errs = append(errs, errors.New("healthCheck: intervals and thresholds must not be negative"))
-		}
-	}
-	for _, r := range s.SourceRanges {
-		if _, err := netip.ParsePrefix(r); err != nil {
-			errs = append(errs, fmt.Errorf("sourceRanges: %q is not a CIDR", r))
-		}
-	}
-	fams := map[cloudapi.IPFamily]bool{}
-	for _, f := range s.IPFamilies {
-		if !f.Valid() {
-			errs = append(errs, fmt.Errorf("ipFamilies: %q is not IPv4 or IPv6", f))
-		} else if fams[f] {
-			errs = append(errs, fmt.Errorf("ipFamilies: %s is listed twice", f))
-		}
-		fams[f] = true
-	}
-	for _, ip := range s.RequestedIPs {
-		if _, err := netip.ParseAddr(ip); err != nil {
-			errs = append(errs, fmt.Errorf("requestedIPs: %q is not an IP address", ip))
-		}
-	}
 	if len(s.RequestedIPs) > 0 && c.cfg.Hostnames.WithoutAddresses {
 		errs = append(errs, errors.New("requestedIPs: this cloud's load balancers have no addresses: they are reached by their hostname"))
 	}
-	switch t := s.SessionAffinityTimeout; s.SessionAffinity {
-	case cloudapi.SessionAffinityNone:
-		if t != 0 {
-			errs = append(errs, fmt.Errorf("sessionAffinityTimeout: %s without session affinity %s", t, cloudapi.SessionAffinityClientIP))
-		}
-	case cloudapi.SessionAffinityClientIP:
-		if t < time.Second || t > MaxSessionAffinityTimeout {
-			errs = append(errs, fmt.Errorf("sessionAffinityTimeout: %s is outside 1s-%s", t, MaxSessionAffinityTimeout))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("sessionAffinity: %q is not %s or empty", s.SessionAffinity, cloudapi.SessionAffinityClientIP))
-	}
-	for k := range s.Tags {
-		if k == "" {
-			errs = append(errs, errors.New("tags: empty key"))
-		}
-	}
-	for k := range s.Settings {
-		if k == "" {
-			errs = append(errs, errors.New("settings: empty name"))
-		}
+	if t := s.SessionAffinityTimeout; s.SessionAffinity == cloudapi.SessionAffinityClientIP && (t < time.Second || t > MaxSessionAffinityTimeout) {
+		errs = append(errs, fmt.Errorf("sessionAffinityTimeout: %s is outside 1s-%s", t, MaxSessionAffinityTimeout))
 	}
 	return errors.Join(errs...)
-}
-
-// validateAppProtocol checks a listener's application protocol and certificates.
-func (c *Cloud) validateAppProtocol(i int, l cloudapi.Listener) []error {
-	var errs []error
-	p := l.AppProtocol
-	switch {
-	case !p.Valid():
-		errs = append(errs, fmt.Errorf("listeners[%d]: application protocol %q is not TLS, HTTP, HTTPS or empty", i, p))
-	case p != cloudapi.AppProtocolNone && l.Protocol != cloudapi.ProtocolTCP:
-		errs = append(errs, fmt.Errorf("listeners[%d]: application protocol %s on a %s listener: it needs TCP", i, p, l.Protocol))
-	case c.cfg.lacks(p) != "":
-		errs = append(errs, fmt.Errorf("listeners[%d]: application protocol %s: %s", i, p, c.cfg.lacks(p)))
-	}
-	switch {
-	case p.TerminatesTLS() && len(l.Certificates) == 0:
-		errs = append(errs, fmt.Errorf("listeners[%d]: %s terminates TLS and needs a certificate", i, p))
-	case !p.TerminatesTLS() && len(l.Certificates) > 0:
-		errs = append(errs, fmt.Errorf("listeners[%d]: certificates on a listener that terminates no TLS (application protocol %q)", i, p))
-	}
-	seen := map[string]bool{}
-	for _, cert := range l.Certificates {
-		switch {
-		case cert == "" || strings.ContainsFunc(cert, unicode.IsSpace):
-			errs = append(errs, fmt.Errorf("listeners[%d]: certificate %q is not a certificate ID", i, cert))
-		case seen[cert]:
-			errs = append(errs, fmt.Errorf("listeners[%d]: certificate %q is listed twice", i, cert))
-		}
-		seen[cert] = true
-	}
-	return errs
 }
 
 // Event is one write to a load balancer, as LoadBalancerHistory reports it.

@@ -79,6 +79,9 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	if err := opts.Settings.Validate(); err != nil {
 		return nil, fmt.Errorf("loadbalancer: the adapter's settings: %w", err)
 	}
+	if err := opts.Shape.Validate(); err != nil {
+		return nil, fmt.Errorf("loadbalancer: the adapter's load balancer shape: %w", err)
+	}
 	defaults, err := opts.Settings.Defaults(opts.SettingDefaults)
 	if err != nil {
 		return nil, fmt.Errorf("loadbalancer: the defaults of the adapter's settings: %w", err)
@@ -156,6 +159,11 @@ type Options struct {
 	// (setting name to value, as the cloud config's loadBalancer.settings). New refuses a
 	// name not declared or a value not allowed.
 	SettingDefaults map[string]string
+	// Shape declares what the cloud's load balancers do not keep (never compared, so a
+	// converged load balancer costs no write) and do not support (a Service asking for
+	// one fails its sync with an error naming it, and nothing is written). The zero value
+	// keeps and supports everything. New refuses a shape that Validate refuses.
+	Shape cloudapi.LoadBalancerShape
 	// TargetGroups is the cloud's target group API, or nil when the cloud has none (see
 	// cloudapi.TargetGroups). With it, the load balancers that want the same Nodes (the
 	// same node selector, or none) send traffic to one shared target group instead of
@@ -170,6 +178,13 @@ type Options struct {
 // Service's load-balancer-id annotation names a load balancer that carries the ownership
 // tags of another cluster or another Service. Nothing is changed then.
 var ErrOwnedElsewhere = errors.New("the load balancer is owned elsewhere")
+
+// diff is what must change for a load balancer the cloud reports as current to be want:
+// the adapter's settings compared in their canonical spelling (Settings.comparable), the
+// parts the cloud does not keep (Options.Shape) not at all.
+func (l *LoadBalancer) diff(current, want cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerChanges {
+	return cloudapi.DiffLoadBalancer(l.opts.Shape.Comparable(l.opts.Settings.comparable(current), want), want)
+}
 
 // lock serializes the calls for one Service (by its UID): the service controller's sync
 // and its node sync may run for the same Service at once. It also keeps the snapshot's
@@ -241,7 +256,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 				return false, err
 			}
 			release()
-			if !cloudapi.DiffLoadBalancer(l.opts.Settings.comparable(lb.Spec), want).Empty() {
+			if !l.diff(lb.Spec, want).Empty() {
 				return false, nil
 			}
 			st, err = l.publish(logger, svc, lb)
@@ -318,7 +333,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			}
 			release()
 			serr = s
-			return cloudapi.DiffLoadBalancer(l.opts.Settings.comparable(current.Spec), want).Empty(), nil
+			return l.diff(current.Spec, want).Empty(), nil
 		},
 		listedSince: func() (uint64, bool) { return since, tracked },
 		write: func(found []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {

@@ -22,7 +22,7 @@ func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []
 		current:   current,
 		targets:   func(sel labels.Selector) []string { return l.targets(logger, nodes, sel) },
 		clusterID: l.opts.ClusterID, prefix: l.opts.AnnotationPrefix,
-		declarations: l.opts.Settings, adapterDefaults: l.adapterDefaults,
+		declarations: l.opts.Settings, adapterDefaults: l.adapterDefaults, shape: l.opts.Shape,
 	})
 	l.reportUnknown(logger, svc, ps.unknownKeys())
 	return spec, a, ps.err(svc)

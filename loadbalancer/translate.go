@@ -116,8 +116,59 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 	}
 	maps.Copy(spec.Tags, ownerTags(in.clusterID, svc))
 	spec.Tags[cloudapi.TagServiceName] = svc.Namespace + "/" + svc.Name
+	for _, f := range in.shape.Uses(spec) {
+		ps = append(ps, unsupported(prefix, f, spec))
+	}
 	return spec, a, ps
 }
+
+// unsupported is the problem of a spec that uses f, a feature the cloud's load balancers
+// do not support (Options.Shape): it names what in the Service asks for it.
+func unsupported(prefix string, f cloudapi.Feature, spec cloudapi.LoadBalancerSpec) problem {
+	ports := func(match func(cloudapi.Listener) bool) string {
+		var out []string
+		for _, l := range spec.Listeners {
+			if match(l) {
+				out = append(out, fmt.Sprintf("%d/%s", l.Port, l.Protocol))
+			}
+		}
+		return strings.Join(out, ", ")
+	}
+	app := func(p cloudapi.AppProtocol) string {
+		return ports(func(l cloudapi.Listener) bool { return l.AppProtocol == p })
+	}
+	key, what := "spec.ports", ""
+	switch f {
+	case cloudapi.FeatureUDP, cloudapi.FeatureSCTP:
+		proto := cloudapi.Protocol(strings.ToUpper(string(f)))
+		what = fmt.Sprintf("%s listeners (ports %s)", proto, ports(func(l cloudapi.Listener) bool { return l.Protocol == proto }))
+	case cloudapi.FeatureTLS:
+		what = fmt.Sprintf("TLS termination with TCP to the targets (ports %s; see appProtocol and annotations %s%s, %s%s)", app(cloudapi.AppProtocolTLS), prefix, AnnotationTLSPorts, prefix, AnnotationProtocol)
+	case cloudapi.FeatureHTTP:
+		what = fmt.Sprintf("HTTP listeners (ports %s; see appProtocol and annotation %s%s)", app(cloudapi.AppProtocolHTTP), prefix, AnnotationProtocol)
+	case cloudapi.FeatureHTTPS:
+		what = fmt.Sprintf("HTTPS listeners (ports %s; see appProtocol and annotations %s%s, %s%s)", app(cloudapi.AppProtocolHTTPS), prefix, AnnotationTLSPorts, prefix, AnnotationProtocol)
+	case cloudapi.FeatureIPv6:
+		key, what = "spec.ipFamilies", "IPv6"
+	case cloudapi.FeatureSourceRanges:
+		key, what = "spec.loadBalancerSourceRanges", "source ranges (spec.loadBalancerSourceRanges or annotation service.beta.kubernetes.io/load-balancer-source-ranges)"
+	case cloudapi.FeatureProxyProtocol:
+		key, what = prefix+AnnotationProxyProtocol, "the PROXY protocol (annotation "+prefix+AnnotationProxyProtocol+")"
+	case cloudapi.FeatureInternal:
+		key, what = prefix+AnnotationInternal, "internal load balancers (annotation "+prefix+AnnotationInternal+")"
+	case cloudapi.FeatureRequestedIPs:
+		key, what = prefix+AnnotationIPAddresses, "requested addresses (annotation "+prefix+AnnotationIPAddresses+" or spec.loadBalancerIP)"
+	case cloudapi.FeatureSessionAffinity:
+		key, what = "spec.sessionAffinity", "session affinity ClientIP (spec.sessionAffinity)"
+	default:
+		what = string(f)
+	}
+	return problem{key: key, err: fmt.Errorf("%w %s; the Service's load balancer is neither created nor changed while the Service asks for it: remove it from the Service, or give the Service a load balancer class of a cloud that supports it", errUnsupported, what)}
+}
+
+// errUnsupported is the problem of a Service that asks for what the cloud's load
+// balancers do not support (Options.Shape).
+var errUnsupported = errors.New("the cloud's load balancers do not support")
 
 // listeners returns the listeners of the Service's ports, sorted by protocol and port,
 // and the problems of the ports and of the TLS annotations.
@@ -195,6 +246,9 @@ type translation struct {
 	// adapterDefaults the values every Service starts from (see LoadBalancer).
 	declarations    Settings
 	adapterDefaults map[string]string
+	// shape is what the cloud's load balancers do not support (Options.Shape): a spec
+	// that uses one is a problem.
+	shape cloudapi.LoadBalancerShape
 }
 
 // severity says what a problem does to the sync.

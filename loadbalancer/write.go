@@ -21,7 +21,7 @@ import (
 // never to a load balancer that is not yet the Service's (a refused adoption), which
 // would send traffic into the cluster from a load balancer no Service owns.
 func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, uid string, adopting bool, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
-	changes := cloudapi.DiffLoadBalancer(l.opts.Settings.comparable(current.Spec), want)
+	changes := l.diff(current.Spec, want)
 	if changes.Empty() {
 		return current, nil
 	}

@@ -145,6 +145,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			Recorder:         lateRecorder{c},
 			Settings:         opts.LoadBalancerSettings,
 			SettingDefaults:  cfg.LoadBalancer.Settings,
+			Shape:            opts.LoadBalancerShape,
 			TargetGroups:     groups,
 		})
 		if err != nil {
@@ -259,6 +260,11 @@ type Options struct {
 	// defaults. Register stops the process when they are declared wrongly; New and the
 	// Factory return the error.
 	LoadBalancerSettings loadbalancer.Settings
+	// LoadBalancerShape declares what the cloud's load balancers do not keep and do not
+	// support of a cloudapi.LoadBalancerSpec (see cloudapi.LoadBalancerShape); the zero
+	// value, everything kept and supported. Register stops the process when it is
+	// declared wrongly; New and the Factory return the error.
+	LoadBalancerShape cloudapi.LoadBalancerShape
 	// Clock is the clock the provider's caches age by (how old a snapshot is, when a
 	// failed list may be retried). Nil means the real clock, clock.RealClock{};
 	// simulations and tests pass a fake one (k8s.io/utils/clock/testing).

@@ -34,13 +34,13 @@ type Backend[C any] struct {
 // from an adapter package's init; a CCM's main.go then selects the adapter with a blank
 // import and --cloud-provider=providerName. Like cloudprovider.RegisterCloudProvider, it
 // stops the process (a fatal log line, exit status 255) when providerName is registered
-// twice, and also when opts.LoadBalancerSettings are declared wrongly (see
-// loadbalancer.Settings.Validate): a registration is code, and a CCM built from a wrong
+// twice, and also when opts.LoadBalancerSettings or opts.LoadBalancerShape are declared
+// wrongly (see loadbalancer.Settings.Validate, cloudapi.LoadBalancerShape.Validate): a registration is code, and a CCM built from a wrong
 // one must not start. The log line names the provider and every problem.
 func Register[C any](providerName string, backend Backend[C], opts Options) {
 	opts.ProviderName = providerName
-	if err := opts.LoadBalancerSettings.Validate(); err != nil {
-		klog.ErrorS(err, "Invalid load balancer settings in the provider's registration (provider.Options.LoadBalancerSettings)", "provider", providerName)
+	if err := errors.Join(opts.LoadBalancerSettings.Validate(), opts.LoadBalancerShape.Validate()); err != nil {
+		klog.ErrorS(err, "Invalid load balancer settings or shape in the provider's registration (provider.Options.LoadBalancerSettings, LoadBalancerShape)", "provider", providerName)
 		klog.FlushAndExit(klog.ExitFlushTimeout, 255)
 	}
 	cloudprovider.RegisterCloudProvider(providerName, Factory(backend, opts))
@@ -111,6 +111,9 @@ func build[C any](r io.Reader, backend Backend[C], opts Options) (*Cloud, error)
 func checkSettings(cfg *Config, opts Options) error {
 	if err := opts.LoadBalancerSettings.Validate(); err != nil {
 		return fmt.Errorf("provider %q: its load balancer settings are declared wrongly: %w", opts.ProviderName, err)
+	}
+	if err := opts.LoadBalancerShape.Validate(); err != nil {
+		return fmt.Errorf("provider %q: its load balancer shape is declared wrongly: %w", opts.ProviderName, err)
 	}
 	_, err := opts.LoadBalancerSettings.Defaults(cfg.LoadBalancer.Settings)
 	if err == nil {

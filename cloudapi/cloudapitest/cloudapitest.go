@@ -42,6 +42,8 @@ type options struct {
 	noAddresses       bool // no load balancer has an address
 	settings          []map[string]string
 	instanceShape     func(cloudapi.Instance) cloudapi.Instance
+	shape             cloudapi.LoadBalancerShape
+	pageNumbers       bool
 }
 
 // WithProvisioningReads sets how many GetLoadBalancer reads at most a new load balancer
@@ -77,6 +79,29 @@ func WithHostnames() Option {
 // suite no longer checks.
 func WithInstanceShape(shape func(cloudapi.Instance) cloudapi.Instance) Option {
 	return func(o *options) { o.instanceShape = shape }
+}
+
+// WithLoadBalancerShape says what the backend's load balancers do not keep and do not
+// support, as the adapter declares it to ccmkit (provider.Options.LoadBalancerShape). The
+// suite then builds its specs without the unsupported parts, compares what the backend
+// reports as shape.Comparable does (a part not kept may come back empty), checks the
+// addresses of a load balancer against its families only where the families are kept,
+// and requires every unsupported part to be refused with ErrInvalidRequest by create
+// and update alike, changing nothing: a backend that declares a part unsupported and
+// builds it, or drops it, fails.
+func WithLoadBalancerShape(shape cloudapi.LoadBalancerShape) Option {
+	return func(o *options) { o.shape = shape }
+}
+
+// WithPageNumbers says that the backend pages by page number, as an API without page
+// tokens does (Hetzner's): an item deleted before the caller reads the next page shifts
+// the later pages by one, so one item per deletion may be missed by that listing (ccmkit
+// is safe with it: see cloudapi's doc, "Paging"). The check of a listing that changes
+// between pages then allows as many missed items as were deleted, and still requires no
+// item twice and no deleted item; a listing of a set that does not change must be
+// complete, as without the option.
+func WithPageNumbers() Option {
+	return func(o *options) { o.pageNumbers = true }
 }
 
 // WithoutAddresses says that the backend's load balancers are reached by their hostname

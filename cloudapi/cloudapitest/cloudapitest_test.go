@@ -42,7 +42,26 @@ const (
 	bugDropCerts    bug = "lb-drop-certs"    // listeners lose their certificates after the first
 	bugDropApp      bug = "lb-drop-app"      // answers lose the listeners' application protocol
 	bugDropSettings bug = "lb-drop-settings" // specs lose the adapter's settings on the way to the cloud
+	bugNarrow       bug = "lb-narrow"        // answers lose the listener names, undeclared (WithLoadBalancerShape)
+	bugBuildsUDP    bug = "lb-builds-udp"    // UDP listeners are built though the shape declares them unsupported
 )
+
+// narrowShape is the shape of the narrow backend (newNarrow).
+var narrowShape = cloudapi.LoadBalancerShape{
+	NotKept:     []cloudapi.Feature{cloudapi.FeatureListenerNames, cloudapi.FeatureHealthyThreshold, cloudapi.FeatureIPFamilies},
+	Unsupported: []cloudapi.Feature{cloudapi.FeatureUDP, cloudapi.FeatureIPv6, cloudapi.FeatureSourceRanges, cloudapi.FeatureSessionAffinity, cloudapi.FeatureTLS},
+}
+
+// dropNarrow drops from an answer what the narrow backend does not keep.
+func dropNarrow(lb *cloudapi.LoadBalancer) {
+	for i := range lb.Spec.Listeners {
+		lb.Spec.Listeners[i].Name = ""
+	}
+	if lb.Spec.HealthCheck != nil {
+		lb.Spec.HealthCheck.HealthyThreshold = 0
+	}
+	lb.Spec.IPFamilies = nil
+}
 
 // dropper is a fake cloud behind an adapter that loses a part of every load balancer spec
 // it sends (in) or every load balancer it answers (out), as an adapter whose wire format
@@ -51,6 +70,8 @@ type dropper struct {
 	*fake.Cloud
 	in  func(*cloudapi.LoadBalancerSpec)
 	out func(*cloudapi.LoadBalancer)
+	// check, when set, refuses a spec before it reaches the cloud.
+	check func(op cloudapi.Operation, id string, spec cloudapi.LoadBalancerSpec) error
 }
 
 // newDropper returns the backend of a load balancer bug and the suite's options for it.
@@ -78,6 +99,10 @@ func newDropper(b bug) (cloudapitest.NewBackend, []cloudapitest.Option) {
 				lb.Spec.Listeners[i].AppProtocol = ""
 			}
 		}
+	case bugNarrow:
+		d.out = dropNarrow
+	case bugBuildsUDP:
+		opts = append(opts, cloudapitest.WithLoadBalancerShape(cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureUDP}}))
 	case bugDropHostname:
 		cfg.Hostnames.Domain = "lb.example.com"
 		d.out = func(lb *cloudapi.LoadBalancer) { lb.Hostname = "" }
@@ -127,12 +152,22 @@ func (a dropperLBs) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOpt
 }
 
 func (a dropperLBs) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	if a.d.check != nil {
+		if err := a.d.check(cloudapi.OpCreateLoadBalancer, "", spec); err != nil {
+			return nil, err
+		}
+	}
 	spec = spec.Clone()
 	a.d.in(&spec)
 	return a.answer(a.LoadBalancerAPI.CreateLoadBalancer(ctx, spec))
 }
 
 func (a dropperLBs) UpdateLoadBalancer(ctx context.Context, id string, u cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+	if a.d.check != nil {
+		if err := a.d.check(cloudapi.OpUpdateLoadBalancer, id, u.Spec); err != nil {
+			return nil, err
+		}
+	}
 	u.Spec = u.Spec.Clone()
 	a.d.in(&u.Spec)
 	return a.answer(a.LoadBalancerAPI.UpdateLoadBalancer(ctx, id, u))
@@ -220,6 +255,21 @@ func TestRunPassesCorrectBackend(t *testing.T) {
 	cloudapitest.Run(t, newTiny(bugNone), cloudapitest.WithProvisioningReads(0), cloudapitest.WithAddresses(4))
 }
 
+// TestRunPassesNarrowBackend proves that a backend narrower than the spec passes with
+// the shape it declares: it reports no listener names, healthy threshold or families, and
+// refuses UDP, IPv6, source ranges, session affinity and TLS listeners.
+func TestRunPassesNarrowBackend(t *testing.T) {
+	backend := func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
+		cloud, err := fake.New(fake.Config{})
+		require.NoError(t, err)
+		for _, inst := range f.Instances {
+			require.NoError(t, cloud.AddInstance(inst))
+		}
+		return dropper{Cloud: cloud, in: func(*cloudapi.LoadBalancerSpec) {}, out: dropNarrow, check: narrowShape.Check}
+	}
+	cloudapitest.Run(t, backend, cloudapitest.WithLoadBalancerShape(narrowShape))
+}
+
 // TestBrokenBackendChild runs the suite against the backend broken as CCMKIT_CONTRACT_BUG
 // says. It runs only as the child process of TestSuiteFailsBrokenBackend, and fails there.
 func TestBrokenBackendChild(t *testing.T) {
@@ -265,6 +315,10 @@ func TestSuiteFailsBrokenBackend(t *testing.T) {
 			`CreateLoadBalancer with an adapter setting, as it answered: broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`},
 		{bugDropSettings, "TestBrokenBackendChild/loadbalancers/declared_settings_are_kept",
 			`CreateLoadBalancer with the settings map[size:small], as it answered: broke "A backend keeps every setting exactly as given, or refuses a spec with one it does not know or cannot build with ErrInvalidRequest; it never drops one"`},
+		{bugNarrow, "TestBrokenBackendChild/loadbalancers/create_and_get_round-trip_the_spec",
+			`broke "returns it as the cloud stored it"`},
+		{bugBuildsUDP, "TestBrokenBackendChild/loadbalancers/unsupported_parts_are_refused/udp",
+			`CreateLoadBalancer with udp, which the backend's shape declares unsupported`},
 		{bugDropHostname, "TestBrokenBackendChild/loadbalancers/becomes_active_with_an_address_of_every_requested_family/families_[]",
 			`broke "Hostname is the DNS name the cloud gives the load balancer": none, but the suite runs WithHostnames`},
 	} {

@@ -34,7 +34,7 @@ func (s *suite) testConcurrency(t *testing.T) {
 
 		var shared *cloudapi.LoadBalancer
 		if hasLBs {
-			shared = s.waitActive(t, lbs, createLB(t, lbs, s.lbSpec("ct-conc-shared")))
+			shared = s.waitActive(t, lbs, s.createLB(t, lbs, s.lbSpec("ct-conc-shared")))
 		}
 		c := &concurrent{suite: s, fixture: byID(fixture, instID), instances: instances, lbs: lbs, routes: routes, shared: shared}
 
@@ -80,7 +80,7 @@ func (s *suite) testConcurrency(t *testing.T) {
 				if lb.ID == shared.ID {
 					continue
 				}
-				requireSpec(t, want[lb.ID], lb.Spec, "load balancer %q after concurrent writes: the last update is lost", lb.ID)
+				s.requireSpec(t, want[lb.ID], lb.Spec, "load balancer %q after concurrent writes: the last update is lost", lb.ID)
 			}
 			final, err := lbs.GetLoadBalancer(t.Context(), shared.ID)
 			require.NoError(t, err)
@@ -88,7 +88,7 @@ func (s *suite) testConcurrency(t *testing.T) {
 			require.NotEmpty(t, writer, "shared load balancer after concurrent updates: no update was stored")
 			expect := shared.Spec.Clone()
 			expect.Tags["last-writer"] = writer
-			requireSpec(t, expect, final.Spec,
+			s.requireSpec(t, expect, final.Spec,
 				"shared load balancer after concurrent updates: broke \"Methods ... may be called concurrently, also for the same resource\": the result is not any one caller's update")
 		}
 		if hasRoutes {
@@ -191,7 +191,7 @@ func (c *concurrent) write(ctx context.Context, worker, round int) error {
 
 func (c *concurrent) writeLB(ctx context.Context, worker, round int, last bool) error {
 	spec := c.suite.lbSpec(fmt.Sprintf("ct-conc-w%02d-r%02d", worker, round))
-	lb, err := createLBErr(ctx, c.lbs, spec)
+	lb, err := c.suite.createLBErr(ctx, c.lbs, spec)
 	if err != nil {
 		return err
 	}
@@ -203,14 +203,14 @@ func (c *concurrent) writeLB(ctx context.Context, worker, round int, last bool) 
 	if err != nil {
 		return fmt.Errorf("UpdateLoadBalancer(%q) under concurrent calls: %w", lb.ID, err)
 	}
-	if err := checkSpec(desired, updated.Spec); err != nil {
+	if err := c.suite.checkSpec(desired, updated.Spec); err != nil {
 		return fmt.Errorf("UpdateLoadBalancer(%q) under concurrent calls: %w", lb.ID, err)
 	}
 	got, err := c.lbs.GetLoadBalancer(ctx, lb.ID)
 	if err != nil {
 		return fmt.Errorf("GetLoadBalancer(%q) after update under concurrent calls: %w", lb.ID, err)
 	}
-	if err := checkSpec(desired, got.Spec); err != nil {
+	if err := c.suite.checkSpec(desired, got.Spec); err != nil {
 		return fmt.Errorf("GetLoadBalancer(%q) after update under concurrent calls: %w", lb.ID, err)
 	}
 	if last {

@@ -52,7 +52,12 @@
 // Every failure message quotes the promise of the cloudapi documentation that the backend
 // broke, so an adapter author knows which doc comment to read.
 //
-// The suite expects load balancers to support both IP families and TCP and UDP
+// A cloud whose load balancers keep or support less than the spec (no listener names, one
+// health check threshold, no UDP, no source ranges) runs the suite with
+// WithLoadBalancerShape and the shape its adapter declares: what is not kept is not
+// compared, and every unsupported part must be refused by create and update alike.
+//
+// Without a shape, the suite expects load balancers to support both IP families and TCP and UDP
 // listeners, and public (not internal) load balancers; it reads states by counting calls,
 // never by waiting, so a backend whose load balancers become active after a time must be
 // built to finish provisioning within WithProvisioningReads reads.

@@ -57,10 +57,40 @@ func (s *suite) lbSpec(name string, tweaks ...func(*cloudapi.LoadBalancerSpec)) 
 			cloudapi.TagServiceName: "default/" + name,
 		},
 	}
+	s.supported(&spec)
 	for _, tweak := range tweaks {
 		tweak(&spec)
 	}
 	return spec
+}
+
+// supported removes from spec what the backend's shape does not support
+// (WithLoadBalancerShape): listeners it cannot build, source ranges, the PROXY protocol,
+// internal, requested addresses, session affinity and IPv6.
+func (s *suite) supported(spec *cloudapi.LoadBalancerSpec) {
+	sh := s.opts.shape
+	spec.Listeners = slices.DeleteFunc(spec.Listeners, func(l cloudapi.Listener) bool {
+		u := cloudapi.LoadBalancerShape{Unsupported: sh.Unsupported}
+		return len(u.Uses(cloudapi.LoadBalancerSpec{Listeners: []cloudapi.Listener{l}})) > 0
+	})
+	if !sh.Supports(cloudapi.FeatureSourceRanges) {
+		spec.SourceRanges = nil
+	}
+	if !sh.Supports(cloudapi.FeatureProxyProtocol) {
+		spec.ProxyProtocol = false
+	}
+	if !sh.Supports(cloudapi.FeatureInternal) {
+		spec.Internal = false
+	}
+	if !sh.Supports(cloudapi.FeatureRequestedIPs) {
+		spec.RequestedIPs = nil
+	}
+	if !sh.Supports(cloudapi.FeatureSessionAffinity) {
+		spec.SessionAffinity, spec.SessionAffinityTimeout = cloudapi.SessionAffinityNone, 0
+	}
+	if !sh.Supports(cloudapi.FeatureIPv6) {
+		spec.IPFamilies = slices.DeleteFunc(spec.IPFamilies, func(f cloudapi.IPFamily) bool { return f == cloudapi.IPv6 })
+	}
 }
 
 func withFamilies(f ...cloudapi.IPFamily) func(*cloudapi.LoadBalancerSpec) {
@@ -77,30 +107,31 @@ func withTags(kv ...string) func(*cloudapi.LoadBalancerSpec) {
 }
 
 // requireSpec fails t unless got configures the same load balancer as want, compared as
-// DiffLoadBalancer compares (targets and source ranges as sets).
-func requireSpec(t testing.TB, want, got cloudapi.LoadBalancerSpec, format string, args ...any) {
+// DiffLoadBalancer compares (targets and source ranges as sets), the parts the backend's
+// shape does not keep not at all.
+func (s *suite) requireSpec(t testing.TB, want, got cloudapi.LoadBalancerSpec, format string, args ...any) {
 	t.Helper()
-	if err := checkSpec(want, got); err != nil {
+	if err := s.checkSpec(want, got); err != nil {
 		require.FailNow(t, fmt.Sprintf(format, args...)+": "+err.Error())
 	}
 }
 
-func checkSpec(want, got cloudapi.LoadBalancerSpec) error {
-	if c := cloudapi.DiffLoadBalancer(want, got); !c.Empty() {
+func (s *suite) checkSpec(want, got cloudapi.LoadBalancerSpec) error {
+	if c := cloudapi.DiffLoadBalancer(want, s.opts.shape.Comparable(got, want)); !c.Empty() {
 		return fmt.Errorf("the spec differs from the one sent in %+v\nsent:   %+v\nstored: %+v", c, want, got)
 	}
 	return nil
 }
 
 // createLB creates a load balancer from spec and checks the create answer.
-func createLB(t testing.TB, api cloudapi.LoadBalancerAPI, spec cloudapi.LoadBalancerSpec) *cloudapi.LoadBalancer {
+func (s *suite) createLB(t testing.TB, api cloudapi.LoadBalancerAPI, spec cloudapi.LoadBalancerSpec) *cloudapi.LoadBalancer {
 	t.Helper()
-	lb, err := createLBErr(t.Context(), api, spec)
+	lb, err := s.createLBErr(t.Context(), api, spec)
 	require.NoError(t, err)
 	return lb
 }
 
-func createLBErr(ctx context.Context, api cloudapi.LoadBalancerAPI, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+func (s *suite) createLBErr(ctx context.Context, api cloudapi.LoadBalancerAPI, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
 	want := spec.Clone()
 	lb, err := api.CreateLoadBalancer(ctx, spec)
 	switch {
@@ -111,7 +142,7 @@ func createLBErr(ctx context.Context, api cloudapi.LoadBalancerAPI, spec cloudap
 	case lb.ID == "":
 		return nil, fmt.Errorf("CreateLoadBalancer(%q): the load balancer has no ID", want.Name)
 	}
-	if err := checkSpec(want, lb.Spec); err != nil {
+	if err := s.checkSpec(want, lb.Spec); err != nil {
 		return nil, fmt.Errorf("CreateLoadBalancer(%q): broke \"returns it as the cloud stored it\": %w", want.Name, err)
 	}
 	if lb.Status != cloudapi.LoadBalancerProvisioning && lb.Status != cloudapi.LoadBalancerActive {
@@ -176,7 +207,7 @@ func (s *suite) checkActive(lb *cloudapi.LoadBalancer) error {
 		}
 		return nil
 	}
-	return checkAddresses(lb)
+	return s.checkAddresses(lb)
 }
 
 // checkHostname checks the hostname of an active load balancer.
@@ -202,8 +233,15 @@ func (s *suite) checkHostname(lb *cloudapi.LoadBalancer) error {
 }
 
 // checkAddresses checks the addresses of an active load balancer against its families.
-func checkAddresses(lb *cloudapi.LoadBalancer) error {
+func (s *suite) checkAddresses(lb *cloudapi.LoadBalancer) error {
 	fams := families(lb.Spec)
+	kept := s.opts.shape.Keeps(cloudapi.FeatureIPFamilies)
+	if !kept { // the backend reports every address the load balancer has, at least one
+		fams = []cloudapi.IPFamily{cloudapi.IPv4, cloudapi.IPv6}
+		if len(lb.Addresses) == 0 {
+			return fmt.Errorf("active load balancer %q (%s) has no address", lb.ID, lb.Spec.Name)
+		}
+	}
 	prefix := fmt.Sprintf("active load balancer %q (%s) with IPFamilies %v (empty means IPv4) and addresses %v",
 		lb.ID, lb.Spec.Name, lb.Spec.IPFamilies, lb.Addresses)
 	seen := map[cloudapi.IPFamily]bool{}
@@ -220,7 +258,7 @@ func checkAddresses(lb *cloudapi.LoadBalancer) error {
 		if !slices.Contains(fams, fam) {
 			return fmt.Errorf("%s: broke \"IPFamilies are the address families the load balancer serves\": %q is %s", prefix, a, fam)
 		}
-		if i == 0 && fam != fams[0] {
+		if kept && i == 0 && fam != fams[0] {
 			return fmt.Errorf("%s: broke \"Addresses ... primary family first\": the first address is %s", prefix, fam)
 		}
 		if dup[ip] {
@@ -230,7 +268,7 @@ func checkAddresses(lb *cloudapi.LoadBalancer) error {
 		seen[fam] = true
 	}
 	for _, f := range fams {
-		if !seen[f] {
+		if kept && !seen[f] {
 			return fmt.Errorf("%s: broke \"IPFamilies are the address families the load balancer serves\": no %s address", prefix, f)
 		}
 	}
@@ -276,7 +314,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		api := s.lbBackend(t)
 		spec := s.lbSpec("ct-create")
 		want := spec.Clone()
-		created := createLB(t, api, spec)
+		created := s.createLB(t, api, spec)
 		// The backend must not keep the caller's slices and maps.
 		spec.Listeners[0].Port = 1
 		spec.Targets[0] = "scribbled"
@@ -288,13 +326,13 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		require.NoError(t, err, "GetLoadBalancer right after CreateLoadBalancer")
 		require.NotNil(t, got, "GetLoadBalancer returned nil and no error")
 		assert.Equal(t, created.ID, got.ID, "GetLoadBalancer: broke \"returns the load balancer with the given ID\"")
-		requireSpec(t, want, got.Spec,
+		s.requireSpec(t, want, got.Spec,
 			"GetLoadBalancer after create: broke \"returns it as the cloud stored it\" (a backend must copy the caller's spec and return copies)")
 
 		scribbleLB(got)
 		again, err := api.GetLoadBalancer(t.Context(), created.ID)
 		require.NoError(t, err)
-		requireSpec(t, want, again.Spec,
+		s.requireSpec(t, want, again.Spec,
 			"GetLoadBalancer: the backend's load balancer changed when a caller changed one it got: answers must be copies")
 	})
 
@@ -307,10 +345,13 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			{cloudapi.IPv6, cloudapi.IPv4},
 		} {
 			t.Run(fmt.Sprintf("families %v", fams), func(t *testing.T) {
+				if slices.Contains(fams, cloudapi.IPv6) && !s.opts.shape.Supports(cloudapi.FeatureIPv6) {
+					t.Skip("the backend's shape does not support IPv6 (WithLoadBalancerShape; its refusal is checked apart)")
+				}
 				api := s.lbBackend(t)
 				spec := s.lbSpec("ct-active", withFamilies(fams...))
-				lb := s.waitActive(t, api, createLB(t, api, spec))
-				requireSpec(t, spec, lb.Spec, "GetLoadBalancer of an active load balancer: the spec changed while provisioning")
+				lb := s.waitActive(t, api, s.createLB(t, api, spec))
+				s.requireSpec(t, spec, lb.Spec, "GetLoadBalancer of an active load balancer: the spec changed while provisioning")
 				listed := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: spec.Tags}, 1)
 				require.Len(t, listed, 1)
 				assert.Equal(t, lb.Hostname, listed[0].Hostname,
@@ -323,7 +364,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 
 	t.Run("duplicate name is a conflict", func(t *testing.T) {
 		api := s.lbBackend(t)
-		first := createLB(t, api, s.lbSpec("ct-dup"))
+		first := s.createLB(t, api, s.lbSpec("ct-dup"))
 		_, err := api.CreateLoadBalancer(t.Context(), s.lbSpec("ct-dup", withTags(cloudapi.TagService, "uid-other")))
 		requireClass(t, err, cloudapi.ErrConflict,
 			"CreateLoadBalancer with the name of an existing load balancer: broke \"returns an error matching ErrConflict when ... a load balancer with the same name already exists\"")
@@ -332,12 +373,12 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			"CreateLoadBalancer refused with ErrConflict: broke \"The request was not applied\"")
 
 		require.NoError(t, api.DeleteLoadBalancer(t.Context(), first.ID))
-		createLB(t, api, s.lbSpec("ct-dup"))
+		s.createLB(t, api, s.lbSpec("ct-dup"))
 	})
 
 	t.Run("update applies the changes", func(t *testing.T) {
 		api := s.lbBackend(t)
-		old := s.waitActive(t, api, createLB(t, api, s.lbSpec("ct-update")))
+		old := s.waitActive(t, api, s.createLB(t, api, s.lbSpec("ct-update")))
 		desired := old.Spec.Clone()
 		desired.Listeners = []cloudapi.Listener{
 			{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30090},   // changed
@@ -350,6 +391,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		}
 		desired.SourceRanges = []string{"172.16.0.0/12"}
 		desired.ProxyProtocol = false
+		s.supported(&desired)
 		desired.Tags[cloudapi.TagServiceName] = "default/ct-update-renamed"
 		desired.Tags["extra"] = "yes"
 		changes := cloudapi.DiffLoadBalancer(old.Spec, desired)
@@ -361,13 +403,13 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		require.NotNil(t, updated, "UpdateLoadBalancer returned nil and no error")
 		assert.Equal(t, old.ID, updated.ID, "UpdateLoadBalancer: the ID changed; it is \"unique, immutable\"")
 		assert.Equal(t, old.Hostname, updated.Hostname, "UpdateLoadBalancer: broke \"a hostname, once given, does not change\"")
-		requireSpec(t, desired, updated.Spec,
+		s.requireSpec(t, desired, updated.Spec,
 			"UpdateLoadBalancer: broke \"changes the load balancer ... so that it matches update.Spec, and returns it as the cloud stored it\"")
 		assert.NotEqual(t, cloudapi.LoadBalancerError, updated.Status, "UpdateLoadBalancer left the load balancer in status error")
 
 		got, err := api.GetLoadBalancer(t.Context(), old.ID)
 		require.NoError(t, err, "GetLoadBalancer after UpdateLoadBalancer")
-		requireSpec(t, desired, got.Spec, "GetLoadBalancer after UpdateLoadBalancer: the update was not stored")
+		s.requireSpec(t, desired, got.Spec, "GetLoadBalancer after UpdateLoadBalancer: the update was not stored")
 
 		found := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: map[string]string{"extra": "yes"}}, 1)
 		assert.Equal(t, []string{old.ID}, ids(found, lbID),
@@ -380,6 +422,15 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		}
 	})
 
+	t.Run("unsupported parts are refused", func(t *testing.T) {
+		if len(s.opts.shape.Unsupported) == 0 {
+			t.Skip("the backend's shape declares nothing unsupported (WithLoadBalancerShape)")
+		}
+		for _, f := range s.opts.shape.Unsupported {
+			t.Run(string(f), func(t *testing.T) { s.checkUnsupported(t, f) })
+		}
+	})
+
 	t.Run("declared settings are kept", func(t *testing.T) {
 		if len(s.opts.settings) == 0 {
 			t.Skip("the backend declares no settings (WithSettings)")
@@ -389,7 +440,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 
 	t.Run("update with an invalid spec is an invalid request", func(t *testing.T) {
 		api := s.lbBackend(t)
-		old := s.waitActive(t, api, createLB(t, api, s.lbSpec("ct-update-invalid")))
+		old := s.waitActive(t, api, s.createLB(t, api, s.lbSpec("ct-update-invalid")))
 		desired := old.Spec.Clone()
 		desired.Listeners[0].Protocol = "HTTP2"
 		_, err := api.UpdateLoadBalancer(t.Context(), old.ID,
@@ -398,7 +449,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			"UpdateLoadBalancer to listener protocol HTTP2: broke \"ErrInvalidRequest means the cloud rejected the request as malformed or unsupported\"")
 		got, err := api.GetLoadBalancer(t.Context(), old.ID)
 		require.NoError(t, err)
-		requireSpec(t, old.Spec, got.Spec, "UpdateLoadBalancer refused with ErrInvalidRequest changed the load balancer")
+		s.requireSpec(t, old.Spec, got.Spec, "UpdateLoadBalancer refused with ErrInvalidRequest changed the load balancer")
 	})
 
 	t.Run("unknown ID is not found", func(t *testing.T) {
@@ -420,9 +471,9 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 
 	t.Run("delete", func(t *testing.T) {
 		api := s.lbBackend(t)
-		keep := s.waitActive(t, api, createLB(t, api, s.lbSpec("ct-keep")))
+		keep := s.waitActive(t, api, s.createLB(t, api, s.lbSpec("ct-keep")))
 		for _, active := range []bool{false, true} {
-			lb := createLB(t, api, s.lbSpec(fmt.Sprintf("ct-delete-%t", active)))
+			lb := s.createLB(t, api, s.lbSpec(fmt.Sprintf("ct-delete-%t", active)))
 			if active {
 				lb = s.waitActive(t, api, lb)
 			}
@@ -443,12 +494,12 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		owner := func(cluster, service string) func(*cloudapi.LoadBalancerSpec) {
 			return withTags(cloudapi.TagCluster, cluster, cloudapi.TagService, service)
 		}
-		a := createLB(t, api, s.lbSpec("ct-owner-a", owner("c1", "s1")))
-		b := createLB(t, api, s.lbSpec("ct-owner-b", owner("c1", "s2")))
-		c := createLB(t, api, s.lbSpec("ct-owner-c", owner("c2", "s1")))
-		d := createLB(t, api, s.lbSpec("ct-owner-d",
+		a := s.createLB(t, api, s.lbSpec("ct-owner-a", owner("c1", "s1")))
+		b := s.createLB(t, api, s.lbSpec("ct-owner-b", owner("c1", "s2")))
+		c := s.createLB(t, api, s.lbSpec("ct-owner-c", owner("c2", "s1")))
+		d := s.createLB(t, api, s.lbSpec("ct-owner-d",
 			withTags(cloudapi.TagCluster, "c1", cloudapi.TagService, "s1", cloudapi.TagServiceName, "default/d")))
-		e := createLB(t, api, s.lbSpec("ct-owner-e", withTags()))
+		e := s.createLB(t, api, s.lbSpec("ct-owner-e", withTags()))
 		for _, tc := range []struct {
 			filter map[string]string
 			want   []*cloudapi.LoadBalancer
@@ -479,7 +530,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		const n = 15
 		want := map[string]cloudapi.LoadBalancerSpec{}
 		for i := range n {
-			lb := createLB(t, api, s.lbSpec(fmt.Sprintf("ct-page-%02d", i)))
+			lb := s.createLB(t, api, s.lbSpec(fmt.Sprintf("ct-page-%02d", i)))
 			want[lb.ID] = s.lbSpec(fmt.Sprintf("ct-page-%02d", i))
 		}
 		wantIDs := slices.Sorted(maps.Keys(want))
@@ -489,7 +540,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			require.Equalf(t, wantIDs, ids(got, lbID),
 				"ListLoadBalancers, page size %d, paged to the end: not every load balancer exactly once, in ID order", size)
 			for _, lb := range got {
-				requireSpec(t, want[lb.ID], lb.Spec, "ListLoadBalancers: load balancer %q", lb.ID)
+				s.requireSpec(t, want[lb.ID], lb.Spec, "ListLoadBalancers: load balancer %q", lb.ID)
 			}
 		}
 	})
@@ -498,12 +549,12 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		api := s.lbBackend(t)
 		var created []string
 		for i := range 12 {
-			created = append(created, createLB(t, api, s.lbSpec(fmt.Sprintf("ct-change-%02d", i))).ID)
+			created = append(created, s.createLB(t, api, s.lbSpec(fmt.Sprintf("ct-change-%02d", i))).ID)
 		}
-		checkChangingSet(t, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, created,
+		checkChangingSet(t, s.opts.pageNumbers, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, created,
 			func(id string) error { return api.DeleteLoadBalancer(t.Context(), id) },
 			func(i int) (string, error) {
-				lb, err := createLBErr(t.Context(), api, s.lbSpec(fmt.Sprintf("ct-change-new-%02d", i)))
+				lb, err := s.createLBErr(t.Context(), api, s.lbSpec(fmt.Sprintf("ct-change-new-%02d", i)))
 				if err != nil {
 					return "", err
 				}
@@ -529,13 +580,13 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 
 	t.Run("requested address", func(t *testing.T) {
 		api := s.lbBackend(t)
-		if s.opts.noAddresses {
+		if s.opts.noAddresses || !s.opts.shape.Supports(cloudapi.FeatureRequestedIPs) {
 			_, err := api.CreateLoadBalancer(t.Context(), s.lbSpec("ct-req", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{"203.0.113.10"} }))
 			requireClass(t, err, cloudapi.ErrInvalidRequest,
 				"CreateLoadBalancer requesting an address of a cloud without load balancer addresses (WithoutAddresses): broke \"ErrInvalidRequest when the spec cannot be built\"")
 			return
 		}
-		holder := s.waitActive(t, api, createLB(t, api, s.lbSpec("ct-req-holder")))
+		holder := s.waitActive(t, api, s.createLB(t, api, s.lbSpec("ct-req-holder")))
 		addr := holder.Addresses[0]
 		_, err := api.CreateLoadBalancer(t.Context(), s.lbSpec("ct-req-clash", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{addr} }))
 		requireClass(t, err, cloudapi.ErrConflict,
@@ -543,7 +594,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 
 		require.NoError(t, api.DeleteLoadBalancer(t.Context(), holder.ID))
 		spec := s.lbSpec("ct-req-free", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{addr} })
-		lb := s.waitActive(t, api, createLB(t, api, spec))
+		lb := s.waitActive(t, api, s.createLB(t, api, spec))
 		assert.Containsf(t, lb.Addresses, addr,
 			"CreateLoadBalancer requesting the free address %s: broke \"RequestedIPs are the addresses the caller wants\"", addr)
 	})
@@ -568,7 +619,9 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			{"application protocol QUIC", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = "QUIC" }},
 			{"a TLS listener without certificates", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolTLS }},
 			{"certificates on a listener that terminates no TLS", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].Certificates = []string{"cert-a"} }},
-			{"an HTTP listener over UDP", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[1].AppProtocol = cloudapi.AppProtocolHTTP }},
+			{"an HTTP listener over UDP", func(s *cloudapi.LoadBalancerSpec) {
+				s.Listeners = append(s.Listeners, cloudapi.Listener{Protocol: cloudapi.ProtocolUDP, Port: 54, TargetPort: 30054, AppProtocol: cloudapi.AppProtocolHTTP})
+			}},
 		} {
 			_, err := api.CreateLoadBalancer(t.Context(), s.lbSpec("ct-invalid", tc.tweak))
 			requireClass(t, err, cloudapi.ErrInvalidRequest,
@@ -605,7 +658,8 @@ func (s *suite) createActiveConcurrently(t testing.TB, api cloudapi.LoadBalancer
 	for i := range n {
 		wg.Go(func() {
 			spec := s.lbSpec(fmt.Sprintf("%s-%02d", prefix, i), withFamilies(cloudapi.IPv4, cloudapi.IPv6))
-			lb, err := createLBErr(t.Context(), api, spec)
+			s.supported(&spec)
+			lb, err := s.createLBErr(t.Context(), api, spec)
 			if err == nil {
 				lb, err = s.waitActiveErr(t.Context(), api, lb)
 			}
@@ -654,7 +708,7 @@ func requireDistinctAddresses(t testing.TB, lbs []*cloudapi.LoadBalancer, when s
 // deletes the page's last item (the one the token continues after) and an item of a later
 // page, and creates new items. The rest of the listing must hold every item that existed
 // throughout and sorts after the first page, no deleted item and nothing twice.
-func checkChangingSet[T any](t *testing.T, op cloudapi.Operation, list lister[T], id func(T) string, created []string,
+func checkChangingSet[T any](t *testing.T, pageNumbers bool, op cloudapi.Operation, list lister[T], id func(T) string, created []string,
 	del func(id string) error, create func(i int) (string, error),
 ) {
 	t.Helper()
@@ -686,9 +740,14 @@ func checkChangingSet[T any](t *testing.T, op cloudapi.Operation, list lister[T]
 	require.NoError(t, err,
 		"%s over a set that changed after the first page: broke \"a page token ... continues after the last item of the page\"", op)
 	got := ids(rest, id)
+	missed := 0
 	for _, k := range later {
 		if k == later[1] {
 			assert.NotContainsf(t, got, k, "%s: an item deleted before its page was read is listed", op)
+			continue
+		}
+		if pageNumbers && !slices.Contains(got, k) && missed < len(deleted) {
+			missed++ // a page shifted by a deletion (WithPageNumbers)
 			continue
 		}
 		assert.Containsf(t, got, k,
@@ -702,6 +761,12 @@ func checkChangingSet[T any](t *testing.T, op cloudapi.Operation, list lister[T]
 type optionalSetting struct {
 	name  string
 	tweak func(*cloudapi.LoadBalancerSpec)
+}
+
+// refusedByShape reports whether the backend's shape declares a part of o unsupported.
+func (s *suite) refusedByShape(o optionalSetting) bool {
+	spec := s.lbSpec("ct-optional", o.tweak)
+	return len(s.opts.shape.Uses(spec)) > 0
 }
 
 // optionalSettings are the parts of the spec beyond what every cloud offers.
@@ -733,33 +798,37 @@ func (s *suite) checkOptional(t *testing.T, o optionalSetting) {
 	api := s.lbBackend(t)
 	want := s.lbSpec("ct-optional", o.tweak)
 	lb, err := api.CreateLoadBalancer(t.Context(), want.Clone())
+	if err == nil && s.refusedByShape(o) {
+		require.Failf(t, "a part declared unsupported was built",
+			"CreateLoadBalancer with %s, which the backend's shape declares unsupported (%v): it must be refused with ErrInvalidRequest", o.name, s.opts.shape.Uses(want))
+	}
 	if err != nil {
 		requireClass(t, err, cloudapi.ErrInvalidRequest,
 			"CreateLoadBalancer with %s: a backend that cannot build it must refuse it: \"ErrInvalidRequest when the spec cannot be built\"", o.name)
 		assert.Empty(t, s.listAllLBs(t, api, cloudapi.ListOptions{}, 1), "CreateLoadBalancer refused with ErrInvalidRequest created a load balancer anyway")
 		t.Logf("the backend refuses %s with ErrInvalidRequest: %v", o.name, err)
 
-		plain := s.waitActive(t, api, createLB(t, api, s.lbSpec("ct-optional")))
+		plain := s.waitActive(t, api, s.createLB(t, api, s.lbSpec("ct-optional")))
 		_, err = api.UpdateLoadBalancer(t.Context(), plain.ID,
 			cloudapi.LoadBalancerUpdate{Spec: want.Clone(), Changes: cloudapi.DiffLoadBalancer(plain.Spec, want)})
 		requireClass(t, err, cloudapi.ErrInvalidRequest,
 			"UpdateLoadBalancer to %s, which CreateLoadBalancer refuses: \"ErrInvalidRequest when the cloud cannot build update.Spec\"", o.name)
 		got, err := api.GetLoadBalancer(t.Context(), plain.ID)
 		require.NoError(t, err)
-		requireSpec(t, plain.Spec, got.Spec, "UpdateLoadBalancer refused with ErrInvalidRequest changed the load balancer")
+		s.requireSpec(t, plain.Spec, got.Spec, "UpdateLoadBalancer refused with ErrInvalidRequest changed the load balancer")
 		return
 	}
 	require.NotNil(t, lb, "CreateLoadBalancer returned nil and no error")
-	requireSpec(t, want, lb.Spec, "CreateLoadBalancer with %s, as it answered: %s", o.name, neverDrops)
+	s.requireSpec(t, want, lb.Spec, "CreateLoadBalancer with %s, as it answered: %s", o.name, neverDrops)
 	scribbleLB(lb) // answers are copies, certificates too
 	lb, err = api.GetLoadBalancer(t.Context(), lb.ID)
 	require.NoError(t, err)
-	requireSpec(t, want, lb.Spec, "GetLoadBalancer after the caller changed the create's answer: answers must be copies")
+	s.requireSpec(t, want, lb.Spec, "GetLoadBalancer after the caller changed the create's answer: answers must be copies")
 	lb = s.waitActive(t, api, lb)
-	requireSpec(t, want, lb.Spec, "GetLoadBalancer of a load balancer created with %s: %s", o.name, neverDrops)
+	s.requireSpec(t, want, lb.Spec, "GetLoadBalancer of a load balancer created with %s: %s", o.name, neverDrops)
 	listed := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: want.Tags}, 1)
 	require.Len(t, listed, 1)
-	requireSpec(t, want, listed[0].Spec, "ListLoadBalancers of a load balancer created with %s: %s", o.name, neverDrops)
+	s.requireSpec(t, want, listed[0].Spec, "ListLoadBalancers of a load balancer created with %s: %s", o.name, neverDrops)
 
 	// Away and back: an update must carry the setting both ways.
 	plain := s.lbSpec("ct-optional")
@@ -770,10 +839,10 @@ func (s *suite) checkOptional(t *testing.T, o optionalSetting) {
 		got, err := api.UpdateLoadBalancer(t.Context(), lb.ID,
 			cloudapi.LoadBalancerUpdate{Spec: to.spec.Clone(), Changes: cloudapi.DiffLoadBalancer(lb.Spec, to.spec)})
 		require.NoErrorf(t, err, "UpdateLoadBalancer %s", to.what)
-		requireSpec(t, to.spec, got.Spec, "UpdateLoadBalancer %s, as it answered: %s", to.what, neverDrops)
+		s.requireSpec(t, to.spec, got.Spec, "UpdateLoadBalancer %s, as it answered: %s", to.what, neverDrops)
 		lb, err = api.GetLoadBalancer(t.Context(), lb.ID)
 		require.NoError(t, err)
-		requireSpec(t, to.spec, lb.Spec, "GetLoadBalancer after UpdateLoadBalancer %s: %s", to.what, neverDrops)
+		s.requireSpec(t, to.spec, lb.Spec, "GetLoadBalancer after UpdateLoadBalancer %s: %s", to.what, neverDrops)
 	}
 }
 
@@ -789,25 +858,83 @@ func (s *suite) checkDeclaredSettings(t *testing.T) {
 	lb, err := api.CreateLoadBalancer(t.Context(), want.Clone())
 	require.NoErrorf(t, err, "CreateLoadBalancer with the settings %v, which WithSettings says the backend declares", want.Settings)
 	require.NotNil(t, lb, "CreateLoadBalancer returned nil and no error")
-	requireSpec(t, want, lb.Spec, "CreateLoadBalancer with the settings %v, as it answered: %s", want.Settings, keepsSettings)
+	s.requireSpec(t, want, lb.Spec, "CreateLoadBalancer with the settings %v, as it answered: %s", want.Settings, keepsSettings)
 	lb = s.waitActive(t, api, lb)
-	requireSpec(t, want, lb.Spec, "GetLoadBalancer of a load balancer created with the settings %v: %s", want.Settings, keepsSettings)
+	s.requireSpec(t, want, lb.Spec, "GetLoadBalancer of a load balancer created with the settings %v: %s", want.Settings, keepsSettings)
 	steps := append(slices.Clone(s.opts.settings[1:]), nil, s.opts.settings[0])
 	for _, set := range steps {
 		to := with(set)
 		got, err := api.UpdateLoadBalancer(t.Context(), lb.ID,
 			cloudapi.LoadBalancerUpdate{Spec: to.Clone(), Changes: cloudapi.DiffLoadBalancer(lb.Spec, to)})
 		require.NoErrorf(t, err, "UpdateLoadBalancer to the settings %v, which WithSettings says the backend declares", set)
-		requireSpec(t, to, got.Spec, "UpdateLoadBalancer to the settings %v, as it answered: %s", set, keepsSettings)
+		s.requireSpec(t, to, got.Spec, "UpdateLoadBalancer to the settings %v, as it answered: %s", set, keepsSettings)
 		lb, err = api.GetLoadBalancer(t.Context(), lb.ID)
 		require.NoError(t, err)
-		requireSpec(t, to, lb.Spec, "GetLoadBalancer after UpdateLoadBalancer to the settings %v: %s", set, keepsSettings)
+		s.requireSpec(t, to, lb.Spec, "GetLoadBalancer after UpdateLoadBalancer to the settings %v: %s", set, keepsSettings)
 		listed := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: to.Tags}, 1)
 		require.Len(t, listed, 1)
-		requireSpec(t, to, listed[0].Spec, "ListLoadBalancers after UpdateLoadBalancer to the settings %v: %s", set, keepsSettings)
+		s.requireSpec(t, to, listed[0].Spec, "ListLoadBalancers after UpdateLoadBalancer to the settings %v: %s", set, keepsSettings)
 	}
 }
 
 // keepsSettings is the promise a backend breaks when it stores other settings than it
 // was given.
 const keepsSettings = `broke "A backend keeps every setting exactly as given, or refuses a spec with one it does not know or cannot build with ErrInvalidRequest; it never drops one"`
+
+// uses returns a change of a spec that uses f.
+func uses(f cloudapi.Feature) func(*cloudapi.LoadBalancerSpec) {
+	listener := func(p cloudapi.Protocol, app cloudapi.AppProtocol, certs ...string) func(*cloudapi.LoadBalancerSpec) {
+		return func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners = append(s.Listeners, cloudapi.Listener{Name: "extra", Protocol: p, Port: 8443, TargetPort: 30843, AppProtocol: app, Certificates: certs})
+		}
+	}
+	switch f {
+	case cloudapi.FeatureIPv6:
+		return withFamilies(cloudapi.IPv4, cloudapi.IPv6)
+	case cloudapi.FeatureUDP:
+		return listener(cloudapi.ProtocolUDP, cloudapi.AppProtocolNone)
+	case cloudapi.FeatureSCTP:
+		return listener(cloudapi.ProtocolSCTP, cloudapi.AppProtocolNone)
+	case cloudapi.FeatureTLS:
+		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolTLS, "cert-a")
+	case cloudapi.FeatureHTTP:
+		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolHTTP)
+	case cloudapi.FeatureHTTPS:
+		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolHTTPS, "cert-a")
+	case cloudapi.FeatureSourceRanges:
+		return func(s *cloudapi.LoadBalancerSpec) { s.SourceRanges = []string{"10.0.0.0/8"} }
+	case cloudapi.FeatureProxyProtocol:
+		return func(s *cloudapi.LoadBalancerSpec) { s.ProxyProtocol = true }
+	case cloudapi.FeatureInternal:
+		return func(s *cloudapi.LoadBalancerSpec) { s.Internal = true }
+	case cloudapi.FeatureRequestedIPs:
+		return func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{"203.0.113.10"} }
+	case cloudapi.FeatureSessionAffinity:
+		return func(s *cloudapi.LoadBalancerSpec) {
+			s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, time.Hour
+		}
+	}
+	return func(*cloudapi.LoadBalancerSpec) {}
+}
+
+// checkUnsupported requires a spec that uses f, which the backend's shape declares
+// unsupported, to be refused with ErrInvalidRequest by create and by update, changing
+// nothing.
+func (s *suite) checkUnsupported(t *testing.T, f cloudapi.Feature) {
+	api := s.lbBackend(t)
+	want := s.lbSpec("ct-unsupported", uses(f))
+	require.Equalf(t, []cloudapi.Feature{f}, s.opts.shape.Uses(want), "the suite's spec for %s", f)
+	_, err := api.CreateLoadBalancer(t.Context(), want.Clone())
+	requireClass(t, err, cloudapi.ErrInvalidRequest,
+		"CreateLoadBalancer with %s, which the backend's shape declares unsupported: broke \"a backend never drops a part of the spec it cannot build, it refuses the spec\"", f)
+	assert.Empty(t, s.listAllLBs(t, api, cloudapi.ListOptions{}, 1), "CreateLoadBalancer refused with ErrInvalidRequest created a load balancer anyway")
+
+	plain := s.waitActive(t, api, s.createLB(t, api, s.lbSpec("ct-unsupported")))
+	_, err = api.UpdateLoadBalancer(t.Context(), plain.ID,
+		cloudapi.LoadBalancerUpdate{Spec: want.Clone(), Changes: cloudapi.DiffLoadBalancer(plain.Spec, want)})
+	requireClass(t, err, cloudapi.ErrInvalidRequest,
+		"UpdateLoadBalancer to %s, which the backend's shape declares unsupported: \"ErrInvalidRequest when the cloud cannot build update.Spec\"", f)
+	got, err := api.GetLoadBalancer(t.Context(), plain.ID)
+	require.NoError(t, err)
+	s.requireSpec(t, plain.Spec, got.Spec, "UpdateLoadBalancer refused with ErrInvalidRequest changed the load balancer")
+}

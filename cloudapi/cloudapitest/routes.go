@@ -195,7 +195,7 @@ func (s *suite) testRoutes(t *testing.T) {
 		for i := range 12 {
 			created = append(created, createRoute(t, api, s.routeSpec(fmt.Sprintf("10.244.%d.0/24", i), i%4)).ID)
 		}
-		checkChangingSet(t, cloudapi.OpListRoutes, listRoutes(api), routeID, created,
+		checkChangingSet(t, s.opts.pageNumbers, cloudapi.OpListRoutes, listRoutes(api), routeID, created,
 			func(id string) error { return api.DeleteRoute(t.Context(), id) },
 			func(i int) (string, error) {
 				spec := s.routeSpec(fmt.Sprintf("10.245.%d.0/24", i), i%4)

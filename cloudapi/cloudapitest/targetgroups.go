@@ -165,7 +165,7 @@ func (s *suite) testTargetGroups(t *testing.T) {
 		}
 		g := createGroup(t, api, s.groupSpec("ct-used", 0, 1))
 		spec := s.lbSpec("ct-grouped", func(s *cloudapi.LoadBalancerSpec) { s.Targets, s.TargetGroup = nil, g.ID })
-		lb := createLB(t, lbs, spec)
+		lb := s.createLB(t, lbs, spec)
 		assert.Equal(t, g.ID, lb.Spec.TargetGroup)
 
 		err := api.DeleteTargetGroup(t.Context(), g.ID)

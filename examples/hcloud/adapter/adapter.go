@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,9 +24,11 @@ func init() {
 			if cfg.Credentials.Token == "" {
 				return nil, errors.New("credentials: the Hetzner Cloud API needs a token")
 			}
-			return New(section.Endpoint, cfg.Credentials.Token, nil), nil
+			c := New(section.Endpoint, cfg.Credentials.Token, nil)
+			c.networkRef, c.usePrivateIP, c.location = section.Network, section.UsePrivateIP, section.Location
+			return c, nil
 		},
-	}, provider.Options{})
+	}, provider.Options{LoadBalancerSettings: Settings, LoadBalancerShape: Shape})
 }
 
 // Config is the `hcloud:` section of the cloud config.
@@ -33,10 +36,24 @@ type Config struct {
 	// Endpoint is the API's base URL (YAML "endpoint"); empty means the SDK's default,
 	// https://api.hetzner.cloud/v1.
 	Endpoint string `yaml:"endpoint"`
+	// Network is the private network (its ID or name; YAML "network") that internal load
+	// balancers, and all of them with UsePrivateIP, attach to. Empty: none, and an
+	// internal load balancer is refused.
+	Network string `yaml:"network"`
+	// Location is where a load balancer is made whose Service sets neither the location
+	// nor the network-zone setting, and the cloud config's loadBalancer.settings neither
+	// (YAML "location", such as fsn1). Empty: such a load balancer is refused.
+	Location string `yaml:"location"`
+	// UsePrivateIP sends load balancer traffic to the servers' addresses in Network
+	// instead of their public ones (YAML "usePrivateIP"); it needs Network.
+	UsePrivateIP bool `yaml:"usePrivateIP"`
 }
 
 // Validate reports whether Endpoint is empty or an absolute http or https URL.
 func (c *Config) Validate() error {
+	if c.UsePrivateIP && c.Network == "" {
+		return errors.New("usePrivateIP: needs a network")
+	}
 	if c.Endpoint == "" {
 		return nil
 	}
@@ -49,6 +66,18 @@ func (c *Config) Validate() error {
 // Client is a cloudapi.Client of the Hetzner Cloud API. It is safe for concurrent use.
 type Client struct {
 	api *hcloud.Client
+	// networkRef and usePrivateIP are Config.Network and Config.UsePrivateIP.
+	networkRef   string
+	usePrivateIP bool
+	// location is Config.Location.
+	location string
+}
+
+// WithLocation sets Config.Location: where a load balancer without a location or
+// network zone is made. It returns c.
+func (c *Client) WithLocation(location string) *Client {
+	c.location = location
+	return c
 }
 
 // New returns a client of the API at endpoint (empty: the SDK's default) that
@@ -72,8 +101,36 @@ func New(endpoint string, token provider.Secret, hc *http.Client) *Client {
 // Instances returns the instance API, over the project's servers.
 func (c *Client) Instances() cloudapi.InstanceAPI { return instances{c.api} }
 
-// LoadBalancers answers (nil, false): Hetzner's load balancers are not mapped yet.
-func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return nil, false }
+// LoadBalancers returns the load balancer API, over the project's load balancers.
+func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return lbAPI{c}, true }
+
+// network is the configured network, read by ID or name (one call); ErrInvalidRequest
+// when none is configured or it does not exist.
+func (c *Client) network(ctx context.Context, op cloudapi.Operation) (*hcloud.Network, error) {
+	if c.networkRef == "" {
+		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", errors.New("an internal load balancer needs the hcloud section's network"))
+	}
+	n, resp, err := c.api.Network.Get(ctx, c.networkRef)
+	switch {
+	case err != nil:
+		return nil, errorOf(op, "", resp, err)
+	case n == nil:
+		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", fmt.Errorf("network %q does not exist", c.networkRef))
+	}
+	return n, nil
+}
+
+// wait polls action until it is done. An action that fails, or whose wait ends before
+// it does, may have changed the load balancer: ErrTransient.
+func (c *Client) wait(ctx context.Context, op cloudapi.Operation, id string, action *hcloud.Action) error {
+	if action == nil {
+		return nil
+	}
+	if err := c.api.Action.WaitFor(ctx, action); err != nil {
+		return cloudapi.NewError(cloudapi.ErrTransient, op, id, fmt.Errorf("action %d (%s): %w", action.ID, action.Command, err))
+	}
+	return nil
+}
 
 // Routes answers (nil, false): Hetzner's network routes are not mapped yet.
 func (c *Client) Routes() (cloudapi.RouteAPI, bool) { return nil, false }

@@ -119,13 +119,14 @@ func TestContract(t *testing.T) {
 		for _, inst := range f.Instances {
 			cfg.Servers = append(cfg.Servers, serverOf(t, inst))
 		}
+		cfg.RateLimit = hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20} // the suite counts no time
 		_, url := newMock(t, cfg, nil)
-		c := adapter.New(url, "token", nil)
-		_, hasLBs := c.LoadBalancers()
-		_, hasRoutes := c.Routes()
-		require.False(t, hasLBs || hasRoutes, "the suite's load balancer and route parts skip")
-		return c
-	}, cloudapitest.WithInstanceShape(shape))
+		return adapter.New(url, "token", nil).WithLocation("nbg1")
+	}, cloudapitest.WithInstanceShape(shape), cloudapitest.WithLoadBalancerShape(adapter.Shape), cloudapitest.WithProvisioningReads(0), cloudapitest.WithPageNumbers(),
+		cloudapitest.WithSettings(
+			map[string]string{adapter.SettingType: "lb11", adapter.SettingAlgorithm: "round_robin", adapter.SettingLocation: "fsn1"},
+			map[string]string{adapter.SettingType: "lb21", adapter.SettingAlgorithm: "least_connections", adapter.SettingLocation: "fsn1"},
+		))
 }
 
 func TestGetInstance(t *testing.T) {

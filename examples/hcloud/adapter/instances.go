@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,22 +43,9 @@ func (in instances) GetInstance(ctx context.Context, id string) (*cloudapi.Insta
 // ListInstances returns one page of the servers that carry opts.Tags, by ID; the page
 // token is the number of the page to read.
 func (in instances) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
-	page := 1
-	if opts.PageToken != "" {
-		n, err := strconv.Atoi(opts.PageToken)
-		if err != nil || n < 2 || strconv.Itoa(n) != opts.PageToken {
-			return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, cloudapi.OpListInstances, "",
-				fmt.Errorf("page token %q is not a page number this adapter returned", opts.PageToken))
-		}
-		page = n
-	}
-	selector, err := cloudapi.LabelSelector(opts.Tags, cloudapi.HetznerLabelRules)
+	page, perPage, selector, err := listArgs(cloudapi.OpListInstances, opts)
 	if err != nil {
-		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, cloudapi.OpListInstances, "", err)
-	}
-	perPage := maxPerPage
-	if opts.PageSize > 0 {
-		perPage = min(opts.PageSize, maxPerPage)
+		return nil, err
 	}
 	servers, resp, err := in.api.Server.List(ctx, hcloud.ServerListOpts{
 		ListOpts: hcloud.ListOpts{Page: page, PerPage: perPage, LabelSelector: selector},
@@ -72,10 +60,27 @@ func (in instances) ListInstances(ctx context.Context, opts cloudapi.ListOptions
 			out.Items = append(out.Items, inst)
 		}
 	}
-	if p := resp.Meta.Pagination; p != nil && p.NextPage > page {
-		out.NextPageToken = strconv.Itoa(p.NextPage)
-	}
+	out.NextPageToken = nextPage(resp, page)
 	return out, nil
+}
+
+// listArgs are the page, page size and label selector of a list's options.
+func listArgs(op cloudapi.Operation, opts cloudapi.ListOptions) (page, perPage int, selector string, err error) {
+	if page, err = cloudapi.PageNumber(op, opts.PageToken); err != nil {
+		return 0, 0, "", err
+	}
+	if selector, err = cloudapi.LabelSelector(opts.Tags, cloudapi.HetznerLabelRules); err != nil {
+		return 0, 0, "", cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", err)
+	}
+	return page, min(cmp.Or(opts.PageSize, maxPerPage), maxPerPage), selector, nil
+}
+
+// nextPage is the token of the page after page, empty after the last.
+func nextPage(resp *hcloud.Response, page int) string {
+	if p := resp.Meta.Pagination; p != nil {
+		return cloudapi.PageToken(page, p.NextPage)
+	}
+	return ""
 }
 
 // instanceOf is the instance of a server. Its tags are the labels the codec reads; a

@@ -1,0 +1,194 @@
+package cloudapi
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// LoadBalancerShape declares what a cloud's load balancers do not keep and do not support
+// of a LoadBalancerSpec, for a real cloud API that is narrower than the spec: one that
+// stores no listener names, has a single health check threshold, serves every address
+// family on every load balancer, or has no UDP listeners and no source ranges. The zero
+// value declares a cloud that keeps and supports everything.
+//
+// ccmkit reads it in two places. A part in NotKept is neither compared nor rewritten:
+// the load balancer as the cloud reports it is compared with the desired spec after
+// Comparable took that part from the desired spec, so a converged load balancer costs no
+// write. A part in Unsupported is refused before anything is written: a Service that asks
+// for one gets a Warning event naming it, and its load balancer is neither created nor
+// changed. The backend itself still refuses a spec that uses an unsupported part with
+// ErrInvalidRequest (Check says which), and the contract suite
+// (cloudapitest.WithLoadBalancerShape) holds it to both lists.
+type LoadBalancerShape struct {
+	// NotKept are the parts the cloud accepts without storing them; the backend reports
+	// them as their zero value (see each Feature). Only the features whose doc says "may
+	// be not kept" are allowed here.
+	NotKept []Feature
+	// Unsupported are the parts the cloud cannot build. Only the features whose doc says
+	// "may be unsupported" are allowed here.
+	Unsupported []Feature
+}
+
+// Feature names a part of a LoadBalancerSpec that a cloud may not keep (a
+// LoadBalancerShape's NotKept) or not support (its Unsupported).
+type Feature string
+
+// The features.
+const (
+	// FeatureName is the load balancer's Name; may be not kept (reported empty).
+	FeatureName Feature = "name"
+	// FeatureListenerNames are the Listeners' Names; may be not kept (reported empty).
+	FeatureListenerNames Feature = "listener-names"
+	// FeatureHealthyThreshold is the HealthCheck's HealthyThreshold; may be not kept
+	// (reported 0), for a cloud with one threshold, UnhealthyThreshold.
+	FeatureHealthyThreshold Feature = "health-check-healthy-threshold"
+	// FeatureIPFamilies are the IPFamilies; may be not kept (reported empty), for a cloud
+	// whose every load balancer serves the families it serves: the backend then reports
+	// every address the load balancer has.
+	FeatureIPFamilies Feature = "ip-families"
+	// FeatureIPv6 is IPv6 among the IPFamilies; may be unsupported.
+	FeatureIPv6 Feature = "ipv6"
+	// FeatureUDP are listeners of Protocol UDP; may be unsupported.
+	FeatureUDP Feature = "udp"
+	// FeatureSCTP are listeners of Protocol SCTP; may be unsupported.
+	FeatureSCTP Feature = "sctp"
+	// FeatureTLS are listeners of AppProtocol TLS (TLS terminated, TCP forwarded); may be
+	// unsupported.
+	FeatureTLS Feature = "tls"
+	// FeatureHTTP are listeners of AppProtocol HTTP; may be unsupported.
+	FeatureHTTP Feature = "http"
+	// FeatureHTTPS are listeners of AppProtocol HTTPS; may be unsupported.
+	FeatureHTTPS Feature = "https"
+	// FeatureSourceRanges are SourceRanges; may be unsupported.
+	FeatureSourceRanges Feature = "source-ranges"
+	// FeatureProxyProtocol is ProxyProtocol true; may be unsupported.
+	FeatureProxyProtocol Feature = "proxy-protocol"
+	// FeatureInternal is Internal true; may be unsupported.
+	FeatureInternal Feature = "internal"
+	// FeatureRequestedIPs are RequestedIPs; may be unsupported.
+	FeatureRequestedIPs Feature = "requested-ips"
+	// FeatureSessionAffinity is SessionAffinity ClientIP; may be unsupported.
+	FeatureSessionAffinity Feature = "session-affinity"
+)
+
+// notKeepable and unsupportable are the features each list of a LoadBalancerShape allows.
+var (
+	notKeepable   = []Feature{FeatureName, FeatureListenerNames, FeatureHealthyThreshold, FeatureIPFamilies}
+	unsupportable = []Feature{FeatureIPv6, FeatureUDP, FeatureSCTP, FeatureTLS, FeatureHTTP, FeatureHTTPS,
+		FeatureSourceRanges, FeatureProxyProtocol, FeatureInternal, FeatureRequestedIPs, FeatureSessionAffinity}
+)
+
+// Validate reports every problem of the declaration at once: a feature that its list does
+// not allow, or listed twice.
+func (s LoadBalancerShape) Validate() error {
+	var errs []error
+	check := func(list string, fs, allowed []Feature) {
+		seen := map[Feature]bool{}
+		for _, f := range fs {
+			switch {
+			case !slices.Contains(allowed, f):
+				errs = append(errs, fmt.Errorf("load balancer shape: %s: %q is not one of %v", list, f, allowed))
+			case seen[f]:
+				errs = append(errs, fmt.Errorf("load balancer shape: %s: %q is listed twice", list, f))
+			}
+			seen[f] = true
+		}
+	}
+	check("NotKept", s.NotKept, notKeepable)
+	check("Unsupported", s.Unsupported, unsupportable)
+	return errors.Join(errs...)
+}
+
+// Keeps reports whether the cloud keeps f.
+func (s LoadBalancerShape) Keeps(f Feature) bool { return !slices.Contains(s.NotKept, f) }
+
+// Supports reports whether the cloud supports f.
+func (s LoadBalancerShape) Supports(f Feature) bool { return !slices.Contains(s.Unsupported, f) }
+
+// Comparable returns current, a spec as the cloud reports it, with the parts the cloud
+// does not keep taken from desired, so that DiffLoadBalancer(s.Comparable(current,
+// desired), desired) finds no difference in them. A listener's name is taken from the
+// desired listener with the same (Protocol, Port). current is not changed.
+func (s LoadBalancerShape) Comparable(current, desired LoadBalancerSpec) LoadBalancerSpec {
+	if len(s.NotKept) == 0 {
+		return current
+	}
+	current = current.Clone()
+	if !s.Keeps(FeatureName) {
+		current.Name = desired.Name
+	}
+	if !s.Keeps(FeatureListenerNames) {
+		names := make(map[ListenerKey]string, len(desired.Listeners))
+		for _, l := range desired.Listeners {
+			names[l.Key()] = l.Name
+		}
+		for i, l := range current.Listeners {
+			current.Listeners[i].Name = names[l.Key()]
+		}
+	}
+	if !s.Keeps(FeatureHealthyThreshold) && current.HealthCheck != nil && desired.HealthCheck != nil {
+		current.HealthCheck.HealthyThreshold = desired.HealthCheck.HealthyThreshold
+	}
+	if !s.Keeps(FeatureIPFamilies) {
+		current.IPFamilies = slices.Clone(desired.IPFamilies)
+	}
+	return current
+}
+
+// Uses returns the features of the s.Unsupported list that spec uses, in the order of
+// that list: nil when the cloud can build spec as far as its shape goes.
+func (s LoadBalancerShape) Uses(spec LoadBalancerSpec) []Feature {
+	var out []Feature
+	for _, f := range s.Unsupported {
+		if uses(spec, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Check returns an error matching ErrInvalidRequest, for op on the load balancer id
+// (empty for a create), naming every problem: what spec.Validate refuses, and the parts
+// of spec the cloud does not support. Nil when neither. An adapter calls it first in
+// CreateLoadBalancer and UpdateLoadBalancer, and adds its cloud's own checks.
+func (s LoadBalancerShape) Check(op Operation, id string, spec LoadBalancerSpec) error {
+	err := spec.Validate()
+	if used := s.Uses(spec); len(used) > 0 {
+		err = errors.Join(err, fmt.Errorf("the cloud's load balancers do not support %v", used))
+	}
+	if err != nil {
+		return NewError(ErrInvalidRequest, op, id, err)
+	}
+	return nil
+}
+
+// uses reports whether spec uses f.
+func uses(spec LoadBalancerSpec, f Feature) bool {
+	listener := func(match func(Listener) bool) bool { return slices.ContainsFunc(spec.Listeners, match) }
+	switch f {
+	case FeatureIPv6:
+		return slices.Contains(spec.IPFamilies, IPv6)
+	case FeatureUDP:
+		return listener(func(l Listener) bool { return l.Protocol == ProtocolUDP })
+	case FeatureSCTP:
+		return listener(func(l Listener) bool { return l.Protocol == ProtocolSCTP })
+	case FeatureTLS:
+		return listener(func(l Listener) bool { return l.AppProtocol == AppProtocolTLS })
+	case FeatureHTTP:
+		return listener(func(l Listener) bool { return l.AppProtocol == AppProtocolHTTP })
+	case FeatureHTTPS:
+		return listener(func(l Listener) bool { return l.AppProtocol == AppProtocolHTTPS })
+	case FeatureSourceRanges:
+		return len(spec.SourceRanges) > 0
+	case FeatureProxyProtocol:
+		return spec.ProxyProtocol
+	case FeatureInternal:
+		return spec.Internal
+	case FeatureRequestedIPs:
+		return len(spec.RequestedIPs) > 0
+	case FeatureSessionAffinity:
+		return spec.SessionAffinity == SessionAffinityClientIP
+	}
+	return false
+}

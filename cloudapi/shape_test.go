@@ -1,0 +1,129 @@
+package cloudapi_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+func TestLoadBalancerShapeValidate(t *testing.T) {
+	require.NoError(t, cloudapi.LoadBalancerShape{}.Validate())
+	require.NoError(t, cloudapi.LoadBalancerShape{
+		NotKept:     []cloudapi.Feature{cloudapi.FeatureListenerNames, cloudapi.FeatureIPFamilies},
+		Unsupported: []cloudapi.Feature{cloudapi.FeatureUDP, cloudapi.FeatureSourceRanges},
+	}.Validate())
+	err := cloudapi.LoadBalancerShape{
+		NotKept:     []cloudapi.Feature{cloudapi.FeatureUDP, cloudapi.FeatureName, cloudapi.FeatureName},
+		Unsupported: []cloudapi.Feature{cloudapi.FeatureListenerNames, "quic"},
+	}.Validate()
+	require.Error(t, err)
+	for _, want := range []string{`NotKept: "udp" is not one of`, `NotKept: "name" is listed twice`, `Unsupported: "listener-names" is not one of`, `Unsupported: "quic" is not one of`} {
+		assert.ErrorContains(t, err, want)
+	}
+}
+
+func TestLoadBalancerShapeComparable(t *testing.T) {
+	desired := cloudapi.LoadBalancerSpec{
+		Name:        "web",
+		Listeners:   []cloudapi.Listener{{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080}},
+		HealthCheck: &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 1, HealthyThreshold: 2, UnhealthyThreshold: 3},
+		IPFamilies:  []cloudapi.IPFamily{cloudapi.IPv4, cloudapi.IPv6},
+	}
+	reported := desired.Clone()
+	reported.Name, reported.Listeners[0].Name, reported.HealthCheck.HealthyThreshold, reported.IPFamilies = "", "", 0, nil
+	before := reported.Clone()
+
+	everything := cloudapi.LoadBalancerShape{NotKept: []cloudapi.Feature{cloudapi.FeatureName, cloudapi.FeatureListenerNames, cloudapi.FeatureHealthyThreshold, cloudapi.FeatureIPFamilies}}
+	assert.True(t, cloudapi.DiffLoadBalancer(everything.Comparable(reported, desired), desired).Empty())
+	assert.Equal(t, before, reported, "current is not changed")
+
+	c := cloudapi.DiffLoadBalancer(cloudapi.LoadBalancerShape{}.Comparable(reported, desired), desired)
+	assert.True(t, c.Name && c.HealthCheck && c.IPFamilies && len(c.UpdateListeners) == 1, "a shape that keeps everything compares everything: %+v", c)
+
+	// What is kept is still compared: a changed target port or unhealthy threshold shows.
+	changed := reported.Clone()
+	changed.Listeners[0].TargetPort, changed.HealthCheck.UnhealthyThreshold = 30081, 5
+	c = cloudapi.DiffLoadBalancer(everything.Comparable(changed, desired), desired)
+	assert.True(t, c.HealthCheck && len(c.UpdateListeners) == 1, "%+v", c)
+}
+
+func TestLoadBalancerShapeUsesAndCheck(t *testing.T) {
+	all := cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{
+		cloudapi.FeatureIPv6, cloudapi.FeatureUDP, cloudapi.FeatureSCTP, cloudapi.FeatureTLS, cloudapi.FeatureHTTP, cloudapi.FeatureHTTPS,
+		cloudapi.FeatureSourceRanges, cloudapi.FeatureProxyProtocol, cloudapi.FeatureInternal, cloudapi.FeatureRequestedIPs, cloudapi.FeatureSessionAffinity,
+	}}
+	plain := cloudapi.LoadBalancerSpec{Name: "web", Listeners: []cloudapi.Listener{{Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080}}}
+	assert.Empty(t, all.Uses(plain))
+	require.NoError(t, all.Check(cloudapi.OpCreateLoadBalancer, "", plain))
+	listener := func(p cloudapi.Protocol, app cloudapi.AppProtocol, certs ...string) func(*cloudapi.LoadBalancerSpec) {
+		return func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners = append(s.Listeners, cloudapi.Listener{Protocol: p, Port: 443, TargetPort: 30443, AppProtocol: app, Certificates: certs})
+		}
+	}
+	for f, tweak := range map[cloudapi.Feature]func(*cloudapi.LoadBalancerSpec){
+		cloudapi.FeatureIPv6:          func(s *cloudapi.LoadBalancerSpec) { s.IPFamilies = []cloudapi.IPFamily{cloudapi.IPv4, cloudapi.IPv6} },
+		cloudapi.FeatureUDP:           listener(cloudapi.ProtocolUDP, ""),
+		cloudapi.FeatureSCTP:          listener(cloudapi.ProtocolSCTP, ""),
+		cloudapi.FeatureTLS:           listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolTLS, "cert-a"),
+		cloudapi.FeatureHTTP:          listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolHTTP),
+		cloudapi.FeatureHTTPS:         listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolHTTPS, "cert-a"),
+		cloudapi.FeatureSourceRanges:  func(s *cloudapi.LoadBalancerSpec) { s.SourceRanges = []string{"10.0.0.0/8"} },
+		cloudapi.FeatureProxyProtocol: func(s *cloudapi.LoadBalancerSpec) { s.ProxyProtocol = true },
+		cloudapi.FeatureInternal:      func(s *cloudapi.LoadBalancerSpec) { s.Internal = true },
+		cloudapi.FeatureRequestedIPs:  func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{"192.0.2.1"} },
+		cloudapi.FeatureSessionAffinity: func(s *cloudapi.LoadBalancerSpec) {
+			s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, time.Hour
+		},
+	} {
+		spec := plain.Clone()
+		tweak(&spec)
+		assert.Equal(t, []cloudapi.Feature{f}, all.Uses(spec), "feature %s", f)
+		err := all.Check(cloudapi.OpUpdateLoadBalancer, "lb-1", spec)
+		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "feature %s", f)
+		assert.ErrorContains(t, err, string(f))
+		assert.Empty(t, cloudapi.LoadBalancerShape{}.Uses(spec), "a shape that supports everything")
+	}
+}
+
+func TestLoadBalancerSpecValidate(t *testing.T) {
+	ok := cloudapi.LoadBalancerSpec{Name: "web", Listeners: []cloudapi.Listener{{Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443,
+		AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: []string{"c1"}}}, Targets: []string{"i-1"}}
+	require.NoError(t, ok.Validate())
+	bad := ok.Clone()
+	bad.Name = ""
+	bad.Listeners = append(bad.Listeners, cloudapi.Listener{Protocol: cloudapi.ProtocolUDP, Port: 443, TargetPort: 0, AppProtocol: cloudapi.AppProtocolHTTP},
+		cloudapi.Listener{Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 1})
+	bad.Targets = append(bad.Targets, "i-1")
+	bad.HealthCheck = &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTP, Path: "healthz"}
+	bad.SourceRanges, bad.IPFamilies, bad.RequestedIPs = []string{"10.0.0.0/33"}, []cloudapi.IPFamily{cloudapi.IPv4, cloudapi.IPv4}, []string{"x"}
+	bad.SessionAffinity = cloudapi.SessionAffinityClientIP
+	err := bad.Validate()
+	for _, want := range []string{"name: required", "target port 0", "application protocol HTTP on a UDP listener", "a second listener for TCP/443",
+		`"i-1" is listed twice`, "needs a path starting with /", `"10.0.0.0/33" is not a CIDR`, "IPv4 is listed twice", `"x" is not an IP`, "needs a timeout"} {
+		assert.ErrorContains(t, err, want)
+	}
+	err = cloudapi.LoadBalancerShape{}.Check(cloudapi.OpCreateLoadBalancer, "", bad)
+	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "Check refuses what Validate refuses")
+}
+
+func TestPageNumbers(t *testing.T) {
+	for token, want := range map[string]int{"": 1, "2": 2, "17": 17} {
+		n, err := cloudapi.PageNumber(cloudapi.OpListInstances, token)
+		require.NoError(t, err)
+		assert.Equal(t, want, n)
+	}
+	for _, token := range []string{"1", "0", "-3", "02", "x", "2x"} {
+		_, err := cloudapi.PageNumber(cloudapi.OpListInstances, token)
+		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "token %q", token)
+	}
+	assert.Equal(t, "3", cloudapi.PageToken(2, 3))
+	assert.Empty(t, cloudapi.PageToken(3, 0), "the last page")
+	assert.Empty(t, cloudapi.PageToken(3, 3), "no page after")
+	n, err := cloudapi.PageNumber(cloudapi.OpListInstances, cloudapi.PageToken(1, 2))
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "round trip")
+}

@@ -1,0 +1,117 @@
+package adapter_test
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/ccmkit/ccmkit/examples/hcloud/adapter"
+	"github.com/ccmkit/ccmkit/examples/hcloud/hcloudmock"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/provider"
+)
+
+// writes are the mock's write requests among calls.
+func writes(calls map[string]int) int {
+	n := 0
+	for pattern, c := range calls {
+		if !strings.HasPrefix(pattern, "GET ") {
+			n += c
+		}
+	}
+	return n
+}
+
+// sub is after minus before, per endpoint.
+func sub(after, before map[string]int) map[string]int {
+	out := maps.Clone(after)
+	for k, v := range before {
+		if out[k] -= v; out[k] == 0 {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// TestServiceOverHetzner runs ccmkit's load balancers over the adapter and the mock: a
+// Service asking for a type, HTTP and HTTPS gets one load balancer with both addresses; a
+// converged Service costs no write, on the sync and the node sync; what Hetzner lacks is
+// refused before any write; deleting the Service deletes the load balancer.
+func TestServiceOverHetzner(t *testing.T) {
+	var cfg hcloudmock.Config
+	var nodes []*corev1.Node
+	for i := range 3 {
+		id := int64(100 + i)
+		cfg.Servers = append(cfg.Servers, schema.Server{ID: id, Name: fmt.Sprintf("node-%d", i)})
+		nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)},
+			Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("hcloud://%d", id)}})
+	}
+	cfg.Certificates = []schema.Certificate{{ID: 7, Name: "web"}}
+	cfg.RateLimit = hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20}
+	m, url := newMock(t, cfg, nil)
+	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}},
+		adapter.New(url, "token", nil).WithLocation("fsn1"),
+		provider.Options{ProviderName: adapter.ProviderName, Metrics: metrics.NewKubeRegistry(), Clock: clock,
+			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape})
+	require.NoError(t, err)
+	lbs, ok := p.LoadBalancer()
+	require.True(t, ok)
+
+	https := "https"
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web", Annotations: map[string]string{
+			loadbalancer.DefaultAnnotationPrefix + adapter.SettingType:                    "LB21",
+			loadbalancer.DefaultAnnotationPrefix + loadbalancer.AnnotationTLSCertificates: "7",
+		}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, Ports: []corev1.ServicePort{
+			{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080},
+			{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443, AppProtocol: &https},
+		}},
+	}
+	st, err := lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, nodes)
+	require.NoError(t, err)
+	inv := m.Inventory()
+	require.Len(t, inv.LoadBalancers, 1)
+	lb := inv.LoadBalancers[0]
+	assert.Equal(t, "lb21", lb.LoadBalancerType.Name)
+	assert.Equal(t, "fsn1", lb.Location.Name)
+	assert.Len(t, lb.Targets, 3)
+	require.Len(t, lb.Services, 2)
+	require.Len(t, st.Ingress, 2, "IPv4 and IPv6: every Hetzner load balancer has both")
+	assert.Equal(t, lb.PublicNet.IPv4.IP, st.Ingress[0].IP)
+
+	for range 3 {
+		clock.Step(time.Hour) // every sync reads afresh
+		before := m.Calls()
+		_, err := lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, nodes)
+		require.NoError(t, err)
+		require.NoError(t, lbs.UpdateLoadBalancer(t.Context(), "k8s", svc, nodes))
+		assert.Zero(t, writes(sub(m.Calls(), before)), "a converged load balancer costs no write: %v", sub(m.Calls(), before))
+	}
+
+	before := m.Calls()
+	require.NoError(t, lbs.UpdateLoadBalancer(t.Context(), "k8s", svc, nodes[:2]))
+	assert.Equal(t, map[string]int{"GET /load_balancers": 1, "GET /load_balancers/{id}": 2, "POST /load_balancers/{id}/actions/remove_target": 1},
+		sub(m.Calls(), before), "a node removed: one read for the update, one remove_target, one read back")
+
+	udp := svc.DeepCopy()
+	udp.Spec.Ports = append(udp.Spec.Ports, corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053})
+	before = m.Calls()
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", udp, nodes)
+	require.ErrorContains(t, err, "do not support UDP listeners (ports 53/UDP)")
+	assert.Zero(t, writes(sub(m.Calls(), before)), "nothing written for a Service asking for what Hetzner lacks")
+
+	require.NoError(t, lbs.EnsureLoadBalancerDeleted(t.Context(), "k8s", svc))
+	assert.Empty(t, m.Inventory().LoadBalancers)
+}

@@ -1,0 +1,146 @@
+package loadbalancer_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/providerid"
+)
+
+// narrowCloud is a cloud that stores no listener names, no healthy threshold and no IP
+// families (it reports them empty), as a real API narrower than the spec does.
+type narrowCloud struct{ cloudapi.Client }
+
+func (c narrowCloud) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) {
+	api, ok := c.Client.LoadBalancers()
+	return narrowLBs{api}, ok
+}
+
+type narrowLBs struct{ cloudapi.LoadBalancerAPI }
+
+func narrow(lb *cloudapi.LoadBalancer) *cloudapi.LoadBalancer {
+	if lb == nil {
+		return nil
+	}
+	for i := range lb.Spec.Listeners {
+		lb.Spec.Listeners[i].Name = ""
+	}
+	if lb.Spec.HealthCheck != nil {
+		lb.Spec.HealthCheck.HealthyThreshold = 0
+	}
+	lb.Spec.IPFamilies = nil
+	return lb
+}
+
+func (a narrowLBs) GetLoadBalancer(ctx context.Context, id string) (*cloudapi.LoadBalancer, error) {
+	lb, err := a.LoadBalancerAPI.GetLoadBalancer(ctx, id)
+	return narrow(lb), err
+}
+
+func (a narrowLBs) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+	page, err := a.LoadBalancerAPI.ListLoadBalancers(ctx, opts)
+	if page != nil {
+		for i := range page.Items {
+			narrow(&page.Items[i])
+		}
+	}
+	return page, err
+}
+
+func (a narrowLBs) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	lb, err := a.LoadBalancerAPI.CreateLoadBalancer(ctx, spec)
+	return narrow(lb), err
+}
+
+func (a narrowLBs) UpdateLoadBalancer(ctx context.Context, id string, u cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+	lb, err := a.LoadBalancerAPI.UpdateLoadBalancer(ctx, id, u)
+	return narrow(lb), err
+}
+
+func withShape(shape cloudapi.LoadBalancerShape) func(*loadbalancer.Options) {
+	return func(o *loadbalancer.Options) { o.Shape = shape }
+}
+
+// TestShapeNotKeptCostsNoWrite: on a cloud that does not keep listener names, the healthy
+// threshold or the IP families, a converged load balancer costs no write once the adapter
+// declares them not kept; without the declaration every sync would rewrite them.
+func TestShapeNotKeptCostsNoWrite(t *testing.T) {
+	wrap := func(c cloudapi.Client) cloudapi.Client { return narrowCloud{c} }
+	svc := newService("web", func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol} })
+	for _, tc := range []struct {
+		name   string
+		shape  cloudapi.LoadBalancerShape
+		writes int64
+	}{
+		{"declared", cloudapi.LoadBalancerShape{NotKept: []cloudapi.Feature{cloudapi.FeatureListenerNames, cloudapi.FeatureHealthyThreshold, cloudapi.FeatureIPFamilies}}, 0},
+		{"undeclared", cloudapi.LoadBalancerShape{}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnvWith(t, fake.Config{}, withShape(tc.shape), wrap)
+			e.ensure(t, svc, e.nodes)
+			for range 3 {
+				e.expire() // every sync reads the cloud afresh
+				before := e.cloud.Calls()
+				e.ensure(t, svc, e.nodes)
+				require.NoError(t, e.lb.UpdateLoadBalancer(t.Context(), "c", svc, e.nodes))
+				assert.Equal(t, 2*tc.writes, e.cloud.Calls().Sub(before).Writes(), "writes of one EnsureLoadBalancer and one UpdateLoadBalancer of a converged load balancer")
+			}
+		})
+	}
+}
+
+// TestShapeUnsupportedIsRefusedBeforeAnyWrite: a Service that asks for what the cloud does
+// not support gets an error naming it, and nothing is created; a Service whose load
+// balancer exists and that starts asking for it changes nothing of it.
+func TestShapeUnsupportedIsRefusedBeforeAnyWrite(t *testing.T) {
+	shape := cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureUDP, cloudapi.FeatureSourceRanges, cloudapi.FeatureProxyProtocol, cloudapi.FeatureSessionAffinity}}
+	udp := corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053}
+	tcp := corev1.ServicePort{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}
+	for _, tc := range []struct {
+		name  string
+		tweak func(*corev1.Service)
+		want  []string // in the error
+	}{
+		{"a UDP port", withPorts(tcp, udp), []string{"UDP listeners (ports 53/UDP)", "do not support"}},
+		{"source ranges", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"} }, []string{"source ranges"}},
+		{"the PROXY protocol", withAnnotation(loadbalancer.AnnotationProxyProtocol, "true"), []string{prefix + loadbalancer.AnnotationProxyProtocol}},
+		{"session affinity", func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP }, []string{"session affinity ClientIP"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnvWith(t, fake.Config{}, withShape(shape))
+			_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", newService("web", tc.tweak), e.nodes)
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.ErrorContains(t, err, w)
+			}
+			assert.Zero(t, e.cloud.Calls().Writes(), "nothing created")
+			assert.Empty(t, e.cloud.Inventory().LoadBalancers)
+
+			e.ensure(t, newService("web"), e.nodes)
+			before := e.only(t)
+			calls := e.cloud.Calls()
+			_, err = e.lb.EnsureLoadBalancer(t.Context(), "c", newService("web", tc.tweak), e.nodes)
+			require.Error(t, err)
+			assert.Zero(t, e.cloud.Calls().Sub(calls).Writes(), "the existing load balancer is not changed")
+			assert.Equal(t, before, e.only(t))
+		})
+	}
+}
+
+// TestNewRefusesABadShape: a shape that lists a feature where it cannot be is refused.
+func TestNewRefusesABadShape(t *testing.T) {
+	e := newEnv(t, fake.Config{})
+	api, _ := e.cloud.LoadBalancers()
+	format, err := providerid.Default("ccmkit")
+	require.NoError(t, err)
+	_, err = loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format,
+		Shape: cloudapi.LoadBalancerShape{NotKept: []cloudapi.Feature{cloudapi.FeatureUDP}}})
+	require.ErrorContains(t, err, `"udp" is not one of`)
+}
