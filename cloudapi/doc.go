@@ -101,7 +101,13 @@
 //
 // Do not retry, rate-limit or cache in the adapter: ccmkit wraps every client in one
 // decorator that does that, and counts on seeing every call. Do honour the context's
-// deadline and cancellation.
+// deadline and cancellation. A call that makes more than one request (a write answered
+// with an asynchronous action that the adapter polls until it is done, an SDK reading
+// pages by itself) passes each request through ccmkit's gate: Transport around the HTTP
+// client's transport does it for every request, Request for one; the polls then wait for
+// the rate limiter and are counted (extra_requests_total) like calls, and the call's
+// per-attempt timeout bounds them all. An action that fails, or whose wait ends before it
+// does, may have changed the resource: answer ErrTransient, never ErrInvalidRequest.
 //
 // Prove the adapter with the contract suite in package cloudapitest, which runs the whole
 // behavioural contract of this package against a backend you construct; package fake is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -71,7 +72,7 @@ func callWith[T any](ctx context.Context, c *Client, op cloudapi.Operation, key,
 		}
 
 		attemptCtx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-		res, err := fn(attemptCtx)
+		res, err := fn(cloudapi.WithRequestGate(attemptCtx, c.gate(opLabel)))
 		// attemptCtx first: when ctx ends, ctx's error is set before attemptCtx's, so this
 		// order cannot mistake the end of ctx for a timeout of the attempt.
 		timedOut := errors.Is(attemptCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
@@ -197,6 +198,30 @@ func (c *Client) backoff(attempt int) time.Duration {
 		return 0
 	}
 	return max(b-time.Duration(off), 0)
+}
+
+// gate is the request gate (cloudapi.WithRequestGate) of one attempt of a call of op:
+// its first request passes (the attempt was admitted), each later one waits for the
+// rate limiter as a call does and is counted in extra_requests_total.
+func (c *Client) gate(op string) func(context.Context) error {
+	var mu sync.Mutex
+	first := true
+	return func(ctx context.Context) error {
+		mu.Lock()
+		wasFirst := first
+		first = false
+		mu.Unlock()
+		if wasFirst {
+			return ctx.Err()
+		}
+		waitStart := c.opts.Clock.Now()
+		if err := c.admit(ctx); err != nil {
+			return err
+		}
+		c.metrics.wait.Observe(c.opts.Clock.Now().Sub(waitStart).Seconds())
+		c.metrics.requests.WithLabelValues(op).Inc()
+		return nil
+	}
 }
 
 // admit waits until the Client may send one attempt: until the Retry-After hold is over

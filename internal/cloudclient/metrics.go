@@ -47,6 +47,7 @@ type clientMetrics struct {
 	errors    *metrics.CounterVec   // operation, class
 	throttled *metrics.CounterVec   // operation
 	retries   *metrics.CounterVec   // operation
+	requests  *metrics.CounterVec   // operation
 	wait      *metrics.Histogram
 }
 
@@ -85,6 +86,13 @@ func newClientMetrics(reg Registerer, provider string) (*clientMetrics, error) {
 			Help:           "Retries of cloud API calls (attempts after the first), by operation.",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"operation"}),
+		requests: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace:      namespace,
+			Subsystem:      subsystem,
+			Name:           "extra_requests_total",
+			Help:           "Requests an attempt of a cloud API call made beyond its first, as the adapter reports them (cloudapi.Request): an asynchronous action's polls, pages an SDK reads by itself; each waited for the rate limiter. By operation.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"operation"}),
 		wait: metrics.NewHistogram(&metrics.HistogramOpts{
 			Namespace:      namespace,
 			Subsystem:      subsystem,
@@ -106,6 +114,9 @@ func newClientMetrics(reg Registerer, provider string) (*clientMetrics, error) {
 		errs = append(errs, err)
 	}
 	if m.retries, err = register(reg, m.retries); err != nil {
+		errs = append(errs, err)
+	}
+	if m.requests, err = register(reg, m.requests); err != nil {
 		errs = append(errs, err)
 	}
 	if m.wait, err = register(reg, m.wait); err != nil {

@@ -130,3 +130,24 @@ func TestThrottleLowersRate(t *testing.T) {
 	ok(1)
 	assert.Equal(t, []time.Duration{100 * time.Millisecond}, waits())
 }
+
+// TestRequestGate: the requests one call makes beyond its first (an action's polls), as
+// the adapter reports them with cloudapi.Request, wait for the rate limiter as calls do
+// and are counted; the first passes, since the call was admitted.
+func TestRequestGate(t *testing.T) {
+	e := newEnv(t, func(o *cloudclient.Options) { o.QPS, o.Burst = 10, 1 })
+	e.mocks.lb.EXPECT().DeleteLoadBalancer(gomock.Any(), "lb-1").DoAndReturn(func(ctx context.Context, _ string) error {
+		for range 3 { // the delete, then two polls of its action
+			if err := cloudapi.Request(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	lbs, _ := e.client.LoadBalancers()
+	require.NoError(t, lbs.DeleteLoadBalancer(e.ctx, "lb-1"))
+	assert.Equal(t, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond}, e.clock.Waits(), "the two polls wait their turn; the call itself had the burst")
+	assert.InDelta(t, 2, e.counter(t, "extra_requests_total", map[string]string{"operation": string(cloudapi.OpDeleteLoadBalancer)}), 0)
+
+	require.NoError(t, cloudapi.Request(e.ctx), "without a gate (an adapter called outside ccmkit) a request passes")
+}

@@ -81,8 +81,9 @@ func (c *Client) WithLocation(location string) *Client {
 }
 
 // New returns a client of the API at endpoint (empty: the SDK's default) that
-// authenticates with token and sends its requests with hc (nil: the SDK's default). The
-// SDK retries nothing: ccmkit's decorator does. It makes no request.
+// authenticates with token and sends its requests with hc (nil: the SDK's default), each
+// through cloudapi.Transport. The SDK retries nothing: ccmkit's decorator does. It makes
+// no request.
 func New(endpoint string, token provider.Secret, hc *http.Client) *Client {
 	opts := []hcloud.ClientOption{
 		hcloud.WithToken(token.Reveal()),
@@ -92,9 +93,13 @@ func New(endpoint string, token provider.Secret, hc *http.Client) *Client {
 	if endpoint != "" {
 		opts = append(opts, hcloud.WithEndpoint(endpoint))
 	}
+	// Every request passes through ccmkit's gate (cloudapi.Transport): an action's polls
+	// wait for the rate limiter and are counted like the call that started it.
+	gated := &http.Client{Transport: cloudapi.Transport(nil)}
 	if hc != nil {
-		opts = append(opts, hcloud.WithHTTPClient(hc))
+		gated = &http.Client{Transport: cloudapi.Transport(hc.Transport), CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
 	}
+	opts = append(opts, hcloud.WithHTTPClient(gated))
 	return &Client{api: hcloud.NewClient(opts...)}
 }
 

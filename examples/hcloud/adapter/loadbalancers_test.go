@@ -115,3 +115,40 @@ func TestServiceOverHetzner(t *testing.T) {
 	require.NoError(t, lbs.EnsureLoadBalancerDeleted(t.Context(), "k8s", svc))
 	assert.Empty(t, m.Inventory().LoadBalancers)
 }
+
+// TestActionPollsAreCounted: the polls of a write's actions go through ccmkit's client
+// like the write itself (cloudapi.Transport): each waits for the rate limiter and is
+// counted in extra_requests_total, so the calls ccmkit reports are the calls the project
+// pays for.
+func TestActionPollsAreCounted(t *testing.T) {
+	cfg := hcloudmock.Config{ActionPolls: 1, RateLimit: hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20},
+		Servers: []schema.Server{{ID: 100, Name: "node-0"}}}
+	m, url := newMock(t, cfg, nil)
+	reg := metrics.NewKubeRegistry()
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(url, "token", nil).WithLocation("fsn1"),
+		provider.Options{ProviderName: adapter.ProviderName, Metrics: reg, LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape})
+	require.NoError(t, err)
+	lbs, _ := p.LoadBalancer()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Spec: corev1.NodeSpec{ProviderID: "hcloud://100"}}
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
+	require.NoError(t, err)
+
+	polls := m.Calls()["GET /actions"]
+	require.Positive(t, polls, "the create's and the add_service's actions were polled")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var counted float64
+	for _, f := range families {
+		if f.GetName() == "cloudprovider_hcloud_api_extra_requests_total" {
+			for _, m := range f.GetMetric() {
+				counted += m.GetCounter().GetValue()
+			}
+		}
+	}
+	// Each extra request of a call is an action poll, the read back after the writes, or
+	// the add_service calls of the create: all sent through the gate.
+	creates := m.Calls()["POST /load_balancers/{id}/actions/add_service"] + m.Calls()["GET /load_balancers/{id}"]
+	assert.Equal(t, float64(polls+creates), counted, "every request beyond a call's first is counted: %v", m.Calls())
+}

@@ -1,0 +1,62 @@
+package cloudapi_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+type closeTracker struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeTracker) Close() error { c.closed = true; return nil }
+
+// TestTransport: every request passes through the gate of its context first; one the
+// gate refuses is not sent, and its body is closed.
+func TestTransport(t *testing.T) {
+	sent := 0
+	base := roundTripper(func(*http.Request) (*http.Response, error) { sent++; return &http.Response{StatusCode: 200}, nil })
+	gated := 0
+	refuse := errors.New("no slot before the deadline")
+	gate := func(context.Context) error {
+		if gated++; gated > 2 {
+			return refuse
+		}
+		return nil
+	}
+	ctx := cloudapi.WithRequestGate(t.Context(), gate)
+	tr := cloudapi.Transport(base)
+	for range 2 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example/v1/actions/1", nil)
+		require.NoError(t, err)
+		_, err = tr.RoundTrip(req)
+		require.NoError(t, err)
+	}
+	body := &closeTracker{Reader: strings.NewReader("{}")}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://api.example/v1/load_balancers", body)
+	require.NoError(t, err)
+	_, err = tr.RoundTrip(req)
+	require.ErrorIs(t, err, refuse)
+	assert.True(t, body.closed)
+	assert.Equal(t, 2, sent, "the refused request is not sent")
+
+	req, err = http.NewRequestWithContext(t.Context(), http.MethodGet, "http://api.example/v1/servers", nil)
+	require.NoError(t, err)
+	_, err = tr.RoundTrip(req)
+	require.NoError(t, err, "no gate: sent")
+	assert.Equal(t, 3, sent)
+}
