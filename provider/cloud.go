@@ -144,6 +144,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			Recorder:         lateRecorder{c},
 			Settings:         opts.LoadBalancerSettings,
 			SettingDefaults:  cfg.LoadBalancer.Settings,
+			Aliases:          opts.LoadBalancerAliases,
 			TargetGroups:     groups,
 		})
 		if err != nil {
@@ -256,6 +257,13 @@ type Options struct {
 	// defaults. Register stops the process when they are declared wrongly; New and the
 	// Factory return the error.
 	LoadBalancerSettings loadbalancer.Settings
+	// LoadBalancerAliases are the annotation keys of the cloud's earlier
+	// cloud-controller-manager that stand for ccmkit's annotations and the
+	// LoadBalancerSettings, so that its users' Services keep working unchanged, and the
+	// prefixes it owned; see loadbalancer.Aliases. Register stops the process when they
+	// are declared wrongly for the adapter's AnnotationPrefix; New and the Factory return
+	// the error, also for the config's loadBalancer.annotationPrefix.
+	LoadBalancerAliases loadbalancer.Aliases
 	// Clock is the clock the provider's caches age by (how old a snapshot is, when a
 	// failed list may be retried). Nil means the real clock, clock.RealClock{};
 	// simulations and tests pass a fake one (k8s.io/utils/clock/testing).
