@@ -368,6 +368,13 @@ func TestAliasesOutsideTheSpec(t *testing.T) {
 			adopted := e.only(t)
 			assert.Equal(t, lb.ID, adopted.ID)
 			assert.Equal(t, string(other.UID), adopted.Spec.Tags[cloudapi.TagService])
+
+			before := e.cloud.Calls()
+			_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", newService("other", withKey(legacy+"id", lb.ID), withKey(legacy+"public", "false")), e.nodes)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "is public, but annotation lb.legacy.example/public asks for internal: a load balancer named by annotation lb.legacy.example/id is never replaced; "+
+				"set lb.legacy.example/public to the value that means loadbalancer.ccmkit.io/internal false", "advice in the legacy key's terms")
+			assert.Zero(t, e.cloud.Calls().Sub(before).Writes())
 		})
 	})
 
