@@ -153,9 +153,13 @@ func TestLegacyAnnotationReadsAsItsTarget(t *testing.T) {
 		{"a negated boolean", legacy + "public", "false", loadbalancer.AnnotationInternal, "true",
 			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.True(t, s.Internal) }},
 		{"a duration converted", legacy + "health-check-interval", " 15 ", loadbalancer.AnnotationHealthCheckInterval, "15s",
-			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, 15*time.Second, s.HealthCheck.Interval) }},
+			func(t *testing.T, s cloudapi.LoadBalancerSpec) {
+				assert.Equal(t, 15*time.Second, s.HealthCheck.Interval)
+			}},
 		{"a list", legacy + "ipv4", "203.0.113.77", loadbalancer.AnnotationIPAddresses, "203.0.113.77",
-			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, []string{"203.0.113.77"}, s.RequestedIPs) }},
+			func(t *testing.T, s cloudapi.LoadBalancerSpec) {
+				assert.Equal(t, []string{"203.0.113.77"}, s.RequestedIPs)
+			}},
 		{"a protocol converted", legacy + "protocol", "http", loadbalancer.AnnotationProtocol, "HTTP",
 			func(t *testing.T, s cloudapi.LoadBalancerSpec) {
 				assert.Equal(t, cloudapi.AppProtocolHTTP, s.Listeners[0].AppProtocol)
@@ -228,7 +232,9 @@ func TestSpellingsThatAgree(t *testing.T) {
 		{"a negated boolean", []func(*corev1.Service){withAnnotation(loadbalancer.AnnotationInternal, "TRUE"), withKey(legacy+"public", "false")},
 			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.True(t, s.Internal) }},
 		{"a duration in two syntaxes", []func(*corev1.Service){withAnnotation(loadbalancer.AnnotationHealthCheckInterval, "15000ms"), withKey(legacy+"health-check-interval", "15")},
-			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, 15*time.Second, s.HealthCheck.Interval) }},
+			func(t *testing.T, s cloudapi.LoadBalancerSpec) {
+				assert.Equal(t, 15*time.Second, s.HealthCheck.Interval)
+			}},
 		{"a setting in two spellings by two aliases", []func(*corev1.Service){withKey(legacy+"type", "Large"), withKey("old.legacy.example/size", "large"), withAnnotation("size", " LARGE")},
 			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, "large", s.Settings["size"]) }},
 		{"a node selector", []func(*corev1.Service){withNodeSelector("pool in (a,web)"), withKey(legacy+"node-selector", "pool in (web, a)")},

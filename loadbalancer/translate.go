@@ -222,8 +222,8 @@ type problem struct {
 	err error
 }
 
-// errUnknownAnnotation is the problem of an annotation key under the prefix that neither
-// ccmkit nor the adapter reads: probably a typo.
+// errUnknownAnnotation is the problem of an annotation key under the prefix (or a legacy
+// prefix of Aliases) that neither ccmkit nor the adapter reads: probably a typo.
 var errUnknownAnnotation = errors.New("an annotation nothing reads")
 
 // problems are what translate found, in the order it found them.
