@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/component-base/metrics"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
@@ -44,20 +45,28 @@ func TestLoadBalancerSettingsFromConfig(t *testing.T) {
 
 	cloud, err := factory(strings.NewReader("cluster: {id: c1}\nloadBalancer:\n  settings: {size: Large}\n"))
 	require.NoError(t, err)
+	lb := ensureOne(t, cloud, map[string]string{DefaultAnnotationPrefix + "algorithm": "round-robin"})
+	assert.Equal(t, map[string]string{"size": "large", "algorithm": "round-robin"}, lb.Spec.Settings,
+		"the config's default, canonical, and the annotation")
+}
+
+// ensureOne ensures the load balancer of a Service web with annotations over cloud (with
+// no nodes), and returns the one load balancer the cloud then has.
+func ensureOne(t *testing.T, cloud cloudprovider.Interface, annotations map[string]string) cloudapi.LoadBalancer {
+	t.Helper()
 	lbs, ok := cloud.LoadBalancer()
 	require.True(t, ok)
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1", Annotations: map[string]string{DefaultAnnotationPrefix + "algorithm": "round-robin"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1", Annotations: annotations},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}},
 	}
-	_, err = lbs.EnsureLoadBalancer(t.Context(), "c1", svc, nil)
+	_, err := lbs.EnsureLoadBalancer(t.Context(), "c1", svc, nil)
 	require.NoError(t, err)
 	api, _ := cloud.(*Cloud).client.LoadBalancers()
 	page, err := api.ListLoadBalancers(t.Context(), cloudapi.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 1)
-	assert.Equal(t, map[string]string{"size": "large", "algorithm": "round-robin"}, page.Items[0].Spec.Settings,
-		"the config's default, canonical, and the annotation")
+	return page.Items[0]
 }
 
 func TestNewRefusesBadDeclarations(t *testing.T) {
@@ -113,17 +122,6 @@ func TestLoadBalancerAliases(t *testing.T) {
 
 	cloud, err := Factory(fakeBackend(), opts)(strings.NewReader("cluster: {id: c1}\n"))
 	require.NoError(t, err)
-	lbs, ok := cloud.LoadBalancer()
-	require.True(t, ok)
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1", Annotations: map[string]string{"old.example.com/type": "Large"}},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}},
-	}
-	_, err = lbs.EnsureLoadBalancer(t.Context(), "c1", svc, nil)
-	require.NoError(t, err)
-	api, _ := cloud.(*Cloud).client.LoadBalancers()
-	page, err := api.ListLoadBalancers(t.Context(), cloudapi.ListOptions{})
-	require.NoError(t, err)
-	require.Len(t, page.Items, 1)
-	assert.Equal(t, map[string]string{"size": "large"}, page.Items[0].Spec.Settings, "the legacy key's value, canonical")
+	lb := ensureOne(t, cloud, map[string]string{"old.example.com/type": "Large"})
+	assert.Equal(t, map[string]string{"size": "large"}, lb.Spec.Settings, "the legacy key's value, canonical")
 }
