@@ -108,11 +108,13 @@ versions-check:
 	@echo "==> shared module versions of e2e and e2e/tools"
 	@bash hack/sharedversions.sh
 
-## unit: every package's tests under -race, except two that run without it: deploy's
-## manifest checks and examples/restcloud's check of what the adapter's command links.
-## They start no goroutines of their own, and under -race they (with examples/ccm, which
-## has no tests; `make vet` builds it) would compile the CCM command's whole kube apiserver
-## library tree a second time (cold: 540 s vs 411 s). -vet=off here and in e2e because both
+## unit: every package's tests under -race, except those that link the CCM command's
+## k8s.io/cloud-provider/app (deploy's manifest checks, examples/restcloud's check of what
+## the adapter's command links, examples/ccm's teardown, controllers' wiring, and lbclass's
+## InitFunc tests, a file built with !race): under -race they would compile app's whole
+## kube apiserver library tree a second time (cold: 540 s vs 411 s), and what they wire
+## (lbclass, sweeper, loadbalancer) runs under -race in its own package. They run without
+## -race after, lbclass's tests all again. -vet=off here and in e2e because both
 ## depend on `make vet`, whose full go vet is a superset of the checks go test runs; go
 ## test's own vet pass would analyze every dependency again (95 s for deploy alone after
 ## `make vet`, cold).
@@ -122,10 +124,10 @@ versions-check:
 ## mock behind one mutex and an adapter without goroutines of its own (the ccmkit packages
 ## they use run under -race above).
 unit: vet $(BIN)/helm
-	@echo "==> go test -race (every package with tests but two), go test ./deploy ./examples/restcloud"
-	pkgs=$$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -vxE 'github.com/ccmkit/ccmkit/(deploy|examples/restcloud)'); \
+	@echo "==> go test -race (every package with tests but the four that link the CCM's app), go test of those four and lbclass"
+	pkgs=$$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -vxE 'github.com/ccmkit/ccmkit/(deploy|examples/restcloud|examples/ccm|controllers)'); \
 	go test -race -vet=off -count=1 $$pkgs
-	go test -vet=off -count=1 ./deploy ./examples/restcloud
+	go test -vet=off -count=1 ./deploy ./examples/restcloud ./examples/ccm ./controllers ./lbclass
 	cd hack/benchplot && go test -vet=off -count=1 ./...
 	cd examples/hcloud && go test -vet=off -count=1 ./...
 

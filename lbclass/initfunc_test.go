@@ -1,3 +1,9 @@
+//go:build !race
+
+// The controller's InitFunc, through controllers.With: these tests link
+// k8s.io/cloud-provider/app, which `make unit` compiles without the race detector only
+// (the lbclass tests run under -race without this file, then all of them without -race).
+
 package lbclass_test
 
 import (

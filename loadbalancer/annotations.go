@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -89,8 +90,12 @@ type parsedAnnotations struct {
 	// keepOnDelete is the keep-on-delete annotation's value; nil when it is absent.
 	keepOnDelete *bool
 
+	// hostname is the hostname the status publishes; empty for none.
+	hostname string
+
 	// nodeSelector selects the targets among the nodes; nil selects every node.
-	// nodeSelectorBad is true when the annotation is malformed: the targets then stay.
+	// nodeSelectorBad is true when the annotation is malformed, or spelled twice with
+	// values that disagree: the targets then stay.
 	nodeSelector    labels.Selector
 	nodeSelectorBad bool
 
@@ -107,6 +112,9 @@ type parsedAnnotations struct {
 	// adapterValues are the values of the adapter's declared settings (Options.Settings)
 	// that the Service annotates, canonical; nil when it annotates none.
 	adapterValues map[string]string
+
+	// keys are the keys the Service spells its annotations with, by name (see key).
+	keys map[string]spelling
 }
 
 // Annotations returns every annotation ccmkit reads, in the order of the reference.
@@ -230,8 +238,14 @@ func Annotations() []Annotation {
 		},
 		{
 			Name: AnnotationHostname, Values: "a DNS name: lower-case RFC 1123 subdomain, not an IP address", Default: "none: the status lists the load balancer's addresses, or the cloud's hostname when it gives no address",
-			Doc:   "Publish this hostname in the Service's status instead of the load balancer's addresses, for example a DNS name that points at them. kube-proxy then sends in-cluster traffic through the load balancer, as PROXY protocol or TLS termination need where ipMode Proxy is not enough.",
-			apply: func(v string, _ *parsedAnnotations) error { return checkHostname(v) }, // status publishes it
+			Doc: "Publish this hostname in the Service's status instead of the load balancer's addresses, for example a DNS name that points at them. kube-proxy then sends in-cluster traffic through the load balancer, as PROXY protocol or TLS termination need where ipMode Proxy is not enough.",
+			apply: func(v string, a *parsedAnnotations) error {
+				if err := checkHostname(v); err != nil {
+					return err
+				}
+				a.hostname = v // status publishes it
+				return nil
+			},
 		},
 		{
 			Name: AnnotationNodeSelector, Values: "a label selector as kubectl -l takes it: comma-separated requirements that all hold, each key=value, key!=value, key in (a,b), key notin (a,b), key or !key", Default: "every Node the service controller passes",
@@ -239,7 +253,6 @@ func Annotations() []Annotation {
 			apply: func(v string, a *parsedAnnotations) error {
 				sel, err := labels.Parse(v)
 				if err != nil {
-					a.nodeSelectorBad = true
 					return err
 				}
 				a.nodeSelector = sel
@@ -379,32 +392,48 @@ func (e *AnnotationError) Error() string {
 
 func (e *AnnotationError) Unwrap() error { return e.Err }
 
-// parseAnnotations parses every annotation under prefix: ccmkit's own and the adapter's
-// declared settings decls. It returns every malformed value at once, and the keys under
-// prefix that are neither (probable typos), sorted.
-func parseAnnotations(prefix string, decls Settings, annotations map[string]string) (parsedAnnotations, []string, []*AnnotationError) {
+// parseAnnotations parses every annotation the LoadBalancer reads: ccmkit's own and the
+// adapter's declared settings decls under prefix, each also as its aliases spell it. It is
+// the one reading of a Service's annotations. It returns every malformed value and every
+// disagreement between two spellings of one annotation at once (each an *AnnotationError
+// naming the key the Service has; the annotation is then not read), and the keys under
+// prefix or a legacy prefix that nothing reads (probable typos), sorted.
+func parseAnnotations(prefix string, decls Settings, aliases Aliases, annotations map[string]string) (parsedAnnotations, []string, []*AnnotationError) {
 	var a parsedAnnotations
 	var errs []*AnnotationError
 	known := map[string]bool{}
+	written := func(name string, sps []spelling) {
+		if len(sps) > 0 {
+			if a.keys == nil {
+				a.keys = map[string]spelling{}
+			}
+			a.keys[name] = sps[0]
+		}
+	}
 	for _, an := range Annotations() {
 		known[an.Name] = true
-		v, ok := annotations[prefix+an.Name]
-		if !ok {
-			continue
+		sps := aliases.spellings(prefix, an.Name, annotations)
+		written(an.Name, sps)
+		parsed, ok, aerrs := readSpellings(sps, prefix, an.Name, an.Values, func(v string) (parsedAnnotations, error) {
+			p := a
+			err := an.apply(v, &p)
+			return p, err
+		}, sameParsed)
+		errs = append(errs, aerrs...)
+		if ok {
+			a = parsed
 		}
-		if err := an.apply(strings.TrimSpace(v), &a); err != nil {
-			errs = append(errs, &AnnotationError{Key: prefix + an.Name, Value: v, Allowed: an.Values, Err: err})
+		if len(aerrs) > 0 && an.Name == AnnotationNodeSelector {
+			a.nodeSelectorBad = true // the targets then stay as they are
 		}
 	}
 	for _, d := range decls {
 		known[d.Name] = true
-		v, ok := annotations[prefix+d.Name]
+		sps := aliases.spellings(prefix, d.Name, annotations)
+		written(d.Name, sps)
+		canon, ok, derrs := readSpellings(sps, prefix, d.Name, d.allowed(), d.parse, func(x, y string) bool { return x == y })
+		errs = append(errs, derrs...)
 		if !ok {
-			continue
-		}
-		canon, err := d.parse(v)
-		if err != nil {
-			errs = append(errs, &AnnotationError{Key: prefix + d.Name, Value: v, Allowed: d.allowed(), Err: err})
 			continue
 		}
 		if a.adapterValues == nil {
@@ -414,12 +443,70 @@ func parseAnnotations(prefix string, decls Settings, annotations map[string]stri
 	}
 	var unknown []string
 	for k := range annotations {
-		if name, ok := strings.CutPrefix(k, prefix); ok && !known[name] {
+		if name, ok := strings.CutPrefix(k, prefix); (ok && !known[name]) || (!ok && aliases.legacy(k) && !aliases.known(k)) {
 			unknown = append(unknown, k)
 		}
 	}
 	slices.Sort(unknown)
 	return a, unknown, errs
+}
+
+// readSpellings reads sps, the spellings of the annotation name under prefix, which allows
+// allowed: each value converted (an alias's Convert) and checked by parse. It returns the
+// value they agree on (same) and true, or false when none is set, one is malformed or two
+// disagree; each malformed or disagreeing spelling is an error naming its key.
+func readSpellings[T any](sps []spelling, prefix, name, allowed string, parse func(string) (T, error), same func(x, y T) bool) (T, bool, []*AnnotationError) {
+	var got, zero T
+	var errs []*AnnotationError
+	first := -1
+	for i, s := range sps {
+		v, err := s.read(allowed)
+		if err == nil {
+			x, perr := parse(v)
+			switch {
+			case perr != nil:
+				err = s.invalid(v, allowed, perr)
+			case first < 0:
+				first, got = i, x
+			case !same(got, x):
+				err = s.conflict(sps[first], prefix, name, allowed)
+			}
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if first < 0 || len(errs) > 0 {
+		return zero, false, errs
+	}
+	return got, true, nil
+}
+
+// sameParsed reports whether x and y, one annotation read from two spellings into the
+// same parsedAnnotations, have the same effect: node selectors compare as written
+// canonically.
+func sameParsed(x, y parsedAnnotations) bool {
+	sx, sy := x.nodeSelector, y.nodeSelector
+	x.nodeSelector, y.nodeSelector = nil, nil
+	return reflect.DeepEqual(x, y) && (sx == nil) == (sy == nil) && (sx == nil || sx.String() == sy.String())
+}
+
+// key returns the key the Service spells the annotation name with (an alias, or its key
+// under prefix), for messages: the key under prefix when the Service has none.
+func (a parsedAnnotations) key(prefix, name string) string {
+	if s, ok := a.keys[name]; ok {
+		return s.key
+	}
+	return prefix + name
+}
+
+// setTo says, for advice to set the annotation name to value (in the syntax of its key
+// under prefix), which key to set to what: the key the Service spells it with.
+func (a parsedAnnotations) setTo(prefix, name, value string) string {
+	if s, ok := a.keys[name]; ok && s.alias != nil && s.alias.Convert != nil {
+		return fmt.Sprintf("%s to the value that means %s%s %s", s.key, prefix, name, value)
+	}
+	return fmt.Sprintf("%s to %s", a.key(prefix, name), value)
 }
 
 func parseBool(v string) (bool, error) {

@@ -22,7 +22,10 @@
 //     targets change; with target groups, one write per group.
 //   - Bad input is the Service's error (an *AnnotationError names the annotation, the
 //     value and what is allowed) or a Warning event, never a silent default: a malformed
-//     annotation still lets the node set reach the targets.
+//     annotation still lets the node set reach the targets. An adapter's aliases
+//     (Aliases: the keys of its cloud's earlier cloud-controller-manager) read exactly as
+//     the annotations they stand for; two spellings of one annotation that disagree are
+//     malformed (ErrConflictingAnnotations), never a guess which one wins.
 //
 // # Where each concern lives
 //
@@ -31,7 +34,8 @@
 //     of problems, which the LoadBalancer reports (report.go). The annotations are
 //     Annotations (annotations.go; the README's reference is checked against it), the
 //     adapter's declarations Settings (settings.go), the targets and their memo
-//     targets.go, the status published status.go.
+//     targets.go, the status published status.go. parseAnnotations is the one reading
+//     of a Service's annotations, aliases (aliases.go) included, for every caller.
 //   - The reconcile path (reconcile.go): GetLoadBalancer, EnsureLoadBalancer,
 //     UpdateLoadBalancer, EnsureLoadBalancerDeleted and SyncNodeLabels are entries into
 //     reconcile, which holds the Service's lock, answers from the snapshot or reads

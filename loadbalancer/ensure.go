@@ -55,8 +55,8 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 			return nil, err
 		}
 		if keep {
-			return nil, fmt.Errorf("load balancer %s is %s, and annotation %s%s asks for %s, which takes a new load balancer with a new address: with keep-on-delete, ccmkit deletes none; set annotation %s%s to \"false\" to replace it, or set %s%s back",
-				current.ID, reach(current.Spec.Internal), l.opts.AnnotationPrefix, AnnotationInternal, reach(want.Internal), l.opts.AnnotationPrefix, AnnotationKeepOnDelete, l.opts.AnnotationPrefix, AnnotationInternal)
+			return nil, fmt.Errorf("load balancer %s is %s, and annotation %s asks for %s, which takes a new load balancer with a new address: with keep-on-delete, ccmkit deletes none; set annotation %s to replace it, or set %s back",
+				current.ID, reach(current.Spec.Internal), l.key(svc, AnnotationInternal), reach(want.Internal), l.annotation(svc, AnnotationKeepOnDelete).setTo(l.opts.AnnotationPrefix, AnnotationKeepOnDelete, `"false"`), l.key(svc, AnnotationInternal))
 		}
 		logger.Info("Replacing load balancer: internal and public cannot be switched in place", "loadBalancer", current.ID, "internal", want.Internal)
 		return l.replace(ctx, logger, svc, current, want)
@@ -67,8 +67,8 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 			return nil, err
 		}
 		if keep {
-			return nil, fmt.Errorf("load balancer %s has %s %s, and annotation %s%s asks for %s, which takes a new load balancer with a new address: with keep-on-delete, ccmkit deletes none; set annotation %s%s to \"false\" to replace it, or set %s%s back",
-				current.ID, name, quote.Value(current.Spec.Settings[name]), l.opts.AnnotationPrefix, name, quote.Value(want.Settings[name]), l.opts.AnnotationPrefix, AnnotationKeepOnDelete, l.opts.AnnotationPrefix, name)
+			return nil, fmt.Errorf("load balancer %s has %s %s, and annotation %s asks for %s, which takes a new load balancer with a new address: with keep-on-delete, ccmkit deletes none; set annotation %s to replace it, or set %s back",
+				current.ID, name, quote.Value(current.Spec.Settings[name]), l.key(svc, name), quote.Value(want.Settings[name]), l.annotation(svc, AnnotationKeepOnDelete).setTo(l.opts.AnnotationPrefix, AnnotationKeepOnDelete, `"false"`), l.key(svc, name))
 		}
 		logger.Info("Replacing load balancer: the cloud cannot change this setting in place", "loadBalancer", current.ID, "setting", name, "from", quote.Text(current.Spec.Settings[name]), "to", quote.Text(want.Settings[name]))
 		return l.replace(ctx, logger, svc, current, want)
@@ -141,8 +141,8 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 	}
 	if len(found) == 0 {
 		if errors.Is(err, cloudapi.ErrConflict) {
-			return nil, fmt.Errorf("creating load balancer %q: %w; no load balancer of this service exists, so the name or a requested address belongs to another: choose another with annotation %s%s or %s%s, or, if it is a load balancer kept by keep-on-delete, adopt it with annotation %s%s",
-				want.Name, err, l.opts.AnnotationPrefix, AnnotationName, l.opts.AnnotationPrefix, AnnotationIPAddresses, l.opts.AnnotationPrefix, AnnotationLoadBalancerID)
+			return nil, fmt.Errorf("creating load balancer %q: %w; no load balancer of this service exists, so the name or a requested address belongs to another: choose another with annotation %s or %s, or, if it is a load balancer kept by keep-on-delete, adopt it with annotation %s",
+				want.Name, err, l.key(svc, AnnotationName), l.key(svc, AnnotationIPAddresses), l.key(svc, AnnotationLoadBalancerID))
 		}
 		return nil, fmt.Errorf("creating load balancer %q: %w", want.Name, err)
 	}
@@ -161,7 +161,7 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 // sync reports the owner's tags.
 func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, id string) (*cloudapi.LoadBalancer, error) {
 	defer l.lockLB(id)()
-	key := l.opts.AnnotationPrefix + AnnotationLoadBalancerID
+	key := l.key(svc, AnnotationLoadBalancerID)
 	lb, err := l.api.GetLoadBalancer(ctx, id)
 	switch {
 	case cloudapi.IsNotFound(err):
@@ -317,26 +317,41 @@ func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *cor
 // While it is true, a change that only a replacement can make (internal, a setting
 // declared Replace) is an error rather than a replacement.
 func (l *LoadBalancer) keepOnDelete(svc *corev1.Service) (bool, error) {
-	key := l.opts.AnnotationPrefix + AnnotationKeepOnDelete
-	v, ok := svc.Annotations[key]
-	if !ok {
-		return l.opts.KeepOnDelete, nil
-	}
-	a, _, errs := parseAnnotations(l.opts.AnnotationPrefix, nil, map[string]string{key: v})
+	a, errs := l.only(svc, AnnotationKeepOnDelete)
 	if len(errs) > 0 {
 		return false, fmt.Errorf("service %s/%s: %w; nothing is deleted until it says whether to keep the load balancer", svc.Namespace, svc.Name, errs[0])
+	}
+	if a.keepOnDelete == nil {
+		return l.opts.KeepOnDelete, nil
 	}
 	return *a.keepOnDelete, nil
 }
 
-// annotation returns the Service's annotation name alone, parsed (zero when it is absent
-// or malformed: desired reports a malformed one).
+// annotation returns the Service's annotation name alone, parsed (zero when it is absent,
+// malformed or spelled twice with values that disagree: desired reports those).
 func (l *LoadBalancer) annotation(svc *corev1.Service, name string) parsedAnnotations {
-	key := l.opts.AnnotationPrefix + name
-	v, ok := svc.Annotations[key]
-	if !ok {
-		return parsedAnnotations{}
-	}
-	a, _, _ := parseAnnotations(l.opts.AnnotationPrefix, nil, map[string]string{key: v})
+	a, _ := l.only(svc, name)
 	return a
+}
+
+// key returns the key the Service spells the annotation name with, for messages: its alias,
+// else its key under the prefix.
+func (l *LoadBalancer) key(svc *corev1.Service, name string) string {
+	return l.annotation(svc, name).key(l.opts.AnnotationPrefix, name)
+}
+
+// only parses the Service's annotation name alone, in every spelling (its key under the
+// prefix and its aliases), and returns what is wrong with it.
+func (l *LoadBalancer) only(svc *corev1.Service, name string) (parsedAnnotations, []*AnnotationError) {
+	spelled := map[string]string{}
+	for _, s := range l.opts.Aliases.spellings(l.opts.AnnotationPrefix, name, svc.Annotations) {
+		spelled[s.key] = s.value
+	}
+	a, _, errs := l.parse(spelled)
+	return a, errs
+}
+
+// parse is parseAnnotations with the LoadBalancer's prefix, settings and aliases.
+func (l *LoadBalancer) parse(annotations map[string]string) (parsedAnnotations, []string, []*AnnotationError) {
+	return parseAnnotations(l.opts.AnnotationPrefix, l.opts.Settings, l.opts.Aliases, annotations)
 }

@@ -68,7 +68,7 @@ func FuzzParseAnnotations(f *testing.F) {
 			prefix + name2:         value2,
 			"example.com/" + name1: "unrelated",
 		}
-		s, unknown, annErrs := parseAnnotations(prefix, nil, annotations)
+		s, unknown, annErrs := parseAnnotations(prefix, nil, Aliases{}, annotations)
 
 		// Unknown keys: exactly those under the prefix that name no annotation, sorted.
 		var wantUnknown []string

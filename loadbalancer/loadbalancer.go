@@ -36,8 +36,6 @@ type LoadBalancer struct {
 	// nodeSets marks when the node set UpdateLoadBalancer is given changed.
 	nodeSets nodeSetClock
 
-	// The whole keys of the annotations read outside parseAnnotations, made once.
-	hostnameKey, nodeSelectorKey string
 	// adapterDefaults are the adapter's settings every Service starts from (declared
 	// defaults, overridden by Options.SettingDefaults); nil for none. Never changed.
 	adapterDefaults map[string]string
@@ -48,7 +46,7 @@ type LoadBalancer struct {
 
 	mu        sync.Mutex
 	selecting map[string]*corev1.Service // by UID: the Services last seen with a node selector
-	unknown   map[string]string          // by UID: the unknown annotation keys last reported in an event
+	reported  map[reported]string        // what was last reported in an event about a Service's annotations (see changed)
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
@@ -82,6 +80,9 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	if err := opts.Shape.Validate(); err != nil {
 		return nil, fmt.Errorf("loadbalancer: the adapter's load balancer shape: %w", err)
 	}
+	if err := opts.Aliases.Validate(opts.AnnotationPrefix, opts.Settings); err != nil {
+		return nil, fmt.Errorf("loadbalancer: the adapter's annotation aliases: %w", err)
+	}
 	defaults, err := opts.Settings.Defaults(opts.SettingDefaults)
 	if err != nil {
 		return nil, fmt.Errorf("loadbalancer: the defaults of the adapter's settings: %w", err)
@@ -89,11 +90,9 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	snap := newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock)
 	l := &LoadBalancer{
 		adapterDefaults: defaults,
-		unknown:         map[string]string{},
+		reported:        map[reported]string{},
 		api:             api,
 		opts:            opts,
-		hostnameKey:     opts.AnnotationPrefix + AnnotationHostname,
-		nodeSelectorKey: opts.AnnotationPrefix + AnnotationNodeSelector,
 		snap:            snap,
 		selecting:       map[string]*corev1.Service{},
 	}
@@ -147,7 +146,9 @@ type Options struct {
 	KeepOnDelete bool
 	// Recorder receives the events that say what ccmkit did beyond an error: a load
 	// balancer adopted (AdoptedLoadBalancer) or kept in the cloud (KeptLoadBalancer),
-	// annotation keys under the prefix that nothing reads (UnknownAnnotation, a Warning),
+	// annotation keys under the prefix or a legacy prefix that nothing reads
+	// (UnknownAnnotation, a Warning), an annotation and its alias that disagree
+	// (ConflictingAnnotations, a Warning),
 	// and addresses or a hostname of the cloud's that the Service's status cannot hold
 	// (AddressNotPublished, a Warning), on the Service. Nil records none.
 	Recorder record.EventRecorder
@@ -164,6 +165,10 @@ type Options struct {
 	// one fails its sync with an error naming it, and nothing is written). The zero value
 	// keeps and supports everything. New refuses a shape that Validate refuses.
 	Shape cloudapi.LoadBalancerShape
+	// Aliases are the annotation keys of the cloud's earlier cloud-controller-manager that
+	// stand for ccmkit's annotations and the Settings, and its prefixes (see Aliases). New
+	// refuses declarations that Aliases.Validate refuses for AnnotationPrefix.
+	Aliases Aliases
 	// TargetGroups is the cloud's target group API, or nil when the cloud has none (see
 	// cloudapi.TargetGroups). With it, the load balancers that want the same Nodes (the
 	// same node selector, or none) send traffic to one shared target group instead of
@@ -200,7 +205,7 @@ func (l *LoadBalancer) lockLB(id string) (unlock func()) { return l.loadBalancer
 // GetLoadBalancerName returns the cloud name of the Service's load balancer: the name
 // annotation if it is valid, else a name made of the cluster ID and the Service UID.
 func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *corev1.Service) string {
-	if a, _, errs := parseAnnotations(l.opts.AnnotationPrefix, l.opts.Settings, svc.Annotations); len(errs) == 0 && a.name != "" {
+	if a, _, errs := l.parse(svc.Annotations); len(errs) == 0 && a.name != "" {
 		return a.name
 	}
 	return defaultName(l.opts.ClusterID, svc)

@@ -30,7 +30,7 @@ import (
 // track remembers svc when it has a node-selector annotation, else forgets its UID. The
 // caller holds the Service's lock.
 func (l *LoadBalancer) track(svc *corev1.Service) {
-	_, selects := svc.Annotations[l.nodeSelectorKey]
+	selects := len(l.opts.Aliases.spellings(l.opts.AnnotationPrefix, AnnotationNodeSelector, svc.Annotations)) > 0
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if selects {
@@ -40,13 +40,15 @@ func (l *LoadBalancer) track(svc *corev1.Service) {
 	}
 }
 
-// untrack forgets the Service with UID uid, and the unknown annotations last reported
-// for it. The caller holds the Service's lock.
+// untrack forgets the Service with UID uid, and what was last reported about its
+// annotations. The caller holds the Service's lock.
 func (l *LoadBalancer) untrack(uid string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.selecting, uid)
-	delete(l.unknown, uid)
+	for _, reason := range []string{reasonUnknownAnnotation, reasonConflictingAnnotations} {
+		delete(l.reported, reported{uid: uid, reason: reason})
+	}
 }
 
 // SyncNodeLabels brings the targets of the Services that select their Nodes by label in

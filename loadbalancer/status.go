@@ -85,9 +85,5 @@ func (l *LoadBalancer) publish(logger klog.Logger, svc *corev1.Service, lb *clou
 // annotatedHostname returns the Service's hostname annotation, or "" when it has none or
 // a malformed one (which desired reports).
 func (l *LoadBalancer) annotatedHostname(svc *corev1.Service) string {
-	h := strings.TrimSpace(svc.Annotations[l.hostnameKey])
-	if h == "" || checkHostname(h) != nil {
-		return ""
-	}
-	return h
+	return l.annotation(svc, AnnotationHostname).hostname
 }

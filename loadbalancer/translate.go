@@ -34,7 +34,7 @@ import (
 // tags beside the tags others put on in.current.
 func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, problems) {
 	svc, prefix := in.svc, in.prefix
-	a, unknown, parseErrs := parseAnnotations(prefix, in.declarations, svc.Annotations)
+	a, unknown, parseErrs := parseAnnotations(prefix, in.declarations, in.aliases, svc.Annotations)
 	var ps problems
 	for _, k := range unknown {
 		ps = append(ps, problem{severity: severityWarning, key: k, err: errUnknownAnnotation})
@@ -63,13 +63,13 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 		case len(a.ips) == 0:
 			spec.RequestedIPs = []string{ip}
 		case !slices.Contains(a.ips, ip):
-			fail("spec.loadBalancerIP", fmt.Errorf("spec.loadBalancerIP %s is not among the addresses of annotation %s%s: set one of them", ip, prefix, AnnotationIPAddresses))
+			fail("spec.loadBalancerIP", fmt.Errorf("spec.loadBalancerIP %s is not among the addresses of annotation %s: set one of them", ip, a.key(prefix, AnnotationIPAddresses)))
 		}
 	}
 
 	if a.loadBalancerID != "" && in.current != nil {
 		for _, err := range checkNamed(prefix, in.declarations, a, spec, in.current) {
-			fail(prefix+AnnotationLoadBalancerID, err)
+			fail(a.key(prefix, AnnotationLoadBalancerID), err)
 		}
 		if len(spec.RequestedIPs) == 0 {
 			// The Service asks for no address: the load balancer keeps its own.
@@ -85,7 +85,7 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 
 	hc, err := healthCheck(prefix, svc, a)
 	if err != nil {
-		fail(prefix+AnnotationHealthCheckTimeout, err)
+		fail(a.key(prefix, AnnotationHealthCheckTimeout), err)
 	}
 	spec.HealthCheck = hc
 
@@ -205,7 +205,7 @@ func listeners(prefix string, a parsedAnnotations, ports []corev1.ServicePort) (
 		if listener.AppProtocol.TerminatesTLS() {
 			terminates = true
 			if len(a.certs) == 0 {
-				fail(prefix+AnnotationTLSCertificates, fmt.Errorf("port %d/%s terminates TLS (%s): annotation %s%s names no certificate", p.Port, proto, listener.AppProtocol, prefix, AnnotationTLSCertificates))
+				fail(a.key(prefix, AnnotationTLSCertificates), fmt.Errorf("port %d/%s terminates TLS (%s): annotation %s names no certificate", p.Port, proto, listener.AppProtocol, a.key(prefix, AnnotationTLSCertificates)))
 				continue
 			}
 			listener.Certificates = slices.Clone(a.certs)
@@ -214,12 +214,12 @@ func listeners(prefix string, a parsedAnnotations, ports []corev1.ServicePort) (
 	}
 	for _, tp := range a.tlsPorts {
 		if !tlsPorts[tp] {
-			fail(prefix+AnnotationTLSPorts, fmt.Errorf("annotation %s%s: the Service has no port %s", prefix, AnnotationTLSPorts, tp))
+			fail(a.key(prefix, AnnotationTLSPorts), fmt.Errorf("annotation %s: the Service has no port %s", a.key(prefix, AnnotationTLSPorts), tp))
 		}
 	}
 	if len(a.certs) > 0 && !terminates {
-		fail(prefix+AnnotationTLSCertificates, fmt.Errorf("annotation %s%s is set, but no port terminates TLS: name the ports in %s%s, or set their appProtocol (tls, https) or annotation %s%s",
-			prefix, AnnotationTLSCertificates, prefix, AnnotationTLSPorts, prefix, AnnotationProtocol))
+		fail(a.key(prefix, AnnotationTLSCertificates), fmt.Errorf("annotation %s is set, but no port terminates TLS: name the ports in %s, or set their appProtocol (tls, https) or annotation %s",
+			a.key(prefix, AnnotationTLSCertificates), a.key(prefix, AnnotationTLSPorts), a.key(prefix, AnnotationProtocol)))
 	}
 	slices.SortFunc(out, func(a, b cloudapi.Listener) int {
 		if a.Protocol != b.Protocol {
@@ -249,6 +249,8 @@ type translation struct {
 	// shape is what the cloud's load balancers do not support (Options.Shape): a spec
 	// that uses one is a problem.
 	shape cloudapi.LoadBalancerShape
+	// aliases are the adapter's annotation aliases (Options.Aliases).
+	aliases Aliases
 }
 
 // severity says what a problem does to the sync.
@@ -274,8 +276,8 @@ type problem struct {
 	err error
 }
 
-// errUnknownAnnotation is the problem of an annotation key under the prefix that neither
-// ccmkit nor the adapter reads: probably a typo.
+// errUnknownAnnotation is the problem of an annotation key under the prefix (or a legacy
+// prefix of Aliases) that neither ccmkit nor the adapter reads: probably a typo.
 var errUnknownAnnotation = errors.New("an annotation nothing reads")
 
 // problems are what translate found, in the order it found them.
@@ -351,7 +353,7 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations) (*clou
 		hc.Timeout = hc.Interval // a short interval alone shortens the default timeout
 	}
 	if hc.Timeout > hc.Interval {
-		return hc, fmt.Errorf("annotation %s%s: the health check timeout %s is longer than its interval %s", prefix, AnnotationHealthCheckTimeout, hc.Timeout, hc.Interval)
+		return hc, fmt.Errorf("annotation %s: the health check timeout %s is longer than its interval %s", a.key(prefix, AnnotationHealthCheckTimeout), hc.Timeout, hc.Interval)
 	}
 	return hc, nil
 }
@@ -431,19 +433,19 @@ func adapterValues(decls Settings, defaults, annotated map[string]string, curren
 // load-balancer-id annotation names: another load balancer, or one that only a
 // replacement could make what the Service asks for (internal or public).
 func checkNamed(prefix string, decls Settings, a parsedAnnotations, spec cloudapi.LoadBalancerSpec, current *cloudapi.LoadBalancer) []error {
-	key := prefix + AnnotationLoadBalancerID
+	key := a.key(prefix, AnnotationLoadBalancerID)
 	var errs []error
 	if current.ID != a.loadBalancerID {
 		errs = append(errs, fmt.Errorf("annotation %s names load balancer %s, but the Service's load balancer is %s: ccmkit neither swaps nor deletes load balancers for it; set the annotation to %s, or remove it",
 			key, a.loadBalancerID, current.ID, current.ID))
 	}
 	if current.Spec.Internal != spec.Internal {
-		errs = append(errs, fmt.Errorf("load balancer %s is %s, but annotation %s%s asks for %s: a load balancer named by annotation %s is never replaced; set %s%s to %t",
-			current.ID, reach(current.Spec.Internal), prefix, AnnotationInternal, reach(spec.Internal), key, prefix, AnnotationInternal, current.Spec.Internal))
+		errs = append(errs, fmt.Errorf("load balancer %s is %s, but annotation %s asks for %s: a load balancer named by annotation %s is never replaced; set %s",
+			current.ID, reach(current.Spec.Internal), a.key(prefix, AnnotationInternal), reach(spec.Internal), key, a.setTo(prefix, AnnotationInternal, strconv.FormatBool(current.Spec.Internal))))
 	}
 	if name := decls.replaced(current.Spec, spec); name != "" {
-		errs = append(errs, fmt.Errorf("load balancer %s has %s %s, but annotation %s%s asks for %s, which only a new load balancer can have: a load balancer named by annotation %s is never replaced; set %s%s to %s",
-			current.ID, name, quote.Value(current.Spec.Settings[name]), prefix, name, quote.Value(spec.Settings[name]), key, prefix, name, quote.Value(current.Spec.Settings[name])))
+		errs = append(errs, fmt.Errorf("load balancer %s has %s %s, but annotation %s asks for %s, which only a new load balancer can have: a load balancer named by annotation %s is never replaced; set %s",
+			current.ID, name, quote.Value(current.Spec.Settings[name]), a.key(prefix, name), quote.Value(spec.Settings[name]), key, a.setTo(prefix, name, quote.Value(current.Spec.Settings[name]))))
 	}
 	return errs
 }
@@ -491,7 +493,7 @@ func appProtocol(prefix string, a parsedAnnotations, p corev1.ServicePort, proto
 	}
 	switch {
 	case proto != cloudapi.ProtocolTCP:
-		return "", fmt.Errorf("annotation %s%s: port %d/%s cannot terminate TLS: it is not TCP", prefix, AnnotationTLSPorts, p.Port, proto)
+		return "", fmt.Errorf("annotation %s: port %d/%s cannot terminate TLS: it is not TCP", a.key(prefix, AnnotationTLSPorts), p.Port, proto)
 	case app == cloudapi.AppProtocolHTTP:
 		return cloudapi.AppProtocolHTTPS, nil
 	case app == cloudapi.AppProtocolNone:

@@ -146,6 +146,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			Settings:         opts.LoadBalancerSettings,
 			SettingDefaults:  cfg.LoadBalancer.Settings,
 			Shape:            opts.LoadBalancerShape,
+			Aliases:          opts.LoadBalancerAliases,
 			TargetGroups:     groups,
 		})
 		if err != nil {
@@ -265,6 +266,13 @@ type Options struct {
 	// value, everything kept and supported. Register stops the process when it is
 	// declared wrongly; New and the Factory return the error.
 	LoadBalancerShape cloudapi.LoadBalancerShape
+	// LoadBalancerAliases are the annotation keys of the cloud's earlier
+	// cloud-controller-manager that stand for ccmkit's annotations and the
+	// LoadBalancerSettings, so that its users' Services keep working unchanged, and the
+	// prefixes it owned; see loadbalancer.Aliases. Register stops the process when they
+	// are declared wrongly for the adapter's AnnotationPrefix; New and the Factory return
+	// the error, also for the config's loadBalancer.annotationPrefix.
+	LoadBalancerAliases loadbalancer.Aliases
 	// Clock is the clock the provider's caches age by (how old a snapshot is, when a
 	// failed list may be retried). Nil means the real clock, clock.RealClock{};
 	// simulations and tests pass a fake one (k8s.io/utils/clock/testing).

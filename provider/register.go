@@ -34,13 +34,19 @@ type Backend[C any] struct {
 // from an adapter package's init; a CCM's main.go then selects the adapter with a blank
 // import and --cloud-provider=providerName. Like cloudprovider.RegisterCloudProvider, it
 // stops the process (a fatal log line, exit status 255) when providerName is registered
-// twice, and also when opts.LoadBalancerSettings or opts.LoadBalancerShape are declared
-// wrongly (see loadbalancer.Settings.Validate, cloudapi.LoadBalancerShape.Validate): a registration is code, and a CCM built from a wrong
-// one must not start. The log line names the provider and every problem.
+// twice, and also when opts.LoadBalancerSettings, opts.LoadBalancerShape or
+// opts.LoadBalancerAliases are declared wrongly (see loadbalancer.Settings.Validate,
+// cloudapi.LoadBalancerShape.Validate and loadbalancer.Aliases.Validate): a registration
+// is code, and a CCM built from a wrong one must not start. The log line names the
+// provider and every problem.
 func Register[C any](providerName string, backend Backend[C], opts Options) {
 	opts.ProviderName = providerName
 	if err := errors.Join(opts.LoadBalancerSettings.Validate(), opts.LoadBalancerShape.Validate()); err != nil {
 		klog.ErrorS(err, "Invalid load balancer settings or shape in the provider's registration (provider.Options.LoadBalancerSettings, LoadBalancerShape)", "provider", providerName)
+		klog.FlushAndExit(klog.ExitFlushTimeout, 255)
+	}
+	if err := opts.LoadBalancerAliases.Validate(opts.withDefaults().AnnotationPrefix, opts.LoadBalancerSettings); err != nil {
+		klog.ErrorS(err, "Invalid annotation aliases in the provider's registration (provider.Options.LoadBalancerAliases)", "provider", providerName)
 		klog.FlushAndExit(klog.ExitFlushTimeout, 255)
 	}
 	cloudprovider.RegisterCloudProvider(providerName, Factory(backend, opts))
@@ -106,14 +112,23 @@ func build[C any](r io.Reader, backend Backend[C], opts Options) (*Cloud, error)
 	return New(*cfg, client, opts)
 }
 
-// checkSettings checks the config's loadBalancer.settings against the adapter's
-// declarations (opts.LoadBalancerSettings), every problem at once, each naming its key.
+// checkSettings checks the adapter's declarations (opts.LoadBalancerSettings,
+// opts.LoadBalancerShape and opts.LoadBalancerAliases, the latter for the config's annotation prefix, else the
+// adapter's) and the config's loadBalancer.settings against them, every problem at once,
+// each naming its key.
 func checkSettings(cfg *Config, opts Options) error {
 	if err := opts.LoadBalancerSettings.Validate(); err != nil {
 		return fmt.Errorf("provider %q: its load balancer settings are declared wrongly: %w", opts.ProviderName, err)
 	}
 	if err := opts.LoadBalancerShape.Validate(); err != nil {
 		return fmt.Errorf("provider %q: its load balancer shape is declared wrongly: %w", opts.ProviderName, err)
+	}
+	prefix := cfg.LoadBalancer.AnnotationPrefix
+	if prefix == "" {
+		prefix = opts.withDefaults().AnnotationPrefix
+	}
+	if err := opts.LoadBalancerAliases.Validate(prefix, opts.LoadBalancerSettings); err != nil {
+		return fmt.Errorf("provider %q: its annotation aliases are declared wrongly for the annotation prefix %q: %w", opts.ProviderName, prefix, err)
 	}
 	_, err := opts.LoadBalancerSettings.Defaults(cfg.LoadBalancer.Settings)
 	if err == nil {
