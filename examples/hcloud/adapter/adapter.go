@@ -28,7 +28,7 @@ func init() {
 			c.networkRef, c.usePrivateIP, c.location = section.Network, section.UsePrivateIP, section.Location
 			return c, nil
 		},
-	}, provider.Options{LoadBalancerSettings: Settings, LoadBalancerShape: Shape})
+	}, provider.Options{LoadBalancerSettings: Settings, LoadBalancerShape: Shape, LoadBalancerAliases: Aliases})
 }
 
 // Config is the `hcloud:` section of the cloud config.

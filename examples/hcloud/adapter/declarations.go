@@ -39,6 +39,50 @@ var Settings = loadbalancer.Settings{
 		Doc: "The network zone the load balancer runs in when no location is set; only a new load balancer changes it."},
 }
 
+// LegacyPrefix is the annotation prefix of Hetzner's own cloud-controller-manager.
+const LegacyPrefix = "load-balancer.hetzner.cloud/"
+
+// Aliases keep the annotations of Hetzner's own cloud-controller-manager working: each
+// key stands for ccmkit's annotation or the adapter's setting that does the same. The
+// others under LegacyPrefix (README.md says why each is left out) are reported as
+// unknown, never silently ignored.
+var Aliases = loadbalancer.Aliases{
+	Prefixes: []string{LegacyPrefix},
+	Keys: []loadbalancer.Alias{
+		{Key: LegacyPrefix + "name", Name: loadbalancer.AnnotationName},
+		{Key: LegacyPrefix + "disable-public-network", Name: loadbalancer.AnnotationInternal},
+		{Key: LegacyPrefix + "hostname", Name: loadbalancer.AnnotationHostname},
+		{Key: LegacyPrefix + "protocol", Name: loadbalancer.AnnotationProtocol},
+		{Key: LegacyPrefix + "uses-proxyprotocol", Name: loadbalancer.AnnotationProxyProtocol},
+		{Key: LegacyPrefix + "node-selector", Name: loadbalancer.AnnotationNodeSelector},
+		{Key: LegacyPrefix + "http-certificates", Name: loadbalancer.AnnotationTLSCertificates, Convert: certificateIDs,
+			Allowed: "comma-separated certificate IDs (names are not supported: `hcloud certificate list` shows the IDs)"},
+		{Key: LegacyPrefix + "health-check-protocol", Name: loadbalancer.AnnotationHealthCheckProtocol},
+		{Key: LegacyPrefix + "health-check-port", Name: loadbalancer.AnnotationHealthCheckPort},
+		{Key: LegacyPrefix + "health-check-interval", Name: loadbalancer.AnnotationHealthCheckInterval},
+		{Key: LegacyPrefix + "health-check-timeout", Name: loadbalancer.AnnotationHealthCheckTimeout},
+		{Key: LegacyPrefix + "health-check-retries", Name: loadbalancer.AnnotationHealthCheckUnhealthyThreshold},
+		{Key: LegacyPrefix + "health-check-http-path", Name: loadbalancer.AnnotationHealthCheckPath},
+		{Key: LegacyPrefix + "type", Name: SettingType},
+		{Key: LegacyPrefix + "algorithm-type", Name: SettingAlgorithm},
+		{Key: LegacyPrefix + "location", Name: SettingLocation},
+		{Key: LegacyPrefix + "network-zone", Name: SettingNetworkZone},
+	},
+}
+
+// certificateIDs checks that a legacy certificate list names certificates by ID: the
+// adapter does not look names up.
+func certificateIDs(v string) (string, error) {
+	for ref := range strings.SplitSeq(v, ",") {
+		if ref = strings.TrimSpace(ref); !idRE.MatchString(ref) {
+			return "", fmt.Errorf("%q is not a certificate ID: name certificates by their IDs (hcloud certificate list)", ref)
+		}
+	}
+	return v, nil
+}
+
+var idRE = regexp.MustCompile(`^[1-9][0-9]*$`)
+
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$`)
 
 // parseName checks a Hetzner name (of a type, a location, a network zone).

@@ -152,3 +152,58 @@ func TestActionPollsAreCounted(t *testing.T) {
 	creates := m.Calls()["POST /load_balancers/{id}/actions/add_service"] + m.Calls()["GET /load_balancers/{id}"]
 	assert.Equal(t, float64(polls+creates), counted, "every request beyond a call's first is counted: %v", m.Calls())
 }
+
+// TestLegacyAnnotations: a Service annotated as Hetzner's own CCM's users annotate them
+// gets the same load balancer as with ccmkit's annotations, converged at 0 writes; the
+// declarations are valid; a certificate name is refused with what to write instead.
+func TestLegacyAnnotations(t *testing.T) {
+	require.NoError(t, adapter.Aliases.Validate(loadbalancer.DefaultAnnotationPrefix, adapter.Settings))
+	cfg := hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20},
+		Servers: []schema.Server{{ID: 100, Name: "node-0"}}, Certificates: []schema.Certificate{{ID: 7, Name: "web"}}}
+	m, url := newMock(t, cfg, nil)
+	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(url, "token", nil),
+		provider.Options{ProviderName: adapter.ProviderName, Metrics: metrics.NewKubeRegistry(), Clock: clock,
+			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape, LoadBalancerAliases: adapter.Aliases})
+	require.NoError(t, err)
+	lbs, _ := p.LoadBalancer()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Spec: corev1.NodeSpec{ProviderID: "hcloud://100"}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web", Annotations: map[string]string{
+		adapter.LegacyPrefix + "location":              "nbg1",
+		adapter.LegacyPrefix + "type":                  "lb21",
+		adapter.LegacyPrefix + "algorithm-type":        "least_connections",
+		adapter.LegacyPrefix + "protocol":              "https",
+		adapter.LegacyPrefix + "http-certificates":     "7",
+		adapter.LegacyPrefix + "uses-proxyprotocol":    "true",
+		adapter.LegacyPrefix + "health-check-protocol": "tcp",
+		adapter.LegacyPrefix + "health-check-interval": "15s",
+		adapter.LegacyPrefix + "health-check-retries":  "5",
+	}}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443}}}}
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
+	require.NoError(t, err)
+	inv := m.Inventory()
+	require.Len(t, inv.LoadBalancers, 1)
+	lb := inv.LoadBalancers[0]
+	assert.Equal(t, "lb21", lb.LoadBalancerType.Name)
+	assert.Equal(t, "nbg1", lb.Location.Name)
+	assert.Equal(t, "least_connections", lb.Algorithm.Type)
+	require.Len(t, lb.Services, 1)
+	s := lb.Services[0]
+	assert.Equal(t, "https", s.Protocol)
+	assert.True(t, s.Proxyprotocol)
+	assert.Equal(t, []int64{7}, s.HTTP.Certificates)
+	assert.Equal(t, "tcp", s.HealthCheck.Protocol)
+	assert.Equal(t, 15, s.HealthCheck.Interval)
+	assert.Equal(t, 5, s.HealthCheck.Retries)
+
+	clock.Step(time.Hour)
+	before := m.Calls()
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
+	require.NoError(t, err)
+	assert.Zero(t, writes(sub(m.Calls(), before)), "converged: %v", sub(m.Calls(), before))
+
+	byName := svc.DeepCopy()
+	byName.Annotations[adapter.LegacyPrefix+"http-certificates"] = "web"
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", byName, []*corev1.Node{node})
+	require.ErrorContains(t, err, `"web" is not a certificate ID`)
+}
