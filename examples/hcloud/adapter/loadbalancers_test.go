@@ -207,3 +207,48 @@ func TestLegacyAnnotations(t *testing.T) {
 	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", byName, []*corev1.Node{node})
 	require.ErrorContains(t, err, `"web" is not a certificate ID`)
 }
+
+// TestQuietProjectCalls measures what a quiet cluster of 1,000 Nodes costs against
+// Hetzner's budget of 3,600 requests an hour: the cloud node controller asks every Node's
+// metadata once per status pass (every 5 minutes); the node lifecycle controller asks
+// nothing of Ready Nodes; with load balancers converged and no Node changing, the service
+// controller asks nothing. ccmkit answers a status pass from one instance snapshot: one
+// paged list, 20 pages of 50 servers.
+func TestQuietProjectCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 servers")
+	}
+	const n, minutes = 1000, 30
+	var cfg hcloudmock.Config
+	var nodes []*corev1.Node
+	for i := range n {
+		cfg.Servers = append(cfg.Servers, schema.Server{ID: int64(1000 + i), Name: fmt.Sprintf("node-%04d", i)})
+		nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%04d", i)},
+			Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("hcloud://%d", 1000+i)}})
+	}
+	cfg.RateLimit = hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20}
+	m, url := newMock(t, cfg, nil)
+	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(url, "token", nil),
+		provider.Options{ProviderName: adapter.ProviderName, Metrics: metrics.NewKubeRegistry(), Clock: clock,
+			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape, LoadBalancerAliases: adapter.Aliases})
+	require.NoError(t, err)
+	v2, ok := p.InstancesV2()
+	require.True(t, ok)
+	for minute := 0; minute < minutes; minute++ {
+		if minute%5 == 0 { // a status pass of the cloud node controller
+			for _, node := range nodes {
+				_, err := v2.InstanceMetadata(t.Context(), node)
+				require.NoError(t, err)
+			}
+		}
+		clock.Step(time.Minute)
+	}
+	total := 0
+	for _, c := range m.Calls() {
+		total += c
+	}
+	perMinute := float64(total) / minutes
+	t.Logf("a quiet project of %d servers: %d requests in %d minutes, %.1f a minute (Hetzner's budget: 60 a minute)", n, total, minutes, perMinute)
+	assert.Equal(t, map[string]int{"GET /servers": minutes / 5 * n / 50}, m.Calls(), "one paged list per status pass")
+}
