@@ -7,11 +7,11 @@ import (
 	"strconv"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 )
 
 // AdmissionPolicyOptions are the configuration AdmissionPolicy writes the policies for:
@@ -200,9 +200,9 @@ func celList(values []string) string {
 	return strings.Join(quoted, ", ")
 }
 
-// celQuoted returns the CEL of the value v quoted for a message, cut after 64 runes.
-func celQuoted(v string) string {
-	return fmt.Sprintf(`'"' + (size(%[1]s) > 64 ? %[1]s.substring(0, 64) + '...' : %[1]s) + '"'`, v)
+// celCut returns the CEL of the value v for a message, cut after 64 runes.
+func celCut(v string) string {
+	return fmt.Sprintf(`(size(%[1]s) > 64 ? %[1]s.substring(0, 64) + '...' : %[1]s)`, v)
 }
 
 // annotationCheck is the check of one annotation: its key after the prefix, what is
@@ -253,7 +253,7 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 		vs = append(vs, admissionregistrationv1.Validation{
 			Expression:        fmt.Sprintf("%s!(%s) || [%s].all(v, %s)", gate, has(c.name), value(c.name), c.check("v")),
 			Message:           fmt.Sprintf("annotation %s%s: malformed value (allowed: %s)", p, c.name, oneLine(c.allowed)),
-			MessageExpression: fmt.Sprintf("%s + ': ' + %s + ' is not allowed (allowed: ' + %s + ')'", celString("annotation "+p+c.name), celQuoted(value(c.name)), celString(oneLine(c.allowed))),
+			MessageExpression: fmt.Sprintf("%s + %s + %s", celString("annotation "+p+c.name+`: "`), celCut(value(c.name)), celString(`" is not allowed (allowed: `+oneLine(c.allowed)+")")),
 			Reason:            ptr.To(metav1.StatusReasonInvalid),
 		})
 	}
@@ -365,7 +365,7 @@ func binding(name string, action admissionregistrationv1.ValidationAction) *admi
 }
 
 // manifest returns obj as YAML without the fields a manifest leaves to the API server
-// (creationTimestamp, status).
+// (creationTimestamp, status), each expression on one line.
 func manifest(obj runtime.Object) ([]byte, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -375,7 +375,16 @@ func manifest(obj runtime.Object) ([]byte, error) {
 	if meta, ok := u["metadata"].(map[string]any); ok {
 		delete(meta, "creationTimestamp")
 	}
-	return yaml.Marshal(u)
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(u); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // oneLine returns text without line breaks, which a validation's message must not have.
