@@ -6,5 +6,7 @@
 // renders the Helm chart in deploy/helm/ccmkit with helm, and checks that its defaults
 // render what deploy/base holds, that with sweeper.enabled it renders the RBAC of
 // deploy/base with the kustomize component deploy/components/sweeper, and that its values
-// change what they say.
+// change what they say. Its TestDocsHelmAdmissionPolicy keeps the chart's admission policy
+// (files/admission-policy.yaml) equal to what the built-in provider's admission-policy
+// command prints for the chart's default cloud config (`make docs` rewrites it).
 package deploy

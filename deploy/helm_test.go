@@ -15,8 +15,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/provider"
@@ -78,12 +80,14 @@ func helmTemplate(t *testing.T, namespace string, args ...string) ([]byte, error
 	return runHelm(t, append([]string{"template", releaseName, chartDir, "--namespace", namespace}, args...)...)
 }
 
-// rendered is what the chart renders: the objects of the base's types, the Services, all
-// decoded strictly, and the monitors as unstructured YAML.
+// rendered is what the chart renders: the objects of the base's types, the Services and
+// the admission policies, all decoded strictly, and the monitors as unstructured YAML.
 type rendered struct {
 	manifests
 	services []*corev1.Service
 	monitors []map[string]any
+	// admission are the ValidatingAdmissionPolicies and their bindings.
+	admission []runtime.Object
 }
 
 // render renders the chart in kube-system and decodes every object.
@@ -113,8 +117,12 @@ func renderIn(t *testing.T, namespace string, args ...string) rendered {
 		}
 		obj, err := decodeStrict(doc)
 		require.NoError(t, err, "document %d:\n%s", i+1, doc)
-		if s, ok := obj.(*corev1.Service); ok {
-			r.services = append(r.services, s)
+		switch o := obj.(type) {
+		case *corev1.Service:
+			r.services = append(r.services, o)
+			continue
+		case *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+			r.admission = append(r.admission, o)
 			continue
 		}
 		require.True(t, r.add(obj), "document %d: unexpected object %T", i+1, obj)
@@ -145,6 +153,7 @@ type chartValues struct {
 	Replicas      *int32 `json:"replicas"`
 	CloudProvider string `json:"cloudProvider"`
 	CloudConfig   struct {
+		Content           string `json:"content"`
 		ExistingSecret    string `json:"existingSecret"`
 		ExistingSecretKey string `json:"existingSecretKey"`
 	} `json:"cloudConfig"`
