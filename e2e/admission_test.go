@@ -9,9 +9,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -62,6 +66,17 @@ func TestAdmissionPolicyRefusesMalformedAnnotations(t *testing.T) {
 	require.Len(t, objs, 4)
 	for _, o := range objs {
 		require.NoError(t, a.apply(ctx, o, false))
+	}
+	// The API server's type check, against the Service's schema from its OpenAPI, finds
+	// nothing (kube-controller-manager's policy status controller would publish it).
+	checker := &validating.TypeChecker{SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: cp.Client.Discovery()}, RestMapper: a.mapper}
+	for _, o := range objs {
+		if o.GetKind() != "ValidatingAdmissionPolicy" {
+			continue
+		}
+		var vap admissionregistrationv1.ValidatingAdmissionPolicy
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &vap))
+		assert.Empty(t, checker.Check(&vap), "type check of %s", vap.Name)
 	}
 	seen := &warnings{}
 	cfg := rest.CopyConfig(cp.Config)

@@ -46,7 +46,8 @@
 // load balancer (about 40 s, both modes).
 //
 // admission_test.go applies the admission policies of restcloud's configuration
-// (loadbalancer.AdmissionPolicy) to a real kube-apiserver, without a CCM: malformed
+// (loadbalancer.AdmissionPolicy) to a real kube-apiserver, without a CCM, type-checks
+// them against the Service's schema from the server's OpenAPI: malformed
 // annotation values and contradictions are refused, valid Services admitted, an unknown
 // key admitted with a warning (about 10 s).
 //
