@@ -59,6 +59,16 @@ func TestAdmissionPolicyRefusesMalformedAnnotations(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
+	// A Service annotated wrongly before the policy exists, with the service controller's
+	// finalizer: it must stay deletable.
+	const p = loadbalancer.DefaultAnnotationPrefix
+	before, err := cp.Client.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "before", Namespace: "default", Annotations: map[string]string{p + "internal": "maybe"},
+			Finalizers: []string{"service.kubernetes.io/load-balancer-cleanup"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
 	policy, err := loadbalancer.AdmissionPolicy(loadbalancer.AdmissionPolicyOptions{Settings: restcloud.Settings})
 	require.NoError(t, err)
 	a := newApplier(t, cp.Config)
@@ -84,7 +94,6 @@ func TestAdmissionPolicyRefusesMalformedAnnotations(t *testing.T) {
 	client, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 
-	const p = loadbalancer.DefaultAnnotationPrefix
 	create := func(annotations map[string]string, tweaks ...func(*corev1.Service)) error {
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "web-", Namespace: "default", Annotations: annotations},
@@ -108,6 +117,23 @@ func TestAdmissionPolicyRefusesMalformedAnnotations(t *testing.T) {
 		}
 		return refused && len(seen.take()) > 0, nil
 	}))
+
+	t.Run("a Service annotated before the policy", func(t *testing.T) {
+		services := cp.Client.CoreV1().Services("default")
+		changed := before.DeepCopy()
+		changed.Annotations[p+"internal"] = "perhaps"
+		_, err := services.Update(ctx, changed, metav1.UpdateOptions{})
+		require.True(t, apierrors.IsInvalid(err), "a changed annotation is checked: %v", err)
+
+		require.NoError(t, services.Delete(ctx, before.Name, metav1.DeleteOptions{}))
+		deleting, err := services.Get(ctx, before.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		deleting.Finalizers = nil
+		_, err = services.Update(ctx, deleting, metav1.UpdateOptions{})
+		require.NoError(t, err, "the service controller removes its finalizer")
+		_, err = services.Get(ctx, before.Name, metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "deleted: %v", err)
+	})
 
 	clusterIP := func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP }
 	otherClass := func(s *corev1.Service) { s.Spec.LoadBalancerClass = new("example.com/other") }

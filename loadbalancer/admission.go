@@ -64,7 +64,8 @@ const (
 // nothing reads, a typo or a key of another version; it refuses nothing.
 //
 // Only Services that carry an annotation under the prefix are evaluated (matchConditions),
-// and only those ccmkit serves: of type LoadBalancer and of its class (opts.Class and
+// when they are created or an update changes their annotations or spec (a finalizer or
+// a label is never refused), and only those ccmkit serves: of type LoadBalancer and of its class (opts.Class and
 // opts.ClassOnly), but for keep-on-delete, which ccmkit reads when a Service stops being
 // of type LoadBalancer. It fails when opts.Settings are declared wrongly
 // (Settings.Validate).
@@ -322,7 +323,8 @@ func unknownPolicy(opts AdmissionPolicyOptions) *admissionregistrationv1.Validat
 }
 
 // newPolicy returns a policy over the creation and update of the Services ccmkit serves
-// that carry an annotation under the prefix.
+// that carry an annotation under the prefix, but for updates that change neither the
+// annotations nor the spec.
 func newPolicy(name string, opts AdmissionPolicyOptions, variables []admissionregistrationv1.Variable, validations []admissionregistrationv1.Validation) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	class := "!has(object.spec.loadBalancerClass)"
 	switch {
@@ -345,6 +347,10 @@ func newPolicy(name string, opts AdmissionPolicyOptions, variables []admissionre
 			MatchConditions: []admissionregistrationv1.MatchCondition{
 				{Name: "annotated", Expression: fmt.Sprintf("has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.startsWith(%s))", celString(opts.AnnotationPrefix))},
 				{Name: "served", Expression: class},
+				// An update that changes neither the annotations nor the spec (a controller's
+				// finalizer, a label) is not checked: a Service annotated before the policy
+				// must still be deletable.
+				{Name: "changed", Expression: "request.operation != 'UPDATE' || !has(oldObject.metadata.annotations) || oldObject.metadata.annotations != object.metadata.annotations || oldObject.spec != object.spec"},
 			},
 			Variables:   variables,
 			Validations: validations,

@@ -40,7 +40,8 @@ func newPolicyEval(t *testing.T, opts AdmissionPolicyOptions) *policyEval {
 	require.NoError(t, err)
 	env, err := environment.MustBaseEnvSet(oldestAdmissionVersion).Env(environment.NewExpressions)
 	require.NoError(t, err)
-	env, err = env.Extend(cel.Variable("object", cel.DynType), cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)))
+	env, err = env.Extend(cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType),
+		cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)))
 	require.NoError(t, err)
 	e := &policyEval{env: env, actions: map[string]admissionregistrationv1.ValidationAction{}, programs: map[string]cel.Program{}}
 	for _, doc := range bytes.Split(out, []byte("\n---\n"))[1:] {
@@ -87,11 +88,24 @@ func (e *policyEval) eval(t *testing.T, expr string, vars map[string]any) (any, 
 // the messages of the failed validations whose message starts with only (all for "").
 func (e *policyEval) admit(t *testing.T, svc *corev1.Service, only string) map[admissionregistrationv1.ValidationAction][]string {
 	t.Helper()
+	return e.admitUpdate(t, nil, svc, only)
+}
+
+// admitUpdate is admit of the update of old to svc; of a creation when old is nil.
+func (e *policyEval) admitUpdate(t *testing.T, old, svc *corev1.Service, only string) map[admissionregistrationv1.ValidationAction][]string {
+	t.Helper()
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(svc)
 	require.NoError(t, err)
+	request := map[string]any{"operation": "CREATE"}
+	var oldObj any
+	if old != nil {
+		request["operation"] = "UPDATE"
+		oldObj, err = runtime.DefaultUnstructuredConverter.ToUnstructured(old)
+		require.NoError(t, err)
+	}
 	out := map[admissionregistrationv1.ValidationAction][]string{}
 	for _, p := range e.policies {
-		vars := map[string]any{"object": obj}
+		vars := map[string]any{"object": obj, "oldObject": oldObj, "request": request}
 		matched := true
 		for _, mc := range p.Spec.MatchConditions {
 			v, err := e.eval(t, mc.Expression, vars)
@@ -166,8 +180,9 @@ func foldRunes() map[rune]rune {
 // that a case mapping takes to or from it.
 func withFoldRunes(values ...string) []string {
 	out := values
+	folds := foldRunes()
 	for _, v := range values {
-		for r, ascii := range foldRunes() {
+		for r, ascii := range folds {
 			for i, c := range v {
 				if unicode.ToLower(c) == ascii {
 					out = append(out, v[:i]+string(r)+v[i+1:])
@@ -362,6 +377,29 @@ func TestAdmissionPolicyScope(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdmissionPolicyUpdates checks that an update is checked when it changes the
+// annotations or the spec, and not when it changes neither (a finalizer, a label), so
+// that a Service annotated wrongly before the policy stays deletable.
+func TestAdmissionPolicyUpdates(t *testing.T) {
+	const prefix = DefaultAnnotationPrefix
+	e := newPolicyEval(t, AdmissionPolicyOptions{})
+	old := lbService(map[string]string{prefix + AnnotationInternal: "maybe", prefix + "intenral": "x"})
+	finalizer := old.DeepCopy()
+	finalizer.Finalizers = []string{"service.kubernetes.io/load-balancer-cleanup"}
+	finalizer.Labels = map[string]string{"app": "web"}
+	assert.Empty(t, e.admitUpdate(t, old, finalizer, ""), "neither annotations nor spec changed")
+
+	annotated := old.DeepCopy()
+	annotated.Annotations[prefix+AnnotationInternal] = "perhaps"
+	assert.Len(t, e.admitUpdate(t, old, annotated, "")[admissionregistrationv1.Deny], 1, "the annotations changed")
+	respec := old.DeepCopy()
+	respec.Spec.Ports[0].Port = 8443
+	assert.Len(t, e.admitUpdate(t, old, respec, "")[admissionregistrationv1.Deny], 1, "the spec changed")
+	unannotated := old.DeepCopy()
+	unannotated.Annotations = nil
+	assert.Len(t, e.admitUpdate(t, unannotated, old, "")[admissionregistrationv1.Deny], 1, "annotations added")
 }
 
 func TestAdmissionPolicyBadSettings(t *testing.T) {
