@@ -11,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 )
 
@@ -51,12 +52,13 @@ const (
 // AdmissionPolicyName refuses a Service whose annotation under the prefix has a malformed
 // value, naming the annotation, the value and what is allowed, and one whose annotations
 // contradict each other or the Service as the sync refuses them (ports that terminate TLS
-// without tls-certificates, tls-certificates without such a port, tls-ports naming no TCP
-// port of the Service, a health check timeout longer than its interval, a
-// spec.loadBalancerIP not among the ip-addresses). Where CEL cannot check a value as
-// ccmkit does (the node-selector, and an adapter's setting declared with Parse), the
-// policy checks less, never more: it refuses no value the sync accepts, and lists those
-// annotations in its annotation AdmissionPolicySyncOnlyAnnotation. A contradiction
+// without tls-certificates, tls-certificates without such a port, tls-ports naming a port
+// the Service does not have or one that is not TCP, a health check timeout longer than its
+// interval, a spec.loadBalancerIP not among the ip-addresses). Where CEL cannot check a
+// value as ccmkit does, the policy checks less, never more: it refuses no value the sync
+// accepts. The node-selector and an adapter's setting declared with Parse are left to the
+// sync and listed in the policy's annotation AdmissionPolicySyncOnlyAnnotation; an
+// IPv4-mapped IPv6 address in ip-addresses is not counted in its family. A contradiction
 // with the cloud's state (an internal switch of an adopted or kept load balancer) is only
 // the sync's to find.
 //
@@ -64,11 +66,11 @@ const (
 // nothing reads, a typo or a key of another version; it refuses nothing.
 //
 // Only Services that carry an annotation under the prefix are evaluated (matchConditions),
-// when they are created or an update changes their annotations or spec (a finalizer or
-// a label is never refused), and only those ccmkit serves: of type LoadBalancer and of its class (opts.Class and
-// opts.ClassOnly), but for keep-on-delete, which ccmkit reads when a Service stops being
-// of type LoadBalancer. It fails when opts.Settings are declared wrongly
-// (Settings.Validate).
+// when they are created or an update changes their annotations or spec (a finalizer or a
+// label is never refused), and only those ccmkit serves: of type LoadBalancer and of its
+// class (opts.Class and opts.ClassOnly), but for keep-on-delete, which ccmkit reads when a
+// Service stops being of type LoadBalancer. It fails when opts.Settings are declared
+// wrongly (Settings.Validate).
 func AdmissionPolicy(opts AdmissionPolicyOptions) ([]byte, error) {
 	if opts.AnnotationPrefix == "" {
 		opts.AnnotationPrefix = DefaultAnnotationPrefix
@@ -117,16 +119,16 @@ func celInt(lo, hi int) func(string) string {
 	}
 }
 
-// durationRE is time.ParseDuration's syntax for the durations up to 5m: a component whose
-// whole part has more digits than this allows is longer than 5m alone (components add
-// up), so that CEL's duration(), which is time.ParseDuration, cannot overflow on a
-// value it matches.
+// durationRE is time.ParseDuration's syntax for the durations up to maxDuration (5m): a
+// component whose whole part has more digits than this allows is longer than 5m alone
+// (components add up), so that CEL's duration(), which is time.ParseDuration, cannot
+// overflow on a value it matches.
 const durationRE = `^[-+]?(0|((0*[0-9]{1,12}(\.[0-9]*)?|\.[0-9]+)ns|(0*[0-9]{1,9}(\.[0-9]*)?|\.[0-9]+)(us|µs|μs)|(0*[0-9]{1,6}(\.[0-9]*)?|\.[0-9]+)ms|` +
 	`(0*[0-9]{1,3}(\.[0-9]*)?|\.[0-9]+)s|(0*[0-9](\.[0-9]*)?|\.[0-9]+)[mh])+)$`
 
 // celDuration: parseDuration.
 func celDuration(v string) string {
-	return fmt.Sprintf(`%s.matches(%s) && duration(%s) >= duration('1s') && duration(%s) <= duration('5m')`, v, celString(durationRE), v, v)
+	return fmt.Sprintf(`%s.matches(%s) && duration(%s) >= duration('%s') && duration(%s) <= duration('%s')`, v, celString(durationRE), v, minDuration, v, maxDuration)
 }
 
 // celName: the name annotation.
@@ -143,7 +145,8 @@ func celPath(v string) string {
 // celHostname: checkHostname. The DNS subdomain's syntax holds no ':', so isIP only finds
 // IPv4 addresses, which it parses as net.ParseIP does.
 func celHostname(v string) string {
-	return fmt.Sprintf(`size(%s) <= 253 && %s.matches('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?([.][a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$') && !isIP(%s)`, v, v, v)
+	label := fmt.Sprintf(`[a-z0-9]([-a-z0-9]{0,%d}[a-z0-9])?`, validation.DNS1123LabelMaxLength-2)
+	return fmt.Sprintf(`size(%s) <= %d && %s.matches('^%s([.]%s)*$') && !isIP(%s)`, v, validation.DNS1123SubdomainMaxLength, v, label, label, v)
 }
 
 // celIPs: the ip-addresses annotation. isIP is netip.ParseAddr without zones, as

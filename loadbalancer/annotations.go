@@ -444,9 +444,12 @@ func parseInt(v string, lo, hi int) (int32, error) {
 	return int32(n), nil
 }
 
+// The range of the health check's durations.
+const minDuration, maxDuration = time.Second, 5 * time.Minute
+
 func parseDuration(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
-	if err != nil || d < time.Second || d > 5*time.Minute {
+	if err != nil || d < minDuration || d > maxDuration {
 		return 0, errors.New("not a duration from 1s to 5m")
 	}
 	return d, nil
