@@ -93,9 +93,10 @@ generate: $(BIN)/mockgen
 	go generate ./...
 
 ## docs: rewrite the generated parts of docs/reference/ (the configuration, annotation and
-## metrics references) from the code; `make unit` fails when they are stale (internal/docgen).
+## metrics references) and the Helm chart's admission policy from the code; `make unit`
+## fails when they are stale (internal/docgen).
 docs:
-	CCMKIT_UPDATE_DOCS=1 go test -count=1 -run '^TestDocs' ./provider ./fake ./loadbalancer
+	CCMKIT_UPDATE_DOCS=1 go test -count=1 -run '^TestDocs' ./provider ./fake ./loadbalancer ./deploy
 
 mocks-check: $(BIN)/mockgen
 	@echo "==> mocks are current"

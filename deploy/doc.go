@@ -7,5 +7,8 @@
 // render what deploy/base holds, that with sweeper.enabled it renders the RBAC of
 // deploy/base with the kustomize component deploy/components/sweeper, that its values
 // change what they say, and that its Grafana dashboard and alerts query only the metrics
-// and labels ccmkit registers (read by a small PromQL tokenizer, promql_test.go).
+// and labels ccmkit registers (read by a small PromQL tokenizer, promql_test.go). Its
+// TestDocsHelmAdmissionPolicy keeps the chart's admission policy
+// (files/admission-policy.yaml) equal to what the built-in provider's admission-policy
+// command prints for the chart's default cloud config (`make docs` rewrites it).
 package deploy

@@ -15,8 +15,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/provider"
@@ -79,12 +81,15 @@ func helmTemplate(t *testing.T, namespace string, args ...string) ([]byte, error
 }
 
 // rendered is what the chart renders: the objects of the base's types, the Services and
-// ConfigMaps, all decoded strictly, and the monitors and rules as unstructured YAML.
+// ConfigMaps and the admission policies, all decoded strictly, and the monitors and rules
+// as unstructured YAML.
 type rendered struct {
 	manifests
 	services   []*corev1.Service
 	configMaps []*corev1.ConfigMap
 	monitors   []map[string]any
+	// admission are the ValidatingAdmissionPolicies and their bindings.
+	admission []runtime.Object
 }
 
 // render renders the chart in kube-system and decodes every object.
@@ -114,8 +119,12 @@ func renderIn(t *testing.T, namespace string, args ...string) rendered {
 		}
 		obj, err := decodeStrict(doc)
 		require.NoError(t, err, "document %d:\n%s", i+1, doc)
-		if s, ok := obj.(*corev1.Service); ok {
-			r.services = append(r.services, s)
+		switch o := obj.(type) {
+		case *corev1.Service:
+			r.services = append(r.services, o)
+			continue
+		case *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+			r.admission = append(r.admission, o)
 			continue
 		}
 		if cm, ok := obj.(*corev1.ConfigMap); ok {
@@ -150,6 +159,7 @@ type chartValues struct {
 	Replicas      *int32 `json:"replicas"`
 	CloudProvider string `json:"cloudProvider"`
 	CloudConfig   struct {
+		Content           string `json:"content"`
 		ExistingSecret    string `json:"existingSecret"`
 		ExistingSecretKey string `json:"existingSecretKey"`
 	} `json:"cloudConfig"`

@@ -45,6 +45,12 @@
 // and no load balancer write, a restart writes nothing, and the groups go with the last
 // load balancer (about 40 s, both modes).
 //
+// admission_test.go applies the admission policies of restcloud's configuration
+// (loadbalancer.AdmissionPolicy) to a real kube-apiserver, without a CCM, type-checks
+// them against the Service's schema from the server's OpenAPI: malformed
+// annotation values and contradictions are refused, valid Services admitted, an unknown
+// key admitted with a warning (about 10 s).
+//
 // Run it from the repository root with `make e2e` (part of `make test`): it builds the
 // control plane first (`make controlplane`). The suite does not run under -race: the
 // upstream service controller has a data race of its own between its node sync and

@@ -34,6 +34,10 @@ type Annotation struct {
 	Doc string
 
 	apply func(value string, a *parsedAnnotations) error
+	// check returns the CEL expression that accepts the values apply accepts, given the
+	// CEL of the value (AdmissionPolicy); nil when CEL cannot check the values, which
+	// then only the sync checks.
+	check func(value string) string
 }
 
 // The annotation names, after the prefix.
@@ -121,7 +125,7 @@ type parsedAnnotations struct {
 func Annotations() []Annotation {
 	return []Annotation{
 		{
-			Name: AnnotationInternal, Values: "true, false", Default: "false",
+			Name: AnnotationInternal, check: celBool, Values: "true, false", Default: "false",
 			Doc: "An internal load balancer, with an address from the cloud's private network. Changing it replaces the load balancer (new address).",
 			apply: func(v string, a *parsedAnnotations) (err error) {
 				a.internal, err = parseBool(v)
@@ -129,7 +133,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationProxyProtocol, Values: "true, false", Default: "false",
+			Name: AnnotationProxyProtocol, check: celBool, Values: "true, false", Default: "false",
 			Doc: "Send the PROXY protocol header to the targets. The Service's status then reports ipMode Proxy, so that kube-proxy sends in-cluster traffic through the load balancer too.",
 			apply: func(v string, a *parsedAnnotations) (err error) {
 				a.proxyProtocol, err = parseBool(v)
@@ -137,7 +141,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationIPAddresses, Values: "comma-separated IPs, at most one per IP family", Default: "spec.loadBalancerIP, else addresses from the cloud's pool",
+			Name: AnnotationIPAddresses, check: celIPs, Values: "comma-separated IPs, at most one per IP family", Default: "spec.loadBalancerIP, else addresses from the cloud's pool",
 			Doc: "The addresses to request; the cloud refuses an address in use or outside its pools.",
 			apply: func(v string, a *parsedAnnotations) error {
 				a.ips = nil
@@ -158,7 +162,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationName, Values: "a DNS label: lower-case letters, digits and '-', at most 63 characters", Default: "derived from the cluster ID and the Service UID",
+			Name: AnnotationName, check: celName, Values: "a DNS label: lower-case letters, digits and '-', at most 63 characters", Default: "derived from the cluster ID and the Service UID",
 			Doc: "The load balancer's name in the cloud, for humans. Renaming renames in place; ownership is by tags, never by name.",
 			apply: func(v string, a *parsedAnnotations) error {
 				if len(v) > maxNameLength || !nameRE.MatchString(v) {
@@ -169,7 +173,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationHealthCheckProtocol, Values: "TCP, HTTP, HTTPS", Default: "HTTP",
+			Name: AnnotationHealthCheckProtocol, check: celEnum("TCP", "HTTP", "HTTPS"), Values: "TCP, HTTP, HTTPS", Default: "HTTP",
 			Doc: "The health check's protocol.",
 			apply: func(v string, a *parsedAnnotations) error {
 				p := cloudapi.HealthCheckProtocol(strings.ToUpper(v))
@@ -181,7 +185,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationHealthCheckPort, Values: "1-65535", Default: "spec.healthCheckNodePort with externalTrafficPolicy Local, else 10256 (kube-proxy)",
+			Name: AnnotationHealthCheckPort, check: celInt(1, 65535), Values: "1-65535", Default: "spec.healthCheckNodePort with externalTrafficPolicy Local, else 10256 (kube-proxy)",
 			Doc: "The node port the health check probes.",
 			apply: func(v string, a *parsedAnnotations) error {
 				n, err := parseInt(v, 1, 65535)
@@ -190,7 +194,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationHealthCheckPath, Values: "a path starting with /", Default: "/healthz",
+			Name: AnnotationHealthCheckPath, check: celPath, Values: "a path starting with /", Default: "/healthz",
 			Doc: "The path of an HTTP or HTTPS health check.",
 			apply: func(v string, a *parsedAnnotations) error {
 				if !strings.HasPrefix(v, "/") || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
@@ -201,7 +205,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationHealthCheckInterval, Values: "a duration from 1s to 5m, such as 10s", Default: "10s",
+			Name: AnnotationHealthCheckInterval, check: celDuration, Values: "a duration from 1s to 5m, such as 10s", Default: "10s",
 			Doc: "How often the health check probes.",
 			apply: func(v string, a *parsedAnnotations) error {
 				d, err := parseDuration(v)
@@ -210,7 +214,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationHealthCheckTimeout, Values: "a duration from 1s to 5m, at most the interval", Default: "5s",
+			Name: AnnotationHealthCheckTimeout, check: celDuration, Values: "a duration from 1s to 5m, at most the interval", Default: "5s",
 			Doc: "How long a probe may take.",
 			apply: func(v string, a *parsedAnnotations) error {
 				d, err := parseDuration(v)
@@ -219,7 +223,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationHealthCheckHealthyThreshold, Values: "1-10", Default: "2",
+			Name: AnnotationHealthCheckHealthyThreshold, check: celInt(1, 10), Values: "1-10", Default: "2",
 			Doc: "Probes in a row that must succeed before a target gets traffic.",
 			apply: func(v string, a *parsedAnnotations) error {
 				n, err := parseInt(v, 1, 10)
@@ -228,7 +232,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationHealthCheckUnhealthyThreshold, Values: "1-10", Default: "3",
+			Name: AnnotationHealthCheckUnhealthyThreshold, check: celInt(1, 10), Values: "1-10", Default: "3",
 			Doc: "Probes in a row that must fail before a target gets no traffic.",
 			apply: func(v string, a *parsedAnnotations) error {
 				n, err := parseInt(v, 1, 10)
@@ -237,7 +241,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationHostname, Values: "a DNS name: lower-case RFC 1123 subdomain, not an IP address", Default: "none: the status lists the load balancer's addresses, or the cloud's hostname when it gives no address",
+			Name: AnnotationHostname, check: celHostname, Values: "a DNS name: lower-case RFC 1123 subdomain, not an IP address", Default: "none: the status lists the load balancer's addresses, or the cloud's hostname when it gives no address",
 			Doc: "Publish this hostname in the Service's status instead of the load balancer's addresses, for example a DNS name that points at them. kube-proxy then sends in-cluster traffic through the load balancer, as PROXY protocol or TLS termination need where ipMode Proxy is not enough.",
 			apply: func(v string, a *parsedAnnotations) error {
 				if err := checkHostname(v); err != nil {
@@ -260,7 +264,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationProtocol, Values: "TCP, TLS, HTTP, HTTPS", Default: "TCP: the load balancer forwards the bytes",
+			Name: AnnotationProtocol, check: celEnum("TCP", "TLS", "HTTP", "HTTPS"), Values: "TCP, TLS, HTTP, HTTPS", Default: "TCP: the load balancer forwards the bytes",
 			Doc: "What the Service's TCP ports speak at the load balancer, unless a port's appProtocol names one of tcp, tls, http, https. TLS and HTTPS terminate TLS with the tls-certificates. A cloud whose load balancers cannot do it refuses the Service (a Warning event).",
 			apply: func(v string, a *parsedAnnotations) error {
 				switch p := cloudapi.AppProtocol(strings.ToUpper(v)); p {
@@ -275,7 +279,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationTLSPorts, Values: "comma-separated numbers or names of the Service's TCP ports", Default: "none",
+			Name: AnnotationTLSPorts, check: celTLSPorts, Values: "comma-separated numbers or names of the Service's TCP ports", Default: "none",
 			Doc: "These ports terminate TLS with the tls-certificates: TCP becomes TLS, HTTP becomes HTTPS. A port's appProtocol tls or https, or the protocol annotation, does it too.",
 			apply: func(v string, a *parsedAnnotations) error {
 				a.tlsPorts = nil
@@ -295,7 +299,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationTLSCertificates, Values: "comma-separated references of certificates in the cloud (IDs, names or ARNs, as the cloud knows them), the default one first", Default: "none",
+			Name: AnnotationTLSCertificates, check: celCertificates, Values: "comma-separated references of certificates in the cloud (IDs, names or ARNs, as the cloud knows them), the default one first", Default: "none",
 			Doc: "The certificates the ports that terminate TLS present; a cloud with SNI picks among them by the name the client asks for. Required when a port terminates TLS, and refused when none does.",
 			apply: func(v string, a *parsedAnnotations) error {
 				a.certs = nil
@@ -313,7 +317,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationLoadBalancerID, Values: "the cloud ID of a load balancer: printable characters without white space, at most 255", Default: "none: ccmkit creates the load balancer",
+			Name: AnnotationLoadBalancerID, check: celLoadBalancerID, Values: "the cloud ID of a load balancer: printable characters without white space, at most 255", Default: "none: ccmkit creates the load balancer",
 			Doc: "Adopt this existing load balancer instead of creating one: ccmkit writes the Service's owner tags to it and keeps its addresses, provided it carries no ownership tags of another cluster or Service; otherwise the sync fails with a Warning event and nothing changes. An ID that does not exist is an error too (nothing is created in its place). Once adopted it is the Service's load balancer: deleted with it unless keep-on-delete. While the annotation is set, the load balancer is never replaced (an internal switch is an error) and a Service that owns another load balancer is an error.",
 			apply: func(v string, a *parsedAnnotations) error {
 				if v == "" || len(v) > maxIDLength || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
@@ -324,7 +328,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationKeepOnDelete, Values: "true, false", Default: "loadBalancer.keepOnDelete of the cloud config (false)",
+			Name: AnnotationKeepOnDelete, check: celBool, Values: "true, false", Default: "loadBalancer.keepOnDelete of the cloud config (false)",
 			Doc: "When the Service is deleted or stops being of type LoadBalancer, keep the load balancer and its addresses in the cloud: ccmkit removes its ownership tags and targets instead of deleting it, so that a Service can adopt it again with load-balancer-id. While it is true, an internal switch (which replaces the load balancer) is an error. A malformed value holds the deletion until it is fixed.",
 			apply: func(v string, a *parsedAnnotations) error {
 				keep, err := parseBool(v)
@@ -527,9 +531,12 @@ func parseInt(v string, lo, hi int) (int32, error) {
 	return int32(n), nil
 }
 
+// The range of the health check's durations.
+const minDuration, maxDuration = time.Second, 5 * time.Minute
+
 func parseDuration(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
-	if err != nil || d < time.Second || d > 5*time.Minute {
+	if err != nil || d < minDuration || d > maxDuration {
 		return 0, errors.New("not a duration from 1s to 5m")
 	}
 	return d, nil

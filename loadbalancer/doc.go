@@ -48,6 +48,10 @@
 //     added or removed is one write per group. Unused groups are deleted at once when
 //     their last load balancer leaves, and otherwise by a collection at the end of a call
 //     or from CollectGroups, by the one rule the sweeper applies too.
+//   - The admission policy (admission.go): AdmissionPolicy writes ValidatingAdmissionPolicies
+//     with which the API server refuses malformed annotations at apply time, from the
+//     same declarations the translation checks (each Annotation's CEL check beside its
+//     parser, a Setting's Values).
 //   - Node labels (nodelabels.go): WatchNodeLabels and SyncNodeLabels sync the targets of
 //     Services with a node selector when only a Node's labels change, which the service
 //     controller does not.

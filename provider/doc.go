@@ -26,4 +26,8 @@
 // watch of Node labels, the collection of unused target groups: Cloud.LoadBalancerWork)
 // runs as controllers that package controllers adds to the command, each of which
 // --controllers switches.
+//
+// Cloud.AdmissionPolicy writes the admission policy of the load balancer annotations for
+// the provider's configuration, and RunAdmissionPolicyCommand is the `admission-policy`
+// subcommand a CCM's main.go offers with one call.
 package provider

@@ -14,6 +14,12 @@
 // cluster, and with --delete deletes them (sweeper.Teardown), for a cluster that is gone:
 //
 //	go run ./examples/ccm teardown --cloud-config=cloud.yaml [--cluster-id=ID] [--delete]
+//
+// `ccm admission-policy` prints the ValidatingAdmissionPolicies that make the API server
+// refuse malformed load balancer annotations of the cloud config's prefix and class
+// (provider.RunAdmissionPolicyCommand):
+//
+//	go run ./examples/ccm admission-policy --cloud-config=cloud.yaml | kubectl apply -f -
 package main
 
 import (
@@ -34,12 +40,16 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/controllers"
+	"github.com/ccmkit/ccmkit/provider"
 	_ "github.com/ccmkit/ccmkit/provider/builtin" // registers the "ccmkit" cloud provider over the fake cloud
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == TeardownCommand {
 		os.Exit(teardownMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == provider.AdmissionPolicyCommand {
+		os.Exit(provider.RunAdmissionPolicyCommand(provider.DefaultProviderName, os.Args[2:], os.Stdout, os.Stderr))
 	}
 	opts, err := options.NewCloudControllerManagerOptions()
 	if err != nil {

@@ -6,6 +6,12 @@
 // the cloud config says sweeper.enabled: true.
 //
 //	go run ./examples/restcloud --cloud-provider=restcloud --cloud-config=cloud.yaml --kubeconfig=...
+//
+// `restcloud admission-policy` prints the ValidatingAdmissionPolicies that make the API
+// server refuse malformed load balancer annotations, restcloud's size among them
+// (provider.RunAdmissionPolicyCommand):
+//
+//	go run ./examples/restcloud admission-policy --cloud-config=cloud.yaml | kubectl apply -f -
 package main
 
 import (
@@ -27,9 +33,13 @@ import (
 
 	"github.com/ccmkit/ccmkit/controllers"
 	_ "github.com/ccmkit/ccmkit/examples/restcloud/adapter" // registers the "restcloud" cloud provider
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == provider.AdmissionPolicyCommand {
+		os.Exit(provider.RunAdmissionPolicyCommand("restcloud", os.Args[2:], os.Stdout, os.Stderr))
+	}
 	opts, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
 		klog.ErrorS(err, "Unable to initialize command options")

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -52,4 +55,16 @@ func TestLinksNoFakeCloud(t *testing.T) {
 	builtin := deps("../ccm")
 	assert.True(t, builtin["github.com/ccmkit/ccmkit/fake"], "examples/ccm, over the built-in provider, links the fake cloud")
 	assert.True(t, builtin["github.com/ccmkit/ccmkit/provider/builtin"], "examples/ccm links the built-in provider")
+}
+
+// TestAdmissionPolicyCommand runs `restcloud admission-policy`: the policy checks
+// restcloud's declared size setting, and building the provider calls no cloud.
+func TestAdmissionPolicyCommand(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "cloud.yaml")
+	require.NoError(t, os.WriteFile(config, []byte("cluster: {id: c1}\ncredentials: {token: t}\nrestcloud: {endpoint: \"http://127.0.0.1:1\"}\n"), 0o600))
+	var out, errOut bytes.Buffer
+	code := provider.RunAdmissionPolicyCommand("restcloud", []string{"--cloud-config=" + config}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	assert.Contains(t, out.String(), `"loadbalancer.ccmkit.io/size" in variables.a`)
+	assert.Contains(t, out.String(), `(?i)^(?:small|medium|large)$`)
 }

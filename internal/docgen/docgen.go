@@ -10,11 +10,14 @@
 //
 // The test of the package that owns the source builds the part in memory and calls
 // Check, which fails when the committed file differs; `make docs` runs those tests with
-// UpdateEnv set, and Check then writes the file instead. Only tests import this package.
+// UpdateEnv set, and Check then writes the file instead. A file generated whole (the Helm
+// chart's admission policy) is kept by CheckFile alike. Only tests import this package.
 package docgen
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
@@ -57,17 +60,35 @@ func Check(t testing.TB, path, name, content string) {
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	if doc == string(old) {
+	keep(t, path, fmt.Sprintf("the generated part %q", name), string(old), doc)
+}
+
+// CheckFile holds the whole file at path (relative to the test's package), a generated
+// file such as a manifest, equal to content, as Check holds a part of one.
+func CheckFile(t testing.TB, path, content string) {
+	t.Helper()
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("reading the generated file: %v", err)
+	}
+	keep(t, path, "the generated file", string(old), content)
+}
+
+// keep fails the test when the file at path holds old instead of want, or, with UpdateEnv
+// set, writes want into it. what names what is out of date.
+func keep(t testing.TB, path, what, old, want string) {
+	t.Helper()
+	if old == want {
 		return
 	}
 	if os.Getenv(UpdateEnv) != "" {
-		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
-			t.Fatalf("writing the reference: %v", err)
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatalf("writing %s: %v", path, err)
 		}
-		t.Logf("wrote %s (%s)", path, name)
+		t.Logf("wrote %s (%s)", path, what)
 		return
 	}
-	t.Errorf("%s: the generated part %q is out of date: run `make docs` and commit the file", path, name)
+	t.Errorf("%s: %s is out of date: run `make docs` and commit the file", path, what)
 }
 
 // Table returns a Markdown table with the header and rows given; a cell's line breaks

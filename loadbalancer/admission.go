@@ -1,0 +1,400 @@
+package loadbalancer
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+)
+
+// AdmissionPolicyOptions are the configuration AdmissionPolicy writes the policies for:
+// the provider's cloud config and the adapter's declarations.
+type AdmissionPolicyOptions struct {
+	// AnnotationPrefix is the prefix of the annotations ccmkit reads, ending in "/".
+	// Default DefaultAnnotationPrefix.
+	AnnotationPrefix string
+	// Settings are the adapter's declared load balancer settings.
+	Settings Settings
+	// Class is the load balancer class ccmkit serves (the cloud config's
+	// loadBalancer.class), or "" for none. Services of another class are not checked.
+	Class string
+	// ClassOnly is true when ccmkit serves only Services of Class, not those without a
+	// class (loadBalancer.serveUnclassed: false).
+	ClassOnly bool
+}
+
+// The names of the objects AdmissionPolicy writes: each policy and its binding share one.
+const (
+	// AdmissionPolicyName is the policy that refuses malformed and contradicting
+	// annotations (validationActions Deny).
+	AdmissionPolicyName = "ccmkit-loadbalancer-annotations"
+	// AdmissionPolicyUnknownName is the policy that warns of annotation keys under the
+	// prefix that nothing reads (validationActions Warn).
+	AdmissionPolicyUnknownName = "ccmkit-loadbalancer-annotations-unknown"
+	// AdmissionPolicySyncOnlyAnnotation is the annotation of the Deny policy that lists the
+	// annotations whose values it cannot check, which only the sync checks.
+	AdmissionPolicySyncOnlyAnnotation = "ccmkit.io/checked-at-sync-only"
+)
+
+// AdmissionPolicy returns two ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1)
+// and their bindings as YAML, for `kubectl apply -f`: the API server then checks the load
+// balancer annotations of a Service when it is created or updated, with the same rules as
+// ccmkit's sync, instead of ccmkit reporting them later in a Warning event.
+//
+// AdmissionPolicyName refuses a Service whose annotation under the prefix has a malformed
+// value, naming the annotation, the value and what is allowed, and one whose annotations
+// contradict each other or the Service as the sync refuses them (ports that terminate TLS
+// without tls-certificates, tls-certificates without such a port, tls-ports naming a port
+// the Service does not have or one that is not TCP, a health check timeout longer than its
+// interval, a spec.loadBalancerIP not among the ip-addresses). Where CEL cannot check a
+// value as ccmkit does, the policy checks less, never more: it refuses no value the sync
+// accepts. The node-selector and an adapter's setting declared with Parse are left to the
+// sync and listed in the policy's annotation AdmissionPolicySyncOnlyAnnotation; an
+// IPv4-mapped IPv6 address in ip-addresses is not counted in its family. A contradiction
+// with the cloud's state (an internal switch of an adopted or kept load balancer) is only
+// the sync's to find.
+//
+// AdmissionPolicyUnknownName warns (kubectl prints it) of keys under the prefix that
+// nothing reads, a typo or a key of another version; it refuses nothing.
+//
+// Only Services that carry an annotation under the prefix are evaluated (matchConditions),
+// when they are created or an update changes their annotations or spec (a finalizer or a
+// label is never refused), and only those ccmkit serves: of type LoadBalancer and of its
+// class (opts.Class and opts.ClassOnly), but for keep-on-delete, which ccmkit reads when a
+// Service stops being of type LoadBalancer. It fails when opts.Settings are declared
+// wrongly (Settings.Validate).
+func AdmissionPolicy(opts AdmissionPolicyOptions) ([]byte, error) {
+	if opts.AnnotationPrefix == "" {
+		opts.AnnotationPrefix = DefaultAnnotationPrefix
+	}
+	if err := opts.Settings.Validate(); err != nil {
+		return nil, err
+	}
+	deny, syncOnly := denyPolicy(opts)
+	warn := unknownPolicy(opts)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# ccmkit's load balancer annotations under %q, checked when a Service is created or updated.\n", opts.AnnotationPrefix)
+	fmt.Fprintf(&b, "# Generated for this configuration (loadbalancer.AdmissionPolicy); do not edit.\n")
+	fmt.Fprintf(&b, "# Checked only when ccmkit syncs the Service: %s.\n", strings.Join(syncOnly, ", "))
+	for _, obj := range []runtime.Object{deny, binding(AdmissionPolicyName, admissionregistrationv1.Deny), warn, binding(AdmissionPolicyUnknownName, admissionregistrationv1.Warn)} {
+		out, err := manifest(obj)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString("---\n")
+		b.Write(out)
+	}
+	return b.Bytes(), nil
+}
+
+// The CEL of the policies. Each check is a function of the CEL expression of the value
+// (trimmed of white space, as parseAnnotations trims it; the policy binds it to v) and
+// returns a CEL expression that is true for exactly the values the annotation's apply
+// accepts, or for more where CEL cannot say (noted at the check).
+
+// celBool: parseBool. strings.ToLower maps no other rune onto the letters of true and false.
+func celBool(v string) string { return v + `.lowerAscii() in ['true', 'false']` }
+
+// celEnum returns a check of a value that strings.ToUpper turns into one of values
+// (upper case ASCII): 'ı' and 'ſ' are the runes other than ASCII that it maps onto ASCII.
+func celEnum(values ...string) func(string) string {
+	return func(v string) string {
+		return fmt.Sprintf(`%s.replace('ı', 'i').replace('ſ', 's').upperAscii() in [%s]`, v, celList(values))
+	}
+}
+
+// celInt returns a check of parseInt(v, lo, hi): strconv.Atoi's syntax (a sign, leading
+// zeros), at most as many digits as hi, so that int() cannot overflow.
+func celInt(lo, hi int) func(string) string {
+	return func(v string) string {
+		return fmt.Sprintf(`%s.matches('^[-+]?0*[0-9]{1,%d}$') && int(%s) >= %d && int(%s) <= %d`, v, len(strconv.Itoa(hi)), v, lo, v, hi)
+	}
+}
+
+// durationRE is time.ParseDuration's syntax for the durations up to maxDuration (5m): a
+// component whose whole part has more digits than this allows is longer than 5m alone
+// (components add up), so that CEL's duration(), which is time.ParseDuration, cannot
+// overflow on a value it matches.
+const durationRE = `^[-+]?(0|((0*[0-9]{1,12}(\.[0-9]*)?|\.[0-9]+)ns|(0*[0-9]{1,9}(\.[0-9]*)?|\.[0-9]+)(us|µs|μs)|(0*[0-9]{1,6}(\.[0-9]*)?|\.[0-9]+)ms|` +
+	`(0*[0-9]{1,3}(\.[0-9]*)?|\.[0-9]+)s|(0*[0-9](\.[0-9]*)?|\.[0-9]+)[mh])+)$`
+
+// celDuration: parseDuration.
+func celDuration(v string) string {
+	return fmt.Sprintf(`%s.matches(%s) && duration(%s) >= duration('%s') && duration(%s) <= duration('%s')`, v, celString(durationRE), v, minDuration, v, maxDuration)
+}
+
+// celName: the name annotation.
+func celName(v string) string {
+	return fmt.Sprintf(`size(%s) <= %d && %s.matches('^[a-z0-9]([a-z0-9-]*[a-z0-9])?$')`, v, maxNameLength, v)
+}
+
+// celPath: a path without white space (unicode.IsSpace: Z and \t-\r, U+0085) or control
+// characters (Cc, which holds \t-\r and U+0085).
+func celPath(v string) string {
+	return fmt.Sprintf(`%s.startsWith('/') && !%s.matches('[\\p{Cc}\\p{Z}]')`, v, v)
+}
+
+// celHostname: checkHostname. The DNS subdomain's syntax holds no ':', so isIP only finds
+// IPv4 addresses, which it parses as net.ParseIP does.
+func celHostname(v string) string {
+	label := fmt.Sprintf(`[a-z0-9]([-a-z0-9]{0,%d}[a-z0-9])?`, validation.DNS1123LabelMaxLength-2)
+	return fmt.Sprintf(`size(%s) <= %d && %s.matches('^%s([.]%s)*$') && !isIP(%s)`, v, validation.DNS1123SubdomainMaxLength, v, label, label, v)
+}
+
+// celIPs: the ip-addresses annotation. isIP is netip.ParseAddr without zones, as
+// parseAnnotations, but refuses IPv4-mapped IPv6 addresses, which parseAnnotations
+// accepts as IPv4: an entry that may be one is accepted here and not counted in its family.
+func celIPs(v string) string {
+	mapped := `f.trim().matches('(?i)^[0:]*:ffff:[0-9a-f.:]+$')`
+	return fmt.Sprintf(`%[1]s.split(',').all(f, isIP(f.trim()) || %[2]s) && `+
+		`%[1]s.split(',').filter(f, isIP(f.trim()) && ip(f.trim()).family() == 4).size() <= 1 && `+
+		`%[1]s.split(',').filter(f, isIP(f.trim()) && ip(f.trim()).family() == 6).size() <= 1`, v, mapped)
+}
+
+// celTLSPorts: each entry a port number from 1 to 65535 (strconv.Atoi's syntax), or a
+// port name (validation.IsValidPortName).
+func celTLSPorts(v string) string {
+	return fmt.Sprintf(`%s.split(',').all(f, f.trim().matches('^[-+]?0*[0-9]{1,5}$') ? int(f.trim()) >= 1 && int(f.trim()) <= 65535 : `+
+		`size(f.trim()) <= 15 && f.trim().matches('^[a-z0-9]+(-[a-z0-9]+)*$') && f.trim().matches('[a-z]'))`, v)
+}
+
+// celCertificates: entries without white space (unicode.IsSpace), none empty, none twice.
+func celCertificates(v string) string {
+	return fmt.Sprintf(`%[1]s.split(',').all(f, f.trim() != '' && !f.trim().matches('[\\t-\\r\\x{85}\\p{Z}]')) && `+
+		`%[1]s.split(',').all(f, %[1]s.split(',').filter(g, g.trim() == f.trim()).size() == 1)`, v)
+}
+
+// celLoadBalancerID: 1 to maxIDLength bytes, each rune printable (unicode.IsPrint: L, M,
+// N, P, S and ' ') and no white space.
+func celLoadBalancerID(v string) string {
+	return fmt.Sprintf(`size(bytes(%s)) <= %d && %s.matches('^[\\p{L}\\p{M}\\p{N}\\p{P}\\p{S}]+$')`, v, maxIDLength, v)
+}
+
+// celSetting returns the check of a setting declared with Values (strings.EqualFold is
+// the case folding of (?i)), or "" for one declared with Parse, which CEL cannot run.
+func celSetting(s Setting) string {
+	if s.Parse != nil {
+		return ""
+	}
+	quoted := make([]string, len(s.Values))
+	for i, v := range s.Values {
+		quoted[i] = regexp.QuoteMeta(v)
+	}
+	return celString(`(?i)^(?:` + strings.Join(quoted, "|") + `)$`)
+}
+
+// celString returns s as a CEL string literal: Go's quoting of a valid UTF-8 string uses
+// only escapes CEL reads alike.
+func celString(s string) string { return strconv.Quote(s) }
+
+// celList returns the CEL list elements of values, quoted.
+func celList(values []string) string {
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = celString(v)
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// celCut returns the CEL of the value v for a message, cut after 64 runes.
+func celCut(v string) string {
+	return fmt.Sprintf(`(size(%[1]s) > 64 ? %[1]s.substring(0, 64) + '...' : %[1]s)`, v)
+}
+
+// annotationCheck is the check of one annotation: its key after the prefix, what is
+// allowed, and the CEL check of a value (a function of the value's CEL) or nil.
+type annotationCheck struct {
+	name, allowed string
+	check         func(v string) string
+}
+
+// checks returns the checks of ccmkit's annotations and the adapter's settings, and the
+// names of those that have none.
+func checks(settings Settings) ([]annotationCheck, []string) {
+	var out []annotationCheck
+	var syncOnly []string
+	for _, a := range Annotations() {
+		if a.check == nil {
+			syncOnly = append(syncOnly, a.Name)
+			continue
+		}
+		out = append(out, annotationCheck{name: a.Name, allowed: a.Values, check: a.check})
+	}
+	for _, s := range settings {
+		re := celSetting(s)
+		if re == "" {
+			syncOnly = append(syncOnly, s.Name)
+			continue
+		}
+		out = append(out, annotationCheck{name: s.Name, allowed: s.allowed(), check: func(v string) string { return v + ".matches(" + re + ")" }})
+	}
+	return out, syncOnly
+}
+
+// denyPolicy returns the policy that refuses malformed and contradicting annotations, and
+// the annotations it cannot check (after the prefix).
+func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.ValidatingAdmissionPolicy, []string) {
+	p := opts.AnnotationPrefix
+	key := func(name string) string { return celString(p + name) }
+	value := func(name string) string { return "variables.a[" + key(name) + "].trim()" }
+	has := func(name string) string { return key(name) + " in variables.a" }
+
+	cs, syncOnly := checks(opts.Settings)
+	var vs []admissionregistrationv1.Validation
+	for _, c := range cs {
+		gate := "!variables.lb || "
+		if c.name == AnnotationKeepOnDelete {
+			gate = "" // read when the Service stops being of type LoadBalancer too
+		}
+		vs = append(vs, admissionregistrationv1.Validation{
+			Expression:        fmt.Sprintf("%s!(%s) || [%s].all(v, %s)", gate, has(c.name), value(c.name), c.check("v")),
+			Message:           fmt.Sprintf("annotation %s%s: malformed value (allowed: %s)", p, c.name, oneLine(c.allowed)),
+			MessageExpression: fmt.Sprintf("%s + %s + %s", celString("annotation "+p+c.name+`: "`), celCut(value(c.name)), celString(`" is not allowed (allowed: `+oneLine(c.allowed)+")")),
+			Reason:            ptr.To(metav1.StatusReasonInvalid),
+		})
+	}
+	contradiction := func(expr, msg string) {
+		vs = append(vs, admissionregistrationv1.Validation{Expression: "!variables.lb || " + expr, Message: msg, Reason: ptr.To(metav1.StatusReasonInvalid)})
+	}
+	timeout, interval := AnnotationHealthCheckTimeout, AnnotationHealthCheckInterval
+	validDuration := func(name string) string { return celDuration(value(name)) }
+	contradiction(fmt.Sprintf("!(%s) || !(%s) || duration(%s) <= ((%s) && (%s) ? duration(%s) : duration(%s))",
+		has(timeout), validDuration(timeout), value(timeout), has(interval), validDuration(interval), value(interval), celString(defaultInterval.String())),
+		fmt.Sprintf("annotation %s%s: the health check timeout is longer than its interval (annotation %s%s, default %s)", p, timeout, p, interval, defaultInterval))
+	certs, ports := AnnotationTLSCertificates, AnnotationTLSPorts
+	contradiction(fmt.Sprintf("%s || variables.terminating.size() == 0", has(certs)),
+		fmt.Sprintf("a port terminates TLS (annotation %s%s or %s%s, or its appProtocol tls or https), but annotation %s%s names no certificate", p, ports, p, AnnotationProtocol, p, certs))
+	contradiction(fmt.Sprintf("!(%s) || variables.terminating.size() > 0", has(certs)),
+		fmt.Sprintf("annotation %s%s is set, but no port terminates TLS: name the ports in %s%s, or set their appProtocol (tls, https) or annotation %s%s", p, certs, p, ports, p, AnnotationProtocol))
+	contradiction("variables.tlsPorts.all(t, object.spec.ports.exists(q, string(q.port) == t || (has(q.name) && q.name == t)))",
+		fmt.Sprintf("annotation %s%s names a port the Service does not have", p, ports))
+	contradiction("object.spec.ports.all(q, !has(q.protocol) || q.protocol == 'TCP' || !variables.tlsPorts.exists(t, string(q.port) == t || (has(q.name) && q.name == t)))",
+		fmt.Sprintf("annotation %s%s names a port that is not TCP: only TCP ports terminate TLS", p, ports))
+	ips := AnnotationIPAddresses
+	contradiction(fmt.Sprintf("!(%s) || !has(object.spec.loadBalancerIP) || !isIP(object.spec.loadBalancerIP) || "+
+		"!%s.split(',').all(f, isIP(f.trim())) || %s.split(',').exists(f, ip(f.trim()) == ip(object.spec.loadBalancerIP))", has(ips), value(ips), value(ips)),
+		fmt.Sprintf("spec.loadBalancerIP is not among the addresses of annotation %s%s: set one of them", p, ips))
+
+	tlsEntry := "f.trim().matches('^[-+]?0*[0-9]{1,5}$') ? string(int(f.trim())) : f.trim()" // "080" is port 80, as the sync reads it
+	// A TCP port terminates TLS when tls-ports names it, or its appProtocol is tls or
+	// https, or it names none of tcp, udp, sctp, http and the protocol annotation is TLS
+	// or HTTPS (appProtocol).
+	terminating := fmt.Sprintf("object.spec.ports.filter(q, (!has(q.protocol) || q.protocol == 'TCP') && (" +
+		"variables.tlsPorts.exists(t, string(q.port) == t || (has(q.name) && q.name == t)) || " +
+		"(has(q.appProtocol) && q.appProtocol.lowerAscii() in ['tls', 'https']) || " +
+		"(!(has(q.appProtocol) && q.appProtocol.lowerAscii() in ['tcp', 'udp', 'sctp', 'http']) && variables.protocol in ['TLS', 'HTTPS'])))")
+	policy := newPolicy(AdmissionPolicyName, opts, []admissionregistrationv1.Variable{
+		{Name: "a", Expression: "object.metadata.annotations"},
+		{Name: "lb", Expression: "object.spec.type == 'LoadBalancer'"},
+		{Name: "tlsPorts", Expression: fmt.Sprintf("%s ? %s.split(',').map(f, %s) : []", has(ports), value(ports), tlsEntry)},
+		{Name: "protocol", Expression: fmt.Sprintf("%s ? %s.replace('ı', 'i').replace('ſ', 's').upperAscii() : 'TCP'", has(AnnotationProtocol), value(AnnotationProtocol))},
+		{Name: "terminating", Expression: terminating},
+	}, vs)
+	policy.Annotations = map[string]string{AdmissionPolicySyncOnlyAnnotation: strings.Join(syncOnly, ", ")}
+	return policy, syncOnly
+}
+
+// unknownPolicy returns the policy that warns of keys under the prefix that nothing reads.
+func unknownPolicy(opts AdmissionPolicyOptions) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	p := opts.AnnotationPrefix
+	var known []string
+	for _, a := range Annotations() {
+		known = append(known, a.Name)
+	}
+	for _, s := range opts.Settings {
+		known = append(known, s.Name)
+	}
+	unknown := fmt.Sprintf("variables.a.filter(k, k.startsWith(%s) && !(k.substring(%d) in [%s]))", celString(p), len([]rune(p)), celList(known))
+	policy := newPolicy(AdmissionPolicyUnknownName, opts, []admissionregistrationv1.Variable{
+		{Name: "a", Expression: "object.metadata.annotations"},
+		{Name: "unknown", Expression: unknown},
+	}, []admissionregistrationv1.Validation{{
+		Expression: "object.spec.type != 'LoadBalancer' || variables.unknown.size() == 0",
+		Message:    fmt.Sprintf("an annotation under %s that nothing reads (a typo, or a key of another version)", p),
+		MessageExpression: fmt.Sprintf("'annotations under %s that nothing reads (a typo, or a key of another version): ' + variables.unknown.join(', ') + %s",
+			p, celString("; known: "+strings.Join(known, ", "))),
+	}})
+	return policy
+}
+
+// newPolicy returns a policy over the creation and update of the Services ccmkit serves
+// that carry an annotation under the prefix, but for updates that change neither the
+// annotations nor the spec.
+func newPolicy(name string, opts AdmissionPolicyOptions, variables []admissionregistrationv1.Variable, validations []admissionregistrationv1.Validation) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	class := "!has(object.spec.loadBalancerClass)"
+	switch {
+	case opts.Class != "" && opts.ClassOnly:
+		class = fmt.Sprintf("has(object.spec.loadBalancerClass) && object.spec.loadBalancerClass == %s", celString(opts.Class))
+	case opts.Class != "":
+		class = fmt.Sprintf("!has(object.spec.loadBalancerClass) || object.spec.loadBalancerClass == %s", celString(opts.Class))
+	}
+	return &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}},
+				},
+			}}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{
+				{Name: "annotated", Expression: fmt.Sprintf("has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.startsWith(%s))", celString(opts.AnnotationPrefix))},
+				{Name: "served", Expression: class},
+				// An update that changes neither the annotations nor the spec (a controller's
+				// finalizer, a label) is not checked: a Service annotated before the policy
+				// must still be deletable.
+				{Name: "changed", Expression: "request.operation != 'UPDATE' || !has(oldObject.metadata.annotations) || oldObject.metadata.annotations != object.metadata.annotations || oldObject.spec != object.spec"},
+			},
+			Variables:   variables,
+			Validations: validations,
+		},
+	}
+}
+
+// binding returns the binding of the policy name with actions, in every namespace.
+func binding(name string, action admissionregistrationv1.ValidationAction) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{action},
+		},
+	}
+}
+
+// manifest returns obj as YAML without the fields a manifest leaves to the API server
+// (creationTimestamp, status), each expression on one line.
+func manifest(obj runtime.Object) ([]byte, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	delete(u, "status")
+	if meta, ok := u["metadata"].(map[string]any); ok {
+		delete(meta, "creationTimestamp")
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(u); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// oneLine returns text without line breaks, which a validation's message must not have.
+func oneLine(text string) string { return strings.Join(strings.Fields(text), " ") }

@@ -1,0 +1,409 @@
+package loadbalancer
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"sigs.k8s.io/yaml"
+)
+
+// oldestAdmissionVersion is the oldest Kubernetes whose CEL the policies may use:
+// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy is GA in 1.30.
+var oldestAdmissionVersion = version.MajorMinor(1, 30)
+
+// policyEval evaluates the policies AdmissionPolicy writes as the API server does, with
+// the API server's CEL environment of oldestAdmissionVersion.
+type policyEval struct {
+	env      *cel.Env
+	policies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	actions  map[string]admissionregistrationv1.ValidationAction // by policy name
+	programs map[string]cel.Program                              // by expression
+}
+
+func newPolicyEval(t *testing.T, opts AdmissionPolicyOptions) *policyEval {
+	t.Helper()
+	out, err := AdmissionPolicy(opts)
+	require.NoError(t, err)
+	env, err := environment.MustBaseEnvSet(oldestAdmissionVersion).Env(environment.NewExpressions)
+	require.NoError(t, err)
+	env, err = env.Extend(cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType),
+		cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)))
+	require.NoError(t, err)
+	e := &policyEval{env: env, actions: map[string]admissionregistrationv1.ValidationAction{}, programs: map[string]cel.Program{}}
+	for _, doc := range bytes.Split(out, []byte("\n---\n"))[1:] {
+		var meta metav1.TypeMeta
+		require.NoError(t, yaml.Unmarshal(doc, &meta))
+		switch meta.Kind {
+		case "ValidatingAdmissionPolicy":
+			var p admissionregistrationv1.ValidatingAdmissionPolicy
+			require.NoError(t, yaml.UnmarshalStrict(doc, &p))
+			e.policies = append(e.policies, &p)
+		case "ValidatingAdmissionPolicyBinding":
+			var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+			require.NoError(t, yaml.UnmarshalStrict(doc, &b))
+			require.Len(t, b.Spec.ValidationActions, 1)
+			e.actions[b.Spec.PolicyName] = b.Spec.ValidationActions[0]
+		default:
+			t.Fatalf("unexpected kind %q", meta.Kind)
+		}
+	}
+	require.Len(t, e.policies, 2)
+	require.Len(t, e.actions, 2)
+	return e
+}
+
+func (e *policyEval) eval(t *testing.T, expr string, vars map[string]any) (any, error) {
+	t.Helper()
+	prg, ok := e.programs[expr]
+	if !ok {
+		ast, iss := e.env.Compile(expr)
+		require.NoError(t, iss.Err(), expr)
+		var err error
+		prg, err = e.env.Program(ast)
+		require.NoError(t, err)
+		e.programs[expr] = prg
+	}
+	v, _, err := prg.Eval(vars)
+	if err != nil {
+		return nil, err
+	}
+	return v.Value(), nil
+}
+
+// admit returns the messages of the failed validations of svc's creation, by action, and
+// the messages of the failed validations whose message starts with only (all for "").
+func (e *policyEval) admit(t *testing.T, svc *corev1.Service, only string) map[admissionregistrationv1.ValidationAction][]string {
+	t.Helper()
+	return e.admitUpdate(t, nil, svc, only)
+}
+
+// admitUpdate is admit of the update of old to svc; of a creation when old is nil.
+func (e *policyEval) admitUpdate(t *testing.T, old, svc *corev1.Service, only string) map[admissionregistrationv1.ValidationAction][]string {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(svc)
+	require.NoError(t, err)
+	request := map[string]any{"operation": "CREATE"}
+	var oldObj any
+	if old != nil {
+		request["operation"] = "UPDATE"
+		oldObj, err = runtime.DefaultUnstructuredConverter.ToUnstructured(old)
+		require.NoError(t, err)
+	}
+	out := map[admissionregistrationv1.ValidationAction][]string{}
+	for _, p := range e.policies {
+		vars := map[string]any{"object": obj, "oldObject": oldObj, "request": request}
+		matched := true
+		for _, mc := range p.Spec.MatchConditions {
+			v, err := e.eval(t, mc.Expression, vars)
+			require.NoError(t, err, mc.Expression)
+			matched = matched && v == true
+		}
+		if !matched {
+			continue
+		}
+		variables := map[string]any{}
+		vars["variables"] = variables
+		for _, v := range p.Spec.Variables {
+			val, err := e.eval(t, v.Expression, vars)
+			if err != nil {
+				val = types.NewErr("%v", err) // an error only when a validation reads it
+			}
+			variables[v.Name] = val
+		}
+		for _, v := range p.Spec.Validations {
+			if only != "" && !strings.HasPrefix(v.Message, only) {
+				continue
+			}
+			ok, err := e.eval(t, v.Expression, vars)
+			switch {
+			case err != nil:
+				out[e.actions[p.Name]] = append(out[e.actions[p.Name]], fmt.Sprintf("%s: evaluation error: %v", v.Message, err))
+			case ok != true:
+				msg := v.Message
+				if v.MessageExpression != "" {
+					m, err := e.eval(t, v.MessageExpression, vars)
+					require.NoError(t, err, v.MessageExpression)
+					if s, _ := m.(string); strings.TrimSpace(s) != "" && !strings.ContainsAny(s, "\r\n") {
+						msg = s
+					}
+				}
+				out[e.actions[p.Name]] = append(out[e.actions[p.Name]], msg)
+			}
+		}
+	}
+	return out
+}
+
+func lbService(annotations map[string]string, tweaks ...func(*corev1.Service)) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u-1", Annotations: annotations},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{
+			{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443},
+			{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053},
+		}},
+	}
+	for _, tw := range tweaks {
+		tw(svc)
+	}
+	return svc
+}
+
+// foldRunes returns the runes other than ASCII that Go's case mappings (strings.ToUpper,
+// strings.ToLower, strings.EqualFold) take to or from an ASCII letter, with that letter.
+func foldRunes() map[rune]rune {
+	out := map[rune]rune{}
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		for _, m := range []rune{unicode.ToUpper(r), unicode.ToLower(r), unicode.SimpleFold(r)} {
+			if m < 0x80 && unicode.IsLetter(m) {
+				out[r] = unicode.ToLower(m)
+			}
+		}
+	}
+	return out
+}
+
+// withFoldRunes returns values and each value with one ASCII letter replaced by each rune
+// that a case mapping takes to or from it.
+func withFoldRunes(values ...string) []string {
+	out := values
+	folds := foldRunes()
+	for _, v := range values {
+		for r, ascii := range folds {
+			for i, c := range v {
+				if unicode.ToLower(c) == ascii {
+					out = append(out, v[:i]+string(r)+v[i+1:])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestAdmissionPolicyValues runs each annotation's check of the policy with the API
+// server's CEL against parseAnnotations on the same values: the policy refuses exactly
+// what the sync refuses, but for the superset cases listed, which it accepts.
+func TestAdmissionPolicyValues(t *testing.T) {
+	const prefix = DefaultAnnotationPrefix
+	settings := Settings{
+		{Name: "size", Values: []string{"small", "medium", "large"}},
+		{Name: "odd", Values: []string{"a.b", "K'1", "größe"}},
+		{Name: "version", Parse: func(v string) (string, error) { return v, nil }, Allowed: "anything"},
+	}
+	e := newPolicyEval(t, AdmissionPolicyOptions{Settings: settings})
+	bools := withFoldRunes("true", "false", "TRUE", " False ", "yes", "1", "", "tru", "t rue")
+	ints := []string{"1", "10", "0", "11", "+5", "-1", "-0", "05", "0000000000000000000000010", "99999999999999999999", "1.0", " 7 ", "", "+", "٣", "1_0", "0x5"}
+	durations := []string{"1s", "5m", "300s", "301s", "0.5s", "999ms", "1000ms", "1.s", ".5m", "1m1s", "5m0s", "5m1ns", "10", "", "-1s", "+10s",
+		"1µs", "1000000µs", "1000000μs", "1h", "0", "+0", "1e3s", "1S", "10 s", " 10s ", "300000000000ns", "300000000001ns", ".s", "1.5.5s", "s", "2m60s", "1m1", "9999999999999999999s", "0000000000000000000000000000000300s", "0000000000001000000000ns", "000000000001000000us", "4m59.999999999999999999999999s", "299999999999ns", "299999999us", "1m240000ms", ".08333h", "0.1h", "10m", "1000s"}
+	cases := map[string][]string{
+		AnnotationInternal:      bools,
+		AnnotationProxyProtocol: bools,
+		AnnotationKeepOnDelete:  bools,
+		AnnotationIPAddresses: {"10.0.0.1", "10.0.0.1,2001:db8::1", " 10.0.0.1 , 2001:DB8::1 ", "10.0.0.1,10.0.0.2", "2001:db8::1,2001:db8::2", "::ffff:10.0.0.1",
+			"::ffff:10.0.0.1,2001:db8::1", "0:0:0:0:0:ffff:a00:1", "fe80::1%eth0", "010.0.0.1", "10.0.0.256", "a", "", "10.0.0.1,", ",", "1.2.3"},
+		AnnotationName:                {"a", "web-1", "-a", "a-", "A", "a_b", strings.Repeat("a", 63), strings.Repeat("a", 64), "ä", "", "a.b"},
+		AnnotationHealthCheckProtocol: withFoldRunes("tcp", "HTTP", "https", "udp", "", "HTTP2", "h ttp"),
+		AnnotationHealthCheckPort:     append(ints, "65535", "65536", "10256", "100000"),
+		AnnotationHealthCheckPath: {"/", "/healthz", "healthz", "", "/a b", "/a\tb", "/a\vb", "/a\u00a0b", "/a\u2028b", "/a\u3000b", "/a\x7fb", "/a\u0085b", "/ä",
+			"/a\u200bb", "/a\x00b", " /ok "},
+		AnnotationHealthCheckInterval:           durations,
+		AnnotationHealthCheckTimeout:            durations,
+		AnnotationHealthCheckHealthyThreshold:   ints,
+		AnnotationHealthCheckUnhealthyThreshold: ints,
+		AnnotationHostname: {"example.com", "a.b.c", "1.2.3.4", "01.2.3.4", "256.1.1.1", "1.2.3", "Example.com", "-a.com", "a-.com", "a..b", "a_b.com", "", ".a", "a.",
+			strings.Repeat("a", 63) + ".com", strings.Repeat("a", 64) + ".com", strings.Repeat("a.", 126) + "a", strings.Repeat("a.", 126) + "ab", "::1"},
+		AnnotationProtocol: withFoldRunes("tcp", "TLS", "http", "HTTPS", "udp", "", "SCTP"),
+		AnnotationTLSPorts: {"443", "https", "0", "65535", "65536", "+443", "0443", "-0", "https,80", " https , 443 ", "a--b", "-a", "a-", "1a", "A",
+			"abcdefghijklmnop", "abcdefghijklmno", "", ",", "443,", "99999999999999999999", "1-2"},
+		AnnotationTLSCertificates: {"a", "a,b", "a,a", "a, b", " a , a ", "a,,b", "a b", "a\u00a0b", "a\tb", "a,", " a ", "", "arn:aws:acm:eu-1:1:certificate/x", "é"},
+		AnnotationLoadBalancerID: {"lb-1", "", "a b", strings.Repeat("x", 255), strings.Repeat("x", 256), strings.Repeat("é", 127), strings.Repeat("é", 128),
+			"a\x00b", "a\u200bb", "日本", "a\u00a0b", "~!@#$%^&*()"},
+		"size": withFoldRunes("small", "LARGE", " Medium ", "huge", "", "smal", "small,large"),
+		"odd":  {"a.b", "A.B", "axb", "k'1", "\u212a'1", "GRÖSSE", "größe", "GRÖẞE"},
+	}
+	// superset are values the sync refuses and the policy accepts: CEL cannot tell an
+	// IPv4-mapped IPv6 address's family.
+	superset := map[string]bool{AnnotationIPAddresses + "=::ffff:10.0.0.1,10.0.0.2": true}
+	cases[AnnotationIPAddresses] = append(cases[AnnotationIPAddresses], "::ffff:10.0.0.1,10.0.0.2")
+	for _, a := range Annotations() {
+		if a.check == nil {
+			continue
+		}
+		assert.NotEmpty(t, cases[a.Name], "no values tested for annotation %s", a.Name)
+	}
+	for name, values := range cases {
+		for _, v := range values {
+			t.Run(fmt.Sprintf("%s=%q", name, v), func(t *testing.T) {
+				key := prefix + name
+				_, _, errs := parseAnnotations(prefix, settings, Aliases{}, map[string]string{key: v})
+				refused := e.admit(t, lbService(map[string]string{key: v}), "annotation "+key+": malformed")[admissionregistrationv1.Deny]
+				if superset[name+"="+v] {
+					require.NotEmpty(t, errs, "the sync refuses it")
+					assert.Empty(t, refused, "the policy accepts it")
+					return
+				}
+				if len(errs) > 0 {
+					require.Len(t, refused, 1, "the sync refuses it: %v", errs[0])
+					shown := []rune(strings.TrimSpace(v))
+					if len(shown) > 64 {
+						shown = append(shown[:64], []rune("...")...)
+					}
+					assert.Contains(t, refused[0], fmt.Sprintf(`annotation %s: "%s" is not allowed (allowed: `, key, string(shown)))
+					return
+				}
+				assert.Empty(t, refused, "the sync accepts it")
+			})
+		}
+	}
+	t.Run("sync only", func(t *testing.T) {
+		for _, name := range []string{AnnotationNodeSelector, "version"} {
+			refused := e.admit(t, lbService(map[string]string{prefix + name: "((("}), "")
+			assert.Empty(t, refused, name)
+		}
+		out, err := AdmissionPolicy(AdmissionPolicyOptions{Settings: settings})
+		require.NoError(t, err)
+		assert.Contains(t, string(out), AdmissionPolicySyncOnlyAnnotation+": node-selector, version")
+	})
+}
+
+// TestAdmissionPolicyServices runs whole Services through the policies and through
+// translate: the policy refuses a Service exactly when the sync finds an error in it, for
+// the contradictions it checks, and warns of unknown keys.
+func TestAdmissionPolicyServices(t *testing.T) {
+	const prefix = DefaultAnnotationPrefix
+	an := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[prefix+kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	appProtocol := func(p string) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Spec.Ports[0].AppProtocol = &p }
+	}
+	lbIP := func(ip string) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Spec.LoadBalancerIP = ip } //nolint:staticcheck // the deprecated field is still honoured
+	}
+	for _, tc := range []struct {
+		name    string
+		svc     *corev1.Service
+		refused string // in the Deny message; "" for none
+	}{
+		{"no annotation", lbService(nil), ""},
+		{"valid values", lbService(an(AnnotationInternal, "true", AnnotationHealthCheckInterval, "20s", AnnotationHealthCheckTimeout, "15s", AnnotationTLSPorts, "https", AnnotationTLSCertificates, "c1,c2")), ""},
+		{"tls-ports without certificates", lbService(an(AnnotationTLSPorts, "443")), "names no certificate"},
+		{"tls-ports by number with a leading zero", lbService(an(AnnotationTLSPorts, "0443", AnnotationTLSCertificates, "c")), ""},
+		{"tls-ports naming no port", lbService(an(AnnotationTLSPorts, "443,8443", AnnotationTLSCertificates, "c")), "names a port the Service does not have"},
+		{"tls-ports naming a UDP port", lbService(an(AnnotationTLSPorts, "dns", AnnotationTLSCertificates, "c")), "names a port that is not TCP"},
+		{"certificates without TLS", lbService(an(AnnotationTLSCertificates, "c")), "no port terminates TLS"},
+		{"protocol HTTPS without certificates", lbService(an(AnnotationProtocol, "HTTPS")), "names no certificate"},
+		{"protocol httpſ without certificates", lbService(an(AnnotationProtocol, "httpſ")), "names no certificate"},
+		{"protocol HTTPS with certificates", lbService(an(AnnotationProtocol, "https", AnnotationTLSCertificates, "c")), ""},
+		{"protocol TLS on a port whose appProtocol is http", lbService(an(AnnotationProtocol, "TLS"), appProtocol("http")), ""},
+		{"protocol TLS on a port whose appProtocol is TCP, with certificates", lbService(an(AnnotationProtocol, "TLS", AnnotationTLSCertificates, "c"), appProtocol("TCP")), "no port terminates TLS"},
+		{"appProtocol https without certificates", lbService(an(AnnotationInternal, "false"), appProtocol("https")), "names no certificate"},
+		{"appProtocol https with certificates", lbService(an(AnnotationTLSCertificates, "c"), appProtocol("https")), ""},
+		{"appProtocol http made https by tls-ports", lbService(an(AnnotationTLSPorts, "https", AnnotationTLSCertificates, "c"), appProtocol("http")), ""},
+		{"timeout over the default interval", lbService(an(AnnotationHealthCheckTimeout, "15s")), "timeout is longer than its interval"},
+		{"timeout over the interval", lbService(an(AnnotationHealthCheckTimeout, "5s", AnnotationHealthCheckInterval, "2s")), "timeout is longer than its interval"},
+		{"a short interval alone", lbService(an(AnnotationHealthCheckInterval, "2s")), ""},
+		{"timeout equal to the interval", lbService(an(AnnotationHealthCheckTimeout, "1m", AnnotationHealthCheckInterval, "60s")), ""},
+		{"loadBalancerIP among the addresses", lbService(an(AnnotationIPAddresses, "10.0.0.1,2001:db8::1"), lbIP("10.0.0.1")), ""},
+		{"loadBalancerIP among the addresses, mapped", lbService(an(AnnotationIPAddresses, "::ffff:10.0.0.1"), lbIP("10.0.0.1")), ""},
+		{"loadBalancerIP among the addresses, spelled otherwise", lbService(an(AnnotationIPAddresses, "2001:DB8:0::1"), lbIP("2001:db8::1")), ""},
+		{"loadBalancerIP not among the addresses", lbService(an(AnnotationIPAddresses, "10.0.0.2"), lbIP("10.0.0.1")), "spec.loadBalancerIP is not among"},
+		{"an unknown key", lbService(an("intenral", "true")), ""},
+		{"a malformed value", lbService(an(AnnotationInternal, "maybe")), `annotation loadbalancer.ccmkit.io/internal: "maybe" is not allowed (allowed: true, false)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newPolicyEval(t, AdmissionPolicyOptions{})
+			_, _, ps := translate(translation{svc: tc.svc, prefix: prefix, clusterID: "c1", targets: func(labels.Selector) []string { return nil }})
+			syncErr := ps.err(tc.svc)
+			refused := e.admit(t, tc.svc, "")[admissionregistrationv1.Deny]
+			if tc.refused == "" {
+				require.NoError(t, syncErr)
+				assert.Empty(t, refused)
+				return
+			}
+			require.Error(t, syncErr, "the sync refuses it too")
+			require.NotEmpty(t, refused)
+			assert.Contains(t, strings.Join(refused, "\n"), tc.refused)
+		})
+	}
+}
+
+// TestAdmissionPolicyScope checks which Services the policies look at, and that an
+// unknown key is a warning.
+func TestAdmissionPolicyScope(t *testing.T) {
+	const prefix = DefaultAnnotationPrefix
+	bad := map[string]string{prefix + AnnotationInternal: "maybe", prefix + AnnotationKeepOnDelete: "maybe", prefix + "intenral": "x", "other.io/x": "y"}
+	clusterIP := func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP }
+	class := func(c string) func(*corev1.Service) { return func(s *corev1.Service) { s.Spec.LoadBalancerClass = &c } }
+	for _, tc := range []struct {
+		name  string
+		opts  AdmissionPolicyOptions
+		svc   *corev1.Service
+		deny  int
+		warns int
+	}{
+		{"a Service of type LoadBalancer", AdmissionPolicyOptions{}, lbService(bad), 2, 1},
+		{"another type: keep-on-delete only", AdmissionPolicyOptions{}, lbService(bad, clusterIP), 1, 0},
+		{"another prefix", AdmissionPolicyOptions{AnnotationPrefix: "lb.example.com/"}, lbService(bad), 0, 0},
+		{"a class ccmkit does not serve", AdmissionPolicyOptions{}, lbService(bad, class("other.io/lb")), 0, 0},
+		{"the class ccmkit serves", AdmissionPolicyOptions{Class: "example.com/lb"}, lbService(bad, class("example.com/lb")), 2, 1},
+		{"without a class, beside the class", AdmissionPolicyOptions{Class: "example.com/lb"}, lbService(bad), 2, 1},
+		{"without a class, the class only", AdmissionPolicyOptions{Class: "example.com/lb", ClassOnly: true}, lbService(bad), 0, 0},
+		{"other annotations only", AdmissionPolicyOptions{}, lbService(map[string]string{"other.io/internal": "maybe"}), 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := newPolicyEval(t, tc.opts).admit(t, tc.svc, "")
+			assert.Len(t, got[admissionregistrationv1.Deny], tc.deny, "%q", got[admissionregistrationv1.Deny])
+			require.Len(t, got[admissionregistrationv1.Warn], tc.warns)
+			if tc.warns > 0 {
+				assert.Contains(t, got[admissionregistrationv1.Warn][0], "that nothing reads (a typo, or a key of another version): "+prefix+"intenral; known: internal, ")
+			}
+		})
+	}
+}
+
+// TestAdmissionPolicyUpdates checks that an update is checked when it changes the
+// annotations or the spec, and not when it changes neither (a finalizer, a label), so
+// that a Service annotated wrongly before the policy stays deletable.
+func TestAdmissionPolicyUpdates(t *testing.T) {
+	const prefix = DefaultAnnotationPrefix
+	e := newPolicyEval(t, AdmissionPolicyOptions{})
+	old := lbService(map[string]string{prefix + AnnotationInternal: "maybe", prefix + "intenral": "x"})
+	finalizer := old.DeepCopy()
+	finalizer.Finalizers = []string{"service.kubernetes.io/load-balancer-cleanup"}
+	finalizer.Labels = map[string]string{"app": "web"}
+	assert.Empty(t, e.admitUpdate(t, old, finalizer, ""), "neither annotations nor spec changed")
+
+	annotated := old.DeepCopy()
+	annotated.Annotations[prefix+AnnotationInternal] = "perhaps"
+	assert.Len(t, e.admitUpdate(t, old, annotated, "")[admissionregistrationv1.Deny], 1, "the annotations changed")
+	respec := old.DeepCopy()
+	respec.Spec.Ports[0].Port = 8443
+	assert.Len(t, e.admitUpdate(t, old, respec, "")[admissionregistrationv1.Deny], 1, "the spec changed")
+	unannotated := old.DeepCopy()
+	unannotated.Annotations = nil
+	assert.Len(t, e.admitUpdate(t, unannotated, old, "")[admissionregistrationv1.Deny], 1, "annotations added")
+}
+
+func TestAdmissionPolicyBadSettings(t *testing.T) {
+	_, err := AdmissionPolicy(AdmissionPolicyOptions{Settings: Settings{{Name: "internal", Values: []string{"a"}}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "one of ccmkit's own annotations")
+}
