@@ -180,7 +180,7 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 	if err != nil {
 		return nil, err
 	}
-	if err := keepsAddresses(lb, want, key); err != nil {
+	if err := keepsAddresses(lb, want, key, l.opts.Shape); err != nil {
 		return nil, err
 	}
 	release, err := l.group(ctx, logger, &want, a.nodeSelector, 0)
@@ -226,8 +226,10 @@ func (l *LoadBalancer) adoptable(svc *corev1.Service, lb *cloudapi.LoadBalancer,
 }
 
 // keepsAddresses checks that updating lb to want keeps lb's addresses: the Service asks
-// for no other address than lb has, and for every family of lb's addresses.
-func keepsAddresses(lb *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, key string) error {
+// for no other address than lb has, and, on a cloud that keeps the families (shape),
+// for every family of lb's addresses; a cloud whose load balancers serve the families
+// they serve whatever a spec asks never drops one.
+func keepsAddresses(lb *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, key string, shape cloudapi.LoadBalancerShape) error {
 	if !slices.Equal(want.RequestedIPs, lb.Spec.RequestedIPs) {
 		for _, ip := range want.RequestedIPs {
 			if !slices.Contains(lb.Addresses, ip) {
@@ -239,6 +241,9 @@ func keepsAddresses(lb *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, k
 	families := want.IPFamilies
 	if len(families) == 0 {
 		families = []cloudapi.IPFamily{cloudapi.IPv4}
+	}
+	if !shape.Keeps(cloudapi.FeatureIPFamilies) {
+		families = []cloudapi.IPFamily{cloudapi.IPv4, cloudapi.IPv6}
 	}
 	for _, a := range lb.Addresses {
 		ip, err := netip.ParseAddr(a)

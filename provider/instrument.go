@@ -27,8 +27,9 @@ type MetricsRegistry = metrics.KubeRegistry
 // client's "no client-side limit".
 func instrument(client cloudapi.Client, cfg Config, opts Options) (cloudapi.Client, error) {
 	copts := cloudclient.Options{
-		ProviderName:  opts.ProviderName,
-		QPS:           cfg.CloudAPI.QPS,
+		ProviderName:      opts.ProviderName,
+		LoadBalancerShape: opts.LoadBalancerShape,
+		QPS:               cfg.CloudAPI.QPS,
 		Burst:         cfg.CloudAPI.Burst,
 		Timeout:       cfg.CloudAPI.Timeout,
 		MaxRetryAfter: cfg.CloudAPI.MaxRetryAfter,

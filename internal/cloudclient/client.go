@@ -196,7 +196,7 @@ func (a *loadBalancerAPI) UpdateLoadBalancer(ctx context.Context, id string, upd
 		if err != nil {
 			return nil, false, fmt.Errorf("UpdateLoadBalancer %s: reading it again after an attempt of unknown outcome: %w", id, err)
 		}
-		update.Changes = cloudapi.DiffLoadBalancer(current.Spec, update.Spec)
+		update.Changes = cloudapi.DiffLoadBalancer(a.c.opts.LoadBalancerShape.Comparable(current.Spec, update.Spec), update.Spec)
 		unknown = false
 		return current, update.Changes.Empty(), nil
 	}

@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
 )
 
 // Defaults used when the matching field of Options or RetryPolicy is zero.
@@ -49,6 +51,11 @@ const (
 // Options configure a Client. Only ProviderName is required; every other zero field means
 // the documented default.
 type Options struct {
+	// LoadBalancerShape is what the cloud's load balancers do not keep: after an update
+	// of unknown outcome, the changes sent again are those against a fresh read compared
+	// as cloudapi.LoadBalancerShape.Comparable does, so a part the cloud does not keep is
+	// never taken for an update not applied. The zero value keeps everything.
+	LoadBalancerShape cloudapi.LoadBalancerShape
 	// ProviderName names the cloud in metric names: cloudprovider_<name>_api_*. It is
 	// lower-cased and every character outside [a-z0-9_] becomes "_", so "My-Cloud" gives
 	// cloudprovider_my_cloud_api_request_duration_seconds. It must contain at least one

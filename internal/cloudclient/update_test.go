@@ -1,6 +1,7 @@
 package cloudclient_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -90,4 +91,66 @@ func TestRetriedUpdateRereadIsACallOfItsOwn(t *testing.T) {
 	assert.Equal(t, uint64(1), n, "the re-read is a GetLoadBalancer call of its own")
 	n, _ = e.histogram(t, "request_duration_seconds", map[string]string{"operation": string(cloudapi.OpUpdateLoadBalancer)})
 	assert.Equal(t, uint64(2), n, "two update attempts")
+}
+
+// namelessCloud reports load balancers without listener names, as a cloud that does not
+// keep them.
+type namelessCloud struct{ cloudapi.Client }
+
+func (c namelessCloud) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) {
+	api, ok := c.Client.LoadBalancers()
+	return namelessLBs{api}, ok
+}
+
+type namelessLBs struct{ cloudapi.LoadBalancerAPI }
+
+func (a namelessLBs) GetLoadBalancer(ctx context.Context, id string) (*cloudapi.LoadBalancer, error) {
+	lb, err := a.LoadBalancerAPI.GetLoadBalancer(ctx, id)
+	if lb != nil {
+		for i := range lb.Spec.Listeners {
+			lb.Spec.Listeners[i].Name = ""
+		}
+	}
+	return lb, err
+}
+
+// TestRetriedUpdateComparesAsTheShape: after an update of unknown outcome that was
+// applied, the re-read of a cloud that does not keep listener names is compared as the
+// shape says (Options.LoadBalancerShape), so the applied update is not sent again.
+func TestRetriedUpdateComparesAsTheShape(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		shape   cloudapi.LoadBalancerShape
+		updates int
+	}{
+		{"shape declared", cloudapi.LoadBalancerShape{NotKept: []cloudapi.Feature{cloudapi.FeatureListenerNames}}, 1},
+		{"no shape: the names read as changes", cloudapi.LoadBalancerShape{}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud, err := fake.New(fake.Config{Instances: []fake.Instance{{ID: "i-1"}, {ID: "i-2"}}})
+			require.NoError(t, err)
+			faults := faultinject.Wrap(namelessCloud{cloud}, faultinject.Config{})
+			c, err := cloudclient.New(faults, cloudclient.Options{ProviderName: "test", Registry: metrics.NewKubeRegistry(), Rand: func() float64 { return 0 },
+				LoadBalancerShape: tc.shape})
+			require.NoError(t, err)
+			_, ctx := ktesting.NewTestContext(t)
+			lbs, _ := c.LoadBalancers()
+			spec := cloudapi.LoadBalancerSpec{Name: "web", Listeners: []cloudapi.Listener{{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080}},
+				Targets: []string{"i-1"}, Tags: map[string]string{cloudapi.TagCluster: "c1"}}
+			lb, err := lbs.CreateLoadBalancer(ctx, spec)
+			require.NoError(t, err)
+			desired := spec.Clone()
+			desired.Targets = []string{"i-1", "i-2"}
+			faults.Script(cloudapi.OpUpdateLoadBalancer, faultinject.Fault{Kind: faultinject.Ambiguous})
+			_, err = lbs.UpdateLoadBalancer(ctx, lb.ID, cloudapi.LoadBalancerUpdate{Spec: desired, Changes: cloudapi.DiffLoadBalancer(lb.Spec, desired)})
+			require.NoError(t, err)
+			updates := 0
+			for _, ev := range cloud.LoadBalancerHistory() {
+				if ev.Op == cloudapi.OpUpdateLoadBalancer {
+					updates++
+				}
+			}
+			assert.Equal(t, tc.updates, updates)
+		})
+	}
 }

@@ -24,6 +24,11 @@ func init() {
 			if cfg.Credentials.Token == "" {
 				return nil, errors.New("credentials: the Hetzner Cloud API needs a token")
 			}
+			for _, name := range []string{SettingLocation, SettingNetworkZone} {
+				if _, ok := cfg.LoadBalancer.Settings[name]; ok {
+					return nil, fmt.Errorf("loadBalancer.settings.%s: set the default location in the hcloud section's location instead: a default location or network zone in loadBalancer.settings would be merged into every Service's, so a Service could not ask for the other", name)
+				}
+			}
 			c := New(section.Endpoint, cfg.Credentials.Token, nil)
 			c.networkRef, c.usePrivateIP, c.location = section.Network, section.UsePrivateIP, section.Location
 			return c, nil
@@ -49,7 +54,8 @@ type Config struct {
 	UsePrivateIP bool `yaml:"usePrivateIP"`
 }
 
-// Validate reports whether Endpoint is empty or an absolute http or https URL.
+// Validate reports whether Endpoint is empty or an absolute http or https URL, and
+// UsePrivateIP comes with a Network.
 func (c *Config) Validate() error {
 	if c.UsePrivateIP && c.Network == "" {
 		return errors.New("usePrivateIP: needs a network")

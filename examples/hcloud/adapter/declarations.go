@@ -29,10 +29,13 @@ const (
 
 // Settings are Hetzner's own load balancer settings.
 var Settings = loadbalancer.Settings{
-	{Name: SettingType, Parse: parseName, Allowed: "a load balancer type, such as lb11, lb21 or lb31", Default: "lb11",
-		Doc: "The Hetzner load balancer type; changed in place."},
-	{Name: SettingAlgorithm, Values: []string{"round_robin", "least_connections"}, Default: "round_robin",
-		Doc: "How the load balancer picks a target; changed in place."},
+	// type and algorithm have no default: a new load balancer is lb11 with round_robin
+	// (the create's), and one whose Service drops the annotation keeps what it has (a
+	// default would change an adopted lb31 to lb11, which may not hold its targets).
+	{Name: SettingType, Parse: parseName, Allowed: "a load balancer type, such as lb11, lb21 or lb31",
+		Doc: "The Hetzner load balancer type (a new one is lb11); changed in place when annotated."},
+	{Name: SettingAlgorithm, Values: []string{"round_robin", "least_connections"},
+		Doc: "How the load balancer picks a target (a new one uses round_robin); changed in place when annotated."},
 	{Name: SettingLocation, Parse: parseName, Allowed: "a location, such as fsn1, nbg1 or hel1", Replace: true,
 		Doc: "Where the load balancer runs (set this or network-zone, not both); only a new load balancer changes it."},
 	{Name: SettingNetworkZone, Parse: parseName, Allowed: "a network zone, such as eu-central", Replace: true,

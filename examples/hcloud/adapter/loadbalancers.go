@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
@@ -164,12 +165,12 @@ func (a lbAPI) apply(ctx context.Context, op cloudapi.Operation, cur *hcloud.Loa
 	}
 	var calls []func() (*hcloud.Action, *hcloud.Response, error)
 	call := func(f func() (*hcloud.Action, *hcloud.Response, error)) { calls = append(calls, f) }
-	if t := cmp.Or(want.Settings[SettingType], cur.LoadBalancerType.Name); t != cur.LoadBalancerType.Name {
+	if t := want.Settings[SettingType]; t != "" && (cur.LoadBalancerType == nil || t != cur.LoadBalancerType.Name) {
 		call(func() (*hcloud.Action, *hcloud.Response, error) {
 			return lbs.ChangeType(ctx, cur, hcloud.LoadBalancerChangeTypeOpts{LoadBalancerType: &hcloud.LoadBalancerType{Name: t}})
 		})
 	}
-	if alg := hcloud.LoadBalancerAlgorithmType(cmp.Or(want.Settings[SettingAlgorithm], string(cur.Algorithm.Type))); alg != cur.Algorithm.Type {
+	if alg := hcloud.LoadBalancerAlgorithmType(want.Settings[SettingAlgorithm]); alg != "" && alg != cur.Algorithm.Type {
 		call(func() (*hcloud.Action, *hcloud.Response, error) {
 			return lbs.ChangeAlgorithm(ctx, cur, hcloud.LoadBalancerChangeAlgorithmOpts{Type: alg})
 		})
@@ -242,6 +243,9 @@ func (a lbAPI) DeleteLoadBalancer(ctx context.Context, id string) error {
 func (a lbAPI) check(op cloudapi.Operation, id string, spec cloudapi.LoadBalancerSpec) error {
 	errs := []error{Shape.Check(op, id, spec)}
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if hc := spec.HealthCheck; hc != nil && (hc.Interval%time.Second != 0 || hc.Timeout%time.Second != 0) {
+		bad("health check interval %s and timeout %s: Hetzner keeps whole seconds", hc.Interval, hc.Timeout)
+	}
 	for _, ref := range slices.Concat(spec.Targets, slices.Concat(slices.Collect(func(yield func([]string) bool) {
 		for _, l := range spec.Listeners {
 			yield(l.Certificates)

@@ -3,15 +3,18 @@ package adapter_test
 import (
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/component-base/metrics"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -251,4 +254,57 @@ func TestQuietProjectCalls(t *testing.T) {
 	perMinute := float64(total) / minutes
 	t.Logf("a quiet project of %d servers: %d requests in %d minutes, %.1f a minute (Hetzner's budget: 60 a minute)", n, total, minutes, perMinute)
 	assert.Equal(t, map[string]int{"GET /servers": minutes / 5 * n / 50}, m.Calls(), "one paged list per status pass")
+}
+
+// TestReviewedEdges: what a Hetzner user hits beyond the first sync. An IPv4-only Service
+// adopts a load balancer made by another CCM (which has an IPv6 address, as every Hetzner
+// load balancer does) and keeps its labels; a Service that drops its type annotation keeps
+// the type it has (no change back to lb11); a health check interval that is not whole
+// seconds is refused before any write (Hetzner would round it and every sync would write
+// again); a default location in loadBalancer.settings is refused at startup.
+func TestReviewedEdges(t *testing.T) {
+	cfg := hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20},
+		Servers: []schema.Server{{ID: 100, Name: "node-0"}}}
+	m, url := newMock(t, cfg, nil)
+	sdk := hcloud.NewClient(hcloud.WithEndpoint(url), hcloud.WithToken("t"), hcloud.WithRetryOpts(hcloud.RetryOpts{MaxRetries: 0}))
+	made, _, err := sdk.LoadBalancer.Create(t.Context(), hcloud.LoadBalancerCreateOpts{Name: "a1234", LoadBalancerType: &hcloud.LoadBalancerType{Name: "lb31"},
+		Location: &hcloud.Location{Name: "fsn1"}, Labels: map[string]string{"hcloud-ccm/service-uid": "1234"}})
+	require.NoError(t, err)
+	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(url, "token", nil).WithLocation("fsn1"),
+		provider.Options{ProviderName: adapter.ProviderName, Metrics: metrics.NewKubeRegistry(), Clock: clock,
+			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape, LoadBalancerAliases: adapter.Aliases})
+	require.NoError(t, err)
+	lbs, _ := p.LoadBalancer()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Spec: corev1.NodeSpec{ProviderID: "hcloud://100"}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web", Annotations: map[string]string{
+		loadbalancer.DefaultAnnotationPrefix + loadbalancer.AnnotationLoadBalancerID: strconv.FormatInt(made.LoadBalancer.ID, 10),
+	}}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
+		Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
+	st, err := lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
+	require.NoError(t, err, "adopting a load balancer with an IPv6 address for an IPv4-only Service")
+	require.Len(t, st.Ingress, 2)
+	inv := m.Inventory()
+	require.Len(t, inv.LoadBalancers, 1, "adopted, none made")
+	lb := inv.LoadBalancers[0]
+	assert.Equal(t, "1234", lb.Labels["hcloud-ccm/service-uid"], "the other CCM's label is kept")
+	assert.Equal(t, "lb31", lb.LoadBalancerType.Name, "no type asked: the adopted one's is kept")
+	assert.Len(t, lb.Services, 1)
+
+	clock.Step(time.Hour)
+	before := m.Calls()
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
+	require.NoError(t, err)
+	assert.Zero(t, writes(sub(m.Calls(), before)), "converged: %v", sub(m.Calls(), before))
+
+	odd := svc.DeepCopy()
+	odd.Annotations[loadbalancer.DefaultAnnotationPrefix+loadbalancer.AnnotationHealthCheckInterval] = "2500ms"
+	before = m.Calls()
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", odd, []*corev1.Node{node})
+	require.ErrorContains(t, err, "Hetzner keeps whole seconds")
+	assert.Zero(t, writes(sub(m.Calls(), before)))
+
+	_, err = cloudprovider.GetCloudProvider(adapter.ProviderName, strings.NewReader(
+		"cluster: {id: c1}\nhcloud: {endpoint: "+url+"}\ncredentials: {token: t}\nloadBalancer: {settings: {location: nbg1}}\n"))
+	require.ErrorContains(t, err, "loadBalancer.settings.location: set the default location in the hcloud section's location")
 }
