@@ -30,9 +30,9 @@ func instrument(client cloudapi.Client, cfg Config, opts Options) (cloudapi.Clie
 		ProviderName:      opts.ProviderName,
 		LoadBalancerShape: opts.LoadBalancerShape,
 		QPS:               cfg.CloudAPI.QPS,
-		Burst:         cfg.CloudAPI.Burst,
-		Timeout:       cfg.CloudAPI.Timeout,
-		MaxRetryAfter: cfg.CloudAPI.MaxRetryAfter,
+		Burst:             cfg.CloudAPI.Burst,
+		Timeout:           cfg.CloudAPI.Timeout,
+		MaxRetryAfter:     cfg.CloudAPI.MaxRetryAfter,
 		Retry: cloudclient.RetryPolicy{
 			MaxAttempts:    cfg.CloudAPI.Retry.MaxAttempts,
 			InitialBackoff: cfg.CloudAPI.Retry.InitialBackoff,
