@@ -117,14 +117,16 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 	maps.Copy(spec.Tags, ownerTags(in.clusterID, svc))
 	spec.Tags[cloudapi.TagServiceName] = svc.Namespace + "/" + svc.Name
 	for _, f := range in.shape.Uses(spec) {
-		ps = append(ps, unsupported(prefix, f, spec))
+		ps = append(ps, unsupported(prefix, a, f, spec))
 	}
 	return spec, a, ps
 }
 
 // unsupported is the problem of a spec that uses f, a feature the cloud's load balancers
-// do not support (Options.Shape): it names what in the Service asks for it.
-func unsupported(prefix string, f cloudapi.Feature, spec cloudapi.LoadBalancerSpec) problem {
+// do not support (Options.Shape): it names what in the Service asks for it, annotations
+// by the key the Service spells them with (a, parsed under prefix).
+func unsupported(prefix string, a parsedAnnotations, f cloudapi.Feature, spec cloudapi.LoadBalancerSpec) problem {
+	key := func(name string) string { return a.key(prefix, name) }
 	ports := func(match func(cloudapi.Listener) bool) string {
 		var out []string
 		for _, l := range spec.Listeners {
@@ -137,33 +139,33 @@ func unsupported(prefix string, f cloudapi.Feature, spec cloudapi.LoadBalancerSp
 	app := func(p cloudapi.AppProtocol) string {
 		return ports(func(l cloudapi.Listener) bool { return l.AppProtocol == p })
 	}
-	key, what := "spec.ports", ""
+	field, what := "spec.ports", ""
 	switch f {
 	case cloudapi.FeatureUDP, cloudapi.FeatureSCTP:
 		proto := cloudapi.Protocol(strings.ToUpper(string(f)))
 		what = fmt.Sprintf("%s listeners (ports %s)", proto, ports(func(l cloudapi.Listener) bool { return l.Protocol == proto }))
 	case cloudapi.FeatureTLS:
-		what = fmt.Sprintf("TLS termination with TCP to the targets (ports %s; see appProtocol and annotations %s%s, %s%s)", app(cloudapi.AppProtocolTLS), prefix, AnnotationTLSPorts, prefix, AnnotationProtocol)
+		what = fmt.Sprintf("TLS termination with TCP to the targets (ports %s; see appProtocol and annotations %s, %s)", app(cloudapi.AppProtocolTLS), key(AnnotationTLSPorts), key(AnnotationProtocol))
 	case cloudapi.FeatureHTTP:
-		what = fmt.Sprintf("HTTP listeners (ports %s; see appProtocol and annotation %s%s)", app(cloudapi.AppProtocolHTTP), prefix, AnnotationProtocol)
+		what = fmt.Sprintf("HTTP listeners (ports %s; see appProtocol and annotation %s)", app(cloudapi.AppProtocolHTTP), key(AnnotationProtocol))
 	case cloudapi.FeatureHTTPS:
-		what = fmt.Sprintf("HTTPS listeners (ports %s; see appProtocol and annotations %s%s, %s%s)", app(cloudapi.AppProtocolHTTPS), prefix, AnnotationTLSPorts, prefix, AnnotationProtocol)
+		what = fmt.Sprintf("HTTPS listeners (ports %s; see appProtocol and annotations %s, %s)", app(cloudapi.AppProtocolHTTPS), key(AnnotationTLSPorts), key(AnnotationProtocol))
 	case cloudapi.FeatureIPv6:
-		key, what = "spec.ipFamilies", "IPv6"
+		field, what = "spec.ipFamilies", "IPv6"
 	case cloudapi.FeatureSourceRanges:
-		key, what = "spec.loadBalancerSourceRanges", "source ranges (spec.loadBalancerSourceRanges or annotation service.beta.kubernetes.io/load-balancer-source-ranges)"
+		field, what = "spec.loadBalancerSourceRanges", "source ranges (spec.loadBalancerSourceRanges or annotation service.beta.kubernetes.io/load-balancer-source-ranges)"
 	case cloudapi.FeatureProxyProtocol:
-		key, what = prefix+AnnotationProxyProtocol, "the PROXY protocol (annotation "+prefix+AnnotationProxyProtocol+")"
+		field, what = key(AnnotationProxyProtocol), "the PROXY protocol (annotation "+key(AnnotationProxyProtocol)+")"
 	case cloudapi.FeatureInternal:
-		key, what = prefix+AnnotationInternal, "internal load balancers (annotation "+prefix+AnnotationInternal+")"
+		field, what = key(AnnotationInternal), "internal load balancers (annotation "+key(AnnotationInternal)+")"
 	case cloudapi.FeatureRequestedIPs:
-		key, what = prefix+AnnotationIPAddresses, "requested addresses (annotation "+prefix+AnnotationIPAddresses+" or spec.loadBalancerIP)"
+		field, what = key(AnnotationIPAddresses), "requested addresses (annotation "+key(AnnotationIPAddresses)+" or spec.loadBalancerIP)"
 	case cloudapi.FeatureSessionAffinity:
-		key, what = "spec.sessionAffinity", "session affinity ClientIP (spec.sessionAffinity)"
+		field, what = "spec.sessionAffinity", "session affinity ClientIP (spec.sessionAffinity)"
 	default:
 		what = string(f)
 	}
-	return problem{key: key, err: fmt.Errorf("%w %s; the Service's load balancer is neither created nor changed while the Service asks for it: remove it from the Service, or give the Service a load balancer class of a cloud that supports it", errUnsupported, what)}
+	return problem{key: field, err: fmt.Errorf("%w %s; the Service's load balancer is neither created nor changed while the Service asks for it: remove it from the Service, or give the Service a load balancer class of a cloud that supports it", errUnsupported, what)}
 }
 
 // errUnsupported is the problem of a Service that asks for what the cloud's load

@@ -205,6 +205,12 @@ func TestLegacyAnnotations(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, writes(sub(m.Calls(), before)), "converged: %v", sub(m.Calls(), before))
 
+	tls := svc.DeepCopy()
+	tls.Annotations[adapter.LegacyPrefix+"protocol"] = "tls"
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", tls, []*corev1.Node{node})
+	require.ErrorContains(t, err, "do not support TLS termination", "refused by the shape")
+	assert.ErrorContains(t, err, adapter.LegacyPrefix+"protocol", "naming the key the Service has")
+
 	byName := svc.DeepCopy()
 	byName.Annotations[adapter.LegacyPrefix+"http-certificates"] = "web"
 	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", byName, []*corev1.Node{node})
