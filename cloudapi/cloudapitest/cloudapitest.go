@@ -42,6 +42,7 @@ type options struct {
 	noAddresses       bool // no load balancer has an address
 	settings          []map[string]string
 	instanceShape     func(cloudapi.Instance) cloudapi.Instance
+	ipv4RoutesOnly    bool
 }
 
 // WithProvisioningReads sets how many GetLoadBalancer reads at most a new load balancer
@@ -77,6 +78,13 @@ func WithHostnames() Option {
 // suite no longer checks.
 func WithInstanceShape(shape func(cloudapi.Instance) cloudapi.Instance) Option {
 	return func(o *options) { o.instanceShape = shape }
+}
+
+// WithIPv4RoutesOnly says that the backend's routes are IPv4 only, as a Hetzner network's
+// are: the suite then expects an IPv6 route to be refused with ErrInvalidRequest and uses
+// IPv4 destinations elsewhere.
+func WithIPv4RoutesOnly() Option {
+	return func(o *options) { o.ipv4RoutesOnly = true }
 }
 
 // WithoutAddresses says that the backend's load balancers are reached by their hostname

@@ -42,7 +42,22 @@ const (
 	bugDropCerts    bug = "lb-drop-certs"    // listeners lose their certificates after the first
 	bugDropApp      bug = "lb-drop-app"      // answers lose the listeners' application protocol
 	bugDropSettings bug = "lb-drop-settings" // specs lose the adapter's settings on the way to the cloud
+
+	bugTaglessKeepsTags bug = "routes-tagless-keeps-tags" // declares routes without tags, stores them
 )
+
+// claimsTagless is a fake cloud whose route API declares that its routes carry no tags
+// (cloudapi.TaglessRouteAPI) but keeps them.
+type claimsTagless struct{ *fake.Cloud }
+
+func (c claimsTagless) Routes() (cloudapi.RouteAPI, bool) {
+	api, ok := c.Cloud.Routes()
+	return taglessClaim{api}, ok
+}
+
+type taglessClaim struct{ cloudapi.RouteAPI }
+
+func (taglessClaim) RoutesCarryNoTags() bool { return true }
 
 // dropper is a fake cloud behind an adapter that loses a part of every load balancer spec
 // it sends (in) or every load balancer it answers (out), as an adapter whose wire format
@@ -227,6 +242,17 @@ func TestBrokenBackendChild(t *testing.T) {
 		t.Skip("runs only as the child process of TestSuiteFailsBrokenBackend")
 	}
 	b := bug(os.Getenv(envBug))
+	if b == bugTaglessKeepsTags {
+		cloudapitest.Run(t, func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
+			cloud, err := fake.New(fake.Config{})
+			require.NoError(t, err)
+			for _, inst := range f.Instances {
+				require.NoError(t, cloud.AddInstance(inst))
+			}
+			return claimsTagless{cloud}
+		})
+		return
+	}
 	if strings.HasPrefix(string(b), "lb-") {
 		backend, opts := newDropper(b)
 		cloudapitest.Run(t, backend, opts...)
@@ -265,6 +291,8 @@ func TestSuiteFailsBrokenBackend(t *testing.T) {
 			`CreateLoadBalancer with an adapter setting, as it answered: broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`},
 		{bugDropSettings, "TestBrokenBackendChild/loadbalancers/declared_settings_are_kept",
 			`CreateLoadBalancer with the settings map[size:small], as it answered: broke "A backend keeps every setting exactly as given, or refuses a spec with one it does not know or cannot build with ErrInvalidRequest; it never drops one"`},
+		{bugTaglessKeepsTags, "TestBrokenBackendChild/routes/create_list_delete_round_trip/IPv4",
+			`broke "CreateRoute drops RouteSpec.Tags; every route it returns or lists has no tags" (cloudapi.TaglessRouteAPI)`},
 		{bugDropHostname, "TestBrokenBackendChild/loadbalancers/becomes_active_with_an_address_of_every_requested_family/families_[]",
 			`broke "Hostname is the DNS name the cloud gives the load balancer": none, but the suite runs WithHostnames`},
 	} {
