@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -23,7 +24,7 @@ func init() {
 			if cfg.Credentials.Token == "" {
 				return nil, errors.New("credentials: the Hetzner Cloud API needs a token")
 			}
-			return New(section.Endpoint, cfg.Credentials.Token, nil), nil
+			return New(section.Endpoint, cfg.Credentials.Token, nil).WithNetwork(section.Network), nil
 		},
 	}, provider.Options{})
 }
@@ -33,22 +34,28 @@ type Config struct {
 	// Endpoint is the API's base URL (YAML "endpoint"); empty means the SDK's default,
 	// https://api.hetzner.cloud/v1.
 	Endpoint string `yaml:"endpoint"`
+	// Network is the name or ID of the network whose routes carry the pod network (YAML
+	// "network"); empty, the default, means no routes (Client.Routes answers false).
+	Network string `yaml:"network"`
 }
 
-// Validate reports whether Endpoint is empty or an absolute http or https URL.
+// Validate reports whether Endpoint is empty or an absolute http or https URL, and
+// Network empty or a name or ID without surrounding white space.
 func (c *Config) Validate() error {
-	if c.Endpoint == "" {
-		return nil
+	var errs []error
+	if u, err := url.Parse(c.Endpoint); c.Endpoint != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		errs = append(errs, fmt.Errorf("endpoint: %q is not an absolute http(s) URL", c.Endpoint))
 	}
-	if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("endpoint: %q is not an absolute http(s) URL", c.Endpoint)
+	if c.Network != strings.TrimSpace(c.Network) {
+		errs = append(errs, fmt.Errorf("network: %q has surrounding white space", c.Network))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Client is a cloudapi.Client of the Hetzner Cloud API. It is safe for concurrent use.
 type Client struct {
-	api *hcloud.Client
+	api     *hcloud.Client
+	network string // the routes' network; empty: none
 }
 
 // New returns a client of the API at endpoint (empty: the SDK's default) that
@@ -75,8 +82,22 @@ func (c *Client) Instances() cloudapi.InstanceAPI { return instances{c.api} }
 // LoadBalancers answers (nil, false): Hetzner's load balancers are not mapped yet.
 func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return nil, false }
 
-// Routes answers (nil, false): Hetzner's network routes are not mapped yet.
-func (c *Client) Routes() (cloudapi.RouteAPI, bool) { return nil, false }
+// WithNetwork returns a copy of c whose Routes are those of the network with the given
+// name or ID; empty means none.
+func (c *Client) WithNetwork(network string) *Client {
+	cp := *c
+	cp.network = network
+	return &cp
+}
+
+// Routes returns the routes of the network WithNetwork named (a cloudapi.TaglessRouteAPI),
+// or (nil, false) without one.
+func (c *Client) Routes() (cloudapi.RouteAPI, bool) {
+	if c.network == "" {
+		return nil, false
+	}
+	return routes{c.api, c.network}, true
+}
 
 // errorOf maps an SDK error onto cloudapi's sentinels, keeping it as the cause:
 //

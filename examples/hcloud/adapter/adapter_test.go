@@ -113,14 +113,20 @@ func newMock(t testing.TB, cfg hcloudmock.Config, wrap func(http.Handler) http.H
 	return m, srv.URL
 }
 
+// contractClient is a client of a mock holding the fixture's servers.
+func contractClient(t testing.TB, f cloudapitest.Fixture) *adapter.Client {
+	t.Helper()
+	var cfg hcloudmock.Config
+	for _, inst := range f.Instances {
+		cfg.Servers = append(cfg.Servers, serverOf(t, inst))
+	}
+	_, url := newMock(t, cfg, nil)
+	return adapter.New(url, "token", nil)
+}
+
 func TestContract(t *testing.T) {
 	cloudapitest.Run(t, func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
-		var cfg hcloudmock.Config
-		for _, inst := range f.Instances {
-			cfg.Servers = append(cfg.Servers, serverOf(t, inst))
-		}
-		_, url := newMock(t, cfg, nil)
-		c := adapter.New(url, "token", nil)
+		c := contractClient(t, f)
 		_, hasLBs := c.LoadBalancers()
 		_, hasRoutes := c.Routes()
 		require.False(t, hasLBs || hasRoutes, "the suite's load balancer and route parts skip")
