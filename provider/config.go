@@ -333,8 +333,7 @@ type RoutesConfig struct {
 	// a route only when its destination lies inside one of them and its target is the
 	// instance of one of the cluster's Nodes. Each a canonical CIDR (no host bits), none
 	// covering a whole address family, none overlapping another. The rule assumes one
-	// cluster per pod CIDR in a network: two clusters whose pod CIDRs overlap in one
-	// network would own each other's routes (docs/operating.md).
+	// cluster per pod CIDR in a network (docs/operating.md, Routes).
 	ClusterCIDRs []string `yaml:"clusterCIDRs"`
 }
 

@@ -17,16 +17,21 @@
 // the instance of one of the cluster's Nodes (the Node named as the instance,
 // Options.NodeNames). A route made by hand into another range, one to an instance that is
 // no Node (or to an address no instance holds), and another cluster's route into its own
-// pod CIDR are not the cluster's: never listed, changed or deleted. A route the snapshot
-// held as the cluster's stays the cluster's while its destination and target do not
-// change, so that the route of a Node that is gone (and of its instance: a blackhole) is
-// listed and deleted by the route controller; a process that never saw it cannot tell it
-// from one made by hand, and keeps it (CreateRoute for that destination then fails with a
-// conflict that names it: delete it by hand). The sweeper sweeps no such route.
+// pod CIDR are not the cluster's: never listed, changed or deleted. A route made by hand
+// into the pod CIDRs to a Node's instance cannot be told from ccmkit's: it is the
+// cluster's, and the route controller deletes it unless it is its Node's. A route the
+// snapshot held as the cluster's stays the cluster's while its destination and target do
+// not change, so that the route of a Node that is gone (and of its instance: a blackhole)
+// is listed and deleted by the route controller; a process that never saw it cannot tell
+// it from one made by hand, and keeps it (CreateRoute for that destination then fails with
+// a conflict that names it: delete it by hand). The sweeper sweeps no such route.
 //
-// The rule assumes one cluster per pod CIDR in a route table: two clusters in one network
-// whose pod CIDRs overlap, with Nodes of the same names, would each own the other's
-// routes. Config validation refuses what it can see (overlapping or all-covering
+// The rule assumes one cluster per pod CIDR in a route table. Two clusters whose pod
+// CIDRs overlap in one network cannot both route (one route per destination: their
+// creates conflict); each still owns only the routes to its own Nodes' instances, unless
+// an instance of the other is named as one of its Nodes (a Node whose instance is gone,
+// not yet deleted, whose name the other cluster reused): then it may delete that route.
+// Config validation refuses what it can see (overlapping or all-covering
 // routes.clusterCIDRs); it cannot see another cluster's.
 //
 // # Calls

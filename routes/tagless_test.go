@@ -1,13 +1,23 @@
 package routes_test
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	cloudprovider "k8s.io/cloud-provider"
+	routecontroller "k8s.io/cloud-provider/controllers/route"
+	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
@@ -140,4 +150,62 @@ func TestNewRequiresPodCIDRsAndNodesWhenRoutesCarryNoTags(t *testing.T) {
 	_, err = routes.New(api, lookup, routes.Options{ClusterID: "c1"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ClusterCIDRs are required")
+}
+
+// TestRouteControllerOverTaglessRoutes runs the upstream route controller, which deletes
+// every route in its cluster CIDR that it does not want, over routes that carry no tags:
+// the Nodes get their routes, a Node that goes loses its route also when the route table
+// was listed after its instance went (and the route no longer leads to a Node), and the
+// routes that are not the cluster's (one into the pod CIDR to an instance that is no
+// Node, one outside it) are never touched.
+func TestRouteControllerOverTaglessRoutes(t *testing.T) {
+	const n = 3
+	e := newEnv(t, n, taglessCloud)
+	require.NoError(t, e.cloud.AddInstance(cloudapi.Instance{ID: "i-bastion", Name: "bastion"}))
+	foreign := []cloudapi.Route{e.seed(t, "10.244.100.0/24", "i-bastion"), e.seed(t, "10.99.0.0/24", "i-00001")}
+
+	kube := kubefake.NewClientset()
+	for i := range n {
+		cidr := fmt.Sprintf("10.244.%d.0/24", i)
+		_, err := kube.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(i)},
+			Spec: corev1.NodeSpec{PodCIDR: cidr, PodCIDRs: []string{cidr}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	_, clusterCIDR, _ := net.ParseCIDR("10.244.0.0/16")
+	rc, err := routecontroller.New(e.routes, kube, factory.Core().V1().Nodes(), "c", []*net.IPNet{clusterCIDR})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	factory.Start(ctx.Done())
+	go rc.Run(ctx, 50*time.Millisecond, controllersmetrics.NewControllerManagerMetrics("test"))
+
+	dsts := func() []string {
+		var out []string
+		for _, r := range e.cloud.Inventory().Routes {
+			out = append(out, r.DestinationCIDR)
+		}
+		slices.Sort(out)
+		return out
+	}
+	require.Eventually(t, func() bool { return len(dsts()) == n+len(foreign) }, time.Minute, 20*time.Millisecond, "a route for every Node")
+
+	relisted := func() {
+		t.Helper()
+		before := e.cloud.Calls()[cloudapi.OpListRoutes]
+		e.expire()
+		require.Eventually(t, func() bool { return e.cloud.Calls()[cloudapi.OpListRoutes] > before }, time.Minute, 10*time.Millisecond)
+	}
+
+	// Instance 1 goes and the route table is listed again before the node lifecycle
+	// controller deletes Node 1: the route, which no longer leads to a Node, is still the
+	// cluster's, a blackhole the route controller deletes.
+	require.NoError(t, e.cloud.DeleteInstance("i-00001"))
+	e.nodes.Delete(nodeName(1))
+	relisted()
+	require.NoError(t, kube.CoreV1().Nodes().Delete(t.Context(), nodeName(1), metav1.DeleteOptions{}))
+	want := []string{"10.244.0.0/24", "10.244.100.0/24", "10.244.2.0/24", "10.99.0.0/24"}
+	require.Eventually(t, func() bool { return slices.Equal(dsts(), want) }, time.Minute, 20*time.Millisecond, "the gone Node's route deleted, no other")
+	relisted()
+	assert.Equal(t, want, dsts(), "the routes that are not the cluster's are never deleted")
 }
