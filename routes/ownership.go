@@ -75,8 +75,8 @@ func (o *owner) created(rt *cloudapi.Route, node string) (entry, bool) {
 // instances.Lookup.ByName finds it) or, for a route that known (the snapshot) held as the
 // cluster's, while its destination and target are what they were then (its Node may
 // have gone, its instance too: the route controller then deletes it). A route whose
-// target is no instance, or an instance that is no Node's, is left out: when unsure,
-// the route is not the cluster's. A failed lookup other than a certain not-found fails
+// target is no instance, a blackhole, or an instance that is no Node's, is left out: when
+// unsure, the route is not the cluster's. A failed lookup other than a certain not-found fails
 // the claim.
 func (o *owner) claim(ctx context.Context, rts []*cloudapi.Route, known map[string]entry) (map[string]entry, error) {
 	out := make(map[string]entry, len(rts))
@@ -98,7 +98,9 @@ func (o *owner) claim(ctx context.Context, rts []*cloudapi.Route, known map[stri
 			out[rt.ID] = entryOf(rt, k.node)
 			continue
 		}
-		if rt.TargetInstanceID == "" {
+		if rt.TargetInstanceID == "" || rt.Blackhole {
+			// The cloud says the target is gone: no Node's now, and not asked for, so that
+			// foreign blackholes spend none of the instance lookup's deletion brake.
 			continue
 		}
 		inst, err := o.lookup.ByID(ctx, rt.TargetInstanceID)

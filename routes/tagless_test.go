@@ -61,8 +61,12 @@ func TestTaglessRoutesAreTheClustersByPodCIDRAndNode(t *testing.T) {
 	}
 	require.NoError(t, e.cloud.DeleteInstance("i-gone"))
 
+	before := e.cloud.Calls()
 	got, err := e.routes.ListRoutes(ctx, "c")
 	require.NoError(t, err)
+	calls := e.cloud.Calls().Sub(before)
+	assert.Equal(t, fake.Calls{cloudapi.OpListRoutes: 1}, calls,
+		"the targets from the instance snapshot; a blackhole's gone target not asked for (the deletion brake counts such answers)")
 	var listed []string
 	for _, r := range got {
 		listed = append(listed, r.DestinationCIDR+" "+string(r.TargetNode))
