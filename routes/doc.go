@@ -66,7 +66,10 @@
 // CreateRoute of a route that exists with the same destination and target is success; one
 // for the same destination to another target is an error that names both. After an
 // ambiguous failure (cloudapi.ErrTransient) or a conflict, CreateRoute lists again to find
-// out. DeleteRoute of a route that is gone is success.
+// out. DeleteRoute of a route that is gone is success. Where routes carry no tags,
+// DeleteRoute lists the table first (one list per delete): a route's ID, which the
+// adapter synthesizes (its destination, say), may name a route made by hand since the
+// snapshot's list, which is then not deleted.
 //
 // # Node addresses
 //

@@ -128,16 +128,15 @@ func (o *owner) claim(ctx context.Context, rts []*cloudapi.Route, known map[stri
 }
 
 // refusal says why a route of the table that DeleteRoute was asked to delete is not the
-// cluster's, or "" when it is. known is nil: only ccmkit's snapshot knows routes whose
-// Node is gone, and it does not hold this one.
-func (o *owner) refusal(ctx context.Context, rt *cloudapi.Route) (string, error) {
+// cluster's, or "" when it is; known holds what the snapshot holds of it (see claim).
+func (o *owner) refusal(ctx context.Context, rt *cloudapi.Route, known map[string]entry) (string, error) {
 	if !o.tagless {
 		if got := rt.Tags[cloudapi.TagCluster]; got != o.clusterID {
 			return fmt.Sprintf("it is not a route of cluster %q (cluster tag %q)", o.clusterID, got), nil
 		}
 		return "", nil
 	}
-	owned, err := o.claim(ctx, []*cloudapi.Route{rt}, nil)
+	owned, err := o.claim(ctx, []*cloudapi.Route{rt}, known)
 	if err != nil {
 		return "", err
 	}

@@ -234,12 +234,15 @@ func (r *Routes) findFunc(ctx context.Context, match func(cloudapi.Route) bool) 
 
 // DeleteRoute deletes a route that ListRoutes returned. A route that is gone is success; a
 // route the snapshot of the cluster's routes does not hold is looked up first (one list of
-// the whole table) and never deleted when it carries another cluster's tag or none, or,
-// where routes carry no tags, when the ownership rule does not find it the cluster's.
+// the whole table) and never deleted when it carries another cluster's tag or none. Where
+// routes carry no tags every route is looked up first, as its ID (its destination, say)
+// may name a route made since by someone else, and deleted only when the ownership rule
+// finds it the cluster's, or it is still the route the snapshot held.
 func (r *Routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.Route) error {
 	id := route.Name
-	if !r.table.holds(id) {
-		// Not the cluster's as far as the snapshot knows: find it in the whole table.
+	held, ok := r.table.held(id)
+	if !ok || r.owner.tagless {
+		// Not the cluster's as far as the snapshot knows, or without tags: read it.
 		rt, err := r.findID(ctx, id)
 		if err != nil {
 			return fmt.Errorf("deleting route %s: %w", id, err)
@@ -248,7 +251,11 @@ func (r *Routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider
 			r.table.deleted(id)
 			return nil // gone already
 		}
-		why, err := r.owner.refusal(ctx, rt)
+		known := map[string]entry{}
+		if ok {
+			known[id] = held
+		}
+		why, err := r.owner.refusal(ctx, rt, known)
 		if err != nil {
 			return fmt.Errorf("deleting route %s: %w", id, err)
 		}

@@ -90,14 +90,14 @@ func (t *table) snapshot(ctx context.Context) ([]entry, error) {
 	return out, nil
 }
 
-// holds reports whether the snapshot holds the route with the given ID as the cluster's:
-// a list saw it as the cluster's, or ccmkit created it, and ccmkit has not deleted it
-// since. It makes no call, whatever the snapshot's age.
-func (t *table) holds(id string) bool {
+// held returns the route with the given ID if the snapshot holds it as the cluster's: a
+// list saw it as the cluster's, or ccmkit created it, and ccmkit has not deleted it since.
+// It makes no call, whatever the snapshot's age.
+func (t *table) held(id string) (entry, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, ok := t.routes[id]
-	return ok
+	e, ok := t.routes[id]
+	return e, ok
 }
 
 // created records a route for the Node that the cloud answered to a create, or that a

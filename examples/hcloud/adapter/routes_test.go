@@ -1,6 +1,8 @@
 package adapter_test
 
 import (
+	"context"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -13,6 +15,8 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi/cloudapitest"
 	"github.com/ccmkit/ccmkit/examples/hcloud/adapter"
 	"github.com/ccmkit/ccmkit/examples/hcloud/hcloudmock"
+	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/routes"
 )
 
 // TestContractRoutes runs the contract suite with the routes of the test network: routes
@@ -140,4 +144,36 @@ func TestRoutesFromTheCloudConfig(t *testing.T) {
 
 	_, err = cloudprovider.GetCloudProvider(adapter.ProviderName, strings.NewReader(base+"}\n"))
 	require.ErrorContains(t, err, `enable.routes: the "hcloud" backend has no routes`, "no network, no routes")
+}
+
+// TestCcmkitRoutesOverTheNetwork runs ccmkit's routes over the adapter: the cluster's
+// route is listed with its Node, a route to a server that is no Node is not, and a route
+// replaced by hand under the same ID (its destination) since the list is not deleted.
+func TestCcmkitRoutesOverTheNetwork(t *testing.T) {
+	servers := append(routeServers(network.ID), schema.Server{ID: 3, Name: "bastion", PrivateNet: []schema.ServerPrivateNet{{Network: network.ID, IP: "10.0.0.9"}}})
+	_, url := newMock(t, hcloudmock.Config{Servers: servers}, nil)
+	c := adapter.New(url, "token", nil).WithNetwork(network.Name)
+	api, _ := c.Routes()
+	lookup, err := instances.NewLookup(c.Instances(), instances.LookupOptions{})
+	require.NoError(t, err)
+	r, err := routes.New(api, lookup, routes.Options{ClusterID: "c1", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
+		NodeNames: func(context.Context) ([]string, error) { return []string{"node-1", "node-2"}, nil }})
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	require.NoError(t, r.CreateRoute(ctx, "c1", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}))
+	_, err = api.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.244.9.0/24", TargetInstanceID: "3"})
+	require.NoError(t, err)
+	got, err := r.ListRoutes(ctx, "c1")
+	require.NoError(t, err)
+	require.Len(t, got, 1, "the route to the bastion is not the cluster's")
+	assert.Equal(t, cloudprovider.Route{Name: "10.244.1.0/24", TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}, *got[0])
+
+	require.NoError(t, api.DeleteRoute(ctx, "10.244.1.0/24"))
+	_, err = api.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "3"})
+	require.NoError(t, err)
+	require.Error(t, r.DeleteRoute(ctx, "c1", got[0]), "the ID now names a route to the bastion")
+	page, err := api.ListRoutes(ctx, cloudapi.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, page.Items, 2, "no route deleted")
 }
