@@ -25,7 +25,9 @@
 //     dropped setting would fail silently. Certificates are the cloud's own references,
 //     passed through as the Service names them. A cloud whose load balancers are DNS
 //     names reports them in LoadBalancer.Hostname.
-//   - RouteAPI: routes of the pod network, tagged with TagCluster and TagNode.
+//   - RouteAPI: routes of the pod network, tagged with TagCluster and TagNode. A cloud
+//     whose routes carry no tags implements TaglessRouteAPI too (its doc says what
+//     changes: IDs the adapter synthesizes, every route listed, targets read back).
 //   - TargetGroupAPI (optional; offered by also implementing TargetGroupClient, found
 //     with TargetGroups): a cloud whose load balancers send traffic to shared groups of
 //     instances (GCE's instance groups, target groups or pools elsewhere) maps them here;

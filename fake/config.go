@@ -135,6 +135,10 @@ type Capabilities struct {
 	// false or nil, TargetGroups returns (nil, false) and a spec that names a group is
 	// refused with ErrInvalidRequest.
 	TargetGroups *bool `yaml:"targetGroups"`
+	// TaglessRoutes true makes the routes carry no tags, as Hetzner's network routes:
+	// the route API declares it (cloudapi.TaglessRouteAPI), CreateRoute drops the spec's
+	// tags and a list with a tag filter selects none. Default false.
+	TaglessRoutes bool `yaml:"taglessRoutes"`
 }
 
 // Instance is an instance as a Config describes it.
@@ -295,6 +299,8 @@ func (c *Config) loadBalancersEnabled() bool {
 func (c *Config) targetGroupsEnabled() bool {
 	return c.Capabilities.TargetGroups != nil && *c.Capabilities.TargetGroups
 }
+
+func (c *Config) routesTagless() bool { return c.Capabilities.TaglessRoutes }
 
 func (c *Config) routesEnabled() bool {
 	return c.Capabilities.Routes == nil || *c.Capabilities.Routes

@@ -58,6 +58,10 @@ func TestContract(t *testing.T) {
 		{"state file, reopened after every write", newContractCloud(fake.Config{StateFile: "state.json"}, func(c *fake.Cloud) cloudapi.Client {
 			return &reopening{cfg: c.Config()}
 		}), []cloudapitest.Option{sizes}},
+		{"routes without tags", newContractCloud(fake.Config{Capabilities: fake.Capabilities{TaglessRoutes: true}}, plain), nil},
+		{"routes without tags behind faultinject zero config", newContractCloud(fake.Config{Capabilities: fake.Capabilities{TaglessRoutes: true}}, func(c *fake.Cloud) cloudapi.Client {
+			return faultinject.Wrap(c, faultinject.Config{})
+		}), nil},
 		{"target groups", newContractCloud(fake.Config{Capabilities: fake.Capabilities{TargetGroups: &on}}, plain), nil},
 		{"target groups behind faultinject zero config", newContractCloud(fake.Config{Capabilities: fake.Capabilities{TargetGroups: &on}}, func(c *fake.Cloud) cloudapi.Client {
 			return faultinject.Wrap(c, faultinject.Config{})

@@ -40,6 +40,7 @@
 //	  tls: true                   # false: listeners that terminate TLS are refused
 //	  http: true                  # false: HTTP and HTTPS listeners are refused
 //	  targetGroups: false         # true: TargetGroups() offers target groups (default false)
+//	  taglessRoutes: false        # true: routes carry no tags, as Hetzner's (default false)
 //	instances:
 //	  - id: i-0001                # required, unique
 //	    name: node-a
@@ -94,7 +95,8 @@
 //     of any zone. Without the capability, a spec that names a group is ErrInvalidRequest.
 //     Inventory.Targets resolves a load balancer's targets through its group.
 //   - Routes live in one table: a second route for a destination is ErrConflict; a route
-//     whose target instance is deleted or terminated is reported as a blackhole.
+//     whose target instance is deleted or terminated is reported as a blackhole. With
+//     Capabilities.TaglessRoutes the routes carry no tags (cloudapi.TaglessRouteAPI).
 //   - A call whose context is done fails with ErrTransient and changes nothing.
 //   - Every call is counted per operation (Calls, ResetCalls), failed calls included.
 //     Inventory lists everything with its tags without counting.

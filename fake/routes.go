@@ -11,6 +11,11 @@ import (
 
 type routeAPI struct{ c *Cloud }
 
+var _ cloudapi.TaglessRouteAPI = routeAPI{}
+
+// RoutesCarryNoTags reports Config.Capabilities.TaglessRoutes.
+func (a routeAPI) RoutesCarryNoTags() bool { return a.c.cfg.routesTagless() }
+
 // ListRoutes returns a page of copies of the routes that carry opts.Tags, each with
 // Blackhole set when its target instance is gone or terminated.
 func (a routeAPI) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.RoutePage, error) {
@@ -71,6 +76,9 @@ func (a routeAPI) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*cl
 	c.routeSeq++
 	r := cloudapi.Route{ID: fmt.Sprintf("r-%06d", c.routeSeq), RouteSpec: spec}
 	r = r.Clone()
+	if c.cfg.routesTagless() {
+		r.Tags = nil
+	}
 	c.routes.put(r.ID, r)
 	c.routeDst[dst] = r.ID
 	c.netMu.Unlock()

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -43,6 +45,7 @@ type Cloud struct {
 
 	mu       sync.Mutex
 	recorder record.EventRecorder
+	kube     kubernetes.Interface // set by Initialize; lists the Nodes for routes that carry no tags
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -78,9 +81,16 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 	if !hasLBs && cfg.Enable.LoadBalancers != nil && *cfg.Enable.LoadBalancers {
 		errs = append(errs, fmt.Errorf("enable.loadBalancers: the %q backend has no load balancers", cfg.Backend))
 	}
-	_, hasRoutes := client.Routes()
+	routeAPI, hasRoutes := client.Routes()
 	if !hasRoutes && cfg.RoutesEnabled() {
 		errs = append(errs, fmt.Errorf("enable.routes: the %q backend has no routes", cfg.Backend))
+	}
+	tagless := hasRoutes && routeAPI != nil && cloudapi.RoutesCarryNoTags(routeAPI)
+	switch {
+	case tagless && cfg.RoutesEnabled() && len(cfg.Routes.ClusterCIDRs) == 0:
+		errs = append(errs, fmt.Errorf("routes.clusterCIDRs: required because the %q backend's routes carry no tags: ccmkit owns the routes into the cluster's pod CIDRs (the route controller's --cluster-cidr) to its Nodes; or enable.routes: false", cfg.Backend))
+	case !tagless && len(cfg.Routes.ClusterCIDRs) > 0:
+		errs = append(errs, fmt.Errorf("routes.clusterCIDRs: set, but the %q backend's routes carry ccmkit's tags (or it has no routes): ccmkit owns routes by their tags and does not read it", cfg.Backend))
 	}
 	if lbsOn := hasLBs && cfg.LoadBalancersEnabled(); cfg.LoadBalancer.Class != "" && !lbsOn {
 		errs = append(errs, fmt.Errorf("loadBalancer.class: %q is set, but load balancers are off (enable.loadBalancers: false, or the %q backend has none)", cfg.LoadBalancer.Class, cfg.Backend))
@@ -156,14 +166,15 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		}
 	}
 	if api, ok := instrumented.Routes(); ok && cfg.RoutesEnabled() {
-		c.routes, err = routes.New(api, c.lookup, routes.Options{ClusterID: cfg.Cluster.ID, MaxAge: cfg.Cache.MaxAge, Clock: opts.Clock})
+		c.routes, err = routes.New(api, c.lookup, routes.Options{ClusterID: cfg.Cluster.ID, MaxAge: cfg.Cache.MaxAge, Clock: opts.Clock,
+			ClusterCIDRs: cfg.Routes.podCIDRs(), NodeNames: c.nodeNames})
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if cfg.Sweeper.Enabled {
-		if c.sweptLoadBalancers() == nil && c.routes == nil && c.sweptTargetGroups() == nil {
-			errs = append(errs, errors.New("sweeper.enabled: there is nothing to sweep: load balancers are off or kept on delete (loadBalancer.keepOnDelete: true) and the cloud has no target groups, and routes are off"))
+		if c.sweptLoadBalancers() == nil && c.sweptRoutes() == nil && c.sweptTargetGroups() == nil {
+			errs = append(errs, errors.New("sweeper.enabled: there is nothing to sweep: load balancers are off or kept on delete (loadBalancer.keepOnDelete: true) and the cloud has no target groups, and routes are off or carry no tags"))
 		}
 		c.onSwept, err = sweptCounter(opts)
 		if err != nil {
@@ -177,7 +188,8 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 }
 
 // Sweeper returns what the sweeper of package sweeper sweeps (the cluster's load
-// balancers unless loadBalancer.keepOnDelete is true, its routes when routes are on, its
+// balancers unless loadBalancer.keepOnDelete is true, its routes when routes are on and
+// carry tags, its
 // target groups when load balancers are on and the cloud offers groups, whatever
 // loadBalancer.keepOnDelete and loadBalancer.targetGroups say) through the same
 // instrumented client as every other call, with the cloud config's sweeper settings and
@@ -196,9 +208,7 @@ func (c *Cloud) Sweeper() (sweeper.Target, bool) {
 			OnSwept:     c.onSwept,
 		},
 	}
-	if c.routes != nil {
-		t.Routes, _ = c.client.Routes()
-	}
+	t.Routes = c.sweptRoutes()
 	if groups := c.sweptTargetGroups(); groups != nil {
 		t.Options.TargetGroups = groups
 		// The load balancers' collection's, for the one rule of deleting a group.
@@ -219,6 +229,19 @@ func (c *Cloud) sweptTargetGroups() cloudapi.TargetGroupAPI {
 		return nil
 	}
 	api, _ := cloudapi.TargetGroups(c.client)
+	return api
+}
+
+// sweptRoutes returns the route API the sweeper sweeps, or nil: none when routes are off
+// or carry no tags (package sweeper keeps those).
+func (c *Cloud) sweptRoutes() cloudapi.RouteAPI {
+	if c.routes == nil {
+		return nil
+	}
+	api, _ := c.client.Routes()
+	if cloudapi.RoutesCarryNoTags(api) {
+		return nil
+	}
 	return api
 }
 
@@ -303,8 +326,10 @@ func (c *Cloud) Config() Config { return c.cfg }
 // recorder is there for what ccmkit has to say beyond an error (package loadbalancer's
 // AdoptedLoadBalancer and KeptLoadBalancer events on the Service, package instances'
 // InstanceGoneRefused event on a Node the deletion brake keeps). It starts nothing else:
-// the load balancers' background work runs as controllers (LoadBalancerWork). A client
-// builder that fails leaves the recorder dropping events, which the log says.
+// the load balancers' background work runs as controllers (LoadBalancerWork). The same
+// client lists the Nodes when the backend's routes carry no tags (package routes' ownership
+// rule). A client builder that fails leaves the recorder dropping events, which the log
+// says, and such route lists failing.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logger := klog.FromContext(ctx).WithValues("provider", c.opts.ProviderName)
@@ -319,7 +344,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: c.opts.ProviderName + "-cloud-provider"})
 	c.mu.Lock()
-	c.recorder = recorder
+	c.recorder, c.kube = recorder, kube
 	c.mu.Unlock()
 	go func() {
 		<-stop
@@ -355,6 +380,28 @@ func (c *Cloud) EventRecorder() record.EventRecorder {
 		return &record.FakeRecorder{}
 	}
 	return c.recorder
+}
+
+// nodeNames lists the names of the cluster's Nodes for package routes
+// (routes.Options.NodeNames) with the client Initialize set up, from the API server's
+// cache (resourceVersion "0"): one list per list of a route table whose routes carry no
+// tags.
+func (c *Cloud) nodeNames(ctx context.Context) ([]string, error) {
+	c.mu.Lock()
+	kube := c.kube
+	c.mu.Unlock()
+	if kube == nil {
+		return nil, errors.New("no Kubernetes client to list the Nodes with: Initialize has not run, or its client builder failed")
+	}
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, fmt.Errorf("listing the Nodes: %w", err)
+	}
+	names := make([]string, len(nodes.Items))
+	for i := range nodes.Items {
+		names[i] = nodes.Items[i].Name
+	}
+	return names, nil
 }
 
 // lateRecorder records through the recorder that Initialize sets up after New built the

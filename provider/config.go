@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net/netip"
 	"os"
 	"regexp"
 	"slices"
@@ -98,6 +99,8 @@ type Config struct {
 	LoadBalancer LoadBalancerConfig `yaml:"loadBalancer"`
 	// Nodes configures what Node initialization reports (YAML "nodes").
 	Nodes NodesConfig `yaml:"nodes"`
+	// Routes configures the routes of the pod network (YAML "routes").
+	Routes RoutesConfig `yaml:"routes"`
 	// Sweeper configures the sweeper of orphaned load balancers and routes (YAML
 	// "sweeper"), the controller of package sweeper.
 	Sweeper SweeperConfig `yaml:"sweeper"`
@@ -320,6 +323,31 @@ type LoadBalancerConfig struct {
 	TargetGroups *bool `yaml:"targetGroups"`
 }
 
+// RoutesConfig configures the routes of the pod network (package routes).
+type RoutesConfig struct {
+	// ClusterCIDRs are the cluster's pod CIDRs (YAML "clusterCIDRs"), the same as the
+	// route controller's --cluster-cidr, which the cloud provider is not told: for
+	// example [10.244.0.0/16] or, dual-stack, [10.244.0.0/16, "fd00:10:244::/56"].
+	// Required when routes are on and the backend's routes carry no tags
+	// (cloudapi.TaglessRouteAPI, such as Hetzner's), refused otherwise: ccmkit then owns
+	// a route only when its destination lies inside one of them and its target is the
+	// instance of one of the cluster's Nodes. Each a canonical CIDR (no host bits), none
+	// covering a whole address family, none overlapping another. The rule assumes one
+	// cluster per pod CIDR in a network (docs/operating.md, Routes).
+	ClusterCIDRs []string `yaml:"clusterCIDRs"`
+}
+
+// podCIDRs returns ClusterCIDRs parsed, leaving out any that Validate refuses.
+func (c RoutesConfig) podCIDRs() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range c.ClusterCIDRs {
+		if p, err := netip.ParsePrefix(s); err == nil && p.Masked() == p && p.Bits() > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // SweeperConfig configures the sweeper (package sweeper): the controller that deletes
 // the cluster's load balancers whose Service is gone, routes whose Node is gone and
 // target groups that no load balancer names. It
@@ -333,7 +361,8 @@ type SweeperConfig struct {
 	// Service's keep-on-delete annotation can no longer be read), the target groups that
 	// no load balancer names when load balancers are on and the cloud has target groups
 	// (whatever loadBalancer.keepOnDelete says: a released load balancer names none), and
-	// the routes when routes are on; with none of them it is an error.
+	// the routes when routes are on and carry tags (routes without tags are never swept:
+	// package sweeper); with none of them it is an error.
 	Enabled bool `yaml:"enabled"`
 	// GracePeriod is how long a load balancer, route or target group must look orphaned,
 	// sweep after sweep, before it is deleted (YAML "gracePeriod"); default 10m; a target
@@ -506,6 +535,27 @@ func (c *Config) Validate() error {
 	}
 	if !c.ServesUnclassed() && c.LoadBalancer.Class == "" {
 		bad("loadBalancer.serveUnclassed: false leaves ccmkit no Service to serve; set loadBalancer.class to the class it serves (or enable.loadBalancers: false)")
+	}
+	cidrs := map[int]netip.Prefix{} // the valid ones, by index
+	for i, s := range c.Routes.ClusterCIDRs {
+		p, err := netip.ParsePrefix(s)
+		switch {
+		case err != nil:
+			bad("routes.clusterCIDRs[%d]: %q is not a CIDR such as 10.244.0.0/16", i, s)
+			continue
+		case p.Masked() != p:
+			bad("routes.clusterCIDRs[%d]: %q has host bits set; the CIDR is %s", i, s, p.Masked())
+			continue
+		case p.Bits() == 0:
+			bad("routes.clusterCIDRs[%d]: %q covers every address of its family: every route to a Node would be the cluster's", i, s)
+			continue
+		}
+		for j := range i {
+			if q, ok := cidrs[j]; ok && q.Overlaps(p) {
+				bad("routes.clusterCIDRs[%d]: %s overlaps routes.clusterCIDRs[%d] %s", i, p, j, q)
+			}
+		}
+		cidrs[i] = p
 	}
 	if c.Sweeper.GracePeriod < 0 {
 		bad("sweeper.gracePeriod: %s must be positive", c.Sweeper.GracePeriod)

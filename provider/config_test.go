@@ -135,7 +135,7 @@ func TestConfigErrors(t *testing.T) {
 		{
 			name: "misspelt top-level key",
 			file: "backend: fake\ncluster:\n  id: a\nregoin: eu\n",
-			want: []string{`line 4: unknown key "regoin" at the top level (the backend section is "fake"; known keys: backend, cache, cloudAPI, cluster, credentials, enable, loadBalancer, nodes, region, sweeper, zone)`},
+			want: []string{`line 4: unknown key "regoin" at the top level (the backend section is "fake"; known keys: backend, cache, cloudAPI, cluster, credentials, enable, loadBalancer, nodes, region, routes, sweeper, zone)`},
 		},
 		{
 			name: "every problem at once",
@@ -172,6 +172,18 @@ func TestConfigErrors(t *testing.T) {
 				"nodes.deletionBrake.window: -1m0s must be positive",
 				"nodes.deletionBrake.share: 1.5 must be more than 0 and at most 1 (0.5: half the known instances within a window; unset: the default 0.5)",
 				"nodes.deletionBrake.minimum: -1 must be at least 1 (unset: the default 2)",
+			},
+		},
+		{
+			name: "routes cluster CIDRs, every problem at once",
+			file: "cluster: {id: a}\nroutes:\n  clusterCIDRs: [10.244.0.0/16, 10.244.1.0/24, 'fd00::1/64', '::/0', pods, 10.0.0.0/8]\n",
+			want: []string{
+				"routes.clusterCIDRs[1]: 10.244.1.0/24 overlaps routes.clusterCIDRs[0] 10.244.0.0/16",
+				`routes.clusterCIDRs[2]: "fd00::1/64" has host bits set; the CIDR is fd00::/64`,
+				`routes.clusterCIDRs[3]: "::/0" covers every address of its family: every route to a Node would be the cluster's`,
+				`routes.clusterCIDRs[4]: "pods" is not a CIDR such as 10.244.0.0/16`,
+				"routes.clusterCIDRs[5]: 10.0.0.0/8 overlaps routes.clusterCIDRs[0] 10.244.0.0/16",
+				"routes.clusterCIDRs[5]: 10.0.0.0/8 overlaps routes.clusterCIDRs[1] 10.244.1.0/24",
 			},
 		},
 		{

@@ -20,9 +20,12 @@ import (
 )
 
 // Routes implements cloudprovider.Routes: the cluster's routes are the route table's
-// entries tagged with its cloudapi.TagCluster, the Node of each from its cloudapi.TagNode;
-// a Node's instance is found through the instance lookup shared with package instances.
-// Another owner's route is never changed or deleted.
+// entries tagged with its cloudapi.TagCluster, the Node of each from its cloudapi.TagNode,
+// or, over a route API whose routes carry no tags (cloudapi.RoutesCarryNoTags), the
+// entries into the cluster's pod CIDRs whose target is the instance of one of its Nodes
+// (see the package documentation's "Ownership"); a Node's instance is found through the
+// instance lookup shared with package instances. Another owner's route is never changed
+// or deleted.
 //
 // ListRoutes answers from a snapshot of the cluster's routes (see Options.MaxAge) that
 // ccmkit's own confirmed writes keep current, so that the route controller's reconcile
@@ -31,6 +34,7 @@ type Routes struct {
 	api    cloudapi.RouteAPI
 	lookup instances.Lookup
 	opts   Options
+	owner  *owner
 	table  *table
 }
 
@@ -55,6 +59,20 @@ func New(api cloudapi.RouteAPI, lookup instances.Lookup, opts Options) (*Routes,
 	if opts.PageSize < 0 {
 		errs = append(errs, fmt.Errorf("PageSize %d is negative", opts.PageSize))
 	}
+	tagless := api != nil && cloudapi.RoutesCarryNoTags(api)
+	if tagless {
+		if len(opts.ClusterCIDRs) == 0 {
+			errs = append(errs, errors.New("ClusterCIDRs are required: the cloud's routes carry no tags, so the cluster's are those into its pod CIDRs"))
+		}
+		if opts.NodeNames == nil {
+			errs = append(errs, errors.New("NodeNames is required: the cloud's routes carry no tags, so the cluster's are those to its Nodes"))
+		}
+	}
+	for _, c := range opts.ClusterCIDRs {
+		if !c.IsValid() || c.Masked() != c || c.Bits() == 0 {
+			errs = append(errs, fmt.Errorf("ClusterCIDRs: %s is not a canonical CIDR narrower than the whole address family", c))
+		}
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("routes: %w", errors.Join(errs...))
 	}
@@ -64,8 +82,9 @@ func New(api cloudapi.RouteAPI, lookup instances.Lookup, opts Options) (*Routes,
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	r := &Routes{api: api, lookup: lookup, opts: opts}
-	r.table = newTable(api, r.clusterTags(), opts.PageSize, opts.MaxAge, opts.Clock)
+	r := &Routes{api: api, lookup: lookup, opts: opts, owner: &owner{
+		clusterID: opts.ClusterID, tagless: tagless, cidrs: opts.ClusterCIDRs, lookup: lookup, nodeNames: opts.NodeNames}}
+	r.table = newTable(api, r.owner, opts.PageSize, opts.MaxAge, opts.Clock)
 	return r, nil
 }
 
@@ -74,6 +93,17 @@ type Options struct {
 	// ClusterID is the cluster's ID, the value of cloudapi.TagCluster on its routes.
 	// Required.
 	ClusterID string
+	// ClusterCIDRs are the cluster's pod CIDRs, the route controller's --cluster-cidr
+	// (which the cloud provider is not told). Over a route API whose routes carry no tags
+	// (cloudapi.RoutesCarryNoTags) they are required, and only a route into one of them
+	// can be the cluster's; else they are not used. Each canonical, none of length 0.
+	ClusterCIDRs []netip.Prefix
+	// NodeNames returns the names of the cluster's Nodes. Over a route API whose routes
+	// carry no tags it is required, and only a route to the instance of one of them can
+	// become the cluster's; else it is not called. It is called at most once per list of
+	// the route table, and only when a route into ClusterCIDRs is not known already; an
+	// error fails that list.
+	NodeNames func(ctx context.Context) ([]string, error)
 	// PageSize is the page size asked for when listing the cluster's routes; zero asks for
 	// the backend's default.
 	PageSize int
@@ -88,10 +118,6 @@ type Options struct {
 	// clock.RealClock{}; simulations and tests pass a fake one
 	// (k8s.io/utils/clock/testing).
 	Clock clock.PassiveClock
-}
-
-func (r *Routes) clusterTags() map[string]string {
-	return map[string]string{cloudapi.TagCluster: r.opts.ClusterID}
 }
 
 // ListRoutes returns the cluster's routes, sorted by ID, from the snapshot of the
@@ -128,6 +154,10 @@ func (r *Routes) CreateRoute(ctx context.Context, _ string, nameHint string, rou
 		return fmt.Errorf("route to node %s: destination %q is not a CIDR: %w", route.TargetNode, route.DestinationCIDR, err)
 	}
 	dst = dst.Masked()
+	if r.owner.tagless && !r.owner.inCIDRs(dst.String()) {
+		return fmt.Errorf("route %s to node %s: the destination lies outside the cluster's pod CIDRs %v, so the route would not be known as the cluster's (the cloud's routes carry no tags): the cloud config's routes.clusterCIDRs must hold the route controller's --cluster-cidr",
+			dst, route.TargetNode, r.owner.cidrs)
+	}
 	inst, err := r.lookup.ByName(ctx, string(route.TargetNode))
 	if err != nil {
 		return fmt.Errorf("route %s to node %s: finding the node's instance: %w", dst, route.TargetNode, err)
@@ -143,7 +173,7 @@ func (r *Routes) CreateRoute(ctx context.Context, _ string, nameHint string, rou
 	}
 	created, err := r.api.CreateRoute(ctx, spec)
 	if err == nil {
-		r.table.created(created)
+		r.table.created(created, string(route.TargetNode))
 		logger.V(2).Info("Created route", "route", routeID(created), "instance", inst.ID)
 		return nil
 	}
@@ -163,8 +193,8 @@ func (r *Routes) CreateRoute(ctx context.Context, _ string, nameHint string, rou
 	case existing == nil:
 		r.table.distrust()
 		return fmt.Errorf("creating route %s to node %s: %w", dst, route.TargetNode, err)
-	case existing.TargetInstanceID == inst.ID && existing.Tags[cloudapi.TagCluster] == r.opts.ClusterID:
-		r.table.created(existing)
+	case existing.TargetInstanceID == inst.ID && r.owner.createdByUs(existing):
+		r.table.created(existing, string(route.TargetNode))
 		logger.V(2).Info("Route exists", "route", existing.ID)
 		return nil
 	default:
@@ -204,11 +234,15 @@ func (r *Routes) findFunc(ctx context.Context, match func(cloudapi.Route) bool) 
 
 // DeleteRoute deletes a route that ListRoutes returned. A route that is gone is success; a
 // route the snapshot of the cluster's routes does not hold is looked up first (one list of
-// the whole table) and never deleted when it carries another cluster's tag or none.
+// the whole table) and never deleted when it carries another cluster's tag or none. Where
+// routes carry no tags every route is looked up first, as its ID (its destination, say)
+// may name a route made since by someone else, and deleted only when the ownership rule
+// finds it the cluster's, or it is still the route the snapshot held.
 func (r *Routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.Route) error {
 	id := route.Name
-	if !r.table.holds(id) {
-		// Not the cluster's as far as the snapshot knows: find it in the whole table.
+	held, ok := r.table.held(id)
+	if !ok || r.owner.tagless {
+		// Not the cluster's as far as the snapshot knows, or without tags: read it.
 		rt, err := r.findID(ctx, id)
 		if err != nil {
 			return fmt.Errorf("deleting route %s: %w", id, err)
@@ -217,9 +251,17 @@ func (r *Routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider
 			r.table.deleted(id)
 			return nil // gone already
 		}
-		if rt.Tags[cloudapi.TagCluster] != r.opts.ClusterID {
-			return fmt.Errorf("deleting route %s (%s to node %s): it is not a route of cluster %q (cluster tag %q); routes of other owners are never deleted",
-				id, route.DestinationCIDR, route.TargetNode, r.opts.ClusterID, rt.Tags[cloudapi.TagCluster])
+		known := map[string]entry{}
+		if ok {
+			known[id] = held
+		}
+		why, err := r.owner.refusal(ctx, rt, known)
+		if err != nil {
+			return fmt.Errorf("deleting route %s: %w", id, err)
+		}
+		if why != "" {
+			return fmt.Errorf("deleting route %s (%s to node %s): %s; routes of other owners are never deleted",
+				id, route.DestinationCIDR, route.TargetNode, why)
 		}
 	}
 	if err := r.api.DeleteRoute(ctx, id); err != nil && !errors.Is(err, cloudapi.ErrNotFound) {

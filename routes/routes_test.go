@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,6 +41,11 @@ type env struct {
 	// clock is the clock of the route and instance snapshots, which stands still unless
 	// the test moves it; nil when newEnvWithClock was given another clock.
 	clock *clocktesting.FakeClock
+	// nodes are the names of the cluster's Nodes (node-00000 ... at first), which
+	// routes.Options.NodeNames answers over a cloud whose routes carry no tags;
+	// nodeLists counts its calls.
+	nodes     sync.Map
+	nodeLists atomic.Int64
 }
 
 // maxAge is the snapshots' maximum age in these tests.
@@ -67,9 +74,27 @@ func newEnvWithClock(t testing.TB, n int, cfg fake.Config, clk clock.PassiveCloc
 	api, ok := chaos.Routes()
 	require.True(t, ok)
 	lookup := instancecache.New(chaos.Instances(), instancecache.Options{MaxAge: maxAge, Clock: clk})
-	r, err := routes.New(api, lookup, routes.Options{ClusterID: "c1", MaxAge: maxAge, Clock: clk})
+	e := &env{cloud: cloud, chaos: chaos}
+	for i := range n {
+		e.nodes.Store(nodeName(i), true)
+	}
+	opts := routes.Options{ClusterID: "c1", MaxAge: maxAge, Clock: clk}
+	if cfg.Capabilities.TaglessRoutes {
+		opts.ClusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:10:244::/48")}
+		opts.NodeNames = e.nodeNames
+	}
+	r, err := routes.New(api, lookup, opts)
 	require.NoError(t, err)
-	return &env{cloud: cloud, chaos: chaos, routes: r}
+	e.routes = r
+	return e
+}
+
+// nodeNames lists the env's Nodes (env.nodes), as routes.Options.NodeNames, counted.
+func (e *env) nodeNames(context.Context) ([]string, error) {
+	e.nodeLists.Add(1)
+	var out []string
+	e.nodes.Range(func(k, _ any) bool { out = append(out, k.(string)); return true })
+	return out, nil
 }
 
 // expire moves the clock past the snapshots' maximum age.

@@ -21,14 +21,14 @@ import (
 // Options.MaxAge is zero.
 const DefaultMaxAge = sharedlist.DefaultMaxAge
 
-// table is the snapshot of the cluster's routes: what the last list by the cluster tag
-// saw, changed since by ccmkit's own writes as the cloud confirmed them. It is trusted
+// table is the snapshot of the cluster's routes: what the last list saw of the cluster's
+// (owner.claim), changed since by ccmkit's own writes as the cloud confirmed them. It is trusted
 // while the list behind it is no older than maxAge and no write has failed since that
 // list began: a failed write may have been applied, so after one only a new list knows.
 // It is safe for concurrent use.
 type table struct {
 	api      cloudapi.RouteAPI
-	filter   map[string]string // the cluster tag: the list's filter
+	owner    *owner // which listed routes are the cluster's
 	pageSize int
 	maxAge   time.Duration
 	clock    clock.PassiveClock
@@ -52,6 +52,7 @@ type table struct {
 // entry is what the snapshot keeps of a route: what ListRoutes reports.
 type entry struct {
 	id, destination, node string
+	instance              string // the target instance
 	blackhole             bool
 }
 
@@ -63,8 +64,8 @@ type change struct {
 	deleted bool
 }
 
-func newTable(api cloudapi.RouteAPI, filter map[string]string, pageSize int, maxAge time.Duration, clk clock.PassiveClock) *table {
-	t := &table{api: api, filter: filter, pageSize: pageSize, maxAge: maxAge, clock: clk, changes: map[string]change{}}
+func newTable(api cloudapi.RouteAPI, o *owner, pageSize int, maxAge time.Duration, clk clock.PassiveClock) *table {
+	t := &table{api: api, owner: o, pageSize: pageSize, maxAge: maxAge, clock: clk, changes: map[string]change{}}
 	t.lists = sharedlist.New(&t.mu, clk, "the list of the cluster's routes")
 	return t
 }
@@ -89,28 +90,29 @@ func (t *table) snapshot(ctx context.Context) ([]entry, error) {
 	return out, nil
 }
 
-// holds reports whether the snapshot holds the route with the given ID as the cluster's:
-// a list saw it with the cluster tag, or ccmkit created it, and ccmkit has not deleted it
-// since. It makes no call, whatever the snapshot's age.
-func (t *table) holds(id string) bool {
+// held returns the route with the given ID if the snapshot holds it as the cluster's: a
+// list saw it as the cluster's, or ccmkit created it, and ccmkit has not deleted it since.
+// It makes no call, whatever the snapshot's age.
+func (t *table) held(id string) (entry, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, ok := t.routes[id]
-	return ok
+	e, ok := t.routes[id]
+	return e, ok
 }
 
-// created records a route that the cloud answered to a create, or that a fresh read found
-// after a create's failure, as a list would see it: one without the cluster tag is not the
-// cluster's in a list, so the snapshot is distrusted instead.
-func (t *table) created(rt *cloudapi.Route) {
+// created records a route for the Node that the cloud answered to a create, or that a
+// fresh read found after a create's failure, as a list would see it: one a list would not
+// see as the cluster's (owner.created) is not recorded, and the snapshot is distrusted
+// instead.
+func (t *table) created(rt *cloudapi.Route, node string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.seq++
-	if rt == nil || rt.ID == "" || !cloudapi.MatchTags(rt.Tags, t.filter) {
+	e, ok := t.owner.created(rt, node)
+	if !ok {
 		t.staleSeq = t.seq
 		return
 	}
-	e := entryOf(rt)
 	t.changes[e.id] = change{seq: t.seq, entry: e}
 	if t.routes != nil {
 		t.routes[e.id] = e
@@ -139,8 +141,17 @@ func (t *table) distrust() {
 // beginList returns the list to make now. t.mu is held.
 func (t *table) beginList() sharedlist.List {
 	began, beganSeq := t.clock.Now(), t.seq
+	known := maps.Clone(t.routes) // what the cluster owns as far as the snapshot knows
+	if known == nil {
+		known = map[string]entry{}
+	}
+	for id, c := range t.changes {
+		if !c.deleted {
+			known[id] = c.entry
+		}
+	}
 	return func(ctx context.Context) (func(), error) {
-		routes, err := t.list(ctx)
+		routes, err := t.list(ctx, known)
 		if err != nil {
 			return nil, err
 		}
@@ -166,21 +177,22 @@ func (t *table) install(routes map[string]entry, began time.Time, beganSeq uint6
 	t.routes, t.listedAt, t.listedSeq = routes, began, beganSeq
 }
 
-// list lists the routes with the cluster's tag, all pages. Routes without the tag are
-// left out, also when a backend ignored the filter.
-func (t *table) list(ctx context.Context) (map[string]entry, error) {
-	routes := map[string]entry{}
-	pages, err := paging.Routes(ctx, t.api, t.filter, t.pageSize, func(rt *cloudapi.Route) bool {
-		routes[rt.ID] = entryOf(rt)
+// list lists the routes by the owner's filter, all pages, and returns the cluster's
+// (owner.claim, which is told the routes known as the cluster's before). Routes without
+// the cluster tag are left out, also when a backend ignored the filter.
+func (t *table) list(ctx context.Context, known map[string]entry) (map[string]entry, error) {
+	var listed []*cloudapi.Route
+	pages, err := paging.Routes(ctx, t.api, t.owner.filter(), t.pageSize, func(rt *cloudapi.Route) bool {
+		listed = append(listed, rt)
 		return true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listing the cluster's routes: %w", err)
 	}
+	routes, err := t.owner.claim(ctx, listed, known)
+	if err != nil {
+		return nil, fmt.Errorf("listing the cluster's routes: %w", err)
+	}
 	klog.FromContext(ctx).V(4).Info("Listed the cluster's routes", "routes", len(routes), "pages", pages)
 	return routes, nil
-}
-
-func entryOf(rt *cloudapi.Route) entry {
-	return entry{id: rt.ID, destination: rt.DestinationCIDR, node: rt.Tags[cloudapi.TagNode], blackhole: rt.Blackhole}
 }

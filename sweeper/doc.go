@@ -57,7 +57,11 @@
 // does not hand the sweeper its load balancers: a gone Service's keep-on-delete
 // annotation can no longer be read, so a sweeper could not tell what was meant to stay.
 // A target group without the cluster's tag or without cloudapi.TagTargetGroup (not one
-// ccmkit made), or one that a load balancer names, of the cluster or not.
+// ccmkit made), or one that a load balancer names, of the cluster or not. Any route of a
+// cloud whose routes carry no tags (cloudapi.RoutesCarryNoTags): such a route is the
+// cluster's only while its target is one of the cluster's Nodes (package routes), so one
+// whose Node is gone can no longer be proven the cluster's; the route controller deletes
+// it while ccmkit's route snapshot still knows it, and Teardown lists none.
 //
 // # Target groups
 //

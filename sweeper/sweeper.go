@@ -183,8 +183,9 @@ type suspect struct {
 }
 
 // New returns a Sweeper over the cloud's load balancers (lbs; nil: none are swept) and
-// routes (routes; nil: none are swept), reading owners from the informers and live from
-// kube. It does no I/O and starts nothing; Run does.
+// routes (routes; nil, or routes that carry no tags (cloudapi.RoutesCarryNoTags): none
+// are swept), reading owners from the informers and live from kube. It does no I/O and
+// starts nothing; Run does.
 func New(lbs cloudapi.LoadBalancerAPI, routes cloudapi.RouteAPI, kube kubernetes.Interface,
 	services coreinformers.ServiceInformer, nodes coreinformers.NodeInformer, opts Options) (*Sweeper, error) {
 	var errs []error
@@ -223,6 +224,12 @@ func New(lbs cloudapi.LoadBalancerAPI, routes cloudapi.RouteAPI, kube kubernetes
 	}
 	if opts.Recorder == nil {
 		opts.Recorder = &record.FakeRecorder{}
+	}
+	if routes != nil && cloudapi.RoutesCarryNoTags(routes) {
+		// Without tags a route is the cluster's only while its target is one of its
+		// Nodes (package routes): a route whose Node is gone can no longer be proven the
+		// cluster's, so it is kept.
+		routes = nil
 	}
 	listLBs := lbs
 	if listLBs == nil {

@@ -43,7 +43,9 @@ type TeardownOptions struct {
 // client offers them (cloudapi.TargetGroups). Nothing without that tag is listed or
 // deleted (an item the cloud answers without it is dropped), so load balancers released
 // by keep-on-delete, another cluster's and foreign resources survive. A resource the
-// cloud answers not found on delete is gone already, which counts as deleted.
+// cloud answers not found on delete is gone already, which counts as deleted. A cloud
+// whose routes carry no tags (cloudapi.RoutesCarryNoTags) has no route that can be told
+// as the cluster's: none is listed, and the error says so.
 //
 // Target groups are deleted after the load balancers, which name them. A group the cloud
 // still finds in use (cloudapi.ErrConflict: one of the cluster's load balancers whose
@@ -84,7 +86,9 @@ func Teardown(ctx context.Context, client cloudapi.Client, clusterID string, opt
 			found = append(found, r)
 		}
 	}
-	if api, ok := client.Routes(); ok {
+	if api, ok := client.Routes(); ok && cloudapi.RoutesCarryNoTags(api) {
+		errs = append(errs, errors.New("teardown: routes not listed: the cloud's routes carry no tags, so the cluster's cannot be told from others once its Nodes are gone; delete the routes into the cluster's pod CIDRs by hand"))
+	} else if ok {
 		rts, err := listClusterRoutes(ctx, api, clusterID, opts.PageSize)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("teardown: %w", err))

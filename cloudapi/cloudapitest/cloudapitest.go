@@ -44,6 +44,7 @@ type options struct {
 	instanceShape     func(cloudapi.Instance) cloudapi.Instance
 	shape             cloudapi.LoadBalancerShape
 	pageNumbers       bool
+	ipv4RoutesOnly    bool
 }
 
 // WithProvisioningReads sets how many GetLoadBalancer reads at most a new load balancer
@@ -102,6 +103,13 @@ func WithLoadBalancerShape(shape cloudapi.LoadBalancerShape) Option {
 // complete, as without the option.
 func WithPageNumbers() Option {
 	return func(o *options) { o.pageNumbers = true }
+}
+
+// WithIPv4RoutesOnly says that the backend's routes are IPv4 only, as a Hetzner network's
+// are: the suite then expects an IPv6 route to be refused with ErrInvalidRequest and uses
+// IPv4 destinations elsewhere.
+func WithIPv4RoutesOnly() Option {
+	return func(o *options) { o.ipv4RoutesOnly = true }
 }
 
 // WithoutAddresses says that the backend's load balancers are reached by their hostname

@@ -44,6 +44,8 @@ const (
 	bugDropSettings bug = "lb-drop-settings" // specs lose the adapter's settings on the way to the cloud
 	bugNarrow       bug = "lb-narrow"        // answers lose the listener names, undeclared (WithLoadBalancerShape)
 	bugBuildsUDP    bug = "lb-builds-udp"    // UDP listeners are built though the shape declares them unsupported
+
+	bugTaglessKeepsTags bug = "routes-tagless-keeps-tags" // declares routes without tags, stores them
 )
 
 // narrowShape is the shape of the narrow backend (newNarrow).
@@ -62,6 +64,19 @@ func dropNarrow(lb *cloudapi.LoadBalancer) {
 	}
 	lb.Spec.IPFamilies = nil
 }
+
+// claimsTagless is a fake cloud whose route API declares that its routes carry no tags
+// (cloudapi.TaglessRouteAPI) but keeps them.
+type claimsTagless struct{ *fake.Cloud }
+
+func (c claimsTagless) Routes() (cloudapi.RouteAPI, bool) {
+	api, ok := c.Cloud.Routes()
+	return taglessClaim{api}, ok
+}
+
+type taglessClaim struct{ cloudapi.RouteAPI }
+
+func (taglessClaim) RoutesCarryNoTags() bool { return true }
 
 // dropper is a fake cloud behind an adapter that loses a part of every load balancer spec
 // it sends (in) or every load balancer it answers (out), as an adapter whose wire format
@@ -277,6 +292,17 @@ func TestBrokenBackendChild(t *testing.T) {
 		t.Skip("runs only as the child process of TestSuiteFailsBrokenBackend")
 	}
 	b := bug(os.Getenv(envBug))
+	if b == bugTaglessKeepsTags {
+		cloudapitest.Run(t, func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
+			cloud, err := fake.New(fake.Config{})
+			require.NoError(t, err)
+			for _, inst := range f.Instances {
+				require.NoError(t, cloud.AddInstance(inst))
+			}
+			return claimsTagless{cloud}
+		})
+		return
+	}
 	if strings.HasPrefix(string(b), "lb-") {
 		backend, opts := newDropper(b)
 		cloudapitest.Run(t, backend, opts...)
@@ -319,6 +345,8 @@ func TestSuiteFailsBrokenBackend(t *testing.T) {
 			`broke "returns it as the cloud stored it"`},
 		{bugBuildsUDP, "TestBrokenBackendChild/loadbalancers/unsupported_parts_are_refused/udp",
 			`CreateLoadBalancer with udp, which the backend's shape declares unsupported`},
+		{bugTaglessKeepsTags, "TestBrokenBackendChild/routes/create_list_delete_round_trip/IPv4",
+			`broke "CreateRoute drops RouteSpec.Tags; every route it returns or lists has no tags" (cloudapi.TaglessRouteAPI)`},
 		{bugDropHostname, "TestBrokenBackendChild/loadbalancers/becomes_active_with_an_address_of_every_requested_family/families_[]",
 			`broke "Hostname is the DNS name the cloud gives the load balancer": none, but the suite runs WithHostnames`},
 	} {

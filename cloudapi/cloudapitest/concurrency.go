@@ -173,7 +173,7 @@ func (c *concurrent) write(ctx context.Context, worker, round int) error {
 		spec := c.suite.routeSpec(fmt.Sprintf("10.%d.%d.0/24", 200+worker, round), round%4)
 		r, err := c.routes.CreateRoute(ctx, spec)
 		if err == nil {
-			err = checkRoute(spec, r)
+			err = checkRoute(c.routes, spec, r)
 		}
 		if err != nil {
 			return fmt.Errorf("CreateRoute(%s): %w", spec.DestinationCIDR, err)

@@ -32,7 +32,11 @@
 //   - routes (skipped when Client.Routes reports false): create, list and delete
 //     round-trip, IPv4 and IPv6; duplicate destinations are ErrConflict, malformed CIDRs
 //     and unknown targets ErrInvalidRequest, unknown IDs ErrNotFound; tag filters and
-//     paging; concurrent creates.
+//     paging; concurrent creates. A route API whose routes carry no tags
+//     (cloudapi.TaglessRouteAPI, found by cloudapi.RoutesCarryNoTags) must answer
+//     every route without tags, by the same ID in every list, list routes of any
+//     owner without Tags and none with, and delete by its own IDs. A backend whose
+//     routes are IPv4 only runs with WithIPv4RoutesOnly.
 //   - concurrency: many goroutines reading and writing the same backend, also the same
 //     load balancer, leave it consistent. Run the suite with -race.
 //   - errors: every not-found answer matches ErrNotFound with errors.Is and no other

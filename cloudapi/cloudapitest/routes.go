@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -25,6 +26,15 @@ func (s *suite) routeBackend(t *testing.T) cloudapi.RouteAPI {
 	return api
 }
 
+// ipv6Route returns an IPv6 destination for i, or, for a backend whose routes are IPv4
+// only (WithIPv4RoutesOnly), an IPv4 one of a range the suite uses nowhere else.
+func (s *suite) ipv6Route(prefix string, i int) string {
+	if s.opts.ipv4RoutesOnly {
+		return fmt.Sprintf("10.247.%d.0/24", i)
+	}
+	return fmt.Sprintf("%s:%x::/64", prefix, i)
+}
+
 // routeSpec returns a route of cidr to one of the fixture's instances, owned by the
 // contract cluster.
 func (s *suite) routeSpec(cidr string, target int) cloudapi.RouteSpec {
@@ -38,15 +48,23 @@ func (s *suite) routeSpec(cidr string, target int) cloudapi.RouteSpec {
 }
 
 // checkRoute checks a route as the cloud stored it against the spec it was created from.
-// The name is not compared: "A cloud may ignore it or make it unique".
-func checkRoute(spec cloudapi.RouteSpec, got *cloudapi.Route) error {
+// The name is not compared: "A cloud may ignore it or make it unique". A route API whose
+// routes carry no tags (cloudapi.RoutesCarryNoTags) returns it without tags.
+func checkRoute(api cloudapi.RouteAPI, spec cloudapi.RouteSpec, got *cloudapi.Route) error {
+	wantTags := spec.Tags
+	if cloudapi.RoutesCarryNoTags(api) {
+		wantTags = nil
+	}
 	switch {
 	case got == nil:
 		return fmt.Errorf("CreateRoute(%s) returned nil and no error", spec.DestinationCIDR)
 	case got.ID == "":
 		return fmt.Errorf("CreateRoute(%s): the route has no ID", spec.DestinationCIDR)
-	case got.DestinationCIDR != spec.DestinationCIDR || got.TargetInstanceID != spec.TargetInstanceID ||
-		!maps.Equal(got.Tags, spec.Tags):
+	case got.DestinationCIDR != spec.DestinationCIDR || got.TargetInstanceID != spec.TargetInstanceID:
+		return fmt.Errorf("CreateRoute: broke \"returns it as the cloud stored it\": sent %+v, stored %+v", spec, got.RouteSpec)
+	case !maps.Equal(got.Tags, wantTags) && wantTags == nil:
+		return fmt.Errorf("CreateRoute: broke \"CreateRoute drops RouteSpec.Tags; every route it returns or lists has no tags\" (cloudapi.TaglessRouteAPI): stored %v", got.Tags)
+	case !maps.Equal(got.Tags, wantTags):
 		return fmt.Errorf("CreateRoute: broke \"returns it as the cloud stored it\": sent %+v, stored %+v", spec, got.RouteSpec)
 	}
 	return nil
@@ -56,7 +74,7 @@ func createRoute(t testing.TB, api cloudapi.RouteAPI, spec cloudapi.RouteSpec) *
 	t.Helper()
 	r, err := api.CreateRoute(t.Context(), spec)
 	require.NoErrorf(t, err, "CreateRoute(%s) of a valid route", spec.DestinationCIDR)
-	require.NoError(t, checkRoute(spec, r))
+	require.NoError(t, checkRoute(api, spec, r))
 	return r
 }
 
@@ -69,13 +87,21 @@ func (s *suite) testRoutes(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				spec := s.routeSpec(tc.cidr, 1)
+				if tc.name == "IPv6" && s.opts.ipv4RoutesOnly {
+					_, err := api.CreateRoute(t.Context(), spec)
+					requireClass(t, err, cloudapi.ErrInvalidRequest, "CreateRoute of an IPv6 route on a backend whose routes are IPv4 only (WithIPv4RoutesOnly)")
+					return
+				}
 				created := createRoute(t, api, spec)
 				spec.Tags[cloudapi.TagNode] = "scribbled" // the backend must have copied the spec
 
 				all := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 1)
 				require.Len(t, all, 1, "ListRoutes after CreateRoute")
 				assert.Equal(t, *created, all[0], "ListRoutes: the route differs from the one CreateRoute returned")
-				all[0].Tags[cloudapi.TagNode] = "scribbled"
+				all[0].DestinationCIDR = "192.0.2.0/24"
+				if all[0].Tags != nil {
+					all[0].Tags[cloudapi.TagNode] = "scribbled"
+				}
 				again := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 1)
 				assert.Equal(t, *created, again[0],
 					"ListRoutes: the backend's route changed when a caller changed one it got: answers must be copies")
@@ -108,7 +134,7 @@ func (s *suite) testRoutes(t *testing.T) {
 			{"empty CIDR", s.routeSpec("", 1)},
 			{"not a CIDR", s.routeSpec("not-a-cidr", 1)},
 			{"IPv4 prefix length 33", s.routeSpec("10.244.0.0/33", 1)},
-			{"IPv6 prefix length 129", s.routeSpec("fd00::/129", 1)},
+			{"prefix length 129", s.routeSpec(map[bool]string{false: "fd00::/129", true: "10.244.0.0/129"}[s.opts.ipv4RoutesOnly], 1)},
 			{"address without prefix length", s.routeSpec("10.244.0.0", 1)},
 			{"unknown target instance", func() cloudapi.RouteSpec {
 				spec := s.routeSpec("10.244.9.0/24", 1)
@@ -203,8 +229,31 @@ func (s *suite) testRoutes(t *testing.T) {
 				if err != nil {
 					return "", err
 				}
-				return r.ID, checkRoute(spec, r)
+				return r.ID, checkRoute(api, spec, r)
 			})
+	})
+
+	t.Run("routes without tags", func(t *testing.T) {
+		api := s.routeBackend(t)
+		if !cloudapi.RoutesCarryNoTags(api) {
+			t.Skip("the backend's routes carry tags (cloudapi.RoutesCarryNoTags is false)")
+		}
+		ours := createRoute(t, api, s.routeSpec("10.244.1.0/24", 1))
+		theirs := s.routeSpec("10.250.0.0/24", 2)
+		theirs.Tags = map[string]string{cloudapi.TagCluster: "other"}
+		other := createRoute(t, api, theirs)
+		for range 2 {
+			got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 2)
+			assert.Equal(t, []cloudapi.Route{*ours, *other}, sortedRoutes(got),
+				"ListRoutes without Tags: broke \"ListRoutes returns every route of the table, whoever made it\" or \"the same route has the same ID in every answer\" (cloudapi.TaglessRouteAPI)")
+		}
+		for _, filter := range []map[string]string{{cloudapi.TagCluster: contractCluster}, {cloudapi.TagCluster: "other"}} {
+			assert.Emptyf(t, listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{Tags: filter}, 2),
+				"ListRoutes with Tags %v: broke \"a non-empty ListOptions.Tags selects none, as no route carries a tag\" (cloudapi.TaglessRouteAPI)", filter)
+		}
+		require.NoError(t, api.DeleteRoute(t.Context(), other.ID), "DeleteRoute by the ID the adapter synthesized")
+		got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 1)
+		assert.Equal(t, []cloudapi.Route{*ours}, got, "DeleteRoute deleted another route, or none")
 	})
 
 	t.Run("concurrent creates", func(t *testing.T) {
@@ -214,7 +263,7 @@ func (s *suite) testRoutes(t *testing.T) {
 		for i := range n {
 			specs[i] = s.routeSpec(fmt.Sprintf("10.246.%d.0/24", i), i%4)
 			if i%2 == 1 {
-				specs[i] = s.routeSpec(fmt.Sprintf("fd00:10:246:%x::/64", i), i%4)
+				specs[i] = s.routeSpec(s.ipv6Route("fd00:10:246", i), i%4)
 			}
 		}
 		errs := make([]error, n)
@@ -223,7 +272,7 @@ func (s *suite) testRoutes(t *testing.T) {
 			wg.Go(func() {
 				r, err := api.CreateRoute(t.Context(), specs[i])
 				if err == nil {
-					err = checkRoute(specs[i], r)
+					err = checkRoute(api, specs[i], r)
 				}
 				errs[i] = err
 			})
@@ -243,4 +292,9 @@ func (s *suite) testRoutes(t *testing.T) {
 		assert.ElementsMatch(t, wantCIDRs, gotCIDRs,
 			"ListRoutes after concurrent CreateRoute: broke \"Implementations must be safe for concurrent use by many goroutines\"")
 	})
+}
+
+// sortedRoutes returns rts ordered by ID.
+func sortedRoutes(rts []cloudapi.Route) []cloudapi.Route {
+	return slices.SortedFunc(slices.Values(rts), func(a, b cloudapi.Route) int { return strings.Compare(a.ID, b.ID) })
 }

@@ -9,7 +9,7 @@ import (
 var (
 	_ cloudapi.InstanceAPI     = (*instanceAPI)(nil)
 	_ cloudapi.LoadBalancerAPI = (*loadBalancerAPI)(nil)
-	_ cloudapi.RouteAPI        = (*routeAPI)(nil)
+	_ cloudapi.TaglessRouteAPI = (*routeAPI)(nil)
 )
 
 // instanceAPI injects faults into an InstanceAPI.
@@ -93,6 +93,9 @@ func (a *routeAPI) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*c
 		return a.inner.CreateRoute(ctx, spec)
 	}, nil)
 }
+
+// RoutesCarryNoTags answers for the wrapped RouteAPI (cloudapi.RoutesCarryNoTags).
+func (a *routeAPI) RoutesCarryNoTags() bool { return cloudapi.RoutesCarryNoTags(a.inner) }
 
 func (a *routeAPI) DeleteRoute(ctx context.Context, id string) error {
 	_, err := do(ctx, a.c, cloudapi.OpDeleteRoute, id, func(ctx context.Context) (struct{}, error) {

@@ -43,7 +43,7 @@ var (
 	_ cloudapi.Client            = (*Client)(nil)
 	_ cloudapi.InstanceAPI       = instanceAPI{}
 	_ cloudapi.LoadBalancerAPI   = (*loadBalancerAPI)(nil)
-	_ cloudapi.RouteAPI          = (*routeAPI)(nil)
+	_ cloudapi.TaglessRouteAPI   = (*routeAPI)(nil)
 	_ cloudapi.TargetGroupClient = (*Client)(nil)
 	_ cloudapi.TargetGroupAPI    = (*targetGroupAPI)(nil)
 )
@@ -236,6 +236,9 @@ func (a *routeAPI) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*c
 		return a.inner.CreateRoute(ctx, spec)
 	})
 }
+
+// RoutesCarryNoTags answers for the wrapped RouteAPI (cloudapi.RoutesCarryNoTags).
+func (a *routeAPI) RoutesCarryNoTags() bool { return cloudapi.RoutesCarryNoTags(a.inner) }
 
 // DeleteRoute is retried on transient failures, like DeleteLoadBalancer.
 func (a *routeAPI) DeleteRoute(ctx context.Context, id string) error {

@@ -27,7 +27,7 @@ type Cache struct {
 
 	mu        sync.RWMutex
 	byID      map[string]*cloudapi.Instance
-	byName    map[string][]*cloudapi.Instance // by nameKey
+	byName    map[string][]*cloudapi.Instance // by NameKey
 	listedAt  time.Time                       // when the last completed list started; zero before the first
 	gen       int                             // completed lists
 	misses    int                             // by-ID fetches since that list
@@ -135,10 +135,10 @@ func New(api cloudapi.InstanceAPI, opts Options) *Cache {
 	return c
 }
 
-// nameKey is the form of an instance or Node name that lookups by name compare: the
+// NameKey is the form of an instance or Node name that lookups by name compare: the
 // kubelet registers its hostname trimmed and in lower case, so instance "Worker-1" is
-// Node "worker-1".
-func nameKey(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
+// Node "worker-1". Package routes finds the Node of a route's instance by it.
+func NameKey(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
 
 // ByID returns the instance with the given cloud ID. It returns an error matching
 // cloudapi.ErrNotFound only when the cloud said so for this ID while its instance list
@@ -241,7 +241,7 @@ func (c *Cache) store(inst *cloudapi.Instance) {
 		return // no list yet: the first list builds the snapshot
 	}
 	if old, ok := c.byID[inst.ID]; ok {
-		key := nameKey(old.Name)
+		key := NameKey(old.Name)
 		c.byName[key] = slices.DeleteFunc(slices.Clone(c.byName[key]), func(i *cloudapi.Instance) bool { return i.ID == inst.ID })
 	}
 	c.byID[inst.ID] = inst
@@ -249,7 +249,7 @@ func (c *Cache) store(inst *cloudapi.Instance) {
 		c.fetched = map[string]bool{}
 	}
 	c.fetched[inst.ID] = true
-	key := nameKey(inst.Name)
+	key := NameKey(inst.Name)
 	c.byName[key] = append(c.byName[key], inst)
 }
 
@@ -262,7 +262,7 @@ func (c *Cache) store(inst *cloudapi.Instance) {
 // deletion brake (Options.Brake), it is a *BrakeError instead.
 func (c *Cache) ByName(ctx context.Context, name string) (*cloudapi.Instance, error) {
 	inst, err := c.byNameUnbraked(ctx, name)
-	key := "name:" + nameKey(name)
+	key := "name:" + NameKey(name)
 	if err == nil && inst != nil {
 		key = inst.ID
 	}
@@ -275,7 +275,7 @@ func (c *Cache) byNameUnbraked(ctx context.Context, name string) (*cloudapi.Inst
 	if err := c.ensureFresh(ctx, start); err != nil {
 		return nil, err
 	}
-	key := nameKey(name)
+	key := NameKey(name)
 	live, dead, lost, err := c.lookupName(key)
 	if live != nil || err != nil {
 		return live, err
@@ -297,7 +297,7 @@ func (c *Cache) byNameUnbraked(ctx context.Context, name string) (*cloudapi.Inst
 	// list lost one, the cloud decides, instance by instance.
 	for _, id := range lost {
 		inst, err := c.confirm(ctx, id)
-		if err == nil && inst.State != cloudapi.InstanceTerminated && nameKey(inst.Name) == key {
+		if err == nil && inst.State != cloudapi.InstanceTerminated && NameKey(inst.Name) == key {
 			return inst, nil
 		}
 		if err != nil && !cloudapi.IsNotFound(err) {
@@ -319,7 +319,7 @@ func (c *Cache) lookupName(key string) (live, dead *cloudapi.Instance, lost []st
 	c.mu.RLock()
 	candidates := c.byName[key]
 	for id, inst := range c.vanished {
-		if nameKey(inst.Name) == key {
+		if NameKey(inst.Name) == key {
 			lost = append(lost, id)
 		}
 	}
@@ -434,7 +434,7 @@ func (c *Cache) fetchAll(ctx context.Context, sizeHint int) (map[string]*cloudap
 	pages, err := paging.Instances(ctx, c.api, c.opts.PageSize, func(inst *cloudapi.Instance) bool {
 		if _, dup := byID[inst.ID]; !dup {
 			byID[inst.ID] = inst
-			key := nameKey(inst.Name)
+			key := NameKey(inst.Name)
 			byName[key] = append(byName[key], inst)
 		}
 		return true

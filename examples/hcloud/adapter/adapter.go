@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -29,9 +30,7 @@ func init() {
 					return nil, fmt.Errorf("loadBalancer.settings.%s: set the default location in the hcloud section's location instead: a default location or network zone in loadBalancer.settings would be merged into every Service's, so a Service could not ask for the other", name)
 				}
 			}
-			c := New(section.Endpoint, cfg.Credentials.Token, nil)
-			c.networkRef, c.usePrivateIP, c.location = section.Network, section.UsePrivateIP, section.Location
-			return c, nil
+			return New(section, cfg.Credentials.Token, nil), nil
 		},
 	}, provider.Options{LoadBalancerSettings: Settings, LoadBalancerShape: Shape, LoadBalancerAliases: Aliases})
 }
@@ -41,63 +40,55 @@ type Config struct {
 	// Endpoint is the API's base URL (YAML "endpoint"); empty means the SDK's default,
 	// https://api.hetzner.cloud/v1.
 	Endpoint string `yaml:"endpoint"`
-	// Network is the private network (its ID or name; YAML "network") that internal load
-	// balancers, and all of them with UsePrivateIP, attach to. Empty: none, and an
-	// internal load balancer is refused.
+	// Network is the name or ID of the project's private network (YAML "network"): its
+	// routes carry the pod network (Client.Routes answers false without one), and
+	// internal load balancers, and all of them with UsePrivateIP, attach to it (an
+	// internal one is refused without it).
 	Network string `yaml:"network"`
 	// Location is where a load balancer is made whose Service sets neither the location
-	// nor the network-zone setting, and the cloud config's loadBalancer.settings neither
-	// (YAML "location", such as fsn1). Empty: such a load balancer is refused.
+	// nor the network-zone setting (YAML "location", such as fsn1). Empty: such a load
+	// balancer is refused.
 	Location string `yaml:"location"`
 	// UsePrivateIP sends load balancer traffic to the servers' addresses in Network
 	// instead of their public ones (YAML "usePrivateIP"); it needs Network.
 	UsePrivateIP bool `yaml:"usePrivateIP"`
 }
 
-// Validate reports whether Endpoint is empty or an absolute http or https URL, and
-// UsePrivateIP comes with a Network.
+// Validate reports every problem at once: an Endpoint that is not empty or an absolute
+// http or https URL, a Network with surrounding white space, UsePrivateIP without a
+// Network.
 func (c *Config) Validate() error {
+	var errs []error
+	if u, err := url.Parse(c.Endpoint); c.Endpoint != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		errs = append(errs, fmt.Errorf("endpoint: %q is not an absolute http(s) URL", c.Endpoint))
+	}
+	if c.Network != strings.TrimSpace(c.Network) {
+		errs = append(errs, fmt.Errorf("network: %q has surrounding white space", c.Network))
+	}
 	if c.UsePrivateIP && c.Network == "" {
-		return errors.New("usePrivateIP: needs a network")
+		errs = append(errs, errors.New("usePrivateIP: needs a network"))
 	}
-	if c.Endpoint == "" {
-		return nil
-	}
-	if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("endpoint: %q is not an absolute http(s) URL", c.Endpoint)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Client is a cloudapi.Client of the Hetzner Cloud API. It is safe for concurrent use.
 type Client struct {
 	api *hcloud.Client
-	// networkRef and usePrivateIP are Config.Network and Config.UsePrivateIP.
-	networkRef   string
-	usePrivateIP bool
-	// location is Config.Location.
-	location string
+	cfg Config
 }
 
-// WithLocation sets Config.Location: where a load balancer without a location or
-// network zone is made. It returns c.
-func (c *Client) WithLocation(location string) *Client {
-	c.location = location
-	return c
-}
-
-// New returns a client of the API at endpoint (empty: the SDK's default) that
-// authenticates with token and sends its requests with hc (nil: the SDK's default), each
-// through cloudapi.Transport. The SDK retries nothing: ccmkit's decorator does. It makes
-// no request.
-func New(endpoint string, token provider.Secret, hc *http.Client) *Client {
+// New returns a client of the API at cfg.Endpoint (empty: the SDK's default), configured
+// by cfg, that authenticates with token and sends its requests with hc (nil: the SDK's
+// default), each through cloudapi.Transport. The SDK retries nothing: ccmkit's decorator
+// does. It makes no request.
+func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 	opts := []hcloud.ClientOption{
 		hcloud.WithToken(token.Reveal()),
 		hcloud.WithApplication("ccmkit", ""),
 		hcloud.WithRetryOpts(hcloud.RetryOpts{MaxRetries: 0}),
 	}
-	if endpoint != "" {
-		opts = append(opts, hcloud.WithEndpoint(endpoint))
+	if cfg.Endpoint != "" {
+		opts = append(opts, hcloud.WithEndpoint(cfg.Endpoint))
 	}
 	// Every request passes through ccmkit's gate (cloudapi.Transport): an action's polls
 	// wait for the rate limiter and are counted like the call that started it.
@@ -106,7 +97,7 @@ func New(endpoint string, token provider.Secret, hc *http.Client) *Client {
 		gated = &http.Client{Transport: cloudapi.Transport(hc.Transport), CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
 	}
 	opts = append(opts, hcloud.WithHTTPClient(gated))
-	return &Client{api: hcloud.NewClient(opts...)}
+	return &Client{api: hcloud.NewClient(opts...), cfg: cfg}
 }
 
 // Instances returns the instance API, over the project's servers.
@@ -115,18 +106,27 @@ func (c *Client) Instances() cloudapi.InstanceAPI { return instances{c.api} }
 // LoadBalancers returns the load balancer API, over the project's load balancers.
 func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return lbAPI{c}, true }
 
+// Routes returns the routes of Config.Network (a cloudapi.TaglessRouteAPI), or (nil,
+// false) without one.
+func (c *Client) Routes() (cloudapi.RouteAPI, bool) {
+	if c.cfg.Network == "" {
+		return nil, false
+	}
+	return routes{c.api, c.cfg.Network}, true
+}
+
 // network is the configured network, read by ID or name (one call); ErrInvalidRequest
 // when none is configured or it does not exist.
 func (c *Client) network(ctx context.Context, op cloudapi.Operation) (*hcloud.Network, error) {
-	if c.networkRef == "" {
+	if c.cfg.Network == "" {
 		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", errors.New("an internal load balancer needs the hcloud section's network"))
 	}
-	n, resp, err := c.api.Network.Get(ctx, c.networkRef)
+	n, resp, err := c.api.Network.Get(ctx, c.cfg.Network)
 	switch {
 	case err != nil:
 		return nil, errorOf(op, "", resp, err)
 	case n == nil:
-		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", fmt.Errorf("network %q does not exist", c.networkRef))
+		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", fmt.Errorf("network %q does not exist", c.cfg.Network))
 	}
 	return n, nil
 }
@@ -142,9 +142,6 @@ func (c *Client) wait(ctx context.Context, op cloudapi.Operation, id string, act
 	}
 	return nil
 }
-
-// Routes answers (nil, false): Hetzner's network routes are not mapped yet.
-func (c *Client) Routes() (cloudapi.RouteAPI, bool) { return nil, false }
 
 // errorOf maps an SDK error onto cloudapi's sentinels, keeping it as the cause:
 //

@@ -113,16 +113,25 @@ func newMock(t testing.TB, cfg hcloudmock.Config, wrap func(http.Handler) http.H
 	return m, srv.URL
 }
 
+// contractClient is a client of a fresh mock holding f's instances, configured as cfg
+// (its endpoint the mock's). The mock's rate limit is off: the suite counts no time.
+func contractClient(t testing.TB, f cloudapitest.Fixture, cfg adapter.Config) *adapter.Client {
+	t.Helper()
+	var mc hcloudmock.Config
+	for _, inst := range f.Instances {
+		mc.Servers = append(mc.Servers, serverOf(t, inst))
+	}
+	mc.RateLimit = hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20}
+	_, url := newMock(t, mc, nil)
+	cfg.Endpoint = url
+	return adapter.New(cfg, "token", nil)
+}
+
 func TestContract(t *testing.T) {
 	cloudapitest.Run(t, func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
-		var cfg hcloudmock.Config
-		for _, inst := range f.Instances {
-			cfg.Servers = append(cfg.Servers, serverOf(t, inst))
-		}
-		cfg.RateLimit = hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20} // the suite counts no time
-		_, url := newMock(t, cfg, nil)
-		return adapter.New(url, "token", nil).WithLocation("nbg1")
-	}, cloudapitest.WithInstanceShape(shape), cloudapitest.WithLoadBalancerShape(adapter.Shape), cloudapitest.WithProvisioningReads(0), cloudapitest.WithPageNumbers(),
+		return contractClient(t, f, adapter.Config{Location: "nbg1", Network: network.Name})
+	}, cloudapitest.WithInstanceShape(routeShape), cloudapitest.WithLoadBalancerShape(adapter.Shape), cloudapitest.WithProvisioningReads(0), cloudapitest.WithPageNumbers(),
+		cloudapitest.WithIPv4RoutesOnly(),
 		cloudapitest.WithSettings(
 			map[string]string{adapter.SettingType: "lb11", adapter.SettingAlgorithm: "round_robin", adapter.SettingLocation: "fsn1"},
 			map[string]string{adapter.SettingType: "lb21", adapter.SettingAlgorithm: "least_connections", adapter.SettingLocation: "fsn1"},
@@ -140,7 +149,7 @@ func TestGetInstance(t *testing.T) {
 			PrivateNet: []schema.ServerPrivateNet{{Network: network.ID, IP: "10.0.0.7"}}})
 	}
 	m, url := newMock(t, cfg, nil)
-	api := adapter.New(url, "token", nil).Instances()
+	api := adapter.New(adapter.Config{Endpoint: url}, "token", nil).Instances()
 	for _, srv := range cfg.Servers {
 		t.Run(srv.Status, func(t *testing.T) {
 			got, err := api.GetInstance(t.Context(), strconv.FormatInt(srv.ID, 10))
@@ -211,7 +220,7 @@ func servers(n int) []schema.Server {
 
 func TestListInstancesPages(t *testing.T) {
 	m, url := newMock(t, hcloudmock.Config{Servers: servers(120)}, nil)
-	api := adapter.New(url, "token", nil).Instances()
+	api := adapter.New(adapter.Config{Endpoint: url}, "token", nil).Instances()
 	var ids []string
 	opts := cloudapi.ListOptions{PageSize: 500, Tags: map[string]string{"pool": "a"}}
 	for {
@@ -305,7 +314,7 @@ func TestErrors(t *testing.T) {
 		{code: "service_error", get: cloudapi.ErrTransient, list: cloudapi.ErrTransient},
 	}
 	m, url := newMock(t, hcloudmock.Config{Servers: servers(1)}, nil)
-	api := adapter.New(url, "token", nil).Instances()
+	api := adapter.New(adapter.Config{Endpoint: url}, "token", nil).Instances()
 	for _, tt := range tests {
 		t.Run(tt.code, func(t *testing.T) {
 			m.Inject("GET /servers/{id}", 1, hcloudmock.Fault{Code: tt.code})
@@ -327,10 +336,10 @@ func TestErrors(t *testing.T) {
 
 	bare := httptest.NewServer(http.NotFoundHandler()) // a proxy's or a wrong path's 404
 	t.Cleanup(bare.Close)
-	_, err := adapter.New(bare.URL, "token", nil).Instances().GetInstance(t.Context(), "1")
+	_, err := adapter.New(adapter.Config{Endpoint: bare.URL}, "token", nil).Instances().GetInstance(t.Context(), "1")
 	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
 	bare.Close()
-	_, err = adapter.New(bare.URL, "token", nil).Instances().GetInstance(t.Context(), "1")
+	_, err = adapter.New(adapter.Config{Endpoint: bare.URL}, "token", nil).Instances().GetInstance(t.Context(), "1")
 	require.ErrorIs(t, err, cloudapi.ErrTransient, "no answer")
 	assert.False(t, errors.Is(err, cloudapi.ErrNotFound))
 }

@@ -12,8 +12,11 @@
 // the pages, so a list may repeat or miss a server: ccmkit's instance snapshot checks a
 // server a list misses with GetInstance before it reads as gone. A server's labels carry
 // its tags through cloudapi's label codec (HetznerLabelRules); labels it leaves out are
-// logged. Load balancers and routes are not there yet: Client.LoadBalancers and
-// Client.Routes answer (nil, false).
+// logged. Routes: those of the network the `hcloud:` section names (network), a
+// cloudapi.TaglessRouteAPI (a route is a destination and a gateway, without labels; its ID
+// is its destination, its target the server that holds the gateway); without a network
+// Client.Routes answers (nil, false). Load balancers are not there yet:
+// Client.LoadBalancers answers (nil, false).
 //
 // Errors: the SDK's typed errors map onto cloudapi's sentinels (errorOf has the table);
 // not_found is ErrNotFound only for a GET of one server; an answer that is not the API's

@@ -100,7 +100,7 @@ func (a lbAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalance
 		NetworkZone:      hcloud.NetworkZone(spec.Settings[SettingNetworkZone]),
 		PublicInterface:  hcloud.Ptr(!spec.Internal),
 	}
-	if loc := cmp.Or(spec.Settings[SettingLocation], a.c.location); opts.NetworkZone == "" || spec.Settings[SettingLocation] != "" {
+	if loc := cmp.Or(spec.Settings[SettingLocation], a.c.cfg.Location); opts.NetworkZone == "" || spec.Settings[SettingLocation] != "" {
 		if loc == "" {
 			return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", errors.New(
 				"no location: annotate location or network-zone, or set one in the cloud config's loadBalancer.settings or the hcloud section's location"))
@@ -111,14 +111,14 @@ func (a lbAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalance
 	if opts.Labels, err = labelsOf(spec, nil); err != nil {
 		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", err)
 	}
-	if spec.Internal || a.c.usePrivateIP {
+	if spec.Internal || a.c.cfg.UsePrivateIP {
 		if opts.Network, err = a.c.network(ctx, op); err != nil {
 			return nil, err
 		}
 	}
 	for _, t := range spec.Targets {
 		opts.Targets = append(opts.Targets, hcloud.LoadBalancerCreateOptsTarget{Type: hcloud.LoadBalancerTargetTypeServer,
-			Server: hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: number(t)}}, UsePrivateIP: hcloud.Ptr(a.c.usePrivateIP)})
+			Server: hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: number(t)}}, UsePrivateIP: hcloud.Ptr(a.c.cfg.UsePrivateIP)})
 	}
 	res, resp, err := a.c.api.LoadBalancer.Create(ctx, opts)
 	if err != nil {
@@ -207,7 +207,7 @@ func (a lbAPI) apply(ctx context.Context, op cloudapi.Operation, cur *hcloud.Loa
 	}
 	for _, t := range c.AddTargets {
 		call(func() (*hcloud.Action, *hcloud.Response, error) {
-			return lbs.AddServerTarget(ctx, cur, hcloud.LoadBalancerAddServerTargetOpts{Server: &hcloud.Server{ID: number(t)}, UsePrivateIP: hcloud.Ptr(a.c.usePrivateIP)})
+			return lbs.AddServerTarget(ctx, cur, hcloud.LoadBalancerAddServerTargetOpts{Server: &hcloud.Server{ID: number(t)}, UsePrivateIP: hcloud.Ptr(a.c.cfg.UsePrivateIP)})
 		})
 	}
 	for _, f := range calls {

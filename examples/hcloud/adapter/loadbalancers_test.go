@@ -64,7 +64,7 @@ func TestServiceOverHetzner(t *testing.T) {
 	m, url := newMock(t, cfg, nil)
 	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
 	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}},
-		adapter.New(url, "token", nil).WithLocation("fsn1"),
+		adapter.New(adapter.Config{Endpoint: url, Location: "fsn1"}, "token", nil),
 		provider.Options{ProviderName: adapter.ProviderName, Metrics: metrics.NewKubeRegistry(), Clock: clock,
 			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape})
 	require.NoError(t, err)
@@ -128,7 +128,7 @@ func TestActionPollsAreCounted(t *testing.T) {
 		Servers: []schema.Server{{ID: 100, Name: "node-0"}}}
 	m, url := newMock(t, cfg, nil)
 	reg := metrics.NewKubeRegistry()
-	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(url, "token", nil).WithLocation("fsn1"),
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(adapter.Config{Endpoint: url, Location: "fsn1"}, "token", nil),
 		provider.Options{ProviderName: adapter.ProviderName, Metrics: reg, LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape})
 	require.NoError(t, err)
 	lbs, _ := p.LoadBalancer()
@@ -165,7 +165,7 @@ func TestLegacyAnnotations(t *testing.T) {
 		Servers: []schema.Server{{ID: 100, Name: "node-0"}}, Certificates: []schema.Certificate{{ID: 7, Name: "web"}}}
 	m, url := newMock(t, cfg, nil)
 	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
-	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(url, "token", nil),
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(adapter.Config{Endpoint: url}, "token", nil),
 		provider.Options{ProviderName: adapter.ProviderName, Metrics: metrics.NewKubeRegistry(), Clock: clock,
 			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape, LoadBalancerAliases: adapter.Aliases})
 	require.NoError(t, err)
@@ -238,7 +238,7 @@ func TestQuietProjectCalls(t *testing.T) {
 	cfg.RateLimit = hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20}
 	m, url := newMock(t, cfg, nil)
 	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
-	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(url, "token", nil),
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(adapter.Config{Endpoint: url}, "token", nil),
 		provider.Options{ProviderName: adapter.ProviderName, Metrics: metrics.NewKubeRegistry(), Clock: clock,
 			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape, LoadBalancerAliases: adapter.Aliases})
 	require.NoError(t, err)
@@ -277,7 +277,7 @@ func TestReviewedEdges(t *testing.T) {
 		Location: &hcloud.Location{Name: "fsn1"}, Labels: map[string]string{"hcloud-ccm/service-uid": "1234"}})
 	require.NoError(t, err)
 	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
-	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(url, "token", nil).WithLocation("fsn1"),
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(adapter.Config{Endpoint: url, Location: "fsn1"}, "token", nil),
 		provider.Options{ProviderName: adapter.ProviderName, Metrics: metrics.NewKubeRegistry(), Clock: clock,
 			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape, LoadBalancerAliases: adapter.Aliases})
 	require.NoError(t, err)

@@ -1,0 +1,166 @@
+package adapter_test
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/examples/hcloud/adapter"
+	"github.com/ccmkit/ccmkit/examples/hcloud/hcloudmock"
+	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/routes"
+)
+
+// routeShape is shape, with the private address 10.0.0.1 moved to 10.1.0.1: a network's
+// first address is its own, never a server's, and no route's gateway.
+func routeShape(inst cloudapi.Instance) cloudapi.Instance {
+	inst = shape(inst)
+	for i, a := range inst.Addresses {
+		if a.Address == "10.0.0.1" {
+			inst.Addresses[i].Address = "10.1.0.1"
+		}
+	}
+	return inst
+}
+
+// routeServers are two servers in network (netID): 1 at 10.0.0.7, 2 at 10.0.0.8.
+func routeServers(netID int64) []schema.Server {
+	return []schema.Server{
+		{ID: 1, Name: "node-1", PrivateNet: []schema.ServerPrivateNet{{Network: netID, IP: "10.0.0.7"}}},
+		{ID: 2, Name: "node-2", PrivateNet: []schema.ServerPrivateNet{{Network: netID, IP: "10.0.0.8"}}},
+	}
+}
+
+func TestListRoutesReadsTargetsBackInOneServerList(t *testing.T) {
+	n := schema.Network{ID: 900001, Name: "k8s-seeded", IPRange: "10.0.0.0/8"}
+	n.Routes = []schema.NetworkRoute{
+		{Destination: "10.244.2.0/24", Gateway: "10.0.0.8"},
+		{Destination: "10.244.1.0/24", Gateway: "10.0.0.7"},
+		{Destination: "10.244.3.0/24", Gateway: "10.0.0.7"},
+		{Destination: "192.168.0.0/16", Gateway: "10.0.0.99"}, // by hand, to an address no server holds
+	}
+	m, url := newMock(t, hcloudmock.Config{Servers: routeServers(n.ID), Networks: []schema.Network{n}}, nil)
+	api, ok := adapter.New(adapter.Config{Endpoint: url, Network: "900001"}, "token", nil).Routes()
+	require.True(t, ok)
+	page, err := api.ListRoutes(t.Context(), cloudapi.ListOptions{})
+	require.NoError(t, err)
+	route := func(dst, target, gw string) cloudapi.Route {
+		return cloudapi.Route{ID: dst, Blackhole: target == "", RouteSpec: cloudapi.RouteSpec{DestinationCIDR: dst, TargetInstanceID: target, TargetAddress: gw}}
+	}
+	assert.Equal(t, []cloudapi.Route{
+		route("10.244.1.0/24", "1", "10.0.0.7"), route("10.244.2.0/24", "2", "10.0.0.8"),
+		route("10.244.3.0/24", "1", "10.0.0.7"), route("192.168.0.0/16", "", "10.0.0.99"),
+	}, page.Items, "by ID (the destination), the target read back from the gateway, a gateway no server holds a blackhole")
+	assert.Empty(t, page.NextPageToken)
+	assert.Equal(t, map[string]int{"GET /networks/{id}": 1, "GET /servers": 1}, m.Calls(), "one server list for the whole table, not one call per route")
+
+	page, err = api.ListRoutes(t.Context(), cloudapi.ListOptions{Tags: map[string]string{cloudapi.TagCluster: "c1"}})
+	require.NoError(t, err)
+	assert.Empty(t, page.Items, "no route carries a tag")
+}
+
+func TestRouteWritesWaitForTheirAction(t *testing.T) {
+	m, url := newMock(t, hcloudmock.Config{Servers: routeServers(network.ID), ActionPolls: 1}, nil)
+	api, _ := adapter.New(adapter.Config{Endpoint: url, Network: network.Name}, "token", nil).Routes()
+	ctx := t.Context()
+
+	rt, err := api.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "2", Tags: map[string]string{cloudapi.TagCluster: "c1"}})
+	require.NoError(t, err)
+	assert.Equal(t, &cloudapi.Route{ID: "10.244.1.0/24", RouteSpec: cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "2", TargetAddress: "10.0.0.8"}}, rt)
+	assert.Equal(t, 1, m.Calls()["POST /networks/{id}/actions/add_route"])
+	assert.Positive(t, m.Calls()["GET /actions"], "the action polled until it ended")
+
+	_, err = api.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "1"})
+	require.ErrorIs(t, err, cloudapi.ErrConflict, "one route per destination")
+
+	m.Inject("POST /networks/{id}/actions/add_route", 1, hcloudmock.Fault{Code: "service_error", InAction: true})
+	_, err = api.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.244.2.0/24", TargetInstanceID: "1"})
+	require.ErrorIs(t, err, cloudapi.ErrTransient, "an action that failed")
+
+	require.NoError(t, api.DeleteRoute(ctx, rt.ID))
+	assert.Equal(t, 1, m.Calls()["POST /networks/{id}/actions/delete_route"])
+	require.ErrorIs(t, api.DeleteRoute(ctx, rt.ID), cloudapi.ErrNotFound, "the network read has no such route")
+	assert.Empty(t, m.Inventory().Networks[0].Routes)
+}
+
+func TestRouteRequestsRefused(t *testing.T) {
+	_, url := newMock(t, hcloudmock.Config{Servers: append(routeServers(network.ID), schema.Server{ID: 3, Name: "outside"})}, nil)
+	api, _ := adapter.New(adapter.Config{Endpoint: url, Network: network.Name}, "token", nil).Routes()
+	for _, tt := range []struct {
+		name string
+		spec cloudapi.RouteSpec
+		want string
+	}{
+		{"IPv6", cloudapi.RouteSpec{DestinationCIDR: "fd00:10:244::/64", TargetInstanceID: "1"}, "Hetzner networks route IPv4"},
+		{"host bits", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.1/24", TargetInstanceID: "1"}, "not a canonical IPv4 CIDR"},
+		{"not a server ID", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "bm-1"}, "not a Hetzner Cloud server ID"},
+		{"no such server", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "9"}, "target server 9 does not exist"},
+		{"a server outside the network", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "3"}, `server 3 is not attached to network "k8s"`},
+		{"another next hop", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "1", TargetAddress: "10.0.0.8"}, `target address "10.0.0.8" is not server 1's IP 10.0.0.7`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := api.CreateRoute(t.Context(), tt.spec)
+			require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+
+	missing, _ := adapter.New(adapter.Config{Endpoint: url, Network: "nope"}, "token", nil).Routes()
+	_, err := missing.ListRoutes(t.Context(), cloudapi.ListOptions{})
+	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "a network that does not exist is no answer, never not-found")
+	assert.ErrorContains(t, err, `network "nope" does not exist`)
+}
+
+func TestRoutesFromTheCloudConfig(t *testing.T) {
+	_, url := newMock(t, hcloudmock.Config{Servers: routeServers(network.ID)}, nil)
+	base := "cluster: {id: c1}\ncredentials: {token: t}\nenable: {routes: true}\nhcloud: {endpoint: " + url
+	_, err := cloudprovider.GetCloudProvider(adapter.ProviderName, strings.NewReader(base+", network: k8s}\n"))
+	require.ErrorContains(t, err, `routes.clusterCIDRs: required because the "hcloud" backend's routes carry no tags`)
+
+	cloud, err := cloudprovider.GetCloudProvider(adapter.ProviderName, strings.NewReader(base+", network: k8s}\nroutes: {clusterCIDRs: [10.244.0.0/16]}\n"))
+	require.NoError(t, err)
+	_, ok := cloud.Routes()
+	assert.True(t, ok)
+
+	_, err = cloudprovider.GetCloudProvider(adapter.ProviderName, strings.NewReader(base+"}\n"))
+	require.ErrorContains(t, err, `enable.routes: the "hcloud" backend has no routes`, "no network, no routes")
+}
+
+// TestCcmkitRoutesOverTheNetwork runs ccmkit's routes over the adapter: the cluster's
+// route is listed with its Node, a route to a server that is no Node is not, and a route
+// replaced by hand under the same ID (its destination) since the list is not deleted.
+func TestCcmkitRoutesOverTheNetwork(t *testing.T) {
+	servers := append(routeServers(network.ID), schema.Server{ID: 3, Name: "bastion", PrivateNet: []schema.ServerPrivateNet{{Network: network.ID, IP: "10.0.0.9"}}})
+	_, url := newMock(t, hcloudmock.Config{Servers: servers}, nil)
+	c := adapter.New(adapter.Config{Endpoint: url, Network: network.Name}, "token", nil)
+	api, _ := c.Routes()
+	lookup, err := instances.NewLookup(c.Instances(), instances.LookupOptions{})
+	require.NoError(t, err)
+	r, err := routes.New(api, lookup, routes.Options{ClusterID: "c1", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
+		NodeNames: func(context.Context) ([]string, error) { return []string{"node-1", "node-2"}, nil }})
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	require.NoError(t, r.CreateRoute(ctx, "c1", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}))
+	_, err = api.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.244.9.0/24", TargetInstanceID: "3"})
+	require.NoError(t, err)
+	got, err := r.ListRoutes(ctx, "c1")
+	require.NoError(t, err)
+	require.Len(t, got, 1, "the route to the bastion is not the cluster's")
+	assert.Equal(t, cloudprovider.Route{Name: "10.244.1.0/24", TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}, *got[0])
+
+	require.NoError(t, api.DeleteRoute(ctx, "10.244.1.0/24"))
+	_, err = api.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "3"})
+	require.NoError(t, err)
+	require.Error(t, r.DeleteRoute(ctx, "c1", got[0]), "the ID now names a route to the bastion")
+	page, err := api.ListRoutes(ctx, cloudapi.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, page.Items, 2, "no route deleted")
+}
