@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
@@ -17,6 +19,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/keyedlock"
 	"github.com/ccmkit/ccmkit/internal/targetgroups"
+	"github.com/ccmkit/ccmkit/internal/throttlenote"
 	"github.com/ccmkit/ccmkit/providerid"
 )
 
@@ -46,9 +49,11 @@ type LoadBalancer struct {
 	// release of one load balancer (by cloud ID); see lock.
 	services, loadBalancers keyedlock.Locks[string]
 
-	mu        sync.Mutex
-	selecting map[string]*corev1.Service // by UID: the Services last seen with a node selector
-	unknown   map[string]string          // by UID: the unknown annotation keys last reported in an event
+	mu          sync.Mutex
+	selecting   map[string]*corev1.Service // by UID: the Services last seen with a node selector
+	unknown     map[string]string          // by UID: the unknown annotation keys last reported in an event
+	told        map[string]told            // by UID: what tell last wrote on the Service
+	throttledAt map[string]time.Time       // by UID: when the last CloudThrottled event was recorded
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
@@ -70,6 +75,9 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	if opts.AnnotationPrefix == "" {
 		opts.AnnotationPrefix = DefaultAnnotationPrefix
 	}
+	if strings.HasPrefix(StatusAnnotationLoadBalancerID, opts.AnnotationPrefix) {
+		return nil, fmt.Errorf("loadbalancer: the annotation prefix %q holds %s, which ccmkit writes: choose another prefix", opts.AnnotationPrefix, StatusAnnotationLoadBalancerID)
+	}
 	if opts.MaxAge == 0 {
 		opts.MaxAge = DefaultMaxAge
 	}
@@ -87,6 +95,8 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	l := &LoadBalancer{
 		adapterDefaults: defaults,
 		unknown:         map[string]string{},
+		told:            map[string]told{},
+		throttledAt:     map[string]time.Time{},
 		api:             api,
 		opts:            opts,
 		hostnameKey:     opts.AnnotationPrefix + AnnotationHostname,
@@ -146,8 +156,17 @@ type Options struct {
 	// balancer adopted (AdoptedLoadBalancer) or kept in the cloud (KeptLoadBalancer),
 	// annotation keys under the prefix that nothing reads (UnknownAnnotation, a Warning),
 	// and addresses or a hostname of the cloud's that the Service's status cannot hold
-	// (AddressNotPublished, a Warning), on the Service. Nil records none.
+	// (AddressNotPublished, a Warning), and calls the cloud throttled
+	// (EventCloudThrottled, a Warning), on the Service. Nil records none.
 	Recorder record.EventRecorder
+	// Services is the Kubernetes API through which EnsureLoadBalancer,
+	// UpdateLoadBalancer and EnsureLoadBalancerDeleted write on the Service what they
+	// found: the annotation StatusAnnotationLoadBalancerID (a merge patch of the Service)
+	// and the condition ConditionLoadBalancerReady (a strategic merge patch of its status
+	// subresource that touches no other condition and not status.loadBalancer), each only
+	// when it changes. A failed write is logged and does not fail the call. Nil writes
+	// nothing, and so does a nil ServiceInterface from it (a client not set up yet).
+	Services typedcorev1.ServicesGetter
 	// Settings are the adapter's own load balancer settings (see Setting), read from the
 	// Service's annotations and handed to the cloud in cloudapi.LoadBalancerSpec.Settings.
 	// New refuses declarations that Settings.Validate refuses.
@@ -229,11 +248,13 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 // Service has no load balancer and its load-balancer-id annotation names one, it adopts
 // that one instead of creating (see adopt), or fails without a write.
 // While the cloud provisions, it returns an api.RetryError.
-func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (st *corev1.LoadBalancerStatus, err error) {
+	ctx, note := throttlenote.With(ctx)
+	var said outcome
+	defer func() { said.err = err; l.tell(ctx, svc, note, said) }()
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	var st *corev1.LoadBalancerStatus
 	var current *cloudapi.LoadBalancer
-	err := l.reconcile(ctx, svc, step{
+	err = l.reconcile(ctx, svc, step{
 		enter: func() bool { l.track(svc); return true },
 		fromSnapshot: func(lb *cloudapi.LoadBalancer) (done bool, err error) {
 			want, release, err := l.ensureWant(ctx, logger, svc, nodes, lb)
@@ -244,6 +265,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 			if !cloudapi.DiffLoadBalancer(l.opts.Settings.comparable(lb.Spec), want).Empty() {
 				return false, nil
 			}
+			said = outcome{id: lb.ID, known: true}
 			st, err = l.publish(logger, svc, lb)
 			return true, err
 		},
@@ -259,14 +281,26 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	if err != nil || current == nil {
 		return st, err
 	}
-	switch {
-	case current.Status == cloudapi.LoadBalancerError:
-		// Not "not ready yet": let the service controller back off.
-		return nil, fmt.Errorf("load balancer %s of service %s/%s: the cloud reports status %s", current.ID, svc.Namespace, svc.Name, current.Status)
-	case current.Status != cloudapi.LoadBalancerActive || !reachable(current):
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", current.ID, current.Status), ProvisioningRetryDelay)
+	said = outcome{id: current.ID, known: true}
+	if err := notReady(svc, current); err != nil {
+		return nil, err
 	}
 	return l.publish(logger, svc, current)
+}
+
+// notReady returns what keeps the Service's load balancer from being ready, nil when it
+// is ready (active, with addresses or a hostname): while the cloud provisions, an
+// api.RetryError, which the service controller retries after ProvisioningRetryDelay; for
+// the cloud's status error, an error, after which it backs off.
+func notReady(svc *corev1.Service, lb *cloudapi.LoadBalancer) error {
+	switch {
+	case lb.Status == cloudapi.LoadBalancerError:
+		// Not "not ready yet": let the service controller back off.
+		return fmt.Errorf("load balancer %s of service %s/%s: the cloud reports status %s", lb.ID, svc.Namespace, svc.Name, lb.Status)
+	case lb.Status != cloudapi.LoadBalancerActive || !reachable(lb):
+		return api.NewRetryError(fmt.Sprintf("load balancer %s is %s", lb.ID, lb.Status), ProvisioningRetryDelay)
+	}
+	return nil
 }
 
 // UpdateLoadBalancer brings the targets (and anything else that drifted) in line with the
@@ -277,8 +311,10 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 // nodeSetClock). It never creates a load balancer: when the
 // Service has none, it returns an error matching cloudapi.ErrNotFound, and the service
 // controller's next sync of the Service creates it.
-func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) error {
-	serr, err := l.updateNodes(ctx, svc, nodes, true)
+func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (err error) {
+	ctx, note := throttlenote.With(ctx)
+	said, serr, err := l.updateNodes(ctx, svc, nodes, true)
+	defer func() { said.err = err; l.tell(ctx, svc, note, said) }()
 	if err != nil {
 		return err
 	}
@@ -290,8 +326,9 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *co
 // shared list) and a sync of node labels (not nodeSync: for the Service as last tracked,
 // nothing when it is tracked no more; read by owner tags). A malformed annotation does
 // not keep the node set from the targets: it is returned after the write, as serr (what
-// is wrong with the Service), apart from err (what kept the write from happening).
-func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, nodeSync bool) (serr, err error) {
+// is wrong with the Service), apart from err (what kept the write from happening). said
+// is what the call found out about the load balancer, its error aside.
+func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, nodeSync bool) (said outcome, serr, err error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	uid := string(svc.UID)
 	var since uint64 // the arrival of the node set, for the reads the writes are based on
@@ -318,11 +355,13 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			}
 			release()
 			serr = s
+			said = outcome{id: current.ID, known: true} // trusted: ready
 			return cloudapi.DiffLoadBalancer(l.opts.Settings.comparable(current.Spec), want).Empty(), nil
 		},
 		listedSince: func() (uint64, bool) { return since, tracked },
 		write: func(found []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
 			if len(found) == 0 {
+				said = outcome{known: true} // none
 				return nil, keptEntry{fmt.Errorf("service %s/%s has no load balancer with tags %s=%s, %s=%s to update: %w", svc.Namespace, svc.Name,
 					cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagService, svc.UID, cloudapi.ErrNotFound)}
 			}
@@ -336,11 +375,12 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			if err != nil {
 				return nil, err
 			}
+			said = outcome{id: lb.ID, known: true, notReady: notReady(svc, lb)}
 			found[0] = *lb
 			return pointers(found), nil
 		},
 	})
-	return serr, err
+	return said, serr, err
 }
 
 // EnsureLoadBalancerDeleted deletes every load balancer that carries the Service's owner
@@ -356,7 +396,9 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 // is never found again by owner tags, so a retry after a lost answer finds nothing to do.
 // A malformed keep-on-delete annotation is an error before any cloud call: nothing is
 // deleted while it is unclear whether to keep it.
-func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) error {
+func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) (err error) {
+	ctx, note := throttlenote.With(ctx)
+	defer func() { l.tell(ctx, svc, note, outcome{deleting: true, err: err}) }()
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	uid, err := serviceUID(svc)
 	if err != nil {
