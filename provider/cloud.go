@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -42,6 +43,7 @@ type Cloud struct {
 
 	mu       sync.Mutex
 	recorder record.EventRecorder
+	kube     kubernetes.Interface // Initialize's client; nil before
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -142,6 +144,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			Clock:            opts.Clock,
 			KeepOnDelete:     cfg.LoadBalancer.KeepOnDelete,
 			Recorder:         lateRecorder{c},
+			Services:         lateServices{c},
 			Settings:         opts.LoadBalancerSettings,
 			SettingDefaults:  cfg.LoadBalancer.Settings,
 			TargetGroups:     groups,
@@ -284,10 +287,13 @@ func (c *Cloud) Config() Config { return c.cfg }
 // The recorder stops when stop closes. The sub-interfaces report problems through their
 // errors, which the upstream controllers turn into events on the Service or Node; the
 // recorder is there for what ccmkit has to say beyond an error (package loadbalancer's
-// AdoptedLoadBalancer and KeptLoadBalancer events on the Service, package instances'
-// InstanceGoneRefused event on a Node the deletion brake keeps). It starts nothing else:
+// AdoptedLoadBalancer, KeptLoadBalancer and CloudThrottled events on the Service, package
+// instances' InstanceGoneRefused event on a Node the deletion brake keeps). The same
+// client writes, through package loadbalancer's Options.Services, the load balancer's ID
+// annotation and LoadBalancerReady condition on the Service. It starts nothing else:
 // the load balancers' background work runs as controllers (LoadBalancerWork). A client
-// builder that fails leaves the recorder dropping events, which the log says.
+// builder that fails leaves the recorder dropping events and nothing written on Services,
+// which the log says.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logger := klog.FromContext(ctx).WithValues("provider", c.opts.ProviderName)
@@ -303,6 +309,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: c.opts.ProviderName + "-cloud-provider"})
 	c.mu.Lock()
 	c.recorder = recorder
+	c.kube = kube
 	c.mu.Unlock()
 	go func() {
 		<-stop
@@ -357,6 +364,21 @@ func (r lateRecorder) Eventf(obj runtime.Object, eventType, reason, format strin
 // AnnotatedEventf records an event through the Cloud's current recorder.
 func (r lateRecorder) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventType, reason, format string, args ...any) {
 	r.c.EventRecorder().AnnotatedEventf(obj, annotations, eventType, reason, format, args...)
+}
+
+// lateServices hands package loadbalancer the Services of the client that Initialize sets
+// up after New built it: none (nil) before then.
+type lateServices struct{ c *Cloud }
+
+// Services returns the Services in namespace of Initialize's client, or nil before
+// Initialize.
+func (s lateServices) Services(namespace string) typedcorev1.ServiceInterface {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	if s.c.kube == nil {
+		return nil
+	}
+	return s.c.kube.CoreV1().Services(namespace)
 }
 
 // ProviderName returns the provider's registered name.
