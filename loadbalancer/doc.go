@@ -23,6 +23,12 @@
 //   - Bad input is the Service's error (an *AnnotationError names the annotation, the
 //     value and what is allowed) or a Warning event, never a silent default: a malformed
 //     annotation still lets the node set reach the targets.
+//   - The Service says what happened (Options.Services; servicestatus.go): its load
+//     balancer's cloud ID in StatusAnnotationLoadBalancerID, outside the annotation
+//     prefix and never read, and the condition ConditionLoadBalancerReady with a Reason
+//     constant, each written only when it changes; a throttled sync is a Warning event
+//     EventCloudThrottled, at most one a minute per Service. A failed write is logged,
+//     never the call's error.
 //
 // # Where each concern lives
 //
