@@ -26,8 +26,10 @@ import (
 // the load balancer's cloud ID in the annotation StatusAnnotationLoadBalancerID and the
 // condition ConditionLoadBalancerReady in its status. Each is written only when it differs
 // from what the Service has (or, when the Service is the one the last writes were based
-// on, as in a cache that has not seen them yet, from what they wrote), so that a converged Service costs no Kubernetes API write;
-// the condition's lastTransitionTime changes only when its status does. It records a
+// on, as in a cache that has not seen them yet, from what they wrote), so that a converged
+// Service costs no Kubernetes API write. A condition whose message alone changes (an
+// error that repeats with another Retry-After) is written at most once per
+// minRepeatInterval; its lastTransitionTime changes only when its status does. It records a
 // Warning event CloudThrottled when the cloud throttled the call (see reportThrottled). A
 // failed write is logged and never the call's error. svc is not changed.
 func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *throttlenote.Note, o outcome) {
@@ -52,6 +54,7 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 	wrote := false
 	next := told{basedOn: svc.ResourceVersion, annotation: svc.Annotations[StatusAnnotationLoadBalancerID], condition: have}
 	stale := svc.ResourceVersion != "" && svc.ResourceVersion == last.basedOn // the last writes are not in svc yet
+	next.messageAt = last.messageAt
 	if stale {
 		next = last
 	}
@@ -80,13 +83,17 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 		cond = map[string]any{"type": ConditionLoadBalancerReady, "$patch": "delete"}
 	case want != nil && !sameCondition(next.condition, want):
 		cond = want
+	case want != nil && next.condition.Message != want.Message && !l.opts.Clock.Now().Before(next.messageAt.Add(minRepeatInterval)):
+		// Only the message changed (a Retry-After or an attempt count in an error that
+		// repeats): written at most once per minRepeatInterval.
+		cond = want
 	}
 	if cond != nil && l.patch(ctx, logger, services, svc, types.StrategicMergePatchType, "status", map[string]any{
 		"metadata": map[string]any{"uid": svc.UID},
 		"status":   map[string]any{"conditions": []any{cond}},
 	}) {
 		next.condition, _ = cond.(*metav1.Condition)
-		wrote = true
+		next.messageAt, wrote = l.opts.Clock.Now(), true
 	}
 
 	l.mu.Lock()
@@ -124,6 +131,8 @@ type told struct {
 	annotation string
 	// condition is the condition written; nil for none, or when it was removed.
 	condition *metav1.Condition
+	// messageAt is when the condition was last written.
+	messageAt time.Time
 }
 
 // condition returns the condition ConditionLoadBalancerReady that o calls for (nil: none),
@@ -168,11 +177,11 @@ func (l *LoadBalancer) condition(svc *corev1.Service, have *metav1.Condition, o 
 	return c
 }
 
-// sameCondition reports whether have says what want says (lastTransitionTime aside, which
-// condition keeps while the status is the same).
+// sameCondition reports whether have has want's status, reason and observed generation
+// (the message aside, see tell; lastTransitionTime aside, which condition keeps while the
+// status is the same).
 func sameCondition(have, want *metav1.Condition) bool {
-	return have != nil && have.Status == want.Status && have.Reason == want.Reason &&
-		have.Message == want.Message && have.ObservedGeneration == want.ObservedGeneration
+	return have != nil && have.Status == want.Status && have.Reason == want.Reason && have.ObservedGeneration == want.ObservedGeneration
 }
 
 // patch sends one patch of the Service (of its subresource, if not ""), with the Service's
@@ -199,14 +208,14 @@ func (l *LoadBalancer) patch(ctx context.Context, logger klog.Logger, services t
 }
 
 // reportThrottled records a Warning event CloudThrottled on the Service, at most one per
-// throttledEventInterval per Service (by Options.Clock), so that a cloud that throttles
+// minRepeatInterval per Service (by Options.Clock), so that a cloud that throttles
 // every sync makes no storm of events. err is the call's error, when it failed.
 func (l *LoadBalancer) reportThrottled(logger klog.Logger, svc *corev1.Service, err error) {
 	uid := string(svc.UID)
 	now := l.opts.Clock.Now()
 	l.mu.Lock()
 	last, seen := l.throttledAt[uid]
-	due := !seen || now.Sub(last) >= throttledEventInterval
+	due := !seen || now.Sub(last) >= minRepeatInterval
 	if due {
 		l.throttledAt[uid] = now
 	}
@@ -222,9 +231,9 @@ func (l *LoadBalancer) reportThrottled(logger klog.Logger, svc *corev1.Service, 
 	l.event(svc, corev1.EventTypeWarning, EventCloudThrottled, msg)
 }
 
-// throttledEventInterval is the least time between two CloudThrottled events on one
-// Service.
-const throttledEventInterval = time.Minute
+// minRepeatInterval is the least time between two CloudThrottled events on one Service,
+// and between two writes of its condition that change only the message.
+const minRepeatInterval = time.Minute
 
 // StatusAnnotationLoadBalancerID is the annotation in which the LoadBalancer writes the
 // cloud ID of the Service's load balancer, when Options.Services is set. It is ccmkit's
@@ -262,7 +271,7 @@ const (
 
 // EventCloudThrottled is the reason of the Warning event on a Service whose sync the cloud
 // throttled: a throttled answer, or a wait for the hold one set. One Service gets at most
-// one such event per throttledEventInterval.
+// one such event per minRepeatInterval.
 const EventCloudThrottled = "CloudThrottled"
 
 // fieldManager is the field manager of the LoadBalancer's writes on Services.

@@ -302,18 +302,26 @@ func TestThrottlingIsOneEventAMinute(t *testing.T) {
 		}
 		return out
 	}
-	k.script.list = cloudapi.Throttled(cloudapi.OpListLoadBalancers, time.Second, nil)
-	for range 5 {
-		_, err := k.lb.EnsureLoadBalancer(t.Context(), "c", k.get(t, "web"), k.nodes)
+	throttle := func(name string, retryAfter time.Duration) {
+		t.Helper()
+		k.script.list = cloudapi.Throttled(cloudapi.OpListLoadBalancers, retryAfter, nil)
+		_, err := k.lb.EnsureLoadBalancer(t.Context(), "c", k.get(t, name), k.nodes)
 		require.ErrorIs(t, err, cloudapi.ErrThrottled)
+	}
+	for i := range 5 {
+		throttle("web", time.Duration(i+1)*time.Second) // each message another
 		k.clock.Step(10 * time.Second)
 	}
 	require.Len(t, throttled(), 1, "five throttled syncs in 50s")
-	assert.Equal(t, []string{patchStatus}, k.writes())
+	assert.Equal(t, []string{patchStatus}, k.writes(), "the condition, then messages that differ only in the Retry-After are not written within the minute")
 	assert.Equal(t, loadbalancer.ReasonThrottled, readiness(t, k.get(t, "web")).Reason)
+	k.clock.Step(20 * time.Second)
+	throttle("web", 9*time.Second)
+	assert.Len(t, throttled(), 1, "a minute after the last event")
+	assert.Equal(t, []string{patchStatus}, k.writes(), "a minute after the last write")
+	assert.Contains(t, readiness(t, k.get(t, "web")).Message, "9s")
 
-	_, err := k.lb.EnsureLoadBalancer(t.Context(), "c", k.get(t, "api"), k.nodes)
-	require.ErrorIs(t, err, cloudapi.ErrThrottled)
+	throttle("api", time.Second)
 	assert.Len(t, throttled(), 1, "another Service has its own minute")
 
 	// Succeeded after a throttle hold: an event, a minute after the last one, and a ready
