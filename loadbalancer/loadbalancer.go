@@ -216,12 +216,20 @@ func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *cor
 // load balancer behind. A cloud error is returned as it is, never as "no load balancer";
 // a status of which nothing can be published (addresses or a hostname the API server
 // would refuse) is logged and reported empty; what EnsureLoadBalancer reports.
+//
+// The service controller asks it before EnsureLoadBalancerDeleted, which it calls only
+// when there is a load balancer: so when it finds none for a Service that wants none (being
+// deleted, or no longer of type LoadBalancer), it removes what EnsureLoadBalancerDeleted
+// would have removed (see Options.Services).
 func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	var found []cloudapi.LoadBalancer
 	err := l.reconcile(ctx, svc, step{write: func(read []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
 		found = read
 		return pointers(read), nil
 	}})
+	if err == nil && len(found) == 0 && (svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer) {
+		l.tell(ctx, svc, &throttlenote.Note{}, outcome{cleanup: true})
+	}
 	if err != nil || len(found) == 0 {
 		return nil, false, err
 	}
@@ -398,7 +406,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 // deleted while it is unclear whether to keep it.
 func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) (err error) {
 	ctx, note := throttlenote.With(ctx)
-	defer func() { l.tell(ctx, svc, note, outcome{deleting: true, err: err}) }()
+	defer func() { l.tell(ctx, svc, note, outcome{cleanup: true, err: err}) }()
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	uid, err := serviceUID(svc)
 	if err != nil {

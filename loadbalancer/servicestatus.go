@@ -22,7 +22,8 @@ import (
 )
 
 // tell writes on the Service what a call of the service controller's (EnsureLoadBalancer,
-// UpdateLoadBalancer, EnsureLoadBalancerDeleted) found out, o, through Options.Services:
+// UpdateLoadBalancer, EnsureLoadBalancerDeleted, and GetLoadBalancer on its way to
+// EnsureLoadBalancerDeleted) found out, o, through Options.Services:
 // the load balancer's cloud ID in the annotation StatusAnnotationLoadBalancerID and the
 // condition ConditionLoadBalancerReady in its status. Each is written only when it differs
 // from what the Service has (or, when the Service is the one the last writes were based
@@ -37,7 +38,7 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 	if errors.Is(o.err, cloudapi.ErrThrottled) || note.Count() > 0 {
 		l.reportThrottled(logger, svc, o.err)
 	}
-	if l.opts.Services == nil || svc.UID == "" || o.deleting && o.err != nil {
+	if l.opts.Services == nil || svc.UID == "" || o.cleanup && o.err != nil {
 		return
 	}
 	services := l.opts.Services.Services(svc.Namespace)
@@ -59,9 +60,9 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 		next = last
 	}
 
-	if o.known || o.deleting {
+	if o.known || o.cleanup {
 		want := told{annotation: o.id}
-		if o.deleting {
+		if o.cleanup {
 			want.annotation = ""
 		}
 		if next.annotation != want.annotation {
@@ -98,7 +99,7 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if o.deleting {
+	if o.cleanup {
 		delete(l.told, uid)
 		delete(l.throttledAt, uid)
 		return
@@ -115,9 +116,10 @@ type outcome struct {
 	// none. When known is false, the annotation is left as it is.
 	id    string
 	known bool
-	// deleting says that the call is EnsureLoadBalancerDeleted: without an error, the
-	// annotation and the condition are removed; with one, nothing is written.
-	deleting bool
+	// cleanup says that the call is EnsureLoadBalancerDeleted, or GetLoadBalancer finding
+	// none for a Service that wants none: without an error, the annotation and the
+	// condition are removed; with one, nothing is written.
+	cleanup bool
 	// err is the call's error; for EnsureLoadBalancer and UpdateLoadBalancer, notReady is
 	// what keeps a load balancer without error from being ready.
 	err, notReady error
@@ -138,7 +140,7 @@ type told struct {
 // condition returns the condition ConditionLoadBalancerReady that o calls for (nil: none),
 // have being the Service's: its lastTransitionTime is have's when the status is the same.
 func (l *LoadBalancer) condition(svc *corev1.Service, have *metav1.Condition, o outcome) *metav1.Condition {
-	if o.deleting {
+	if o.cleanup {
 		return nil
 	}
 	c := &metav1.Condition{Type: ConditionLoadBalancerReady, Status: metav1.ConditionFalse, ObservedGeneration: svc.Generation}

@@ -368,3 +368,33 @@ func TestAPrefixHoldingTheStatusAnnotationIsRefused(t *testing.T) {
 		require.ErrorContains(t, err, "which ccmkit writes", p)
 	}
 }
+
+// TestAServiceThatWantsNoLoadBalancerSaysNothing checks that GetLoadBalancer, which the
+// service controller asks before EnsureLoadBalancerDeleted (and then does not call it when
+// there is nothing to delete), removes the condition of a Service that never got a load
+// balancer and no longer wants one, and writes nothing for one that still wants one.
+func TestAServiceThatWantsNoLoadBalancerSaysNothing(t *testing.T) {
+	k := newKubeEnv(t, fake.Config{}, newService("web", withAnnotation(loadbalancer.AnnotationInternal, "maybe")))
+	_, err := k.lb.EnsureLoadBalancer(t.Context(), "c", k.get(t, "web"), k.nodes)
+	require.Error(t, err)
+	assert.Equal(t, []string{patchStatus}, k.writes())
+
+	_, exists, err := k.lb.GetLoadBalancer(t.Context(), "c", k.get(t, "web"))
+	require.NoError(t, err)
+	require.False(t, exists)
+	assert.Empty(t, k.writes(), "still of type LoadBalancer: the condition says why it has none")
+
+	svc := k.get(t, "web")
+	svc.Spec.Type = corev1.ServiceTypeClusterIP
+	svc, err = k.kube.CoreV1().Services("default").Update(t.Context(), svc, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	k.writes()
+	_, exists, err = k.lb.GetLoadBalancer(t.Context(), "c", svc)
+	require.NoError(t, err)
+	require.False(t, exists)
+	assert.Equal(t, []string{patchStatus}, k.writes())
+	assert.Empty(t, k.get(t, "web").Status.Conditions)
+	_, _, err = k.lb.GetLoadBalancer(t.Context(), "c", k.get(t, "web"))
+	require.NoError(t, err)
+	assert.Empty(t, k.writes())
+}
