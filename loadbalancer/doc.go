@@ -28,7 +28,7 @@
 //     prefix and never read, and the condition ConditionLoadBalancerReady with a Reason
 //     constant, each written only when it changes; a throttled sync is a Warning event
 //     EventCloudThrottled, at most one a minute per Service. A failed write is logged,
-//     never the call's error.
+//     never the call's error, and the next is tried a minute later.
 //
 // # Where each concern lives
 //

@@ -160,12 +160,14 @@ type Options struct {
 	// (EventCloudThrottled, a Warning), on the Service. Nil records none.
 	Recorder record.EventRecorder
 	// Services is the Kubernetes API through which EnsureLoadBalancer,
-	// UpdateLoadBalancer and EnsureLoadBalancerDeleted write on the Service what they
-	// found: the annotation StatusAnnotationLoadBalancerID (a merge patch of the Service)
-	// and the condition ConditionLoadBalancerReady (a strategic merge patch of its status
-	// subresource that touches no other condition and not status.loadBalancer), each only
-	// when it changes. A failed write is logged and does not fail the call. Nil writes
-	// nothing, and so does a nil ServiceInterface from it (a client not set up yet).
+	// UpdateLoadBalancer and EnsureLoadBalancerDeleted (and GetLoadBalancer, for a Service
+	// that wants no load balancer) write on the Service what they found: the annotation
+	// StatusAnnotationLoadBalancerID (a merge patch of the Service) and the condition
+	// ConditionLoadBalancerReady (a strategic merge patch of its status subresource that
+	// touches no other condition and not status.loadBalancer), each only when it changes.
+	// A failed write is logged, does not fail the call and holds the writes on that
+	// Service for a minute. Nil writes nothing, and so does a nil ServiceInterface from it
+	// (a client not set up yet).
 	Services typedcorev1.ServicesGetter
 	// Settings are the adapter's own load balancer settings (see Setting), read from the
 	// Service's annotations and handed to the cloud in cloudapi.LoadBalancerSpec.Settings.

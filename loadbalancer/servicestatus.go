@@ -32,7 +32,8 @@ import (
 // error that repeats with another Retry-After) is written at most once per
 // minRepeatInterval; its lastTransitionTime changes only when its status does. It records a
 // Warning event CloudThrottled when the cloud throttled the call (see reportThrottled). A
-// failed write is logged and never the call's error. svc is not changed.
+// failed write is logged, never the call's error, and holds the Service's writes for
+// minRepeatInterval. svc is not changed.
 func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *throttlenote.Note, o outcome) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	if errors.Is(o.err, cloudapi.ErrThrottled) || note.Count() > 0 {
@@ -51,8 +52,14 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 	l.mu.Lock()
 	last := l.told[uid]
 	l.mu.Unlock()
-	// next is what the Service has after this call's writes, if it wrote.
-	wrote := false
+	now := l.opts.Clock.Now()
+	if now.Before(last.failedAt.Add(minRepeatInterval)) {
+		logger.V(4).Info("Not writing on the Service for a while after a write failed")
+		return
+	}
+	// next is what the Service has after this call's writes, if it wrote; failed stops
+	// the writes (see told.failedAt).
+	wrote, failed := false, false
 	next := told{basedOn: svc.ResourceVersion, annotation: svc.Annotations[StatusAnnotationLoadBalancerID], condition: have}
 	stale := svc.ResourceVersion != "" && svc.ResourceVersion == last.basedOn // the last writes are not in svc yet
 	next.messageAt = last.messageAt
@@ -70,9 +77,11 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 			if want.annotation != "" {
 				value = want.annotation
 			}
-			if l.patch(ctx, logger, services, svc, types.MergePatchType, "", map[string]any{
+			applied, err := l.patch(ctx, logger, services, svc, types.MergePatchType, "", map[string]any{
 				"metadata": map[string]any{"uid": svc.UID, "annotations": map[string]any{StatusAnnotationLoadBalancerID: value}},
-			}) {
+			})
+			failed = err != nil
+			if applied {
 				next.annotation, wrote = want.annotation, true
 			}
 		}
@@ -84,27 +93,36 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 		cond = map[string]any{"type": ConditionLoadBalancerReady, "$patch": "delete"}
 	case want != nil && !sameCondition(next.condition, want):
 		cond = want
-	case want != nil && next.condition.Message != want.Message && !l.opts.Clock.Now().Before(next.messageAt.Add(minRepeatInterval)):
+	case want != nil && next.condition.Message != want.Message && !now.Before(next.messageAt.Add(minRepeatInterval)):
 		// Only the message changed (a Retry-After or an attempt count in an error that
 		// repeats): written at most once per minRepeatInterval.
 		cond = want
 	}
-	if cond != nil && l.patch(ctx, logger, services, svc, types.StrategicMergePatchType, "status", map[string]any{
-		"metadata": map[string]any{"uid": svc.UID},
-		"status":   map[string]any{"conditions": []any{cond}},
-	}) {
-		next.condition, _ = cond.(*metav1.Condition)
-		next.messageAt, wrote = l.opts.Clock.Now(), true
+	if cond != nil && !failed {
+		applied, err := l.patch(ctx, logger, services, svc, types.StrategicMergePatchType, "status", map[string]any{
+			"metadata": map[string]any{"uid": svc.UID},
+			"status":   map[string]any{"conditions": []any{cond}},
+		})
+		failed = err != nil
+		if applied {
+			next.condition, _ = cond.(*metav1.Condition)
+			next.messageAt, wrote = now, true
+		}
 	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if o.cleanup {
+	switch {
+	case failed:
+		if wrote && svc.ResourceVersion != "" {
+			last = next
+		}
+		last.failedAt = now
+		l.told[uid] = last
+	case o.cleanup:
 		delete(l.told, uid)
 		delete(l.throttledAt, uid)
-		return
-	}
-	if wrote && svc.ResourceVersion != "" {
+	case wrote && svc.ResourceVersion != "":
 		l.told[uid] = next
 	}
 }
@@ -135,6 +153,10 @@ type told struct {
 	condition *metav1.Condition
 	// messageAt is when the condition was last written.
 	messageAt time.Time
+	// failedAt is when a write last failed (the API server refused it, or did not
+	// answer): no write is tried for minRepeatInterval after it, so that a missing grant
+	// or an API server in trouble costs no refused write per sync.
+	failedAt time.Time
 }
 
 // condition returns the condition ConditionLoadBalancerReady that o calls for (nil: none),
@@ -187,9 +209,10 @@ func sameCondition(have, want *metav1.Condition) bool {
 }
 
 // patch sends one patch of the Service (of its subresource, if not ""), with the Service's
-// UID as a precondition, and reports whether it was applied. A failure is logged, never
-// returned; a Service already gone needs nothing written.
-func (l *LoadBalancer) patch(ctx context.Context, logger klog.Logger, services typedcorev1.ServiceInterface, svc *corev1.Service, pt types.PatchType, subresource string, body map[string]any) bool {
+// UID as a precondition, and reports whether it was applied. A failure is logged and
+// returned, for tell to hold its writes; a Service already gone needs nothing written and
+// is no failure.
+func (l *LoadBalancer) patch(ctx context.Context, logger klog.Logger, services typedcorev1.ServiceInterface, svc *corev1.Service, pt types.PatchType, subresource string, body map[string]any) (applied bool, _ error) {
 	data, err := json.Marshal(body)
 	if err == nil {
 		var subresources []string
@@ -201,12 +224,12 @@ func (l *LoadBalancer) patch(ctx context.Context, logger klog.Logger, services t
 	switch {
 	case apierrors.IsNotFound(err):
 		logger.V(4).Info("Not writing on a Service that is gone", "subresource", subresource)
-		return false
+		return false, nil
 	case err != nil:
-		logger.Error(err, "Could not write the load balancer's ID or condition on the Service; the next sync tries again", "subresource", subresource)
-		return false
+		logger.Error(err, "Could not write the load balancer's ID or condition on the Service; a sync tries again in a minute", "subresource", subresource)
+		return false, err
 	}
-	return true
+	return true, nil
 }
 
 // reportThrottled records a Warning event CloudThrottled on the Service, at most one per
@@ -234,7 +257,8 @@ func (l *LoadBalancer) reportThrottled(logger klog.Logger, svc *corev1.Service, 
 }
 
 // minRepeatInterval is the least time between two CloudThrottled events on one Service,
-// and between two writes of its condition that change only the message.
+// between two writes of its condition that change only the message, and from a failed
+// write on it to the next.
 const minRepeatInterval = time.Minute
 
 // StatusAnnotationLoadBalancerID is the annotation in which the LoadBalancer writes the

@@ -2,6 +2,7 @@ package loadbalancer_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -397,4 +399,30 @@ func TestAServiceThatWantsNoLoadBalancerSaysNothing(t *testing.T) {
 	_, _, err = k.lb.GetLoadBalancer(t.Context(), "c", k.get(t, "web"))
 	require.NoError(t, err)
 	assert.Empty(t, k.writes())
+}
+
+// TestARefusedWriteIsTriedAgainAMinuteLater checks that a write the API server refuses (a
+// missing grant) does not fail the sync and costs one refused write a minute, not one per
+// sync.
+func TestARefusedWriteIsTriedAgainAMinuteLater(t *testing.T) {
+	k := newKubeEnv(t, fake.Config{}, newService("web"))
+	refuse := true
+	k.kube.PrependReactor("patch", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if !refuse {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewForbidden(corev1.Resource("services"), a.(k8stesting.PatchAction).GetName(), errors.New("no grant"))
+	})
+	for range 3 {
+		k.ensure(t, k.get(t, "web"), k.nodes)
+		require.NoError(t, k.lb.UpdateLoadBalancer(t.Context(), "c", k.get(t, "web"), k.nodes))
+		k.clock.Step(10 * time.Second)
+	}
+	assert.Equal(t, []string{patchService}, k.writes(), "one refused write, then none within the minute")
+
+	k.clock.Step(30 * time.Second)
+	refuse = false
+	k.ensure(t, k.get(t, "web"), k.nodes)
+	assert.Equal(t, []string{patchService, patchStatus}, k.writes())
+	assert.Equal(t, metav1.ConditionTrue, readiness(t, k.get(t, "web")).Status)
 }
