@@ -11,11 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/e2e/harness"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
 const lbFinalizer = "service.kubernetes.io/load-balancer-cleanup"
@@ -104,6 +106,27 @@ func (e *env) waitIngress(name string) corev1.LoadBalancerIngress {
 	return ing
 }
 
+// waitSays waits until the Service shows its load balancer lbID the way ccmkit writes it
+// (the ID annotation, the LoadBalancerReady condition True for its generation) beside the
+// address the service controller publishes, and returns it: ccmkit's writes come before
+// the service controller's status patch, which must leave them in place.
+func (e *env) waitSays(name, lbID string) *corev1.Service {
+	e.t.Helper()
+	var svc *corev1.Service
+	e.eventually(name+" says its load balancer is ready", func(context.Context) (bool, error) {
+		var err error
+		svc, err = e.service(name)
+		if err != nil {
+			return false, err
+		}
+		ready := meta.FindStatusCondition(svc.Status.Conditions, loadbalancer.ConditionLoadBalancerReady)
+		return svc.Annotations[loadbalancer.StatusAnnotationLoadBalancerID] == lbID && len(svc.Status.LoadBalancer.Ingress) > 0 &&
+			ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == loadbalancer.ReasonProvisioned &&
+			ready.ObservedGeneration == svc.Generation, nil
+	})
+	return svc
+}
+
 func (e *env) waitNodesInitialized(names ...string) {
 	e.t.Helper()
 	e.eventually(strings.Join(names, ", ")+" initialized", func(context.Context) (bool, error) {
@@ -151,6 +174,7 @@ func loadBalancerLifecycle(t *testing.T, m mode) {
 		assert.Equal(t, cloudapi.Listener{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: svc.Spec.Ports[0].NodePort}, lb.Spec.Listeners[0])
 		assert.Contains(t, svc.Finalizers, lbFinalizer)
 		assert.Equal(t, clusterID, lb.Spec.Tags[cloudapi.TagCluster])
+		e.waitSays("web", lb.ID)
 	})
 
 	t.Run("port added in place, address kept", func(t *testing.T) {

@@ -26,6 +26,12 @@
 //     (Aliases: the keys of its cloud's earlier cloud-controller-manager) read exactly as
 //     the annotations they stand for; two spellings of one annotation that disagree are
 //     malformed (ErrConflictingAnnotations), never a guess which one wins.
+//   - The Service says what happened (Options.Services; servicestatus.go): its load
+//     balancer's cloud ID in StatusAnnotationLoadBalancerID, outside the annotation
+//     prefix and never read, and the condition ConditionLoadBalancerReady with a Reason
+//     constant, each written only when it changes; a throttled sync is a Warning event
+//     EventCloudThrottled, at most one a minute per Service. A failed write is logged,
+//     never the call's error, and the next is tried a minute later.
 //
 // # Where each concern lives
 //

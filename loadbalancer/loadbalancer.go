@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
@@ -17,6 +19,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/keyedlock"
 	"github.com/ccmkit/ccmkit/internal/targetgroups"
+	"github.com/ccmkit/ccmkit/internal/throttlenote"
 	"github.com/ccmkit/ccmkit/providerid"
 )
 
@@ -44,9 +47,11 @@ type LoadBalancer struct {
 	// release of one load balancer (by cloud ID); see lock.
 	services, loadBalancers keyedlock.Locks[string]
 
-	mu        sync.Mutex
-	selecting map[string]*corev1.Service // by UID: the Services last seen with a node selector
-	reported  map[reported]string        // what was last reported in an event about a Service's annotations (see changed)
+	mu          sync.Mutex
+	selecting   map[string]*corev1.Service // by UID: the Services last seen with a node selector
+	reported    map[reported]string        // what was last reported in an event about a Service's annotations (see changed)
+	told        map[string]told            // by UID: what tell last wrote on the Service
+	throttledAt map[string]time.Time       // by UID: when the last CloudThrottled event was recorded
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
@@ -67,6 +72,9 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	}
 	if opts.AnnotationPrefix == "" {
 		opts.AnnotationPrefix = DefaultAnnotationPrefix
+	}
+	if strings.HasPrefix(StatusAnnotationLoadBalancerID, opts.AnnotationPrefix) {
+		return nil, fmt.Errorf("loadbalancer: the annotation prefix %q holds %s, which ccmkit writes: choose another prefix", opts.AnnotationPrefix, StatusAnnotationLoadBalancerID)
 	}
 	if opts.MaxAge == 0 {
 		opts.MaxAge = DefaultMaxAge
@@ -91,6 +99,8 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	l := &LoadBalancer{
 		adapterDefaults: defaults,
 		reported:        map[reported]string{},
+		told:            map[string]told{},
+		throttledAt:     map[string]time.Time{},
 		api:             api,
 		opts:            opts,
 		snap:            snap,
@@ -150,8 +160,19 @@ type Options struct {
 	// (UnknownAnnotation, a Warning), an annotation and its alias that disagree
 	// (ConflictingAnnotations, a Warning),
 	// and addresses or a hostname of the cloud's that the Service's status cannot hold
-	// (AddressNotPublished, a Warning), on the Service. Nil records none.
+	// (AddressNotPublished, a Warning), and calls the cloud throttled
+	// (EventCloudThrottled, a Warning), on the Service. Nil records none.
 	Recorder record.EventRecorder
+	// Services is the Kubernetes API through which EnsureLoadBalancer,
+	// UpdateLoadBalancer and EnsureLoadBalancerDeleted (and GetLoadBalancer, for a Service
+	// that wants no load balancer) write on the Service what they found: the annotation
+	// StatusAnnotationLoadBalancerID (a merge patch of the Service) and the condition
+	// ConditionLoadBalancerReady (a strategic merge patch of its status subresource that
+	// touches no other condition and not status.loadBalancer), each only when it changes.
+	// A failed write is logged, does not fail the call and holds the writes on that
+	// Service for a minute. Nil writes nothing, and so does a nil ServiceInterface from it
+	// (a client not set up yet).
+	Services typedcorev1.ServicesGetter
 	// Settings are the adapter's own load balancer settings (see Setting), read from the
 	// Service's annotations and handed to the cloud in cloudapi.LoadBalancerSpec.Settings.
 	// New refuses declarations that Settings.Validate refuses.
@@ -217,12 +238,20 @@ func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *cor
 // load balancer behind. A cloud error is returned as it is, never as "no load balancer";
 // a status of which nothing can be published (addresses or a hostname the API server
 // would refuse) is logged and reported empty; what EnsureLoadBalancer reports.
+//
+// The service controller asks it before EnsureLoadBalancerDeleted, which it calls only
+// when there is a load balancer: so when it finds none for a Service that wants none (being
+// deleted, or no longer of type LoadBalancer), it removes what EnsureLoadBalancerDeleted
+// would have removed (see Options.Services).
 func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	var found []cloudapi.LoadBalancer
 	err := l.reconcile(ctx, svc, step{write: func(read []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
 		found = read
 		return pointers(read), nil
 	}})
+	if err == nil && len(found) == 0 && (svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer) {
+		l.tell(ctx, svc, &throttlenote.Note{}, outcome{cleanup: true})
+	}
 	if err != nil || len(found) == 0 {
 		return nil, false, err
 	}
@@ -249,11 +278,13 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 // Service has no load balancer and its load-balancer-id annotation names one, it adopts
 // that one instead of creating (see adopt), or fails without a write.
 // While the cloud provisions, it returns an api.RetryError.
-func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (st *corev1.LoadBalancerStatus, err error) {
+	ctx, note := throttlenote.With(ctx)
+	var said outcome
+	defer func() { said.err = err; l.tell(ctx, svc, note, said) }()
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	var st *corev1.LoadBalancerStatus
 	var current *cloudapi.LoadBalancer
-	err := l.reconcile(ctx, svc, step{
+	err = l.reconcile(ctx, svc, step{
 		enter: func() bool { l.track(svc); return true },
 		fromSnapshot: func(lb *cloudapi.LoadBalancer) (done bool, err error) {
 			want, release, err := l.ensureWant(ctx, logger, svc, nodes, lb)
@@ -264,6 +295,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 			if !l.diff(lb.Spec, want).Empty() {
 				return false, nil
 			}
+			said = outcome{id: lb.ID, known: true}
 			st, err = l.publish(logger, svc, lb)
 			return true, err
 		},
@@ -279,14 +311,26 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	if err != nil || current == nil {
 		return st, err
 	}
-	switch {
-	case current.Status == cloudapi.LoadBalancerError:
-		// Not "not ready yet": let the service controller back off.
-		return nil, fmt.Errorf("load balancer %s of service %s/%s: the cloud reports status %s", current.ID, svc.Namespace, svc.Name, current.Status)
-	case current.Status != cloudapi.LoadBalancerActive || !reachable(current):
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", current.ID, current.Status), ProvisioningRetryDelay)
+	said = outcome{id: current.ID, known: true}
+	if err := notReady(svc, current); err != nil {
+		return nil, err
 	}
 	return l.publish(logger, svc, current)
+}
+
+// notReady returns what keeps the Service's load balancer from being ready, nil when it
+// is ready (active, with addresses or a hostname): while the cloud provisions, an
+// api.RetryError, which the service controller retries after ProvisioningRetryDelay; for
+// the cloud's status error, an error, after which it backs off.
+func notReady(svc *corev1.Service, lb *cloudapi.LoadBalancer) error {
+	switch {
+	case lb.Status == cloudapi.LoadBalancerError:
+		// Not "not ready yet": let the service controller back off.
+		return fmt.Errorf("load balancer %s of service %s/%s: the cloud reports status %s", lb.ID, svc.Namespace, svc.Name, lb.Status)
+	case lb.Status != cloudapi.LoadBalancerActive || !reachable(lb):
+		return api.NewRetryError(fmt.Sprintf("load balancer %s is %s", lb.ID, lb.Status), ProvisioningRetryDelay)
+	}
+	return nil
 }
 
 // UpdateLoadBalancer brings the targets (and anything else that drifted) in line with the
@@ -297,8 +341,10 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 // nodeSetClock). It never creates a load balancer: when the
 // Service has none, it returns an error matching cloudapi.ErrNotFound, and the service
 // controller's next sync of the Service creates it.
-func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) error {
-	serr, err := l.updateNodes(ctx, svc, nodes, true)
+func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (err error) {
+	ctx, note := throttlenote.With(ctx)
+	said, serr, err := l.updateNodes(ctx, svc, nodes, true)
+	defer func() { said.err = err; l.tell(ctx, svc, note, said) }()
 	if err != nil {
 		return err
 	}
@@ -310,8 +356,9 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *co
 // shared list) and a sync of node labels (not nodeSync: for the Service as last tracked,
 // nothing when it is tracked no more; read by owner tags). A malformed annotation does
 // not keep the node set from the targets: it is returned after the write, as serr (what
-// is wrong with the Service), apart from err (what kept the write from happening).
-func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, nodeSync bool) (serr, err error) {
+// is wrong with the Service), apart from err (what kept the write from happening). said
+// is what the call found out about the load balancer, its error aside.
+func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, nodeSync bool) (said outcome, serr, err error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	uid := string(svc.UID)
 	var since uint64 // the arrival of the node set, for the reads the writes are based on
@@ -338,11 +385,13 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			}
 			release()
 			serr = s
+			said = outcome{id: current.ID, known: true} // trusted: ready
 			return l.diff(current.Spec, want).Empty(), nil
 		},
 		listedSince: func() (uint64, bool) { return since, tracked },
 		write: func(found []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
 			if len(found) == 0 {
+				said = outcome{known: true} // none
 				return nil, keptEntry{fmt.Errorf("service %s/%s has no load balancer with tags %s=%s, %s=%s to update: %w", svc.Namespace, svc.Name,
 					cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagService, svc.UID, cloudapi.ErrNotFound)}
 			}
@@ -356,11 +405,12 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			if err != nil {
 				return nil, err
 			}
+			said = outcome{id: lb.ID, known: true, notReady: notReady(svc, lb)}
 			found[0] = *lb
 			return pointers(found), nil
 		},
 	})
-	return serr, err
+	return said, serr, err
 }
 
 // EnsureLoadBalancerDeleted deletes every load balancer that carries the Service's owner
@@ -376,7 +426,9 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 // is never found again by owner tags, so a retry after a lost answer finds nothing to do.
 // A malformed keep-on-delete annotation is an error before any cloud call: nothing is
 // deleted while it is unclear whether to keep it.
-func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) error {
+func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) (err error) {
+	ctx, note := throttlenote.With(ctx)
+	defer func() { l.tell(ctx, svc, note, outcome{cleanup: true, err: err}) }()
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	uid, err := serviceUID(svc)
 	if err != nil {

@@ -82,7 +82,7 @@ func (l *LoadBalancer) syncNodeLabels(ctx context.Context, uid string, nodes []*
 	if svc == nil {
 		return nil
 	}
-	_, err := l.updateNodes(ctx, svc, nodes, false) // what is wrong with the Service is the service controller's to report
+	_, _, err := l.updateNodes(ctx, svc, nodes, false) // what is wrong with the Service is the service controller's to report
 	if errors.Is(err, cloudapi.ErrNotFound) {
 		return nil // the service controller creates it
 	}

@@ -45,7 +45,7 @@ type Cloud struct {
 
 	mu       sync.Mutex
 	recorder record.EventRecorder
-	kube     kubernetes.Interface // set by Initialize; lists the Nodes for routes that carry no tags
+	kube     kubernetes.Interface // Initialize's client, nil before: lists the Nodes for routes that carry no tags, writes on Services
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -153,6 +153,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			Clock:            opts.Clock,
 			KeepOnDelete:     cfg.LoadBalancer.KeepOnDelete,
 			Recorder:         lateRecorder{c},
+			Services:         lateServices{c},
 			Settings:         opts.LoadBalancerSettings,
 			SettingDefaults:  cfg.LoadBalancer.Settings,
 			Shape:            opts.LoadBalancerShape,
@@ -324,12 +325,14 @@ func (c *Cloud) Config() Config { return c.cfg }
 // The recorder stops when stop closes. The sub-interfaces report problems through their
 // errors, which the upstream controllers turn into events on the Service or Node; the
 // recorder is there for what ccmkit has to say beyond an error (package loadbalancer's
-// AdoptedLoadBalancer and KeptLoadBalancer events on the Service, package instances'
-// InstanceGoneRefused event on a Node the deletion brake keeps). It starts nothing else:
-// the load balancers' background work runs as controllers (LoadBalancerWork). The same
-// client lists the Nodes when the backend's routes carry no tags (package routes' ownership
-// rule). A client builder that fails leaves the recorder dropping events, which the log
-// says, and such route lists failing.
+// AdoptedLoadBalancer, KeptLoadBalancer and CloudThrottled events on the Service, package
+// instances' InstanceGoneRefused event on a Node the deletion brake keeps). The same
+// client writes, through package loadbalancer's Options.Services, the load balancer's ID
+// annotation and LoadBalancerReady condition on the Service, and lists the Nodes when the
+// backend's routes carry no tags (package routes' ownership rule). It starts nothing else:
+// the load balancers' background work runs as controllers (LoadBalancerWork). A client
+// builder that fails leaves the recorder dropping events, nothing written on Services and
+// such route lists failing, which the log says.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logger := klog.FromContext(ctx).WithValues("provider", c.opts.ProviderName)
@@ -421,6 +424,21 @@ func (r lateRecorder) Eventf(obj runtime.Object, eventType, reason, format strin
 // AnnotatedEventf records an event through the Cloud's current recorder.
 func (r lateRecorder) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventType, reason, format string, args ...any) {
 	r.c.EventRecorder().AnnotatedEventf(obj, annotations, eventType, reason, format, args...)
+}
+
+// lateServices hands package loadbalancer the Services of the client that Initialize sets
+// up after New built it: none (nil) before then.
+type lateServices struct{ c *Cloud }
+
+// Services returns the Services in namespace of Initialize's client, or nil before
+// Initialize.
+func (s lateServices) Services(namespace string) typedcorev1.ServiceInterface {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	if s.c.kube == nil {
+		return nil
+	}
+	return s.c.kube.CoreV1().Services(namespace)
 }
 
 // ProviderName returns the provider's registered name.

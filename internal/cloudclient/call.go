@@ -11,6 +11,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/pace"
+	"github.com/ccmkit/ccmkit/internal/throttlenote"
 )
 
 const (
@@ -114,6 +115,7 @@ func callWith[T any](ctx context.Context, c *Client, op cloudapi.Operation, key,
 		}
 		if errors.Is(class, cloudapi.ErrThrottled) {
 			c.metrics.throttled.WithLabelValues(opLabel).Inc()
+			throttlenote.Record(ctx)
 			hold := backoff
 			if hasRetryAfter {
 				hold = retryAfter
@@ -253,6 +255,7 @@ func (c *Client) admit(ctx context.Context) error {
 		c.mu.Unlock()
 
 		if hold > 0 {
+			throttlenote.Record(ctx) // the cloud throttled this call or another
 			if tooLate(ctx, hold) {
 				return &waitTooLongError{wait: hold, reason: "the cloud asked to wait until after the context's deadline"}
 			}

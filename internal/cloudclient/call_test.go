@@ -17,6 +17,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/cloudclient"
+	"github.com/ccmkit/ccmkit/internal/throttlenote"
 )
 
 // errUnclassified is an adapter error that maps onto no cloudapi class.
@@ -504,4 +505,37 @@ func TestUnclassifiedErrorIsReturnedAsIs(t *testing.T) {
 	require.ErrorIs(t, err, errUnclassified)
 	assert.Nil(t, cloudapi.ClassOf(err), "not reclassified")
 	assert.True(t, strings.HasPrefix(err.Error(), "GetInstance i-1: connection reset by peer"), err.Error())
+}
+
+// TestThrottleNotes checks that a call records into its context's note a throttled answer
+// and a wait for the hold, also when the call then succeeds, and nothing otherwise.
+func TestThrottleNotes(t *testing.T) {
+	e := newEnv(t)
+	throttled := cloudapi.Throttled(cloudapi.OpGetInstance, 2*time.Second, nil)
+
+	ctx, first := throttlenote.With(e.ctx)
+	e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(nil, throttled)
+	e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(&cloudapi.Instance{}, nil)
+	_, err := e.client.Instances().GetInstance(ctx, "i-1")
+	require.NoError(t, err, "retried after the hold")
+	// The throttled answer; its retry waited out the hold before it asked to be admitted.
+	assert.Equal(t, int64(1), first.Count())
+
+	ctx, calm := throttlenote.With(e.ctx)
+	e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-2").Return(&cloudapi.Instance{}, nil)
+	_, err = e.client.Instances().GetInstance(ctx, "i-2")
+	require.NoError(t, err)
+	assert.Zero(t, calm.Count(), "the hold is over")
+
+	// Another call's throttled answer holds this one: noted, though this one succeeds.
+	e = newEnv(t, func(o *cloudclient.Options) { o.Retry.MaxAttempts = 1 })
+	e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-3").Return(nil, throttled)
+	_, err = e.client.Instances().GetInstance(e.ctx, "i-3") // no note: nothing to record
+	require.ErrorIs(t, err, cloudapi.ErrThrottled)
+	ctx, held := throttlenote.With(e.ctx)
+	e.mocks.in.EXPECT().GetInstance(gomock.Any(), "i-1").Return(&cloudapi.Instance{}, nil)
+	_, err = e.client.Instances().GetInstance(ctx, "i-1")
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{2 * time.Second}, e.clock.Waits())
+	assert.Equal(t, int64(1), held.Count())
 }

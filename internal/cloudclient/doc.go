@@ -80,6 +80,10 @@
 // a burst after every hold. Without a client-side limit (QPS zero) only the hold applies,
 // and the calls held back go out together when it ends.
 //
+// A call whose context carries an internal/throttlenote note records into it every
+// throttled answer and every wait for a hold, also when the call then succeeds: that is how
+// the load balancers tell a Service that the cloud throttled its sync.
+//
 // # Metrics
 //
 // With <p> the provider name reduced to [a-z0-9_], all ALPHA:

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 
@@ -31,6 +33,7 @@ const (
 	checkKeptLB         = "kept-load-balancer"     // a load balancer without this cluster's tags keeps ccmkit's tags or targets
 	checkMissingLB      = "missing-load-balancer"  // a LoadBalancer Service without one
 	checkStatus         = "service-status"         // status ingress is not the load balancer's address
+	checkSays           = "service-says"           // the load balancer's ID annotation or condition is not what it is
 	checkFinalizer      = "service-finalizer"      // cleanup finalizer missing, left behind, or deletion stuck
 	checkLBSpec         = "load-balancer-spec"     // the load balancer does not match the Service and Nodes
 	checkOrphanRoute    = "orphaned-route"         // a route of no Node, of a wrong CIDR or instance, or a blackhole
@@ -260,6 +263,12 @@ func checkServices(w *world, inv fake.Inventory, rec *recorder, groups bool) []v
 			if len(svc.Status.LoadBalancer.Ingress) > 0 {
 				add(checkStatus, "service %s of type %s has load balancer ingress %v", name, svc.Spec.Type, svc.Status.LoadBalancer.Ingress)
 			}
+			if id, ok := svc.Annotations[loadbalancer.StatusAnnotationLoadBalancerID]; ok {
+				add(checkSays, "service %s of type %s has annotation %s=%s", name, svc.Spec.Type, loadbalancer.StatusAnnotationLoadBalancerID, id)
+			}
+			if c := meta.FindStatusCondition(svc.Status.Conditions, loadbalancer.ConditionLoadBalancerReady); c != nil {
+				add(checkSays, "service %s of type %s has condition %s (%s)", name, svc.Spec.Type, c.Type, c.Reason)
+			}
 			continue
 		}
 		if !servicehelpers.HasLBFinalizer(svc) {
@@ -283,6 +292,12 @@ func checkServices(w *world, inv fake.Inventory, rec *recorder, groups bool) []v
 			add(checkStatus, "service %s: no EnsureLoadBalancer of it ever succeeded", name)
 		case !servicehelpers.LoadBalancerStatusEqual(&ensured, &svc.Status.LoadBalancer):
 			add(checkStatus, "service %s has status %v, the last successful EnsureLoadBalancer returned %v", name, svc.Status.LoadBalancer.Ingress, ensured.Ingress)
+		}
+		if id := svc.Annotations[loadbalancer.StatusAnnotationLoadBalancerID]; id != lb.ID {
+			add(checkSays, "service %s has annotation %s=%q, its load balancer is %s", name, loadbalancer.StatusAnnotationLoadBalancerID, id, lb.ID)
+		}
+		if c := meta.FindStatusCondition(svc.Status.Conditions, loadbalancer.ConditionLoadBalancerReady); c == nil || c.Status != metav1.ConditionTrue || c.Reason != loadbalancer.ReasonProvisioned {
+			add(checkSays, "service %s's condition %s is %+v, not True (%s)", name, loadbalancer.ConditionLoadBalancerReady, c, loadbalancer.ReasonProvisioned)
 		}
 		for _, problem := range specProblems(svc, lb, nodes, inv, groups) {
 			add(checkLBSpec, "service %s, load balancer %s: %s", name, lb.ID, problem)

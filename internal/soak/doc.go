@@ -83,6 +83,10 @@
 //     internal, proxy protocol, name, health check, source ranges, address families, the
 //     Service name tag and the load balancer the load-balancer-id annotation names match;
 //     the cleanup finalizer is on LoadBalancer Services only, and no deletion is stuck;
+//   - every LoadBalancer Service has its load balancer's ID in the annotation
+//     status.ccmkit.io/load-balancer-id and the condition LoadBalancerReady True
+//     (Provisioned), which the provider writes through the client Initialize gets (its
+//     patches applied to the simulation's Services); every other Service has neither;
 //   - every Node has a live instance, is initialized, and has the shutdown taint exactly
 //     when it is NotReady with a stopped instance (never when Ready);
 //   - no controller still waits to retry a Service or a Node.

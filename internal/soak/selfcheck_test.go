@@ -12,6 +12,7 @@ import (
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
 // settled runs a short history without faults to its end state, which must pass every
@@ -117,6 +118,20 @@ func TestChecksCatchCorruptedEndStates(t *testing.T) {
 				})
 			},
 			want: checkStatus,
+		},
+		{
+			name: "wrong load balancer ID annotation",
+			corrupt: func(t *testing.T, s *sim, svc *corev1.Service, _ cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				s.w.updateService(svc.Name, func(s *corev1.Service) { s.Annotations[loadbalancer.StatusAnnotationLoadBalancerID] = "lb-planted" })
+			},
+			want: checkSays,
+		},
+		{
+			name: "no ready condition",
+			corrupt: func(t *testing.T, s *sim, svc *corev1.Service, _ cloudapi.LoadBalancer, _ *corev1.Node, _ cloudapi.Route) {
+				s.w.updateService(svc.Name, func(s *corev1.Service) { s.Status.Conditions = nil })
+			},
+			want: checkSays,
 		},
 		{
 			name: "finalizer missing",

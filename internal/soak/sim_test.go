@@ -22,6 +22,7 @@ import (
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/internal/clocktest"
 	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/provider/providertest"
 )
 
 // clusterID is the cluster ID of the provider's config: the ownership tag value.
@@ -131,6 +132,9 @@ type result struct {
 	calls fake.Calls
 	// lbWrites is the number of load balancer writes.
 	lbWrites int
+	// serviceWrites counts the provider's patches of Services (the load balancer's ID
+	// annotation and condition).
+	serviceWrites int
 	// groupWrites is the number of target group writes that reached the cloud (creates,
 	// updates and deletes, also those whose answer a fault lost).
 	groupWrites int
@@ -166,6 +170,8 @@ type sim struct {
 	// terminated holds when each terminated instance was terminated: the cloud forgets
 	// it terminatedRetention later.
 	terminated map[string]time.Time
+	// stop stops what the running provider's Initialize started.
+	stop chan struct{}
 }
 
 // terminatedRetention is how long the cloud keeps listing a terminated instance before it
@@ -234,6 +240,10 @@ func faultinjectWrap(s *sim, o op) *faultinject.Client {
 
 // finish checks the end state and returns the result.
 func (s *sim) finish() result {
+	if s.stop != nil {
+		close(s.stop)
+		s.stop = nil
+	}
 	s.res.violations = append(slices.Clone(s.rec.violations), check(s.w, s.cloud, s.rec, s.p.targetGroups)...)
 	for _, pending := range s.ccm.pendingRetries() {
 		s.res.violations = append(s.res.violations, violation{Check: checkSettled, Msg: pending + " still waits for a retry after the settle window"})
@@ -331,6 +341,11 @@ func (s *sim) restart() error {
 	if err != nil {
 		return err
 	}
+	if s.stop != nil {
+		close(s.stop)
+	}
+	s.stop = make(chan struct{})
+	cloud.Initialize(&providertest.ClientBuilder{Kube: s.kube()}, s.stop)
 	s.ccm, err = startCCM(s.ctx, s.w, s.rec, cloud)
 	return err
 }

@@ -86,9 +86,9 @@ func soak(t *testing.T, seed int64, n int, groups bool) {
 	start := time.Now()
 	res, err := run(p, ops)
 	require.NoError(t, err, "%s", p)
-	t.Logf("%s: %d operations (%d skipped), %s virtual, %s wall; %s; %d load balancer writes (%d adoptions, %d of them from a foreign group, %d releases), %d target group writes, %d Nodes deleted by the lifecycle controller",
+	t.Logf("%s: %d operations (%d skipped), %s virtual, %s wall; %s; %d load balancer writes (%d adoptions, %d of them from a foreign group, %d releases), %d target group writes, %d Service writes (ID annotation, condition), %d Nodes deleted by the lifecycle controller",
 		p, res.executed, res.skipped, res.virtual.Round(time.Second), time.Since(start).Round(time.Millisecond),
-		faultSummary(res.injected), res.lbWrites, res.adoptions, res.groupAdoptions, res.releases, res.groupWrites, res.nodeDeletions)
+		faultSummary(res.injected), res.lbWrites, res.adoptions, res.groupAdoptions, res.releases, res.groupWrites, res.serviceWrites, res.nodeDeletions)
 
 	if len(res.violations) > 0 {
 		t.Errorf("%s: %d violations:\n%s", p, len(res.violations), listViolations(res.violations))
