@@ -8,6 +8,8 @@ go 1.26.8
 
 require (
 	github.com/ccmkit/ccmkit v0.0.0
+	github.com/ccmkit/ccmkit/examples/hcloud v0.0.0
+	github.com/hetznercloud/hcloud-go/v2 v2.52.0
 	github.com/stretchr/testify v1.12.1
 	go.yaml.in/yaml/v3 v3.0.5
 	k8s.io/api v0.37.2
@@ -122,3 +124,8 @@ require (
 )
 
 replace github.com/ccmkit/ccmkit => ../
+
+// The Hetzner scenario (hcloud_test.go) runs the hcloud mock in the test's process and
+// builds examples/hcloud's CCM; its module is kept at this module's versions
+// (`make versions-check`).
+replace github.com/ccmkit/ccmkit/examples/hcloud => ../examples/hcloud
