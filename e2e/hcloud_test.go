@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -142,29 +141,6 @@ func (e *hcloudEnv) eventually(what string, cond func(context.Context) (bool, er
 	e.logf("%s", what)
 }
 
-// writes are the mock's calls that are not reads, by route pattern ("/", a path the mock
-// does not serve, counts too).
-func writes(calls map[string]int) map[string]int {
-	w := map[string]int{}
-	for pattern, n := range calls {
-		if !strings.HasPrefix(pattern, "GET ") && n > 0 {
-			w[pattern] = n
-		}
-	}
-	return w
-}
-
-// sub returns the calls of after that came after before.
-func sub(after, before map[string]int) map[string]int {
-	d := maps.Clone(after)
-	for pattern, n := range before {
-		if d[pattern] -= n; d[pattern] == 0 {
-			delete(d, pattern)
-		}
-	}
-	return d
-}
-
 // loadBalancer is the mock's only load balancer.
 func (e *hcloudEnv) loadBalancer() (schema.LoadBalancer, error) {
 	lbs := e.mock.Inventory().LoadBalancers
@@ -283,7 +259,7 @@ func TestHcloudCCMProcessOverTheMock(t *testing.T) {
 	// Converged: quiet for a node status period, then the CCM dies and starts again.
 	before := e.mock.Calls()
 	time.Sleep(harness.Periods.NodeStatus)
-	require.Empty(t, writes(sub(e.mock.Calls(), before)), "writes while converged")
+	require.Zero(t, e.mock.Calls().Sub(before).Writes(), "writes while converged: %v", e.mock.Calls().Sub(before))
 	require.NoError(t, e.ccm.Kill())
 	restarted := time.Now().Truncate(time.Second) // event times have second precision
 	before = e.mock.Calls()
@@ -298,11 +274,11 @@ func TestHcloudCCMProcessOverTheMock(t *testing.T) {
 		}), nil
 	})
 	time.Sleep(harness.Periods.NodeStatus) // a node status pass of the new CCM too
-	calls := sub(e.mock.Calls(), before)
+	calls := e.mock.Calls().Sub(before)
 	e.logf("the mock's calls of the restarted CCM until it settled: %v", calls)
 	assert.Positive(t, calls["GET /servers"]+calls["GET /servers/{id}"], "the restarted CCM read the servers")
 	assert.Positive(t, calls["GET /load_balancers"]+calls["GET /load_balancers/{id}"], "the restarted CCM read the load balancers")
-	assert.Empty(t, writes(calls), "a resync of a converged cluster writes nothing")
+	assert.Zero(t, calls.Writes(), "a resync of a converged cluster writes nothing: %v", calls)
 	s, err := client.CoreV1().Services(svc.Namespace).Get(e.ctx, svc.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotEmpty(t, s.Status.LoadBalancer.Ingress)
