@@ -43,7 +43,9 @@ fmt-check:
 
 ## vet: go build (compiles every package, also the main packages no test compiles) in the
 ## library's module, in e2e, in hack/benchplot (a module of its own: gonum/plot) and in
-## examples/hcloud (a module of its own: hcloud-go), and go vet in the library's module.
+## examples/hcloud (a module of its own: hcloud-go, at e2e's versions of every module both
+## build, so after e2e it compiles only hcloud-go and its own packages), and go vet in the
+## library's module.
 ## The nested modules are vetted by `make lint` (golangci-lint's govet runs go vet's
 ## analyzers on them, test files included): a go vet of its own there analyzed each
 ## module's whole dependency graph a second time.
@@ -103,10 +105,11 @@ mocks-check: $(BIN)/mockgen
 	@before=$$(cat $(MOCKS) | sha256sum); go generate ./...; after=$$(cat $(MOCKS) | sha256sum); \
 	if [ "$$before" != "$$after" ]; then echo "generated mocks were stale and have been regenerated: review and commit them"; exit 1; fi
 
-## versions-check: modules built by both e2e and e2e/tools are at the same versions, so the
-## control-plane build reuses what the e2e build compiled (hack/sharedversions.sh).
+## versions-check: modules built by both e2e and e2e/tools, or by both e2e and
+## examples/hcloud, are at the same versions, so the control-plane build and the
+## examples/hcloud build reuse what the e2e build compiled (hack/sharedversions.sh).
 versions-check:
-	@echo "==> shared module versions of e2e and e2e/tools"
+	@echo "==> shared module versions of e2e, e2e/tools and examples/hcloud"
 	@bash hack/sharedversions.sh
 
 ## unit: every package's tests under -race, except those that link the CCM command's
@@ -120,10 +123,11 @@ versions-check:
 ## test's own vet pass would analyze every dependency again (95 s for deploy alone after
 ## `make vet`, cold).
 ## hack/benchplot (gonum/plot) and examples/hcloud (hcloud-go), modules of their own, are
-## tested last, without -race: hcloud-go raises golang.org/x/sys and x/net, so under -race
-## the whole Kubernetes client tree would compile once more, with the race detector, for a
-## mock behind one mutex and an adapter without goroutines of its own (the ccmkit packages
-## they use run under -race above).
+## tested last, without -race: examples/hcloud builds at e2e's versions (Kubernetes
+## v0.37), not the library's floor, so under -race the whole Kubernetes client tree would
+## compile once more, with the race detector, for a mock behind one mutex and an adapter
+## without goroutines of its own (the ccmkit packages they use run under -race above);
+## without it, it reuses what `make vet` compiled for e2e.
 unit: vet $(BIN)/helm
 	@echo "==> go test -race (every package with tests but the four that link the CCM's app), go test of those four and lbclass"
 	pkgs=$$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -vxE 'github.com/ccmkit/ccmkit/(deploy|examples/restcloud|examples/ccm|controllers)'); \

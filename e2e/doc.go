@@ -39,6 +39,16 @@
 // the test's lease and deploy/'s: its time, logged, and its cloud calls, reads within
 // ⌈S/P⌉ + ⌈N/P⌉ + 1 and no write (about 65 s).
 //
+// hcloud_test.go runs examples/hcloud's CCM (examples/ccm over the Hetzner adapter, built by
+// harness.Build; this module requires examples/hcloud through a replace directive) as a
+// process against hcloudmock, the Hetzner API mock, served in the test's process with a
+// rate limit the CCM overdraws (5 requests, 1 a second). TestHcloudCCMProcessOverTheMock:
+// Nodes initialized from servers, a LoadBalancer Service with the adapter's settings as
+// annotations given its load balancer's address, a Node added as a target although the
+// first add_target action fails, and after a SIGKILL and a start again a full resync with
+// no write to the mock while the Service keeps its address (about 60 s, the CCM's build
+// included).
+//
 // targetgroups_test.go runs the in-process CCM on a fake cloud with target groups
 // (`capabilities: {targetGroups: true}`): eight load balancers in two groups, a Node added
 // under the upstream service controller's node sync is one group list and one group write

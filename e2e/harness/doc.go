@@ -9,7 +9,8 @@
 // --cloud-provider=ccmkit, over a cloud config whose `fake:` section names a state file
 // (WithStateFile): a cloud that outlives the process, killed with SIGKILL and started
 // again, or shared by leader-elected replicas; and any other command of the repository
-// (Build, StartProcess), such as examples/restcloud and its restcloud-server.
+// (Build, StartProcess), such as examples/restcloud and its restcloud-server, or
+// examples/hcloud/ccm (a package of a module the e2e module requires by a replace).
 //
 // One CCM runs at a time per process: the provider registration is process-wide, and each
 // start uses the Cloud last passed to StartCCM, so a restarted CCM meets its predecessor's

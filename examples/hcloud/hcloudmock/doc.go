@@ -33,8 +33,10 @@
 //   - the project's rate limit: a token bucket (internal/pace) over all requests,
 //     RateLimit-Limit, -Remaining and -Reset on every answer, 429 rate_limit_exceeded
 //     when empty;
-//   - Calls per route pattern, Inventory, and scripted faults (Inject): the next N calls
-//     to an endpoint answer an error, or start an action that fails and changes nothing.
+//   - Calls per route pattern (Calls.Sub for what came since, Calls.Writes for the
+//     requests that are not GETs), Inventory, and scripted faults (Inject): the next N
+//     calls to an endpoint answer an error, or start an action that fails and changes
+//     nothing.
 //
 // What it does not model: other resources (volumes, floating and primary IPs,
 // firewalls, placement groups, server actions, creating servers, networks or

@@ -465,3 +465,37 @@ func TestNewRefusesBadSeeds(t *testing.T) {
 		})
 	}
 }
+
+// TestCallsSubAndWrites counts what a client asked between two readings of Calls: every
+// request but a GET is a write, a path the mock does not serve ("/") too.
+func TestCallsSubAndWrites(t *testing.T) {
+	m, client := start(t, seed(2))
+	ctx := context.Background()
+	_, _, err := client.Server.GetByID(ctx, 1)
+	require.NoError(t, err)
+	before := m.Calls()
+	_, _, err = client.Server.GetByID(ctx, 2)
+	require.NoError(t, err)
+	_, dst, err := net.ParseCIDR("10.1.0.0/24")
+	require.NoError(t, err)
+	_, _, err = client.Network.AddRoute(ctx, &hcloud.Network{ID: 1000}, hcloud.NetworkAddRouteOpts{
+		Route: hcloud.NetworkRoute{Destination: dst, Gateway: net.ParseIP("10.0.0.2")}})
+	require.NoError(t, err)
+	since := m.Calls().Sub(before)
+	for _, tt := range []struct {
+		name   string
+		calls  hcloudmock.Calls
+		writes int
+	}{
+		{"since before", since, 1},
+		{"all", m.Calls(), 1},
+		{"none", hcloudmock.Calls{}, 0},
+		{"unknown path", hcloudmock.Calls{"/": 2, "GET /servers": 3}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.writes, tt.calls.Writes())
+		})
+	}
+	assert.Equal(t, hcloudmock.Calls{"GET /servers/{id}": 1, "POST /networks/{id}/actions/add_route": 1}, since,
+		"the patterns whose count did not change are left out")
+}

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -167,10 +168,37 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // Calls returns how many requests each endpoint received, by its route pattern
 // ("GET /servers/{id}", "POST /load_balancers/{id}/actions/add_target"; "/" for a path
 // the mock does not serve), whatever their answer (rate-limited and faulted ones too).
-func (s *Server) Calls() map[string]int {
+func (s *Server) Calls() Calls {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.calls)
+}
+
+// Calls counts the requests of each endpoint, by its route pattern (see Server.Calls).
+type Calls map[string]int
+
+// Writes returns the number of requests that are not reads: of every pattern but the
+// GET ones ("/", a path the mock does not serve, counts too).
+func (c Calls) Writes() int {
+	n := 0
+	for pattern, calls := range c {
+		if !strings.HasPrefix(pattern, "GET ") {
+			n += calls
+		}
+	}
+	return n
+}
+
+// Sub returns the requests made since before was taken: c minus before, per pattern,
+// without the patterns whose count did not change.
+func (c Calls) Sub(before Calls) Calls {
+	out := maps.Clone(c)
+	for pattern, calls := range before {
+		if out[pattern] -= calls; out[pattern] == 0 {
+			delete(out, pattern)
+		}
+	}
+	return out
 }
 
 // Inject makes the next times calls to endpoint (a route pattern, as in Calls) fail with
