@@ -44,7 +44,8 @@ const (
 	// prefix that nothing reads (validationActions Warn).
 	AdmissionPolicyUnknownName = "ccmkit-loadbalancer-annotations-unknown"
 	// AdmissionPolicySyncOnlyAnnotation is the annotation of the Deny policy that lists the
-	// annotations whose values it cannot check, which only the sync checks.
+	// annotations whose values it cannot check, which only the sync checks: names after
+	// the prefix, then whole legacy keys of aliases.
 	AdmissionPolicySyncOnlyAnnotation = "ccmkit.io/checked-at-sync-only"
 )
 
