@@ -23,6 +23,10 @@ type AdmissionPolicyOptions struct {
 	AnnotationPrefix string
 	// Settings are the adapter's declared load balancer settings.
 	Settings Settings
+	// Aliases are the adapter's annotation aliases: the legacy keys are checked as the
+	// annotations they stand for, and the keys under the legacy prefixes that no alias
+	// declares are warned of.
+	Aliases Aliases
 	// Class is the load balancer class ccmkit serves (the cloud config's
 	// loadBalancer.class), or "" for none. Services of another class are not checked.
 	Class string
@@ -40,7 +44,8 @@ const (
 	// prefix that nothing reads (validationActions Warn).
 	AdmissionPolicyUnknownName = "ccmkit-loadbalancer-annotations-unknown"
 	// AdmissionPolicySyncOnlyAnnotation is the annotation of the Deny policy that lists the
-	// annotations whose values it cannot check, which only the sync checks.
+	// annotations whose values it cannot check, which only the sync checks: names after
+	// the prefix, then whole legacy keys of aliases.
 	AdmissionPolicySyncOnlyAnnotation = "ccmkit.io/checked-at-sync-only"
 )
 
@@ -62,15 +67,25 @@ const (
 // with the cloud's state (an internal switch of an adopted or kept load balancer) is only
 // the sync's to find.
 //
-// AdmissionPolicyUnknownName warns (kubectl prints it) of keys under the prefix that
-// nothing reads, a typo or a key of another version; it refuses nothing.
+// A legacy key of opts.Aliases without Convert is checked as the annotation it stands for,
+// the message naming the legacy key; one with Convert is listed in
+// AdmissionPolicySyncOnlyAnnotation and never refused, and a contradiction that involves
+// its annotation is left to the sync. Two spellings of one annotation whose values
+// disagree are refused where CEL compares them as the sync does (neither with Convert,
+// and the annotation a boolean, an enumeration, a number or a setting declared with
+// Values); otherwise only the sync refuses them.
 //
-// Only Services that carry an annotation under the prefix are evaluated (matchConditions),
+// AdmissionPolicyUnknownName warns (kubectl prints it) of keys under the prefix or a
+// legacy prefix that nothing reads, a typo or a key of another version; it refuses
+// nothing.
+//
+// Only Services that carry an annotation under the prefix or a legacy prefix, or a legacy
+// key, are evaluated (matchConditions),
 // when they are created or an update changes their annotations or spec (a finalizer or a
 // label is never refused), and only those ccmkit serves: of type LoadBalancer and of its
 // class (opts.Class and opts.ClassOnly), but for keep-on-delete, which ccmkit reads when a
-// Service stops being of type LoadBalancer. It fails when opts.Settings are declared
-// wrongly (Settings.Validate).
+// Service stops being of type LoadBalancer. It fails when opts.Settings or opts.Aliases
+// are declared wrongly (Settings.Validate, Aliases.Validate).
 func AdmissionPolicy(opts AdmissionPolicyOptions) ([]byte, error) {
 	if opts.AnnotationPrefix == "" {
 		opts.AnnotationPrefix = DefaultAnnotationPrefix
@@ -78,10 +93,18 @@ func AdmissionPolicy(opts AdmissionPolicyOptions) ([]byte, error) {
 	if err := opts.Settings.Validate(); err != nil {
 		return nil, err
 	}
+	if err := opts.Aliases.Validate(opts.AnnotationPrefix, opts.Settings); err != nil {
+		return nil, err
+	}
 	deny, syncOnly := denyPolicy(opts)
 	warn := unknownPolicy(opts)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# ccmkit's load balancer annotations under %q, checked when a Service is created or updated.\n", opts.AnnotationPrefix)
+	if len(opts.Aliases.Prefixes) > 0 {
+		fmt.Fprintf(&b, "# With the legacy keys the adapter's aliases declare, and the unknown keys under %s.\n", strings.Join(opts.Aliases.Prefixes, ", "))
+	} else if len(opts.Aliases.Keys) > 0 {
+		fmt.Fprintf(&b, "# With the legacy keys the adapter's aliases declare.\n")
+	}
 	fmt.Fprintf(&b, "# Generated for this configuration (loadbalancer.AdmissionPolicy); do not edit.\n")
 	fmt.Fprintf(&b, "# Checked only when ccmkit syncs the Service: %s.\n", strings.Join(syncOnly, ", "))
 	for _, obj := range []runtime.Object{deny, binding(AdmissionPolicyName, admissionregistrationv1.Deny), warn, binding(AdmissionPolicyUnknownName, admissionregistrationv1.Warn)} {
@@ -103,13 +126,21 @@ func AdmissionPolicy(opts AdmissionPolicyOptions) ([]byte, error) {
 // celBool: parseBool. strings.ToLower maps no other rune onto the letters of true and false.
 func celBool(v string) string { return v + `.lowerAscii() in ['true', 'false']` }
 
+// celSameBool: two values celBool accepts that parseBool reads alike.
+func celSameBool(x, y string) string { return x + ".lowerAscii() == " + y + ".lowerAscii()" }
+
+// celUpper returns the CEL of strings.ToUpper(v) for the values that it turns into upper
+// case ASCII: 'ı' and 'ſ' are the runes other than ASCII that it maps onto ASCII.
+func celUpper(v string) string { return v + ".replace('ı', 'i').replace('ſ', 's').upperAscii()" }
+
 // celEnum returns a check of a value that strings.ToUpper turns into one of values
-// (upper case ASCII): 'ı' and 'ſ' are the runes other than ASCII that it maps onto ASCII.
+// (upper case ASCII).
 func celEnum(values ...string) func(string) string {
-	return func(v string) string {
-		return fmt.Sprintf(`%s.replace('ı', 'i').replace('ſ', 's').upperAscii() in [%s]`, v, celList(values))
-	}
+	return func(v string) string { return fmt.Sprintf(`%s in [%s]`, celUpper(v), celList(values)) }
 }
+
+// celSameEnum: two values a celEnum check accepts that are one value of the enum.
+func celSameEnum(x, y string) string { return celUpper(x) + " == " + celUpper(y) }
 
 // celInt returns a check of parseInt(v, lo, hi): strconv.Atoi's syntax (a sign, leading
 // zeros), at most as many digits as hi, so that int() cannot overflow.
@@ -118,6 +149,9 @@ func celInt(lo, hi int) func(string) string {
 		return fmt.Sprintf(`%s.matches('^[-+]?0*[0-9]{1,%d}$') && int(%s) >= %d && int(%s) <= %d`, v, len(strconv.Itoa(hi)), v, lo, v, hi)
 	}
 }
+
+// celSameInt: two values a celInt check accepts that are one number.
+func celSameInt(x, y string) string { return fmt.Sprintf("int(%s) == int(%s)", x, y) }
 
 // durationRE is time.ParseDuration's syntax for the durations up to maxDuration (5m): a
 // component whose whole part has more digits than this allows is longer than 5m alone
@@ -179,16 +213,24 @@ func celLoadBalancerID(v string) string {
 }
 
 // celSetting returns the check of a setting declared with Values (strings.EqualFold is
-// the case folding of (?i)), or "" for one declared with Parse, which CEL cannot run.
-func celSetting(s Setting) string {
+// the case folding of (?i)) and the check that two values it accepts are one canonical
+// value, or nils for one declared with Parse, which CEL cannot run.
+func celSetting(s Setting) (check func(v string) string, same func(x, y string) string) {
 	if s.Parse != nil {
-		return ""
+		return nil, nil
 	}
 	quoted := make([]string, len(s.Values))
+	each := make([]string, len(s.Values))
 	for i, v := range s.Values {
 		quoted[i] = regexp.QuoteMeta(v)
+		each[i] = `(?i)^(?:` + quoted[i] + `)$`
 	}
-	return celString(`(?i)^(?:` + strings.Join(quoted, "|") + `)$`)
+	re := celString(`(?i)^(?:` + strings.Join(quoted, "|") + `)$`)
+	check = func(v string) string { return v + ".matches(" + re + ")" }
+	same = func(x, y string) string {
+		return fmt.Sprintf("[%s].exists(r, %s.matches(r) && %s.matches(r))", celList(each), x, y)
+	}
+	return check, same
 }
 
 // celString returns s as a CEL string literal: Go's quoting of a valid UTF-8 string uses
@@ -210,10 +252,12 @@ func celCut(v string) string {
 }
 
 // annotationCheck is the check of one annotation: its key after the prefix, what is
-// allowed, and the CEL check of a value (a function of the value's CEL) or nil.
+// allowed, the CEL check of a value (a function of the value's CEL), and the CEL
+// comparison of two values it accepts (nil when CEL cannot compare them simply).
 type annotationCheck struct {
 	name, allowed string
 	check         func(v string) string
+	same          func(x, y string) string
 }
 
 // checks returns the checks of ccmkit's annotations and the adapter's settings, and the
@@ -226,61 +270,140 @@ func checks(settings Settings) ([]annotationCheck, []string) {
 			syncOnly = append(syncOnly, a.Name)
 			continue
 		}
-		out = append(out, annotationCheck{name: a.Name, allowed: a.Values, check: a.check})
+		out = append(out, annotationCheck{name: a.Name, allowed: a.Values, check: a.check, same: a.same})
 	}
 	for _, s := range settings {
-		re := celSetting(s)
-		if re == "" {
+		check, same := celSetting(s)
+		if check == nil {
 			syncOnly = append(syncOnly, s.Name)
 			continue
 		}
-		out = append(out, annotationCheck{name: s.Name, allowed: s.allowed(), check: func(v string) string { return v + ".matches(" + re + ")" }})
+		out = append(out, annotationCheck{name: s.Name, allowed: s.allowed(), check: check, same: same})
 	}
 	return out, syncOnly
+}
+
+// policyKeys returns the keys a Service may spell the annotation name with, for the
+// policy: its key under prefix first, then its aliases in declaration order; those whose
+// value CEL reads as name's (plain) apart from those of aliases with Convert (converted),
+// whose values only the sync reads.
+func (as Aliases) policyKeys(prefix, name string) (plain []spelling, converted []string) {
+	plain = []spelling{{key: prefix + name}}
+	for i := range as.Keys {
+		a := &as.Keys[i]
+		switch {
+		case a.Name != name:
+		case a.Convert != nil:
+			converted = append(converted, a.Key)
+		default:
+			plain = append(plain, spelling{key: a.Key, alias: a})
+		}
+	}
+	return plain, converted
 }
 
 // denyPolicy returns the policy that refuses malformed and contradicting annotations, and
 // the annotations it cannot check (after the prefix).
 func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.ValidatingAdmissionPolicy, []string) {
 	p := opts.AnnotationPrefix
-	key := func(name string) string { return celString(p + name) }
-	value := func(name string) string { return "variables.a[" + key(name) + "].trim()" }
-	has := func(name string) string { return key(name) + " in variables.a" }
+	present := func(key string) string { return celString(key) + " in variables.a" }
+	valueOf := func(key string) string { return "variables.a[" + celString(key) + "].trim()" }
+	// The annotation name as the Service sets it, by any key whose value CEL reads:
+	// has(name) is whether one is set, and value(name) the value of the first set (the
+	// sync refuses the Service when two disagree).
+	has := func(name string) string {
+		plain, _ := opts.Aliases.policyKeys(p, name)
+		terms := make([]string, len(plain))
+		for i, s := range plain {
+			terms[i] = present(s.key)
+		}
+		return strings.Join(terms, " || ")
+	}
+	value := func(name string) string {
+		plain, _ := opts.Aliases.policyKeys(p, name)
+		if len(plain) == 1 {
+			return valueOf(plain[0].key)
+		}
+		v := "variables.a[" + celString(plain[len(plain)-1].key) + "]"
+		for i := len(plain) - 2; i >= 0; i-- {
+			v = fmt.Sprintf("%s ? variables.a[%s] : %s", present(plain[i].key), celString(plain[i].key), v)
+		}
+		return "(" + v + ").trim()"
+	}
+	// unread returns expr, true too when the Service sets one of names by an alias with
+	// Convert: only the sync knows what it means.
+	unread := func(expr string, names ...string) string {
+		var terms []string
+		for _, name := range names {
+			_, converted := opts.Aliases.policyKeys(p, name)
+			for _, k := range converted {
+				terms = append(terms, present(k))
+			}
+		}
+		return strings.Join(append(terms, expr), " || ")
+	}
 
 	cs, syncOnly := checks(opts.Settings)
+	checked := map[string]bool{}
 	var vs []admissionregistrationv1.Validation
 	for _, c := range cs {
+		checked[c.name] = true
 		gate := "!variables.lb || "
 		if c.name == AnnotationKeepOnDelete {
 			gate = "" // read when the Service stops being of type LoadBalancer too
 		}
-		vs = append(vs, admissionregistrationv1.Validation{
-			Expression:        fmt.Sprintf("%s!(%s) || [%s].all(v, %s)", gate, has(c.name), value(c.name), c.check("v")),
-			Message:           fmt.Sprintf("annotation %s%s: malformed value (allowed: %s)", p, c.name, oneLine(c.allowed)),
-			MessageExpression: fmt.Sprintf("%s + %s + %s", celString("annotation "+p+c.name+`: "`), celCut(value(c.name)), celString(`" is not allowed (allowed: `+oneLine(c.allowed)+")")),
-			Reason:            ptr.To(metav1.StatusReasonInvalid),
-		})
+		plain, _ := opts.Aliases.policyKeys(p, c.name)
+		for _, s := range plain {
+			allowed := oneLine(s.allowed(c.allowed))
+			vs = append(vs, admissionregistrationv1.Validation{
+				Expression:        fmt.Sprintf("%s!(%s) || [%s].all(v, %s)", gate, present(s.key), valueOf(s.key), c.check("v")),
+				Message:           fmt.Sprintf("annotation %s: malformed value (allowed: %s)", s.key, allowed),
+				MessageExpression: fmt.Sprintf("%s + %s + %s", celString("annotation "+s.key+`: "`), celCut(valueOf(s.key)), celString(`" is not allowed (allowed: `+allowed+")")),
+				Reason:            ptr.To(metav1.StatusReasonInvalid),
+			})
+		}
+		if c.same == nil {
+			continue
+		}
+		// Two spellings that both hold a valid value disagree, as the sync compares them.
+		for i, first := range plain {
+			for _, s := range plain[i+1:] {
+				vs = append(vs, admissionregistrationv1.Validation{
+					Expression: fmt.Sprintf("%s!(%s && %s) || [%s].all(x, [%s].all(y, !(%s) || !(%s) || %s))", gate, present(first.key), present(s.key),
+						valueOf(first.key), valueOf(s.key), c.check("x"), c.check("y"), c.same("x", "y")),
+					Message: fmt.Sprintf("annotation %s: conflicts with annotation %s, and both set %s%s; remove one, or set them alike", s.key, first.key, p, c.name),
+					MessageExpression: fmt.Sprintf("%s + %s + %s + %s + %s", celString("annotation "+s.key+`: "`), celCut(valueOf(s.key)),
+						celString(`" conflicts with annotation `+first.key+` "`), celCut(valueOf(first.key)), celString(`", and both set `+p+c.name+"; remove one, or set them alike")),
+					Reason: ptr.To(metav1.StatusReasonInvalid),
+				})
+			}
+		}
+	}
+	for _, a := range opts.Aliases.Keys {
+		if a.Convert != nil || !checked[a.Name] {
+			syncOnly = append(syncOnly, a.Key)
+		}
 	}
 	contradiction := func(expr, msg string) {
 		vs = append(vs, admissionregistrationv1.Validation{Expression: "!variables.lb || " + expr, Message: msg, Reason: ptr.To(metav1.StatusReasonInvalid)})
 	}
 	timeout, interval := AnnotationHealthCheckTimeout, AnnotationHealthCheckInterval
 	validDuration := func(name string) string { return celDuration(value(name)) }
-	contradiction(fmt.Sprintf("!(%s) || !(%s) || duration(%s) <= ((%s) && (%s) ? duration(%s) : duration(%s))",
-		has(timeout), validDuration(timeout), value(timeout), has(interval), validDuration(interval), value(interval), celString(defaultInterval.String())),
+	contradiction(unread(fmt.Sprintf("!(%s) || !(%s) || duration(%s) <= ((%s) && (%s) ? duration(%s) : duration(%s))",
+		has(timeout), validDuration(timeout), value(timeout), has(interval), validDuration(interval), value(interval), celString(defaultInterval.String())), timeout, interval),
 		fmt.Sprintf("annotation %s%s: the health check timeout is longer than its interval (annotation %s%s, default %s)", p, timeout, p, interval, defaultInterval))
 	certs, ports := AnnotationTLSCertificates, AnnotationTLSPorts
-	contradiction(fmt.Sprintf("%s || variables.terminating.size() == 0", has(certs)),
+	contradiction(unread(fmt.Sprintf("%s || variables.terminating.size() == 0", has(certs)), certs, ports, AnnotationProtocol),
 		fmt.Sprintf("a port terminates TLS (annotation %s%s or %s%s, or its appProtocol tls or https), but annotation %s%s names no certificate", p, ports, p, AnnotationProtocol, p, certs))
-	contradiction(fmt.Sprintf("!(%s) || variables.terminating.size() > 0", has(certs)),
+	contradiction(unread(fmt.Sprintf("!(%s) || variables.terminating.size() > 0", has(certs)), certs, ports, AnnotationProtocol),
 		fmt.Sprintf("annotation %s%s is set, but no port terminates TLS: name the ports in %s%s, or set their appProtocol (tls, https) or annotation %s%s", p, certs, p, ports, p, AnnotationProtocol))
-	contradiction("variables.tlsPorts.all(t, object.spec.ports.exists(q, string(q.port) == t || (has(q.name) && q.name == t)))",
+	contradiction(unread("variables.tlsPorts.all(t, object.spec.ports.exists(q, string(q.port) == t || (has(q.name) && q.name == t)))", ports),
 		fmt.Sprintf("annotation %s%s names a port the Service does not have", p, ports))
-	contradiction("object.spec.ports.all(q, !has(q.protocol) || q.protocol == 'TCP' || !variables.tlsPorts.exists(t, string(q.port) == t || (has(q.name) && q.name == t)))",
+	contradiction(unread("object.spec.ports.all(q, !has(q.protocol) || q.protocol == 'TCP' || !variables.tlsPorts.exists(t, string(q.port) == t || (has(q.name) && q.name == t)))", ports),
 		fmt.Sprintf("annotation %s%s names a port that is not TCP: only TCP ports terminate TLS", p, ports))
 	ips := AnnotationIPAddresses
-	contradiction(fmt.Sprintf("!(%s) || !has(object.spec.loadBalancerIP) || !isIP(object.spec.loadBalancerIP) || "+
-		"!%s.split(',').all(f, isIP(f.trim())) || %s.split(',').exists(f, ip(f.trim()) == ip(object.spec.loadBalancerIP))", has(ips), value(ips), value(ips)),
+	contradiction(unread(fmt.Sprintf("!(%s) || !has(object.spec.loadBalancerIP) || !isIP(object.spec.loadBalancerIP) || "+
+		"!%s.split(',').all(f, isIP(f.trim())) || %s.split(',').exists(f, ip(f.trim()) == ip(object.spec.loadBalancerIP))", has(ips), value(ips), value(ips)), ips),
 		fmt.Sprintf("spec.loadBalancerIP is not among the addresses of annotation %s%s: set one of them", p, ips))
 
 	tlsEntry := "f.trim().matches('^[-+]?0*[0-9]{1,5}$') ? string(int(f.trim())) : f.trim()" // "080" is port 80, as the sync reads it
@@ -295,7 +418,7 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 		{Name: "a", Expression: "object.metadata.annotations"},
 		{Name: "lb", Expression: "object.spec.type == 'LoadBalancer'"},
 		{Name: "tlsPorts", Expression: fmt.Sprintf("%s ? %s.split(',').map(f, %s) : []", has(ports), value(ports), tlsEntry)},
-		{Name: "protocol", Expression: fmt.Sprintf("%s ? %s.replace('ı', 'i').replace('ſ', 's').upperAscii() : 'TCP'", has(AnnotationProtocol), value(AnnotationProtocol))},
+		{Name: "protocol", Expression: fmt.Sprintf("%s ? %s : 'TCP'", has(AnnotationProtocol), celUpper(value(AnnotationProtocol)))},
 		{Name: "terminating", Expression: terminating},
 	}, vs)
 	policy.Annotations = map[string]string{AdmissionPolicySyncOnlyAnnotation: strings.Join(syncOnly, ", ")}
@@ -312,7 +435,19 @@ func unknownPolicy(opts AdmissionPolicyOptions) *admissionregistrationv1.Validat
 	for _, s := range opts.Settings {
 		known = append(known, s.Name)
 	}
-	unknown := fmt.Sprintf("variables.a.filter(k, k.startsWith(%s) && !(k.substring(%d) in [%s]))", celString(p), len([]rune(p)), celList(known))
+	unknown := fmt.Sprintf("k.startsWith(%s) && !(k.substring(%d) in [%s])", celString(p), len([]rune(p)), celList(known))
+	var legacyKeys []string
+	for _, a := range opts.Aliases.Keys {
+		legacyKeys = append(legacyKeys, a.Key)
+	}
+	for _, lp := range opts.Aliases.Prefixes {
+		unknown += fmt.Sprintf(" || k.startsWith(%s) && !(k in [%s])", celString(lp), celList(legacyKeys))
+	}
+	unknown = "variables.a.filter(k, " + unknown + ")"
+	if len(opts.Aliases.Prefixes) > 0 {
+		p = strings.Join(append([]string{p}, opts.Aliases.Prefixes...), ", ")
+		known = append(known, legacyKeys...)
+	}
 	policy := newPolicy(AdmissionPolicyUnknownName, opts, []admissionregistrationv1.Variable{
 		{Name: "a", Expression: "object.metadata.annotations"},
 		{Name: "unknown", Expression: unknown},
@@ -348,7 +483,7 @@ func newPolicy(name string, opts AdmissionPolicyOptions, variables []admissionre
 				},
 			}}},
 			MatchConditions: []admissionregistrationv1.MatchCondition{
-				{Name: "annotated", Expression: fmt.Sprintf("has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.startsWith(%s))", celString(opts.AnnotationPrefix))},
+				{Name: "annotated", Expression: fmt.Sprintf("has(object.metadata.annotations) && object.metadata.annotations.exists(k, %s)", opts.Aliases.celRead("k", opts.AnnotationPrefix))},
 				{Name: "served", Expression: class},
 				// An update that changes neither the annotations nor the spec (a controller's
 				// finalizer, a label) is not checked: a Service annotated before the policy
@@ -398,3 +533,22 @@ func manifest(obj runtime.Object) ([]byte, error) {
 
 // oneLine returns text without line breaks, which a validation's message must not have.
 func oneLine(text string) string { return strings.Join(strings.Fields(text), " ") }
+
+// celRead returns the CEL that is true when the annotation key k is one the LoadBalancer
+// reads or reports: under prefix or a legacy prefix, or a legacy key.
+func (as Aliases) celRead(k, prefix string) string {
+	terms := []string{fmt.Sprintf("%s.startsWith(%s)", k, celString(prefix))}
+	for _, lp := range as.Prefixes {
+		terms = append(terms, fmt.Sprintf("%s.startsWith(%s)", k, celString(lp)))
+	}
+	var keys []string
+	for _, a := range as.Keys {
+		if !as.legacy(a.Key) {
+			keys = append(keys, a.Key)
+		}
+	}
+	if len(keys) > 0 {
+		terms = append(terms, fmt.Sprintf("%s in [%s]", k, celList(keys)))
+	}
+	return strings.Join(terms, " || ")
+}

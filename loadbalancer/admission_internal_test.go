@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -406,4 +407,201 @@ func TestAdmissionPolicyBadSettings(t *testing.T) {
 	_, err := AdmissionPolicy(AdmissionPolicyOptions{Settings: Settings{{Name: "internal", Values: []string{"a"}}}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "one of ccmkit's own annotations")
+}
+
+// The annotation aliases of the alias tests: plain keys of ccmkit's annotations and of a
+// setting under a legacy prefix, a declared key outside it, and keys with Convert.
+const legacyPrefix = "legacy.example.com/"
+
+var (
+	aliasSettings = Settings{
+		{Name: "size", Values: []string{"small", "medium", "large"}},
+		{Name: "version", Parse: func(v string) (string, error) { return v, nil }, Allowed: "anything"},
+	}
+	aliasTable = Aliases{
+		Prefixes: []string{legacyPrefix},
+		Keys: []Alias{
+			{Key: legacyPrefix + "private", Name: AnnotationInternal},
+			{Key: "other.example.org/lb-internal", Name: AnnotationInternal},
+			{Key: legacyPrefix + "public", Name: AnnotationInternal, Allowed: "true, false", Convert: func(v string) (string, error) {
+				b, err := parseBool(v)
+				return strconv.FormatBool(!b), err
+			}},
+			{Key: legacyPrefix + "proto", Name: AnnotationProtocol},
+			{Key: legacyPrefix + "hc-port", Name: AnnotationHealthCheckPort},
+			{Key: legacyPrefix + "hc-interval", Name: AnnotationHealthCheckInterval},
+			{Key: legacyPrefix + "hostname", Name: AnnotationHostname},
+			{Key: legacyPrefix + "certificates", Name: AnnotationTLSCertificates},
+			{Key: legacyPrefix + "certificate-ids", Name: AnnotationTLSCertificates, Allowed: "IDs separated by ;", Convert: func(v string) (string, error) {
+				return strings.ReplaceAll(v, ";", ","), nil
+			}},
+			{Key: legacyPrefix + "size", Name: "size"},
+			{Key: legacyPrefix + "selector", Name: AnnotationNodeSelector},
+			{Key: legacyPrefix + "version", Name: "version"},
+		},
+	}
+)
+
+// TestAdmissionPolicyAliasValues runs the checks of the legacy keys with the API server's
+// CEL against parseAnnotations with the aliases: a legacy key without Convert is refused
+// exactly as the annotation it stands for, naming the legacy key; one with Convert, or
+// standing for an annotation CEL cannot check, is never refused and listed as checked at
+// sync time only.
+func TestAdmissionPolicyAliasValues(t *testing.T) {
+	const prefix = DefaultAnnotationPrefix
+	e := newPolicyEval(t, AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable})
+	bools := withFoldRunes("true", "FALSE", " True ", "yes", "", "tru")
+	cases := map[string][]string{
+		legacyPrefix + "private":        bools,
+		"other.example.org/lb-internal": bools,
+		legacyPrefix + "proto":          withFoldRunes("tcp", "HTTPS", "udp", ""),
+		legacyPrefix + "hc-port":        {"1", "65535", "0", "65536", "+5", "080", "", "0x5"},
+		legacyPrefix + "hc-interval":    {"1s", "5m", "301s", "0.5s", "10", "", " 10s "},
+		legacyPrefix + "hostname":       {"example.com", "1.2.3.4", "Example.com", ""},
+		legacyPrefix + "size":           withFoldRunes("small", "LARGE", "huge", ""),
+		legacyPrefix + "certificates":   {"a,b", "a,a", "a b", ""},
+		// With Convert, or for node-selector or a setting with Parse: the sync only.
+		legacyPrefix + "public":          {"maybe", "true"},
+		legacyPrefix + "certificate-ids": {"a;a", "a b"},
+		legacyPrefix + "selector":        {"((("},
+		legacyPrefix + "version":         {"((("},
+	}
+	for _, a := range aliasTable.Keys {
+		assert.NotEmpty(t, cases[a.Key], "no values tested for legacy key %s", a.Key)
+	}
+	syncOnly := map[string]bool{legacyPrefix + "public": true, legacyPrefix + "certificate-ids": true, legacyPrefix + "selector": true, legacyPrefix + "version": true}
+	for key, values := range cases {
+		for _, v := range values {
+			t.Run(fmt.Sprintf("%s=%q", key, v), func(t *testing.T) {
+				svc := lbService(map[string]string{key: v, prefix + AnnotationTLSPorts: "https", prefix + AnnotationTLSCertificates: "c"})
+				if strings.HasPrefix(key, legacyPrefix+"certificate") {
+					delete(svc.Annotations, prefix+AnnotationTLSCertificates)
+				}
+				_, _, errs := parseAnnotations(prefix, aliasSettings, aliasTable, svc.Annotations)
+				refused := e.admit(t, svc, "")[admissionregistrationv1.Deny]
+				switch {
+				case syncOnly[key]:
+					assert.Empty(t, refused, "only the sync checks it")
+				case len(errs) > 0:
+					require.Len(t, refused, 1, "the sync refuses it: %v", errs[0])
+					assert.Contains(t, refused[0], fmt.Sprintf(`annotation %s: "%s" is not allowed (allowed: `, key, strings.TrimSpace(v)))
+				default:
+					assert.Empty(t, refused, "the sync accepts it")
+				}
+			})
+		}
+	}
+	t.Run("sync only", func(t *testing.T) {
+		out, err := AdmissionPolicy(AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable})
+		require.NoError(t, err)
+		want := "node-selector, version, " + legacyPrefix + "public, " + legacyPrefix + "certificate-ids, " + legacyPrefix + "selector, " + legacyPrefix + "version"
+		assert.Contains(t, string(out), AdmissionPolicySyncOnlyAnnotation+": "+want)
+		assert.Contains(t, string(out), "# Checked only when ccmkit syncs the Service: "+want+".\n")
+	})
+}
+
+// TestAdmissionPolicyAliasServices runs whole Services that spell annotations by legacy
+// keys through the policies and through translate: the policy refuses two spellings that
+// disagree where CEL compares them as the sync does, reads the contradictions through the
+// legacy keys, and never refuses what the sync accepts.
+func TestAdmissionPolicyAliasServices(t *testing.T) {
+	const prefix = DefaultAnnotationPrefix
+	own := func(name string) string { return prefix + name }
+	legacy := func(name string) string { return legacyPrefix + name }
+	lbIP := func(ip string) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Spec.LoadBalancerIP = ip } //nolint:staticcheck // the deprecated field is still honoured
+	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		tweaks      []func(*corev1.Service)
+		refused     string // in the Deny message; "" for none
+		syncOnly    bool   // the sync refuses it, the policy leaves it to the sync
+	}{
+		{name: "a legacy key alone", annotations: map[string]string{legacy("private"): "true"}},
+		{name: "a malformed legacy key alone", annotations: map[string]string{legacy("private"): "maybe"}, refused: `annotation legacy.example.com/private: "maybe" is not allowed`},
+		{name: "a malformed declared key outside the legacy prefixes", annotations: map[string]string{"other.example.org/lb-internal": "maybe"}, refused: `annotation other.example.org/lb-internal: "maybe" is not allowed`},
+		{name: "boolean spellings agree", annotations: map[string]string{own(AnnotationInternal): "true", legacy("private"): " TRUE "}},
+		{name: "boolean spellings disagree", annotations: map[string]string{own(AnnotationInternal): "true", legacy("private"): "false"},
+			refused: `annotation legacy.example.com/private: "false" conflicts with annotation loadbalancer.ccmkit.io/internal "true", and both set loadbalancer.ccmkit.io/internal`},
+		{name: "two aliases disagree", annotations: map[string]string{legacy("private"): "false", "other.example.org/lb-internal": "True"},
+			refused: `annotation other.example.org/lb-internal: "True" conflicts with annotation legacy.example.com/private "false"`},
+		{name: "a malformed spelling beside a valid one", annotations: map[string]string{own(AnnotationInternal): "true", legacy("private"): "maybe"},
+			refused: `annotation legacy.example.com/private: "maybe" is not allowed`},
+		{name: "enum spellings agree", annotations: map[string]string{own(AnnotationProtocol): "https", legacy("proto"): "HTTPſ", own(AnnotationTLSCertificates): "c"}},
+		{name: "enum spellings disagree", annotations: map[string]string{own(AnnotationProtocol): "tcp", legacy("proto"): "TLS"}, refused: "conflicts with annotation loadbalancer.ccmkit.io/protocol"},
+		{name: "number spellings agree", annotations: map[string]string{own(AnnotationHealthCheckPort): "80", legacy("hc-port"): "080"}},
+		{name: "number spellings disagree", annotations: map[string]string{own(AnnotationHealthCheckPort): "80", legacy("hc-port"): "81"}, refused: "conflicts with annotation"},
+		{name: "setting spellings agree", annotations: map[string]string{own("size"): "Small", legacy("size"): "SMALL"}},
+		{name: "setting spellings disagree", annotations: map[string]string{own("size"): "small", legacy("size"): "large"}, refused: "conflicts with annotation"},
+		{name: "duration spellings agree", annotations: map[string]string{own(AnnotationHealthCheckInterval): "10s", legacy("hc-interval"): "10000ms"}},
+		{name: "duration spellings disagree", annotations: map[string]string{own(AnnotationHealthCheckInterval): "10s", legacy("hc-interval"): "20s"}, syncOnly: true},
+		{name: "hostname spellings disagree", annotations: map[string]string{own(AnnotationHostname): "a.example.com", legacy("hostname"): "b.example.com"}, syncOnly: true},
+		{name: "a converted spelling agrees", annotations: map[string]string{own(AnnotationInternal): "true", legacy("public"): "false"}},
+		{name: "a converted spelling disagrees", annotations: map[string]string{own(AnnotationInternal): "true", legacy("public"): "true"}, syncOnly: true},
+		{name: "tls-ports with certificates by a legacy key", annotations: map[string]string{own(AnnotationTLSPorts): "443", legacy("certificates"): "c"}},
+		{name: "tls-ports with converted certificates", annotations: map[string]string{own(AnnotationTLSPorts): "443", legacy("certificate-ids"): "a;b"}},
+		{name: "legacy protocol HTTPS without certificates", annotations: map[string]string{legacy("proto"): "https"}, refused: "names no certificate"},
+		{name: "legacy certificates without TLS", annotations: map[string]string{legacy("certificates"): "c"}, refused: "no port terminates TLS"},
+		{name: "converted certificates without TLS", annotations: map[string]string{legacy("certificate-ids"): "c"}, syncOnly: true},
+		{name: "timeout over a legacy interval", annotations: map[string]string{own(AnnotationHealthCheckTimeout): "5s", legacy("hc-interval"): "2s"}, refused: "timeout is longer than its interval"},
+		{name: "timeout within a legacy interval", annotations: map[string]string{own(AnnotationHealthCheckTimeout): "15s", legacy("hc-interval"): "20s"}},
+		{name: "loadBalancerIP with a legacy key", annotations: map[string]string{legacy("private"): "true"}, tweaks: []func(*corev1.Service){lbIP("10.0.0.1")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newPolicyEval(t, AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable})
+			svc := lbService(tc.annotations, tc.tweaks...)
+			_, _, ps := translate(translation{svc: svc, prefix: prefix, clusterID: "c1", declarations: aliasSettings, aliases: aliasTable,
+				targets: func(labels.Selector) []string { return nil }})
+			syncErr := ps.err(svc)
+			refused := e.admit(t, svc, "")[admissionregistrationv1.Deny]
+			switch {
+			case tc.syncOnly:
+				require.Error(t, syncErr, "the sync refuses it")
+				assert.Empty(t, refused, "the policy leaves it to the sync")
+			case tc.refused == "":
+				require.NoError(t, syncErr)
+				assert.Empty(t, refused)
+			default:
+				require.Error(t, syncErr, "the sync refuses it too")
+				require.NotEmpty(t, refused)
+				assert.Contains(t, strings.Join(refused, "\n"), tc.refused)
+			}
+		})
+	}
+}
+
+// TestAdmissionPolicyAliasScope checks that a Service with only legacy keys is checked,
+// and that an unknown key under a legacy prefix is a warning.
+func TestAdmissionPolicyAliasScope(t *testing.T) {
+	e := newPolicyEval(t, AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable})
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		deny        int
+		warn        string // "" for none
+	}{
+		{"an unknown key under a legacy prefix", map[string]string{legacyPrefix + "privat": "true"}, 0,
+			"that nothing reads (a typo, or a key of another version): legacy.example.com/privat; known: internal, "},
+		{"a malformed declared key alone", map[string]string{"other.example.org/lb-internal": "maybe"}, 1, ""},
+		{"a malformed key of another domain", map[string]string{"other.example.org/internal": "maybe"}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := e.admit(t, lbService(tc.annotations), "")
+			assert.Len(t, got[admissionregistrationv1.Deny], tc.deny, "%q", got[admissionregistrationv1.Deny])
+			if tc.warn == "" {
+				assert.Empty(t, got[admissionregistrationv1.Warn])
+				return
+			}
+			require.Len(t, got[admissionregistrationv1.Warn], 1)
+			assert.Contains(t, got[admissionregistrationv1.Warn][0], tc.warn)
+			assert.Contains(t, got[admissionregistrationv1.Warn][0], legacyPrefix+"private, other.example.org/lb-internal")
+		})
+	}
+}
+
+func TestAdmissionPolicyBadAliases(t *testing.T) {
+	_, err := AdmissionPolicy(AdmissionPolicyOptions{Aliases: Aliases{Keys: []Alias{{Key: legacyPrefix + "x", Name: "nothing"}}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "neither one of ccmkit's annotations nor a declared setting")
 }

@@ -38,6 +38,10 @@ type Annotation struct {
 	// CEL of the value (AdmissionPolicy); nil when CEL cannot check the values, which
 	// then only the sync checks.
 	check func(value string) string
+	// same returns the CEL expression that is true when the values x and y, both accepted
+	// by check, have the same effect (two spellings of the annotation agree); nil when
+	// CEL cannot compare them simply, which then only the sync does.
+	same func(x, y string) string
 }
 
 // The annotation names, after the prefix.
@@ -125,7 +129,7 @@ type parsedAnnotations struct {
 func Annotations() []Annotation {
 	return []Annotation{
 		{
-			Name: AnnotationInternal, check: celBool, Values: "true, false", Default: "false",
+			Name: AnnotationInternal, check: celBool, same: celSameBool, Values: "true, false", Default: "false",
 			Doc: "An internal load balancer, with an address from the cloud's private network. Changing it replaces the load balancer (new address).",
 			apply: func(v string, a *parsedAnnotations) (err error) {
 				a.internal, err = parseBool(v)
@@ -133,7 +137,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationProxyProtocol, check: celBool, Values: "true, false", Default: "false",
+			Name: AnnotationProxyProtocol, check: celBool, same: celSameBool, Values: "true, false", Default: "false",
 			Doc: "Send the PROXY protocol header to the targets. The Service's status then reports ipMode Proxy, so that kube-proxy sends in-cluster traffic through the load balancer too.",
 			apply: func(v string, a *parsedAnnotations) (err error) {
 				a.proxyProtocol, err = parseBool(v)
@@ -173,7 +177,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationHealthCheckProtocol, check: celEnum("TCP", "HTTP", "HTTPS"), Values: "TCP, HTTP, HTTPS", Default: "HTTP",
+			Name: AnnotationHealthCheckProtocol, check: celEnum("TCP", "HTTP", "HTTPS"), same: celSameEnum, Values: "TCP, HTTP, HTTPS", Default: "HTTP",
 			Doc: "The health check's protocol.",
 			apply: func(v string, a *parsedAnnotations) error {
 				p := cloudapi.HealthCheckProtocol(strings.ToUpper(v))
@@ -185,7 +189,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationHealthCheckPort, check: celInt(1, 65535), Values: "1-65535", Default: "spec.healthCheckNodePort with externalTrafficPolicy Local, else 10256 (kube-proxy)",
+			Name: AnnotationHealthCheckPort, check: celInt(1, 65535), same: celSameInt, Values: "1-65535", Default: "spec.healthCheckNodePort with externalTrafficPolicy Local, else 10256 (kube-proxy)",
 			Doc: "The node port the health check probes.",
 			apply: func(v string, a *parsedAnnotations) error {
 				n, err := parseInt(v, 1, 65535)
@@ -223,7 +227,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationHealthCheckHealthyThreshold, check: celInt(1, 10), Values: "1-10", Default: "2",
+			Name: AnnotationHealthCheckHealthyThreshold, check: celInt(1, 10), same: celSameInt, Values: "1-10", Default: "2",
 			Doc: "Probes in a row that must succeed before a target gets traffic.",
 			apply: func(v string, a *parsedAnnotations) error {
 				n, err := parseInt(v, 1, 10)
@@ -232,7 +236,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationHealthCheckUnhealthyThreshold, check: celInt(1, 10), Values: "1-10", Default: "3",
+			Name: AnnotationHealthCheckUnhealthyThreshold, check: celInt(1, 10), same: celSameInt, Values: "1-10", Default: "3",
 			Doc: "Probes in a row that must fail before a target gets no traffic.",
 			apply: func(v string, a *parsedAnnotations) error {
 				n, err := parseInt(v, 1, 10)
@@ -264,7 +268,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationProtocol, check: celEnum("TCP", "TLS", "HTTP", "HTTPS"), Values: "TCP, TLS, HTTP, HTTPS", Default: "TCP: the load balancer forwards the bytes",
+			Name: AnnotationProtocol, check: celEnum("TCP", "TLS", "HTTP", "HTTPS"), same: celSameEnum, Values: "TCP, TLS, HTTP, HTTPS", Default: "TCP: the load balancer forwards the bytes",
 			Doc: "What the Service's TCP ports speak at the load balancer, unless a port's appProtocol names one of tcp, tls, http, https. TLS and HTTPS terminate TLS with the tls-certificates. A cloud whose load balancers cannot do it refuses the Service (a Warning event).",
 			apply: func(v string, a *parsedAnnotations) error {
 				switch p := cloudapi.AppProtocol(strings.ToUpper(v)); p {
@@ -328,7 +332,7 @@ func Annotations() []Annotation {
 			},
 		},
 		{
-			Name: AnnotationKeepOnDelete, check: celBool, Values: "true, false", Default: "loadBalancer.keepOnDelete of the cloud config (false)",
+			Name: AnnotationKeepOnDelete, check: celBool, same: celSameBool, Values: "true, false", Default: "loadBalancer.keepOnDelete of the cloud config (false)",
 			Doc: "When the Service is deleted or stops being of type LoadBalancer, keep the load balancer and its addresses in the cloud: ccmkit removes its ownership tags and targets instead of deleting it, so that a Service can adopt it again with load-balancer-id. While it is true, an internal switch (which replaces the load balancer) is an error. A malformed value holds the deletion until it is fixed.",
 			apply: func(v string, a *parsedAnnotations) error {
 				keep, err := parseBool(v)

@@ -57,7 +57,7 @@
 //   - The admission policy (admission.go): AdmissionPolicy writes ValidatingAdmissionPolicies
 //     with which the API server refuses malformed annotations at apply time, from the
 //     same declarations the translation checks (each Annotation's CEL check beside its
-//     parser, a Setting's Values).
+//     parser, a Setting's Values), the aliases' legacy keys included.
 //   - Node labels (nodelabels.go): WatchNodeLabels and SyncNodeLabels sync the targets of
 //     Services with a node selector when only a Node's labels change, which the service
 //     controller does not.

@@ -14,7 +14,7 @@ import (
 // AdmissionPolicy returns the ValidatingAdmissionPolicies and bindings that make the API
 // server check the load balancer annotations this provider reads, as YAML
 // (loadbalancer.AdmissionPolicy): under its annotation prefix, with the adapter's
-// declared settings, for the Services of its load balancer class. It fails when the
+// declared settings and annotation aliases, for the Services of its load balancer class. It fails when the
 // provider serves no load balancers (the backend has none, or enable.loadBalancers is
 // false): it then reads no annotation.
 func (c *Cloud) AdmissionPolicy() ([]byte, error) {
@@ -24,6 +24,7 @@ func (c *Cloud) AdmissionPolicy() ([]byte, error) {
 	return loadbalancer.AdmissionPolicy(loadbalancer.AdmissionPolicyOptions{
 		AnnotationPrefix: c.cfg.LoadBalancer.AnnotationPrefix,
 		Settings:         c.opts.LoadBalancerSettings,
+		Aliases:          c.opts.LoadBalancerAliases,
 		Class:            c.cfg.LoadBalancer.Class,
 		ClassOnly:        !c.cfg.ServesUnclassed(),
 	})

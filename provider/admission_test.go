@@ -10,7 +10,7 @@ import (
 )
 
 // TestAdmissionPolicy checks that the policy is the one of the provider's configuration:
-// its annotation prefix, the adapter's settings and the class it serves.
+// its annotation prefix, the adapter's settings and aliases, and the class it serves.
 func TestAdmissionPolicy(t *testing.T) {
 	no := false
 	size := loadbalancer.Settings{{Name: "size", Values: []string{"small", "large"}}}
@@ -25,6 +25,10 @@ func TestAdmissionPolicy(t *testing.T) {
 			wants: []string{`k.startsWith("lb.example.com/")`, `has(object.spec.loadBalancerClass) && object.spec.loadBalancerClass == "example.com/lb"`}},
 		{name: "the adapter's prefix and settings", opts: Options{AnnotationPrefix: "lb.cloud.example/", LoadBalancerSettings: size},
 			wants: []string{`k.startsWith("lb.cloud.example/")`, `"lb.cloud.example/size" in variables.a`, `(?i)^(?:small|large)$`}},
+		{name: "the adapter's aliases", opts: Options{LoadBalancerSettings: size, LoadBalancerAliases: loadbalancer.Aliases{
+			Prefixes: []string{"old.example.com/"},
+			Keys:     []loadbalancer.Alias{{Key: "old.example.com/size", Name: "size"}, {Key: "old.example.com/private", Name: loadbalancer.AnnotationInternal}},
+		}}, wants: []string{`k.startsWith("old.example.com/")`, `"old.example.com/size" in variables.a`, `annotation old.example.com/private: malformed value`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
