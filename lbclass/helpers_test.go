@@ -3,7 +3,6 @@ package lbclass_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/watch"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -96,7 +93,7 @@ func startCluster(t *testing.T, cloud *providertest.Cloud, run func(ctx context.
 		_, err := kube.CoreV1().Services(o.Namespace).Create(context.Background(), o, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	watching := watchesStarted(kube, "services", "nodes")
+	watching := providertest.WatchesStarted(kube, "services", "nodes")
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -119,34 +116,6 @@ func startCluster(t *testing.T, cloud *providertest.Cloud, run func(ctx context.
 		t.Fatal("the controller did not watch Services and Nodes within a minute")
 	}
 	return &cluster{t: t, kube: kube, cloud: cloud}
-}
-
-// watchesStarted returns a channel closed once the clientset serves a watch of each of
-// the resources.
-func watchesStarted(kube *kubefake.Clientset, resources ...string) <-chan struct{} {
-	var mu sync.Mutex
-	pending := sets.New(resources...)
-	started := make(chan struct{})
-	kube.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
-		var opts metav1.ListOptions
-		if w, ok := action.(k8stesting.WatchActionImpl); ok {
-			opts = w.ListOptions
-		}
-		w, err := kube.Tracker().Watch(action.GetResource(), action.GetNamespace(), opts)
-		if err != nil {
-			return false, nil, err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if pending.Has(action.GetResource().Resource) {
-			pending.Delete(action.GetResource().Resource)
-			if pending.Len() == 0 {
-				close(started)
-			}
-		}
-		return true, w, nil
-	})
-	return started
 }
 
 // classOptions are the class controller's options in the tests.

@@ -83,6 +83,7 @@ func runServiceController(t *testing.T, cloud cloudprovider.Interface) *services
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	ctrl, err := servicecontroller.New(cloud, kube, factory.Core().V1().Services(), factory.Core().V1().Nodes(), clusterName, utilfeature.DefaultFeatureGate)
 	require.NoError(t, err)
+	watching := providertest.WatchesStarted(kube, "services", "nodes")
 	ctx, cancel := context.WithCancel(context.Background())
 	factory.Start(ctx.Done())
 	done := make(chan struct{})
@@ -90,6 +91,11 @@ func runServiceController(t *testing.T, cloud cloudprovider.Interface) *services
 		defer close(done)
 		ctrl.Run(ctx, 1, controllersmetrics.NewControllerManagerMetrics("test"))
 	}()
+	select { // an object created before the watches start would be lost to the controller
+	case <-watching:
+	case <-time.After(time.Minute):
+		t.Fatal("the informers' watches did not start")
+	}
 	t.Cleanup(func() {
 		cancel()
 		<-done
