@@ -4,7 +4,7 @@
 // cloud config's `hcloud:` section with the API's endpoint, the token from the config's
 // credentials).
 //
-// What it covers so far: instances, from the project's servers. GetInstance takes the
+// Instances, from the project's servers. GetInstance takes the
 // server's numeric ID only: any other ID (a bare-metal server's "bm-...", a legacy one) is
 // ErrInvalidRequest, never ErrNotFound, so that no Node is deleted for it. ListInstances
 // pages by page number (the page token is the page's number in decimal), sorted by ID,
@@ -15,11 +15,15 @@
 // logged. Routes: those of the network the `hcloud:` section names (network), a
 // cloudapi.TaglessRouteAPI (a route is a destination and a gateway, without labels; its ID
 // is its destination, its target the server that holds the gateway); without a network
-// Client.Routes answers (nil, false). Load balancers are not there yet:
-// Client.LoadBalancers answers (nil, false).
+// Client.Routes answers (nil, false). Load balancers: the project's load balancers, a
+// service per listener and a server target per Node, with the adapter's Shape (what
+// Hetzner's load balancers do not keep or support), Settings (type, algorithm, location,
+// network zone) and Aliases (the annotations of Hetzner's own CCM); every request, an
+// action's polls included, passes through cloudapi.Transport, and each write waits for
+// its action before the next (README.md has the details).
 //
 // Errors: the SDK's typed errors map onto cloudapi's sentinels (errorOf has the table);
-// not_found is ErrNotFound only for a GET of one server; an answer that is not the API's
+// not_found is ErrNotFound only for a GET or DELETE of one server or load balancer; an answer that is not the API's
 // typed error (a bare 404 from a proxy or a wrong endpoint) is ErrInvalidRequest, a 5xx
 // ErrTransient. The SDK's own retries are off: ccmkit's client decorator retries, and
 // sees every call.

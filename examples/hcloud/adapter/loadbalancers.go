@@ -222,21 +222,22 @@ func (a lbAPI) apply(ctx context.Context, op cloudapi.Operation, cur *hcloud.Loa
 	return a.GetLoadBalancer(ctx, id)
 }
 
-// DeleteLoadBalancer deletes the load balancer; the API's not_found answer to the delete
-// of one ID is certain.
+// DeleteLoadBalancer deletes the load balancer and waits for the delete's action; the
+// API's not_found answer to the delete of one ID is certain.
 func (a lbAPI) DeleteLoadBalancer(ctx context.Context, id string) error {
-	ref, err := lbID(ctx, cloudapi.OpDeleteLoadBalancer, id)
+	const op = cloudapi.OpDeleteLoadBalancer
+	ref, err := lbID(ctx, op, id)
 	if err != nil {
 		return err
 	}
-	resp, err := a.c.api.LoadBalancer.Delete(ctx, ref)
-	if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
-		return cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpDeleteLoadBalancer, id, err)
+	res, resp, err := a.c.api.LoadBalancer.DeleteWithResult(ctx, ref)
+	switch {
+	case hcloud.IsError(err, hcloud.ErrorCodeNotFound):
+		return cloudapi.NewError(cloudapi.ErrNotFound, op, id, err)
+	case err != nil:
+		return errorOf(op, id, resp, err)
 	}
-	if err != nil {
-		return errorOf(cloudapi.OpDeleteLoadBalancer, id, resp, err)
-	}
-	return nil
+	return a.c.wait(ctx, op, id, res.Action)
 }
 
 // check refuses what Hetzner's load balancers cannot build before any call.

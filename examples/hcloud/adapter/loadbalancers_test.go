@@ -2,7 +2,6 @@ package adapter_test
 
 import (
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,28 +22,6 @@ import (
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
-
-// writes are the mock's write requests among calls.
-func writes(calls map[string]int) int {
-	n := 0
-	for pattern, c := range calls {
-		if !strings.HasPrefix(pattern, "GET ") {
-			n += c
-		}
-	}
-	return n
-}
-
-// sub is after minus before, per endpoint.
-func sub(after, before map[string]int) map[string]int {
-	out := maps.Clone(after)
-	for k, v := range before {
-		if out[k] -= v; out[k] == 0 {
-			delete(out, k)
-		}
-	}
-	return out
-}
 
 // TestServiceOverHetzner runs ccmkit's load balancers over the adapter and the mock: a
 // Service asking for a type, HTTP and HTTPS gets one load balancer with both addresses; a
@@ -100,20 +77,20 @@ func TestServiceOverHetzner(t *testing.T) {
 		_, err := lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, nodes)
 		require.NoError(t, err)
 		require.NoError(t, lbs.UpdateLoadBalancer(t.Context(), "k8s", svc, nodes))
-		assert.Zero(t, writes(sub(m.Calls(), before)), "a converged load balancer costs no write: %v", sub(m.Calls(), before))
+		assert.Zero(t, m.Calls().Sub(before).Writes(), "a converged load balancer costs no write: %v", m.Calls().Sub(before))
 	}
 
 	before := m.Calls()
 	require.NoError(t, lbs.UpdateLoadBalancer(t.Context(), "k8s", svc, nodes[:2]))
-	assert.Equal(t, map[string]int{"GET /load_balancers": 1, "GET /load_balancers/{id}": 2, "POST /load_balancers/{id}/actions/remove_target": 1},
-		sub(m.Calls(), before), "a node removed: one read for the update, one remove_target, one read back")
+	assert.Equal(t, hcloudmock.Calls{"GET /load_balancers": 1, "GET /load_balancers/{id}": 2, "POST /load_balancers/{id}/actions/remove_target": 1},
+		m.Calls().Sub(before), "a node removed: one read for the update, one remove_target, one read back")
 
 	udp := svc.DeepCopy()
 	udp.Spec.Ports = append(udp.Spec.Ports, corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053})
 	before = m.Calls()
 	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", udp, nodes)
 	require.ErrorContains(t, err, "do not support UDP listeners (ports 53/UDP)")
-	assert.Zero(t, writes(sub(m.Calls(), before)), "nothing written for a Service asking for what Hetzner lacks")
+	assert.Zero(t, m.Calls().Sub(before).Writes(), "nothing written for a Service asking for what Hetzner lacks")
 
 	require.NoError(t, lbs.EnsureLoadBalancerDeleted(t.Context(), "k8s", svc))
 	assert.Empty(t, m.Inventory().LoadBalancers)
@@ -203,7 +180,7 @@ func TestLegacyAnnotations(t *testing.T) {
 	before := m.Calls()
 	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
 	require.NoError(t, err)
-	assert.Zero(t, writes(sub(m.Calls(), before)), "converged: %v", sub(m.Calls(), before))
+	assert.Zero(t, m.Calls().Sub(before).Writes(), "converged: %v", m.Calls().Sub(before))
 
 	tls := svc.DeepCopy()
 	tls.Annotations[adapter.LegacyPrefix+"protocol"] = "tls"
@@ -259,7 +236,7 @@ func TestQuietProjectCalls(t *testing.T) {
 	}
 	perMinute := float64(total) / minutes
 	t.Logf("a quiet project of %d servers: %d requests in %d minutes, %.1f a minute (Hetzner's budget: 60 a minute)", n, total, minutes, perMinute)
-	assert.Equal(t, map[string]int{"GET /servers": minutes / 5 * n / 50}, m.Calls(), "one paged list per status pass")
+	assert.Equal(t, hcloudmock.Calls{"GET /servers": minutes / 5 * n / 50}, m.Calls(), "one paged list per status pass")
 }
 
 // TestReviewedEdges: what a Hetzner user hits beyond the first sync. An IPv4-only Service
@@ -301,14 +278,14 @@ func TestReviewedEdges(t *testing.T) {
 	before := m.Calls()
 	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
 	require.NoError(t, err)
-	assert.Zero(t, writes(sub(m.Calls(), before)), "converged: %v", sub(m.Calls(), before))
+	assert.Zero(t, m.Calls().Sub(before).Writes(), "converged: %v", m.Calls().Sub(before))
 
 	odd := svc.DeepCopy()
 	odd.Annotations[loadbalancer.DefaultAnnotationPrefix+loadbalancer.AnnotationHealthCheckInterval] = "2500ms"
 	before = m.Calls()
 	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", odd, []*corev1.Node{node})
 	require.ErrorContains(t, err, "Hetzner keeps whole seconds")
-	assert.Zero(t, writes(sub(m.Calls(), before)))
+	assert.Zero(t, m.Calls().Sub(before).Writes())
 
 	_, err = cloudprovider.GetCloudProvider(adapter.ProviderName, strings.NewReader(
 		"cluster: {id: c1}\nhcloud: {endpoint: "+url+"}\ncredentials: {token: t}\nloadBalancer: {settings: {location: nbg1}}\n"))

@@ -59,7 +59,7 @@ func TestListRoutesReadsTargetsBackInOneServerList(t *testing.T) {
 		route("10.244.3.0/24", "1", "10.0.0.7"), route("192.168.0.0/16", "", "10.0.0.99"),
 	}, page.Items, "by ID (the destination), the target read back from the gateway, a gateway no server holds a blackhole")
 	assert.Empty(t, page.NextPageToken)
-	assert.Equal(t, map[string]int{"GET /networks/{id}": 1, "GET /servers": 1}, m.Calls(), "one server list for the whole table, not one call per route")
+	assert.Equal(t, hcloudmock.Calls{"GET /networks/{id}": 1, "GET /servers": 1}, m.Calls(), "one server list for the whole table, not one call per route")
 
 	page, err = api.ListRoutes(t.Context(), cloudapi.ListOptions{Tags: map[string]string{cloudapi.TagCluster: "c1"}})
 	require.NoError(t, err)

@@ -8,6 +8,10 @@
 //
 //	go run ./ccm --cloud-provider=hcloud --cloud-config=cloud.yaml --kubeconfig=...
 //
+// `ccm admission-policy --cloud-config=cloud.yaml` prints the ValidatingAdmissionPolicy
+// that refuses malformed load balancer annotations at `kubectl apply`, Hetzner's own CCM's
+// keys included (provider.RunAdmissionPolicyCommand).
+//
 // The cloud config's `hcloud:` section names the API's endpoint (empty: the real API),
 // the location of load balancers, the private network and whether targets are reached
 // over it; the credentials section holds the API token (README.md has an example that
@@ -32,10 +36,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/controllers"
-	_ "github.com/ccmkit/ccmkit/examples/hcloud/adapter" // registers the "hcloud" cloud provider
+	"github.com/ccmkit/ccmkit/examples/hcloud/adapter" // registers the "hcloud" cloud provider
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == provider.AdmissionPolicyCommand {
+		os.Exit(provider.RunAdmissionPolicyCommand(adapter.ProviderName, os.Args[2:], os.Stdout, os.Stderr))
+	}
 	opts, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
 		klog.ErrorS(err, "Unable to initialize command options")

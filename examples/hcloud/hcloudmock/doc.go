@@ -26,7 +26,11 @@
 //   - actions (GET /actions?id=..., /actions/{id}, /load_balancers/actions/{id},
 //     /networks/actions/{id}): running for Config.ActionPolls reads and
 //     Config.ActionDuration on Config.Clock, then success; while one runs, any write to
-//     its resource answers locked (423);
+//     its resource answers locked (423). An action that ends by reads alone
+//     (ActionPolls without ActionDuration) ends only if someone reads it: a client that
+//     gives up polling (throttled, its context ended) leaves its resource locked for good,
+//     which the real API's actions, ending by time, never do; a long-running test sets
+//     ActionDuration;
 //   - errors in the API's body {"error": {"code", "message", "details"}} with its status
 //     codes (invalid_input with per-field details); a request without Authorization is
 //     unauthorized;
