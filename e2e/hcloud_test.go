@@ -164,8 +164,9 @@ func targets(lb schema.LoadBalancer) []int64 {
 
 // TestHcloudCCMProcessOverTheMock runs examples/hcloud's CCM as a process against the
 // Hetzner API mock, whose rate limit it overdraws, and a real control plane: the cloud node
-// controller initializes Nodes from servers; a LoadBalancer Service with the adapter's
-// settings as annotations gets the mock's load balancer's address; a Node added later is
+// controller initializes Nodes from servers; a LoadBalancer Service annotated as Hetzner's
+// own CCM's users annotate theirs (load-balancer.hetzner.cloud/...) gets the mock's load
+// balancer, as those annotations ask, and its address; a Node added later is
 // a target even though the first add_target action fails; and after the CCM is killed
 // and started again its full resync writes nothing while the Service keeps its address.
 func TestHcloudCCMProcessOverTheMock(t *testing.T) {
@@ -208,8 +209,10 @@ func TestHcloudCCMProcessOverTheMock(t *testing.T) {
 
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: metav1.NamespaceDefault, Annotations: map[string]string{
-			"loadbalancer.ccmkit.io/" + adapter.SettingType:      "lb21",
-			"loadbalancer.ccmkit.io/" + adapter.SettingAlgorithm: "least_connections",
+			// As Hetzner's own CCM's users annotate their Services (adapter.Aliases).
+			adapter.LegacyPrefix + "type":                  "lb21",
+			adapter.LegacyPrefix + "algorithm-type":        "least_connections",
+			adapter.LegacyPrefix + "health-check-interval": "15s",
 		}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
 			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}},
@@ -235,6 +238,7 @@ func TestHcloudCCMProcessOverTheMock(t *testing.T) {
 	require.Len(t, lb.Services, 1)
 	assert.Equal(t, 80, lb.Services[0].ListenPort)
 	assert.Equal(t, int(svc.Spec.Ports[0].NodePort), lb.Services[0].DestinationPort)
+	assert.Equal(t, 15, lb.Services[0].HealthCheck.Interval, "the legacy health-check-interval")
 
 	// The next add_target action fails (the change not made): the CCM's client retries
 	// the update on a fresh read of the load balancer.
