@@ -41,7 +41,8 @@ const (
 	deployDir = "../deploy"
 	chartDir  = deployDir + "/helm/ccmkit"
 	// prometheusOperator is the module whose CustomResourceDefinitions the chart's
-	// ServiceMonitor and PodMonitor are checked against (the Go module proxy serves it).
+	// ServiceMonitor, PodMonitor and PrometheusRule are checked against (the Go module proxy
+	// serves it).
 	prometheusOperator = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
 )
 
@@ -183,8 +184,9 @@ func (a *applier) apply(ctx context.Context, o *unstructured.Unstructured, dryRu
 	return nil
 }
 
-// installMonitorCRDs installs the prometheus-operator's ServiceMonitor and PodMonitor
-// definitions, from the module of prometheusOperator, and waits until they are served.
+// installMonitorCRDs installs the prometheus-operator's ServiceMonitor, PodMonitor and
+// PrometheusRule definitions, from the module of prometheusOperator, and waits until they
+// are served.
 func installMonitorCRDs(ctx context.Context, t *testing.T, a *applier) {
 	t.Helper()
 	cmd := exec.Command("go", "mod", "download", "-json", prometheusOperator)
@@ -194,7 +196,7 @@ func installMonitorCRDs(ctx context.Context, t *testing.T, a *applier) {
 	var mod struct{ Dir, Error string }
 	require.NoError(t, json.Unmarshal(out, &mod))
 	require.Empty(t, mod.Error)
-	for _, name := range []string{"servicemonitors", "podmonitors"} {
+	for _, name := range []string{"servicemonitors", "podmonitors", "prometheusrules"} {
 		data, err := os.ReadFile(filepath.Join(mod.Dir, "example", "prometheus-operator-crd", "monitoring.coreos.com_"+name+".yaml"))
 		require.NoError(t, err)
 		crds := decodeObjects(t, data)
@@ -203,7 +205,7 @@ func installMonitorCRDs(ctx context.Context, t *testing.T, a *applier) {
 	}
 	require.NoError(t, harness.Eventually(ctx, wait, "the monitor CRDs are served", func(context.Context) (bool, error) {
 		a.mapper.Reset()
-		for _, kind := range []string{"ServiceMonitor", "PodMonitor"} {
+		for _, kind := range []string{"ServiceMonitor", "PodMonitor", "PrometheusRule"} {
 			if _, err := a.mapper.RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: kind}, "v1"); err != nil {
 				return false, nil //nolint:nilerr // not served yet: poll again
 			}
