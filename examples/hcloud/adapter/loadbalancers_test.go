@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/component-base/metrics"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/examples/hcloud/adapter"
@@ -22,6 +23,18 @@ import (
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
+
+// hetznerProvider is ccmkit's provider over the adapter configured as cfg, as the adapter
+// registers it (settings, shape, aliases), with its metrics in reg and clk its clock (nil:
+// the real one).
+func hetznerProvider(t *testing.T, cfg adapter.Config, reg metrics.KubeRegistry, clk clock.PassiveClock) *provider.Cloud {
+	t.Helper()
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(cfg, "token", nil),
+		provider.Options{ProviderName: adapter.ProviderName, Metrics: reg, Clock: clk,
+			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape, LoadBalancerAliases: adapter.Aliases})
+	require.NoError(t, err)
+	return p
+}
 
 // TestServiceOverHetzner runs ccmkit's load balancers over the adapter and the mock: a
 // Service asking for a type, HTTP and HTTPS gets one load balancer with both addresses; a
@@ -40,11 +53,7 @@ func TestServiceOverHetzner(t *testing.T) {
 	cfg.RateLimit = hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20}
 	m, url := newMock(t, cfg, nil)
 	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
-	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}},
-		adapter.New(adapter.Config{Endpoint: url, Location: "fsn1"}, "token", nil),
-		provider.Options{ProviderName: adapter.ProviderName, Metrics: metrics.NewKubeRegistry(), Clock: clock,
-			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape})
-	require.NoError(t, err)
+	p := hetznerProvider(t, adapter.Config{Endpoint: url, Location: "fsn1"}, metrics.NewKubeRegistry(), clock)
 	lbs, ok := p.LoadBalancer()
 	require.True(t, ok)
 
@@ -105,14 +114,12 @@ func TestActionPollsAreCounted(t *testing.T) {
 		Servers: []schema.Server{{ID: 100, Name: "node-0"}}}
 	m, url := newMock(t, cfg, nil)
 	reg := metrics.NewKubeRegistry()
-	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(adapter.Config{Endpoint: url, Location: "fsn1"}, "token", nil),
-		provider.Options{ProviderName: adapter.ProviderName, Metrics: reg, LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape})
-	require.NoError(t, err)
+	p := hetznerProvider(t, adapter.Config{Endpoint: url, Location: "fsn1"}, reg, nil)
 	lbs, _ := p.LoadBalancer()
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Spec: corev1.NodeSpec{ProviderID: "hcloud://100"}}
-	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
+	_, err := lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
 	require.NoError(t, err)
 
 	polls := m.Calls()["GET /actions"]
@@ -142,10 +149,7 @@ func TestLegacyAnnotations(t *testing.T) {
 		Servers: []schema.Server{{ID: 100, Name: "node-0"}}, Certificates: []schema.Certificate{{ID: 7, Name: "web"}}}
 	m, url := newMock(t, cfg, nil)
 	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
-	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(adapter.Config{Endpoint: url}, "token", nil),
-		provider.Options{ProviderName: adapter.ProviderName, Metrics: metrics.NewKubeRegistry(), Clock: clock,
-			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape, LoadBalancerAliases: adapter.Aliases})
-	require.NoError(t, err)
+	p := hetznerProvider(t, adapter.Config{Endpoint: url}, metrics.NewKubeRegistry(), clock)
 	lbs, _ := p.LoadBalancer()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Spec: corev1.NodeSpec{ProviderID: "hcloud://100"}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web", Annotations: map[string]string{
@@ -159,7 +163,7 @@ func TestLegacyAnnotations(t *testing.T) {
 		adapter.LegacyPrefix + "health-check-interval": "15s",
 		adapter.LegacyPrefix + "health-check-retries":  "5",
 	}}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443}}}}
-	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
+	_, err := lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
 	require.NoError(t, err)
 	inv := m.Inventory()
 	require.Len(t, inv.LoadBalancers, 1)
@@ -215,10 +219,7 @@ func TestQuietProjectCalls(t *testing.T) {
 	cfg.RateLimit = hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20}
 	m, url := newMock(t, cfg, nil)
 	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
-	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(adapter.Config{Endpoint: url}, "token", nil),
-		provider.Options{ProviderName: adapter.ProviderName, Metrics: metrics.NewKubeRegistry(), Clock: clock,
-			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape, LoadBalancerAliases: adapter.Aliases})
-	require.NoError(t, err)
+	p := hetznerProvider(t, adapter.Config{Endpoint: url}, metrics.NewKubeRegistry(), clock)
 	v2, ok := p.InstancesV2()
 	require.True(t, ok)
 	for minute := 0; minute < minutes; minute++ {
@@ -254,10 +255,7 @@ func TestReviewedEdges(t *testing.T) {
 		Location: &hcloud.Location{Name: "fsn1"}, Labels: map[string]string{"hcloud-ccm/service-uid": "1234"}})
 	require.NoError(t, err)
 	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
-	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(adapter.Config{Endpoint: url, Location: "fsn1"}, "token", nil),
-		provider.Options{ProviderName: adapter.ProviderName, Metrics: metrics.NewKubeRegistry(), Clock: clock,
-			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape, LoadBalancerAliases: adapter.Aliases})
-	require.NoError(t, err)
+	p := hetznerProvider(t, adapter.Config{Endpoint: url, Location: "fsn1"}, metrics.NewKubeRegistry(), clock)
 	lbs, _ := p.LoadBalancer()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Spec: corev1.NodeSpec{ProviderID: "hcloud://100"}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web", Annotations: map[string]string{
