@@ -80,7 +80,10 @@ type Client struct {
 // New returns a client of the API at cfg.Endpoint (empty: the SDK's default), configured
 // by cfg, that authenticates with token and sends its requests with hc (nil: the SDK's
 // default), each through cloudapi.Transport. The SDK retries nothing: ccmkit's decorator
-// does. It makes no request.
+// does. No request follows a redirect: Go's client follows a 301, 302 or 303 answer to a
+// POST, PUT or DELETE with a GET, whose 200 the SDK reads as the write's answer while the
+// API is unchanged; a 3xx is ErrInvalidRequest naming its Location instead, and an answer
+// longer than maxAnswerBytes is an error, never decoded in part. It makes no request.
 func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 	opts := []hcloud.ClientOption{
 		hcloud.WithToken(token.Reveal()),
@@ -92,9 +95,9 @@ func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 	}
 	// Every request passes through ccmkit's gate (cloudapi.Transport): an action's polls
 	// wait for the rate limiter and are counted like the call that started it.
-	gated := &http.Client{Transport: cloudapi.Transport(nil)}
+	gated := &http.Client{Transport: strictAnswers{cloudapi.Transport(nil)}}
 	if hc != nil {
-		gated = &http.Client{Transport: cloudapi.Transport(hc.Transport), CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
+		gated = &http.Client{Transport: strictAnswers{cloudapi.Transport(hc.Transport)}, Jar: hc.Jar, Timeout: hc.Timeout}
 	}
 	opts = append(opts, hcloud.WithHTTPClient(gated))
 	return &Client{api: hcloud.NewClient(opts...), cfg: cfg}
@@ -143,6 +146,32 @@ func (c *Client) wait(ctx context.Context, op cloudapi.Operation, id string, act
 	return nil
 }
 
+// maxAnswerBytes bounds the body of every answer: a page of the API holds at most 50
+// resources, a few MB at most.
+const maxAnswerBytes = 16 << 20
+
+// errRedirect is matched by the error of a request the API's endpoint answered with a
+// redirect.
+var errRedirect = errors.New("a redirect, which the adapter does not follow (a write would not reach the API): set the endpoint to the API's own URL")
+
+// strictAnswers sends requests through next and refuses what the SDK would read wrongly:
+// a 3xx answer is an error matching errRedirect (so the http.Client follows none), and a
+// body longer than maxAnswerBytes fails its read.
+type strictAnswers struct{ next http.RoundTripper }
+
+func (s strictAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := s.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("answered %s to %q: %w", resp.Status, resp.Header.Get("Location"), errRedirect)
+	}
+	resp.Body = http.MaxBytesReader(nil, resp.Body, maxAnswerBytes)
+	return resp, nil
+}
+
 // errorOf maps an SDK error onto cloudapi's sentinels, keeping it as the cause:
 //
 //	rate_limit_exceeded                      ErrThrottled, RetryAfter until RateLimit-Reset
@@ -153,10 +182,13 @@ func (c *Client) wait(ctx context.Context, op cloudapi.Operation, id string, act
 //	  and any other typed error
 //	an answer that is not the API's error    ErrInvalidRequest for a 4xx (a wrong endpoint,
 //	                                         a proxy), ErrTransient for a 5xx
+//	a redirect (errRedirect)                 ErrInvalidRequest
 //	no answer (transport, context)           ErrTransient
 func errorOf(op cloudapi.Operation, id string, resp *hcloud.Response, err error) error {
 	var apiErr hcloud.Error
 	switch {
+	case errors.Is(err, errRedirect):
+		return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
 	case hcloud.IsError(err, hcloud.ErrorCodeRateLimitExceeded):
 		e := cloudapi.Throttled(op, 0, err)
 		if resp != nil && !resp.Meta.Ratelimit.Reset.IsZero() {

@@ -25,6 +25,6 @@
 // Errors: the SDK's typed errors map onto cloudapi's sentinels (errorOf has the table);
 // not_found is ErrNotFound only for a GET or DELETE of one server or load balancer; an answer that is not the API's
 // typed error (a bare 404 from a proxy or a wrong endpoint) is ErrInvalidRequest, a 5xx
-// ErrTransient. The SDK's own retries are off: ccmkit's client decorator retries, and
-// sees every call.
+// ErrTransient; no request follows a redirect (a 3xx is ErrInvalidRequest, see New). The
+// SDK's own retries are off: ccmkit's client decorator retries, and sees every call.
 package adapter
