@@ -44,6 +44,17 @@ func Transport(base http.RoundTripper) http.RoundTripper {
 	return gatedTransport{base}
 }
 
+// GatedClient returns a copy of hc (nil: a new client) whose transport is Transport
+// around hc's: the HTTP client to give an SDK.
+func GatedClient(hc *http.Client) *http.Client {
+	out := &http.Client{}
+	if hc != nil {
+		*out = *hc
+	}
+	out.Transport = Transport(out.Transport)
+	return out
+}
+
 type gatedTransport struct{ base http.RoundTripper }
 
 func (t gatedTransport) RoundTrip(req *http.Request) (*http.Response, error) {

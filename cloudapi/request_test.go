@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,4 +60,29 @@ func TestTransport(t *testing.T) {
 	_, err = tr.RoundTrip(req)
 	require.NoError(t, err, "no gate: sent")
 	assert.Equal(t, 3, sent)
+}
+
+// TestGatedClient: the copy sends through the gate, then through the client's own
+// transport; the client given is not changed.
+func TestGatedClient(t *testing.T) {
+	sent := 0
+	base := roundTripper(func(*http.Request) (*http.Response, error) { sent++; return &http.Response{StatusCode: 200}, nil })
+	hc := &http.Client{Transport: base, Timeout: time.Minute}
+	gated := cloudapi.GatedClient(hc)
+	assert.Equal(t, time.Minute, gated.Timeout)
+	refuse := errors.New("no slot")
+	ctx := cloudapi.WithRequestGate(t.Context(), func(context.Context) error { return refuse })
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example/v1/actions/1", nil)
+	require.NoError(t, err)
+	_, err = gated.Transport.RoundTrip(req)
+	require.ErrorIs(t, err, refuse)
+	req, err = http.NewRequestWithContext(t.Context(), http.MethodGet, "http://api.example/v1/actions/1", nil)
+	require.NoError(t, err)
+	_, err = gated.Transport.RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, 1, sent, "sent through hc's transport once the gate lets it")
+	assert.NotNil(t, hc.Transport)
+	_, isBase := hc.Transport.(roundTripper)
+	assert.True(t, isBase, "hc is not changed")
+	assert.NotNil(t, cloudapi.GatedClient(nil).Transport)
 }

@@ -28,6 +28,13 @@ type LoadBalancerShape struct {
 	// Unsupported are the parts the cloud cannot build. Only the features whose doc says
 	// "may be unsupported" are allowed here.
 	Unsupported []Feature
+	// PerListener are the parts the cloud keeps on each listener instead of once per load
+	// balancer (Hetzner's services each have their health check and PROXY protocol): a
+	// change of one then rewrites every listener (Plan, Update). The backend reports the
+	// part every listener has, and a health check that they do not all share as nil, so
+	// that the next update rewrites them all (JoinListenerParts). Only the features whose
+	// doc says "may be per listener" are allowed here.
+	PerListener []Feature
 }
 
 // Feature names a part of a LoadBalancerSpec that a cloud may not keep (a
@@ -62,7 +69,10 @@ const (
 	FeatureHTTPS Feature = "https"
 	// FeatureSourceRanges are SourceRanges; may be unsupported.
 	FeatureSourceRanges Feature = "source-ranges"
-	// FeatureProxyProtocol is ProxyProtocol true; may be unsupported.
+	// FeatureHealthCheck is the HealthCheck; may be per listener.
+	FeatureHealthCheck Feature = "health-check"
+	// FeatureProxyProtocol is ProxyProtocol true; may be unsupported. As ProxyProtocol, it
+	// may be per listener.
 	FeatureProxyProtocol Feature = "proxy-protocol"
 	// FeatureInternal is Internal true; may be unsupported.
 	FeatureInternal Feature = "internal"
@@ -72,8 +82,10 @@ const (
 	FeatureSessionAffinity Feature = "session-affinity"
 )
 
-// notKeepable and unsupportable are the features each list of a LoadBalancerShape allows.
+// notKeepable, unsupportable and perListenable are the features each list of a
+// LoadBalancerShape allows.
 var (
+	perListenable = []Feature{FeatureHealthCheck, FeatureProxyProtocol}
 	notKeepable   = []Feature{FeatureName, FeatureListenerNames, FeatureHealthyThreshold, FeatureIPFamilies}
 	unsupportable = []Feature{FeatureIPv6, FeatureUDP, FeatureSCTP, FeatureTLS, FeatureHTTP, FeatureHTTPS,
 		FeatureSourceRanges, FeatureProxyProtocol, FeatureInternal, FeatureRequestedIPs, FeatureSessionAffinity}
@@ -97,6 +109,7 @@ func (s LoadBalancerShape) Validate() error {
 	}
 	check("NotKept", s.NotKept, notKeepable)
 	check("Unsupported", s.Unsupported, unsupportable)
+	check("PerListener", s.PerListener, perListenable)
 	return errors.Join(errs...)
 }
 

@@ -92,11 +92,7 @@ func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 	}
 	// Every request passes through ccmkit's gate (cloudapi.Transport): an action's polls
 	// wait for the rate limiter and are counted like the call that started it.
-	gated := &http.Client{Transport: cloudapi.Transport(nil)}
-	if hc != nil {
-		gated = &http.Client{Transport: cloudapi.Transport(hc.Transport), CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
-	}
-	opts = append(opts, hcloud.WithHTTPClient(gated))
+	opts = append(opts, hcloud.WithHTTPClient(cloudapi.GatedClient(hc)))
 	return &Client{api: hcloud.NewClient(opts...), cfg: cfg}
 }
 
@@ -112,33 +108,44 @@ func (c *Client) Routes() (cloudapi.RouteAPI, bool) {
 	if c.cfg.Network == "" {
 		return nil, false
 	}
-	return routes{c.api, c.cfg.Network}, true
+	return routes{c}, true
 }
 
-// network is the configured network, read by ID or name (one call); ErrInvalidRequest
-// when none is configured or it does not exist.
-func (c *Client) network(ctx context.Context, op cloudapi.Operation) (*hcloud.Network, error) {
+// network is the configured network, read by ID or name (one call). One that is not
+// configured or does not exist is a configuration error (ErrInvalidRequest for op on id),
+// never "not found": a list's not-found is no answer.
+func (c *Client) network(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.Network, error) {
 	if c.cfg.Network == "" {
-		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", errors.New("an internal load balancer needs the hcloud section's network"))
+		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, errors.New("an internal load balancer needs the hcloud section's network"))
 	}
 	n, resp, err := c.api.Network.Get(ctx, c.cfg.Network)
 	switch {
 	case err != nil:
-		return nil, errorOf(op, "", resp, err)
+		return nil, errorOf(op, id, resp, err)
 	case n == nil:
-		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", fmt.Errorf("network %q does not exist", c.cfg.Network))
+		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id,
+			fmt.Errorf("network %q does not exist: check the hcloud section's network", c.cfg.Network))
 	}
 	return n, nil
 }
 
-// wait polls action until it is done. An action that fails, or whose wait ends before
-// it does, may have changed the load balancer: ErrTransient.
-func (c *Client) wait(ctx context.Context, op cloudapi.Operation, id string, action *hcloud.Action) error {
-	if action == nil {
-		return nil
+// wait maps the answer (resp, err) to a write of op, then waits for the action it
+// started, polling through the SDK's action waiter (whose retries are off, as all the
+// client's). An answer without an action, an action that ends in error, or a wait that
+// ends before it does is ErrTransient: the write may have been applied or not.
+func (c *Client) wait(ctx context.Context, op cloudapi.Operation, id string, action *hcloud.Action, resp *hcloud.Response, err error) error {
+	switch {
+	case err != nil:
+		return errorOf(op, id, resp, err)
+	case action == nil || action.ID == 0:
+		err = errors.New("the API answered without an action")
+	default:
+		if err = c.api.Action.WaitFor(ctx, action); err != nil {
+			err = fmt.Errorf("action %d (%s): %w", action.ID, action.Command, err)
+		}
 	}
-	if err := c.api.Action.WaitFor(ctx, action); err != nil {
-		return cloudapi.NewError(cloudapi.ErrTransient, op, id, fmt.Errorf("action %d (%s): %w", action.ID, action.Command, err))
+	if err != nil {
+		return cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
 	}
 	return nil
 }

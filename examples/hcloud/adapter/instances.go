@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,8 +23,8 @@ type instances struct{ api *hcloud.Client }
 // ErrInvalidRequest: it names no server of this API (a bare-metal "bm-..." one, another
 // cloud's), which is not the certainty that it is gone.
 func (in instances) GetInstance(ctx context.Context, id string) (*cloudapi.Instance, error) {
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil || n < 1 || strconv.FormatInt(n, 10) != id {
+	n, ok := cloudapi.NumericID(id)
+	if !ok {
 		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, cloudapi.OpGetInstance, id,
 			fmt.Errorf("%q is not a Hetzner Cloud server ID (a positive number)", id))
 	}
@@ -43,14 +42,11 @@ func (in instances) GetInstance(ctx context.Context, id string) (*cloudapi.Insta
 // ListInstances returns one page of the servers that carry opts.Tags, by ID; the page
 // token is the number of the page to read.
 func (in instances) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
-	page, perPage, selector, err := listArgs(cloudapi.OpListInstances, opts)
+	req, err := cloudapi.PageNumberRequest(cloudapi.OpListInstances, opts, cloudapi.HetznerLabelRules, maxPerPage)
 	if err != nil {
 		return nil, err
 	}
-	servers, resp, err := in.api.Server.List(ctx, hcloud.ServerListOpts{
-		ListOpts: hcloud.ListOpts{Page: page, PerPage: perPage, LabelSelector: selector},
-		Sort:     []string{"id:asc"},
-	})
+	servers, resp, err := in.api.Server.List(ctx, hcloud.ServerListOpts{ListOpts: listOpts(req), Sort: []string{"id:asc"}})
 	if err != nil {
 		return nil, errorOf(cloudapi.OpListInstances, "", resp, err)
 	}
@@ -60,19 +56,13 @@ func (in instances) ListInstances(ctx context.Context, opts cloudapi.ListOptions
 			out.Items = append(out.Items, inst)
 		}
 	}
-	out.NextPageToken = nextPage(resp, page)
+	out.NextPageToken = nextPage(resp, req.Page)
 	return out, nil
 }
 
-// listArgs are the page, page size and label selector of a list's options.
-func listArgs(op cloudapi.Operation, opts cloudapi.ListOptions) (page, perPage int, selector string, err error) {
-	if page, err = cloudapi.PageNumber(op, opts.PageToken); err != nil {
-		return 0, 0, "", err
-	}
-	if selector, err = cloudapi.LabelSelector(opts.Tags, cloudapi.HetznerLabelRules); err != nil {
-		return 0, 0, "", cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", err)
-	}
-	return page, min(cmp.Or(opts.PageSize, maxPerPage), maxPerPage), selector, nil
+// listOpts are the SDK's list options of a page request.
+func listOpts(req cloudapi.PageRequest) hcloud.ListOpts {
+	return hcloud.ListOpts{Page: req.Page, PerPage: req.PerPage, LabelSelector: req.Selector}
 }
 
 // nextPage is the token of the page after page, empty after the last.

@@ -5,23 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
-	"github.com/ccmkit/ccmkit/loadbalancer"
 )
-
-// settingLabel is the prefix of the tags that record the settings a load balancer was
-// asked for: the API reports a type, an algorithm and a location on every load balancer,
-// and the adapter reports a setting only when it was asked for (with the cloud's value).
-const settingLabel = "settings.ccmkit.io/"
 
 // lbAPI is cloudapi.LoadBalancerAPI over the project's load balancers.
 type lbAPI struct{ c *Client }
@@ -31,8 +23,8 @@ func lbID(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.LoadBa
 	if err := ctx.Err(); err != nil {
 		return nil, cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
 	}
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil || n < 1 || strconv.FormatInt(n, 10) != id {
+	n, ok := cloudapi.NumericID(id)
+	if !ok {
 		return nil, cloudapi.NewError(cloudapi.ErrNotFound, op, id, errors.New("not a Hetzner load balancer ID"))
 	}
 	return &hcloud.LoadBalancer{ID: n}, nil
@@ -66,12 +58,11 @@ func (a lbAPI) GetLoadBalancer(ctx context.Context, id string) (*cloudapi.LoadBa
 // ListLoadBalancers returns one page, by ID, of the load balancers whose labels carry
 // opts.Tags; the page token is the page number.
 func (a lbAPI) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
-	page, perPage, selector, err := listArgs(cloudapi.OpListLoadBalancers, opts)
+	req, err := cloudapi.PageNumberRequest(cloudapi.OpListLoadBalancers, opts, cloudapi.HetznerLabelRules, maxPerPage)
 	if err != nil {
 		return nil, err
 	}
-	lbs, resp, err := a.c.api.LoadBalancer.List(ctx, hcloud.LoadBalancerListOpts{
-		ListOpts: hcloud.ListOpts{Page: page, PerPage: perPage, LabelSelector: selector}, Sort: []string{"id:asc"}})
+	lbs, resp, err := a.c.api.LoadBalancer.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: listOpts(req), Sort: []string{"id:asc"}})
 	if err != nil {
 		return nil, errorOf(cloudapi.OpListLoadBalancers, "", resp, err)
 	}
@@ -81,7 +72,7 @@ func (a lbAPI) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions)
 			out.Items = append(out.Items, v)
 		}
 	}
-	out.NextPageToken = nextPage(resp, page)
+	out.NextPageToken = nextPage(resp, req.Page)
 	return out, nil
 }
 
@@ -108,11 +99,11 @@ func (a lbAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalance
 		opts.Location, opts.NetworkZone = &hcloud.Location{Name: loc}, "" // the location decides the zone
 	}
 	var err error
-	if opts.Labels, err = labelsOf(spec, nil); err != nil {
+	if opts.Labels, err = cloudapi.EncodeLabels(cloudapi.TagsWithSettings(spec), cloudapi.HetznerLabelRules); err != nil {
 		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", err)
 	}
 	if spec.Internal || a.c.cfg.UsePrivateIP {
-		if opts.Network, err = a.c.network(ctx, op); err != nil {
+		if opts.Network, err = a.c.network(ctx, op, ""); err != nil {
 			return nil, err
 		}
 	}
@@ -121,10 +112,7 @@ func (a lbAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalance
 			Server: hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: number(t)}}, UsePrivateIP: hcloud.Ptr(a.c.cfg.UsePrivateIP)})
 	}
 	res, resp, err := a.c.api.LoadBalancer.Create(ctx, opts)
-	if err != nil {
-		return nil, errorOf(op, "", resp, err)
-	}
-	if err := a.c.wait(ctx, op, "", res.Action); err != nil {
+	if err := a.c.wait(ctx, op, "", res.Action, resp, err); err != nil {
 		return nil, err
 	}
 	return a.apply(ctx, op, res.LoadBalancer, spec)
@@ -143,81 +131,62 @@ func (a lbAPI) UpdateLoadBalancer(ctx context.Context, id string, update cloudap
 	return a.apply(ctx, op, cur, update.Spec)
 }
 
-// apply makes cur (as last read) what want says with one call per difference, each
-// action waited for before the next (the API locks a load balancer while an action
-// runs), and reads it back.
+// apply makes cur (as last read) what want says with one call per difference
+// (Shape.Update), each action waited for before the next (the API locks a load balancer
+// while an action runs), and reads it back.
 func (a lbAPI) apply(ctx context.Context, op cloudapi.Operation, cur *hcloud.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
-	id, have := strconv.FormatInt(cur.ID, 10), a.toLB(cur).Spec
-	c := cloudapi.DiffLoadBalancer(Shape.Comparable(have, want), want)
+	id, lbs := strconv.FormatInt(cur.ID, 10), a.c.api.LoadBalancer
 	loc, zone := want.Settings[SettingLocation], want.Settings[SettingNetworkZone]
-	if c.Internal || cur.Location != nil && (loc != "" && loc != cur.Location.Name || zone != "" && zone != string(cur.Location.NetworkZone)) {
-		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, errors.New("internal, location and network zone cannot change in place"))
+	if cur.Location != nil && (loc != "" && loc != cur.Location.Name || zone != "" && zone != string(cur.Location.NetworkZone)) {
+		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, errors.New("location and network zone cannot change in place"))
 	}
-	lbs := a.c.api.LoadBalancer
-	if c.Name || c.Tags || c.Settings != nil {
-		labels, err := labelsOf(want, cur.Labels)
-		if err != nil {
-			return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
-		}
-		if _, resp, err := lbs.Update(ctx, cur, hcloud.LoadBalancerUpdateOpts{Name: want.Name, Labels: labels}); err != nil {
-			return nil, errorOf(op, id, resp, err)
-		}
+	do := func(action *hcloud.Action, resp *hcloud.Response, err error) error {
+		return a.c.wait(ctx, op, id, action, resp, err)
 	}
-	var calls []func() (*hcloud.Action, *hcloud.Response, error)
-	call := func(f func() (*hcloud.Action, *hcloud.Response, error)) { calls = append(calls, f) }
-	if t := want.Settings[SettingType]; t != "" && (cur.LoadBalancerType == nil || t != cur.LoadBalancerType.Name) {
-		call(func() (*hcloud.Action, *hcloud.Response, error) {
-			return lbs.ChangeType(ctx, cur, hcloud.LoadBalancerChangeTypeOpts{LoadBalancerType: &hcloud.LoadBalancerType{Name: t}})
-		})
-	}
-	if alg := hcloud.LoadBalancerAlgorithmType(want.Settings[SettingAlgorithm]); alg != "" && alg != cur.Algorithm.Type {
-		call(func() (*hcloud.Action, *hcloud.Response, error) {
-			return lbs.ChangeAlgorithm(ctx, cur, hcloud.LoadBalancerChangeAlgorithmOpts{Type: alg})
-		})
-	}
-	for _, k := range c.RemoveListeners {
-		call(func() (*hcloud.Action, *hcloud.Response, error) { return lbs.DeleteService(ctx, cur, int(k.Port)) })
-	}
-	for _, l := range c.AddListeners {
-		s := serviceOf(l, want)
-		call(func() (*hcloud.Action, *hcloud.Response, error) {
-			return lbs.AddService(ctx, cur, hcloud.LoadBalancerAddServiceOpts{Protocol: s.Protocol, ListenPort: &s.ListenPort,
+	err := Shape.Update(ctx, op, id, a.toLB(cur).Spec, want, cloudapi.LoadBalancerSteps{
+		Properties: func(ctx context.Context) error {
+			labels, err := cloudapi.EncodeLabelsKeeping(cloudapi.TagsWithSettings(want), cur.Labels, cloudapi.HetznerLabelRules)
+			if err != nil {
+				return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
+			}
+			if _, resp, err := lbs.Update(ctx, cur, hcloud.LoadBalancerUpdateOpts{Name: want.Name, Labels: labels}); err != nil {
+				return errorOf(op, id, resp, err)
+			}
+			return nil
+		},
+		Setting: func(ctx context.Context, name, v string) error { // a setting no longer asked for is kept as it is
+			switch {
+			case name == SettingType && v != "" && (cur.LoadBalancerType == nil || v != cur.LoadBalancerType.Name):
+				return do(lbs.ChangeType(ctx, cur, hcloud.LoadBalancerChangeTypeOpts{LoadBalancerType: &hcloud.LoadBalancerType{Name: v}}))
+			case name == SettingAlgorithm && v != "" && v != string(cur.Algorithm.Type):
+				return do(lbs.ChangeAlgorithm(ctx, cur, hcloud.LoadBalancerChangeAlgorithmOpts{Type: hcloud.LoadBalancerAlgorithmType(v)}))
+			}
+			return nil
+		},
+		RemoveListener: func(ctx context.Context, k cloudapi.ListenerKey) error {
+			return do(lbs.DeleteService(ctx, cur, int(k.Port)))
+		},
+		AddListener: func(ctx context.Context, l cloudapi.Listener) error {
+			s := serviceOf(l, want)
+			return do(lbs.AddService(ctx, cur, hcloud.LoadBalancerAddServiceOpts{Protocol: s.Protocol, ListenPort: &s.ListenPort,
 				DestinationPort: &s.DestinationPort, Proxyprotocol: &s.Proxyprotocol, HTTP: httpOf[hcloud.LoadBalancerAddServiceOptsHTTP](s),
-				HealthCheck: addHealthCheck(s.HealthCheck)})
-		})
-	}
-	changed := c.UpdateListeners
-	if c.HealthCheck || c.ProxyProtocol { // both are per service in Hetzner's API
-		changed = slices.DeleteFunc(slices.Clone(want.Listeners), func(l cloudapi.Listener) bool {
-			return slices.ContainsFunc(c.AddListeners, func(n cloudapi.Listener) bool { return n.Key() == l.Key() })
-		})
-	}
-	for _, l := range changed {
-		s := serviceOf(l, want)
-		call(func() (*hcloud.Action, *hcloud.Response, error) {
-			return lbs.UpdateService(ctx, cur, s.ListenPort, hcloud.LoadBalancerUpdateServiceOpts{Protocol: s.Protocol,
+				HealthCheck: addHealthCheck(s.HealthCheck)}))
+		},
+		UpdateListener: func(ctx context.Context, l cloudapi.Listener) error {
+			s := serviceOf(l, want)
+			return do(lbs.UpdateService(ctx, cur, s.ListenPort, hcloud.LoadBalancerUpdateServiceOpts{Protocol: s.Protocol,
 				DestinationPort: &s.DestinationPort, Proxyprotocol: &s.Proxyprotocol, HTTP: httpOf[hcloud.LoadBalancerUpdateServiceOptsHTTP](s),
-				HealthCheck: updateHealthCheck(s.HealthCheck)})
-		})
-	}
-	for _, t := range c.RemoveTargets {
-		call(func() (*hcloud.Action, *hcloud.Response, error) {
-			return lbs.RemoveServerTarget(ctx, cur, &hcloud.Server{ID: number(t)})
-		})
-	}
-	for _, t := range c.AddTargets {
-		call(func() (*hcloud.Action, *hcloud.Response, error) {
-			return lbs.AddServerTarget(ctx, cur, hcloud.LoadBalancerAddServerTargetOpts{Server: &hcloud.Server{ID: number(t)}, UsePrivateIP: hcloud.Ptr(a.c.cfg.UsePrivateIP)})
-		})
-	}
-	for _, f := range calls {
-		action, resp, err := f()
-		if err != nil {
-			return nil, errorOf(op, id, resp, err)
-		}
-		if err := a.c.wait(ctx, op, id, action); err != nil {
-			return nil, err
-		}
+				HealthCheck: updateHealthCheck(s.HealthCheck)}))
+		},
+		RemoveTarget: func(ctx context.Context, t string) error {
+			return do(lbs.RemoveServerTarget(ctx, cur, &hcloud.Server{ID: number(t)}))
+		},
+		AddTarget: func(ctx context.Context, t string) error {
+			return do(lbs.AddServerTarget(ctx, cur, hcloud.LoadBalancerAddServerTargetOpts{Server: &hcloud.Server{ID: number(t)}, UsePrivateIP: hcloud.Ptr(a.c.cfg.UsePrivateIP)}))
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
 	return a.GetLoadBalancer(ctx, id)
 }
@@ -231,13 +200,10 @@ func (a lbAPI) DeleteLoadBalancer(ctx context.Context, id string) error {
 		return err
 	}
 	res, resp, err := a.c.api.LoadBalancer.DeleteWithResult(ctx, ref)
-	switch {
-	case hcloud.IsError(err, hcloud.ErrorCodeNotFound):
+	if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
 		return cloudapi.NewError(cloudapi.ErrNotFound, op, id, err)
-	case err != nil:
-		return errorOf(op, id, resp, err)
 	}
-	return a.c.wait(ctx, op, id, res.Action)
+	return a.c.wait(ctx, op, id, res.Action, resp, err)
 }
 
 // check refuses what Hetzner's load balancers cannot build before any call.
@@ -247,22 +213,20 @@ func (a lbAPI) check(op cloudapi.Operation, id string, spec cloudapi.LoadBalance
 	if hc := spec.HealthCheck; hc != nil && (hc.Interval%time.Second != 0 || hc.Timeout%time.Second != 0) {
 		bad("health check interval %s and timeout %s: Hetzner keeps whole seconds", hc.Interval, hc.Timeout)
 	}
-	for _, ref := range slices.Concat(spec.Targets, slices.Concat(slices.Collect(func(yield func([]string) bool) {
-		for _, l := range spec.Listeners {
-			yield(l.Certificates)
-		}
-	})...)) {
-		if n, err := strconv.ParseInt(ref, 10, 64); err != nil || n < 1 {
+	refs := slices.Clone(spec.Targets)
+	for _, l := range spec.Listeners {
+		refs = append(refs, l.Certificates...)
+	}
+	for _, ref := range refs {
+		if _, ok := cloudapi.NumericID(ref); !ok {
 			bad("%q is not a Hetzner server or certificate ID", ref)
 		}
 	}
 	if spec.TargetGroup != "" {
 		bad("target groups are not Hetzner's")
 	}
-	for name := range spec.Settings {
-		if !slices.ContainsFunc(Settings, func(d loadbalancer.Setting) bool { return d.Name == name }) {
-			bad("setting %q is not one of the adapter's", name)
-		}
+	if _, err := Settings.Defaults(spec.Settings); err != nil {
+		errs = append(errs, err)
 	}
 	if spec.Settings[SettingLocation] != "" && spec.Settings[SettingNetworkZone] != "" && op == cloudapi.OpCreateLoadBalancer {
 		bad("set location or network-zone, not both")
@@ -327,14 +291,14 @@ func updateHealthCheck(hc hcloud.LoadBalancerServiceHealthCheck) *hcloud.LoadBal
 	return out
 }
 
-// toLB is the load balancer as ccmkit reads it. Services that disagree on the health check
-// or the PROXY protocol read as no health check, so the next update rewrites them all.
+// toLB is the load balancer as ccmkit reads it: the health check and PROXY protocol its
+// services share (cloudapi.JoinListenerParts).
 func (a lbAPI) toLB(lb *hcloud.LoadBalancer) cloudapi.LoadBalancer {
 	out := cloudapi.LoadBalancer{ID: strconv.FormatInt(lb.ID, 10), Status: cloudapi.LoadBalancerProvisioning}
 	spec := &out.Spec
 	spec.Name, spec.Internal = lb.Name, !lb.PublicNet.Enabled
-	agree := true
-	for i, s := range lb.Services {
+	parts := make([]cloudapi.ListenerParts, 0, len(lb.Services))
+	for _, s := range lb.Services {
 		l := cloudapi.Listener{Protocol: cloudapi.ProtocolTCP, Port: int32(s.ListenPort), TargetPort: int32(s.DestinationPort)}
 		switch s.Protocol {
 		case hcloud.LoadBalancerServiceProtocolHTTP:
@@ -346,22 +310,15 @@ func (a lbAPI) toLB(lb *hcloud.LoadBalancer) cloudapi.LoadBalancer {
 			l.Certificates = append(l.Certificates, strconv.FormatInt(cert.ID, 10))
 		}
 		spec.Listeners = append(spec.Listeners, l)
-		hc := healthCheckFrom(s.HealthCheck)
-		if i == 0 {
-			spec.HealthCheck, spec.ProxyProtocol = hc, s.Proxyprotocol
-		} else if *hc != *spec.HealthCheck || s.Proxyprotocol != spec.ProxyProtocol {
-			agree = false
-		}
+		parts = append(parts, cloudapi.ListenerParts{HealthCheck: healthCheckFrom(s.HealthCheck), ProxyProtocol: s.Proxyprotocol})
 	}
-	if !agree {
-		spec.HealthCheck = nil
-	}
+	cloudapi.JoinListenerParts(spec, parts)
 	for _, t := range lb.Targets {
 		if t.Type == hcloud.LoadBalancerTargetTypeServer && t.Server != nil && t.Server.Server != nil {
 			spec.Targets = append(spec.Targets, strconv.FormatInt(t.Server.Server.ID, 10))
 		}
 	}
-	spec.Tags, _ = cloudapi.DecodeLabels(lb.Labels, cloudapi.HetznerLabelRules) // a label it cannot read is no tag
+	tags, _ := cloudapi.DecodeLabels(lb.Labels, cloudapi.HetznerLabelRules) // a label it cannot read is no tag
 	actual := map[string]string{SettingAlgorithm: string(lb.Algorithm.Type)}
 	if lb.LoadBalancerType != nil {
 		actual[SettingType] = lb.LoadBalancerType.Name
@@ -369,15 +326,7 @@ func (a lbAPI) toLB(lb *hcloud.LoadBalancer) cloudapi.LoadBalancer {
 	if lb.Location != nil {
 		actual[SettingLocation], actual[SettingNetworkZone] = lb.Location.Name, string(lb.Location.NetworkZone)
 	}
-	for k := range spec.Tags { // a setting asked for is reported as the cloud has it
-		if name, ok := strings.CutPrefix(k, settingLabel); ok {
-			if v, known := actual[name]; known {
-				spec.Settings = cmpMap(spec.Settings)
-				spec.Settings[name] = v
-			}
-			delete(spec.Tags, k)
-		}
-	}
+	spec.Tags, spec.Settings = cloudapi.SettingsFromTags(tags, actual) // a setting asked for is reported as the cloud has it
 	if lb.PublicNet.Enabled {
 		for _, ip := range []string{ipString(lb.PublicNet.IPv4.IP), ipString(lb.PublicNet.IPv6.IP)} {
 			if ip != "" {
@@ -410,30 +359,10 @@ func healthCheckFrom(hc hcloud.LoadBalancerServiceHealthCheck) *cloudapi.HealthC
 	return out
 }
 
-// labelsOf is the labels of spec, for a load balancer whose labels are current (nil for a
-// new one): its tags, and a tag settingLabel+name per setting it asks for, through the
-// label codec; current's labels the codec cannot read are kept.
-func labelsOf(spec cloudapi.LoadBalancerSpec, current map[string]string) (map[string]string, error) {
-	tags := maps.Clone(spec.Tags)
-	for name, v := range spec.Settings {
-		tags = cmpMap(tags)
-		tags[settingLabel+name] = v
-	}
-	return cloudapi.EncodeLabelsKeeping(tags, current, cloudapi.HetznerLabelRules)
-}
-
 // number is the ID a checked reference names.
 func number(ref string) int64 {
-	n, _ := strconv.ParseInt(ref, 10, 64)
+	n, _ := cloudapi.NumericID(ref)
 	return n
-}
-
-// cmpMap is m, or a new map when m is nil.
-func cmpMap(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
 }
 
 // ipString is ip's text, empty for none.

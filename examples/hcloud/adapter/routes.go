@@ -2,7 +2,6 @@ package adapter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -19,29 +18,12 @@ import (
 // destination and a gateway, the private IP of a server in the network, without labels.
 // A route's ID is its destination, which the network holds one route for; its target is
 // the server that holds the gateway, found in one list of the servers per list of routes.
-type routes struct {
-	api     *hcloud.Client
-	network string // the network's name or ID, as configured
-}
+type routes struct{ c *Client }
 
 var _ cloudapi.TaglessRouteAPI = routes{}
 
 // RoutesCarryNoTags reports true: Hetzner's routes have no labels.
 func (routes) RoutesCarryNoTags() bool { return true }
-
-// get reads the network. One that does not exist is a configuration error, never
-// "not found": a list's not-found is no answer.
-func (r routes) get(ctx context.Context, op cloudapi.Operation) (*hcloud.Network, error) {
-	n, resp, err := r.api.Network.Get(ctx, r.network)
-	switch {
-	case err != nil:
-		return nil, errorOf(op, r.network, resp, err)
-	case n == nil:
-		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, r.network,
-			fmt.Errorf("network %q does not exist: check the hcloud section's network", r.network))
-	}
-	return n, nil
-}
 
 // ListRoutes returns one page of the network's routes, ordered by ID (the destination); a
 // page token is the last ID of the page before. A non-empty opts.Tags selects none, as no
@@ -50,11 +32,11 @@ func (r routes) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*clo
 	if len(opts.Tags) > 0 {
 		return &cloudapi.RoutePage{}, nil
 	}
-	n, err := r.get(ctx, cloudapi.OpListRoutes)
+	n, err := r.c.network(ctx, cloudapi.OpListRoutes, "")
 	if err != nil {
 		return nil, err
 	}
-	servers, err := r.api.Server.AllWithOpts(ctx, hcloud.ServerListOpts{ListOpts: hcloud.ListOpts{PerPage: maxPerPage}})
+	servers, err := r.c.api.Server.AllWithOpts(ctx, hcloud.ServerListOpts{ListOpts: hcloud.ListOpts{PerPage: maxPerPage}})
 	if err != nil {
 		return nil, errorOf(cloudapi.OpListRoutes, "", nil, err)
 	}
@@ -97,11 +79,11 @@ func (r routes) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*clou
 	if err != nil || sid < 1 {
 		return nil, invalid("target %q is not a Hetzner Cloud server ID", spec.TargetInstanceID)
 	}
-	n, err := r.get(ctx, op)
+	n, err := r.c.network(ctx, op, spec.DestinationCIDR)
 	if err != nil {
 		return nil, err
 	}
-	srv, resp, err := r.api.Server.GetByID(ctx, sid)
+	srv, resp, err := r.c.api.Server.GetByID(ctx, sid)
 	switch {
 	case err != nil:
 		return nil, errorOf(op, spec.DestinationCIDR, resp, err)
@@ -110,15 +92,15 @@ func (r routes) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*clou
 	}
 	i := slices.IndexFunc(srv.PrivateNet, func(pn hcloud.ServerPrivateNet) bool { return pn.Network != nil && pn.Network.ID == n.ID })
 	if i < 0 {
-		return nil, invalid("target server %d is not attached to network %q", sid, r.network)
+		return nil, invalid("target server %d is not attached to network %q", sid, r.c.cfg.Network)
 	}
 	gw := srv.PrivateNet[i].IP
 	if spec.TargetAddress != "" && spec.TargetAddress != gw.String() {
-		return nil, invalid("target address %q is not server %d's IP %s in network %q", spec.TargetAddress, sid, gw, r.network)
+		return nil, invalid("target address %q is not server %d's IP %s in network %q", spec.TargetAddress, sid, gw, r.c.cfg.Network)
 	}
-	action, resp, err := r.api.Network.AddRoute(ctx, n, hcloud.NetworkAddRouteOpts{Route: hcloud.NetworkRoute{
+	action, resp, err := r.c.api.Network.AddRoute(ctx, n, hcloud.NetworkAddRouteOpts{Route: hcloud.NetworkRoute{
 		Destination: &net.IPNet{IP: dst.Addr().AsSlice(), Mask: net.CIDRMask(dst.Bits(), 32)}, Gateway: gw}})
-	if err := r.wait(ctx, op, spec.DestinationCIDR, action, resp, err); err != nil {
+	if err := r.c.wait(ctx, op, spec.DestinationCIDR, action, resp, err); err != nil {
 		return nil, err
 	}
 	return &cloudapi.Route{ID: dst.String(), RouteSpec: cloudapi.RouteSpec{DestinationCIDR: dst.String(), TargetInstanceID: spec.TargetInstanceID, TargetAddress: gw.String()}}, nil
@@ -127,33 +109,14 @@ func (r routes) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*clou
 // DeleteRoute deletes the network's route whose destination is id, and waits for the
 // action. It is ErrNotFound when the network, read first, has no such route.
 func (r routes) DeleteRoute(ctx context.Context, id string) error {
-	n, err := r.get(ctx, cloudapi.OpDeleteRoute)
+	n, err := r.c.network(ctx, cloudapi.OpDeleteRoute, id)
 	if err != nil {
 		return err
 	}
 	i := slices.IndexFunc(n.Routes, func(rt hcloud.NetworkRoute) bool { return rt.Destination != nil && rt.Destination.String() == id })
 	if i < 0 {
-		return cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpDeleteRoute, id, fmt.Errorf("network %q has no route to %q", r.network, id))
+		return cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpDeleteRoute, id, fmt.Errorf("network %q has no route to %q", r.c.cfg.Network, id))
 	}
-	action, resp, err := r.api.Network.DeleteRoute(ctx, n, hcloud.NetworkDeleteRouteOpts{Route: n.Routes[i]})
-	return r.wait(ctx, cloudapi.OpDeleteRoute, id, action, resp, err)
-}
-
-// wait maps the answer (resp, err) to a write of op, then waits for the action it
-// started, polling through the SDK's action waiter (whose retries are off, as all the
-// client's). An action that ends in error, or a wait that fails, is ErrTransient
-// (errorOf): the write may have been applied or not.
-func (r routes) wait(ctx context.Context, op cloudapi.Operation, id string, action *hcloud.Action, resp *hcloud.Response, err error) error {
-	switch {
-	case err != nil:
-		return errorOf(op, id, resp, err)
-	case action == nil || action.ID == 0:
-		err = errors.New("the API answered without an action")
-	default:
-		err = r.api.Action.WaitFor(ctx, action)
-	}
-	if err != nil {
-		return errorOf(op, id, nil, err)
-	}
-	return nil
+	action, resp, err := r.c.api.Network.DeleteRoute(ctx, n, hcloud.NetworkDeleteRouteOpts{Route: n.Routes[i]})
+	return r.c.wait(ctx, cloudapi.OpDeleteRoute, id, action, resp, err)
 }
