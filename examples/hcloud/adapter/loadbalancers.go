@@ -167,16 +167,10 @@ func (a lbAPI) apply(ctx context.Context, op cloudapi.Operation, cur *hcloud.Loa
 			return do(lbs.DeleteService(ctx, cur, int(k.Port)))
 		},
 		AddListener: func(ctx context.Context, l cloudapi.Listener) error {
-			s := serviceOf(l, want)
-			return do(lbs.AddService(ctx, cur, hcloud.LoadBalancerAddServiceOpts{Protocol: s.Protocol, ListenPort: &s.ListenPort,
-				DestinationPort: &s.DestinationPort, Proxyprotocol: &s.Proxyprotocol, HTTP: httpOf[hcloud.LoadBalancerAddServiceOptsHTTP](s),
-				HealthCheck: addHealthCheck(s.HealthCheck)}))
+			return do(lbs.AddService(ctx, cur, serviceOf(l, want)))
 		},
 		UpdateListener: func(ctx context.Context, l cloudapi.Listener) error {
-			s := serviceOf(l, want)
-			return do(lbs.UpdateService(ctx, cur, s.ListenPort, hcloud.LoadBalancerUpdateServiceOpts{Protocol: s.Protocol,
-				DestinationPort: &s.DestinationPort, Proxyprotocol: &s.Proxyprotocol, HTTP: httpOf[hcloud.LoadBalancerUpdateServiceOptsHTTP](s),
-				HealthCheck: updateHealthCheck(s.HealthCheck)}))
+			return do(lbs.UpdateService(ctx, cur, int(l.Port), updateOf(serviceOf(l, want))))
 		},
 		RemoveTarget: func(ctx context.Context, t string) error {
 			return do(lbs.RemoveServerTarget(ctx, cur, &hcloud.Server{ID: number(t)}))
@@ -237,58 +231,37 @@ func (a lbAPI) check(op cloudapi.Operation, id string, spec cloudapi.LoadBalance
 	return nil
 }
 
-// serviceOf is the Hetzner service of a listener of spec: its health check and PROXY
-// protocol are the spec's.
-func serviceOf(l cloudapi.Listener, spec cloudapi.LoadBalancerSpec) hcloud.LoadBalancerService {
-	s := hcloud.LoadBalancerService{Protocol: hcloud.LoadBalancerServiceProtocolTCP, ListenPort: int(l.Port),
-		DestinationPort: int(l.TargetPort), Proxyprotocol: spec.ProxyProtocol}
-	switch l.AppProtocol {
-	case cloudapi.AppProtocolHTTP:
-		s.Protocol = hcloud.LoadBalancerServiceProtocolHTTP
-	case cloudapi.AppProtocolHTTPS:
-		s.Protocol = hcloud.LoadBalancerServiceProtocolHTTPS
+// protocols are the service protocols of the listeners' application protocols.
+var protocols = map[cloudapi.AppProtocol]hcloud.LoadBalancerServiceProtocol{cloudapi.AppProtocolNone: hcloud.LoadBalancerServiceProtocolTCP,
+	cloudapi.AppProtocolHTTP: hcloud.LoadBalancerServiceProtocolHTTP, cloudapi.AppProtocolHTTPS: hcloud.LoadBalancerServiceProtocolHTTPS}
+
+// serviceOf is the Hetzner service of a listener of spec, as add_service takes it: its
+// health check (kube-proxy's TCP port without one) and PROXY protocol are the spec's.
+func serviceOf(l cloudapi.Listener, spec cloudapi.LoadBalancerSpec) hcloud.LoadBalancerAddServiceOpts {
+	s := hcloud.LoadBalancerAddServiceOpts{Protocol: cmp.Or(protocols[l.AppProtocol], hcloud.LoadBalancerServiceProtocolTCP),
+		ListenPort: hcloud.Ptr(int(l.Port)), DestinationPort: hcloud.Ptr(int(l.TargetPort)), Proxyprotocol: &spec.ProxyProtocol}
+	if s.Protocol != hcloud.LoadBalancerServiceProtocolTCP { // the API refuses HTTP options on a TCP service
+		s.HTTP = &hcloud.LoadBalancerAddServiceOptsHTTP{}
+		for _, cert := range l.Certificates {
+			s.HTTP.Certificates = append(s.HTTP.Certificates, &hcloud.Certificate{ID: number(cert)})
+		}
 	}
-	for _, cert := range l.Certificates {
-		s.HTTP.Certificates = append(s.HTTP.Certificates, &hcloud.Certificate{ID: number(cert)})
-	}
-	hc := spec.HealthCheck
-	if hc == nil {
-		hc = &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: l.TargetPort}
-	}
-	s.HealthCheck = hcloud.LoadBalancerServiceHealthCheck{Protocol: hcloud.LoadBalancerServiceProtocolTCP, Port: int(hc.Port),
-		Interval: hc.Interval, Timeout: hc.Timeout, Retries: int(hc.UnhealthyThreshold)}
+	hc := cmp.Or(spec.HealthCheck, &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: l.TargetPort})
+	s.HealthCheck = &hcloud.LoadBalancerAddServiceOptsHealthCheck{Protocol: hcloud.LoadBalancerServiceProtocolTCP, Port: hcloud.Ptr(int(hc.Port)),
+		Interval: &hc.Interval, Timeout: &hc.Timeout, Retries: hcloud.Ptr(int(hc.UnhealthyThreshold))}
 	if hc.Protocol != cloudapi.HealthCheckTCP {
 		s.HealthCheck.Protocol = hcloud.LoadBalancerServiceProtocolHTTP
-		s.HealthCheck.HTTP = &hcloud.LoadBalancerServiceHealthCheckHTTP{Path: hc.Path, TLS: hc.Protocol == cloudapi.HealthCheckHTTPS}
+		s.HealthCheck.HTTP = &hcloud.LoadBalancerAddServiceOptsHealthCheckHTTP{Path: &hc.Path, TLS: hcloud.Ptr(hc.Protocol == cloudapi.HealthCheckHTTPS)}
 	}
 	return s
 }
 
-// httpOf is the HTTP part of a service in the form of the add or update call (the same
-// fields): nil for a TCP service, which the API refuses to give one.
-func httpOf[T hcloud.LoadBalancerAddServiceOptsHTTP | hcloud.LoadBalancerUpdateServiceOptsHTTP](s hcloud.LoadBalancerService) *T {
-	if s.Protocol == hcloud.LoadBalancerServiceProtocolTCP {
-		return nil
-	}
-	return &T{Certificates: s.HTTP.Certificates}
-}
-
-// addHealthCheck and updateHealthCheck are a service's health check in the forms of the
-// add and update calls.
-func addHealthCheck(hc hcloud.LoadBalancerServiceHealthCheck) *hcloud.LoadBalancerAddServiceOptsHealthCheck {
-	out := &hcloud.LoadBalancerAddServiceOptsHealthCheck{Protocol: hc.Protocol, Port: &hc.Port, Interval: &hc.Interval, Timeout: &hc.Timeout, Retries: &hc.Retries}
-	if hc.HTTP != nil {
-		out.HTTP = &hcloud.LoadBalancerAddServiceOptsHealthCheckHTTP{Path: &hc.HTTP.Path, TLS: &hc.HTTP.TLS}
-	}
-	return out
-}
-
-func updateHealthCheck(hc hcloud.LoadBalancerServiceHealthCheck) *hcloud.LoadBalancerUpdateServiceOptsHealthCheck {
-	out := &hcloud.LoadBalancerUpdateServiceOptsHealthCheck{Protocol: hc.Protocol, Port: &hc.Port, Interval: &hc.Interval, Timeout: &hc.Timeout, Retries: &hc.Retries}
-	if hc.HTTP != nil {
-		out.HTTP = &hcloud.LoadBalancerUpdateServiceOptsHealthCheckHTTP{Path: &hc.HTTP.Path, TLS: &hc.HTTP.TLS}
-	}
-	return out
+// updateOf is a service as update_service takes it (the same fields, but the port).
+func updateOf(s hcloud.LoadBalancerAddServiceOpts) hcloud.LoadBalancerUpdateServiceOpts {
+	hc := s.HealthCheck
+	return hcloud.LoadBalancerUpdateServiceOpts{Protocol: s.Protocol, DestinationPort: s.DestinationPort, Proxyprotocol: s.Proxyprotocol,
+		HTTP: (*hcloud.LoadBalancerUpdateServiceOptsHTTP)(s.HTTP), HealthCheck: &hcloud.LoadBalancerUpdateServiceOptsHealthCheck{Protocol: hc.Protocol,
+			Port: hc.Port, Interval: hc.Interval, Timeout: hc.Timeout, Retries: hc.Retries, HTTP: (*hcloud.LoadBalancerUpdateServiceOptsHealthCheckHTTP)(hc.HTTP)}}
 }
 
 // toLB is the load balancer as ccmkit reads it: the health check and PROXY protocol its
@@ -300,11 +273,10 @@ func (a lbAPI) toLB(lb *hcloud.LoadBalancer) cloudapi.LoadBalancer {
 	parts := make([]cloudapi.ListenerParts, 0, len(lb.Services))
 	for _, s := range lb.Services {
 		l := cloudapi.Listener{Protocol: cloudapi.ProtocolTCP, Port: int32(s.ListenPort), TargetPort: int32(s.DestinationPort)}
-		switch s.Protocol {
-		case hcloud.LoadBalancerServiceProtocolHTTP:
-			l.AppProtocol = cloudapi.AppProtocolHTTP
-		case hcloud.LoadBalancerServiceProtocolHTTPS:
-			l.AppProtocol = cloudapi.AppProtocolHTTPS
+		for app, p := range protocols {
+			if p == s.Protocol {
+				l.AppProtocol = app
+			}
 		}
 		for _, cert := range s.HTTP.Certificates {
 			l.Certificates = append(l.Certificates, strconv.FormatInt(cert.ID, 10))
