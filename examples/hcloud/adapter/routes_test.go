@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,6 +89,16 @@ func TestRouteWritesWaitForTheirAction(t *testing.T) {
 	assert.Equal(t, 1, m.Calls()["POST /networks/{id}/actions/delete_route"])
 	require.ErrorIs(t, api.DeleteRoute(ctx, rt.ID), cloudapi.ErrNotFound, "the network read has no such route")
 	assert.Empty(t, m.Inventory().Networks[0].Routes)
+
+	sdk := hcloud.NewClient(hcloud.WithEndpoint(url), hcloud.WithToken("t"), hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(0)}))
+	for _, code := range []string{"invalid_input", "rate_limit_exceeded"} {
+		m.Inject("GET /actions", 1, hcloudmock.Fault{Code: code})
+		_, err = api.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.244.3.0/24", TargetInstanceID: "1"})
+		require.ErrorIs(t, err, cloudapi.ErrTransient, "a poll that failed (%s): the route may have been added", code)
+		actions := m.Inventory().Actions
+		require.NoError(t, sdk.Action.WaitFor(ctx, &hcloud.Action{ID: actions[len(actions)-1].ID, Status: hcloud.ActionStatusRunning}))
+		require.NoError(t, api.DeleteRoute(ctx, "10.244.3.0/24"), "it was added")
+	}
 }
 
 func TestRouteRequestsRefused(t *testing.T) {
