@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
@@ -29,38 +27,31 @@ func (routes) RoutesCarryNoTags() bool { return true }
 // page token is the last ID of the page before. A non-empty opts.Tags selects none, as no
 // route carries a tag. A route whose gateway no server of the network holds is a blackhole.
 func (r routes) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.RoutePage, error) {
-	if len(opts.Tags) > 0 {
-		return &cloudapi.RoutePage{}, nil
-	}
-	n, err := r.c.network(ctx, cloudapi.OpListRoutes, "")
-	if err != nil {
-		return nil, err
-	}
-	servers, err := r.c.api.Server.AllWithOpts(ctx, hcloud.ServerListOpts{ListOpts: hcloud.ListOpts{PerPage: maxPerPage}})
-	if err != nil {
-		return nil, errorOf(cloudapi.OpListRoutes, "", nil, err)
-	}
-	holder := map[string]string{} // private IP in the network to server ID
-	for _, srv := range servers {
-		for _, pn := range srv.PrivateNet {
-			if pn.Network != nil && pn.Network.ID == n.ID && pn.IP != nil {
-				holder[pn.IP.String()] = strconv.FormatInt(srv.ID, 10)
+	return cloudapi.ListGatewayRoutes(opts, func() ([]cloudapi.GatewayRoute, error) {
+		n, err := r.c.network(ctx, cloudapi.OpListRoutes, "")
+		if err != nil {
+			return nil, err
+		}
+		servers, err := r.c.api.Server.AllWithOpts(ctx, hcloud.ServerListOpts{ListOpts: hcloud.ListOpts{PerPage: maxPerPage}})
+		if err != nil {
+			return nil, errorOf(cloudapi.OpListRoutes, "", nil, err)
+		}
+		holder := map[string]string{} // private IP in the network to server ID
+		for _, srv := range servers {
+			for _, pn := range srv.PrivateNet {
+				if pn.Network != nil && pn.Network.ID == n.ID && pn.IP != nil {
+					holder[pn.IP.String()] = strconv.FormatInt(srv.ID, 10)
+				}
 			}
 		}
-	}
-	var out []cloudapi.Route
-	for _, rt := range n.Routes {
-		if rt.Destination == nil || rt.Destination.String() <= opts.PageToken {
-			continue
+		table := make([]cloudapi.GatewayRoute, 0, len(n.Routes))
+		for _, rt := range n.Routes {
+			if rt.Destination != nil {
+				table = append(table, cloudapi.GatewayRoute{Destination: rt.Destination.String(), Gateway: rt.Gateway.String(), Holder: holder[rt.Gateway.String()]})
+			}
 		}
-		id, gw := rt.Destination.String(), rt.Gateway.String()
-		out = append(out, cloudapi.Route{ID: id, Blackhole: holder[gw] == "", RouteSpec: cloudapi.RouteSpec{DestinationCIDR: id, TargetInstanceID: holder[gw], TargetAddress: gw}})
-	}
-	slices.SortFunc(out, func(a, b cloudapi.Route) int { return strings.Compare(a.ID, b.ID) })
-	if opts.PageSize > 0 && len(out) > opts.PageSize {
-		return &cloudapi.RoutePage{Items: out[:opts.PageSize], NextPageToken: out[opts.PageSize-1].ID}, nil
-	}
-	return &cloudapi.RoutePage{Items: out}, nil
+		return table, nil
+	})
 }
 
 // CreateRoute adds a route of spec.DestinationCIDR (IPv4, as Hetzner's networks are) to
@@ -71,12 +62,12 @@ func (r routes) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*clou
 	invalid := func(format string, args ...any) error {
 		return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, spec.DestinationCIDR, fmt.Errorf(format, args...))
 	}
-	dst, err := netip.ParsePrefix(spec.DestinationCIDR)
-	if err != nil || dst.Masked() != dst || !dst.Addr().Is4() || dst.String() != spec.DestinationCIDR {
-		return nil, invalid("destination %q is not a canonical IPv4 CIDR (Hetzner networks route IPv4)", spec.DestinationCIDR)
+	dst, err := cloudapi.GatewayRouteDestination(op, spec, true) // Hetzner networks route IPv4
+	if err != nil {
+		return nil, err
 	}
-	sid, err := strconv.ParseInt(spec.TargetInstanceID, 10, 64)
-	if err != nil || sid < 1 {
+	sid, ok := cloudapi.NumericID(spec.TargetInstanceID)
+	if !ok {
 		return nil, invalid("target %q is not a Hetzner Cloud server ID", spec.TargetInstanceID)
 	}
 	n, err := r.c.network(ctx, op, spec.DestinationCIDR)
@@ -103,7 +94,8 @@ func (r routes) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*clou
 	if err := r.c.wait(ctx, op, spec.DestinationCIDR, action, resp, err); err != nil {
 		return nil, err
 	}
-	return &cloudapi.Route{ID: dst.String(), RouteSpec: cloudapi.RouteSpec{DestinationCIDR: dst.String(), TargetInstanceID: spec.TargetInstanceID, TargetAddress: gw.String()}}, nil
+	rt := cloudapi.GatewayRoute{Destination: dst.String(), Gateway: gw.String(), Holder: spec.TargetInstanceID}.Route()
+	return &rt, nil
 }
 
 // DeleteRoute deletes the network's route whose destination is id, and waits for the

@@ -109,7 +109,7 @@ func TestRouteRequestsRefused(t *testing.T) {
 		spec cloudapi.RouteSpec
 		want string
 	}{
-		{"IPv6", cloudapi.RouteSpec{DestinationCIDR: "fd00:10:244::/64", TargetInstanceID: "1"}, "Hetzner networks route IPv4"},
+		{"IPv6", cloudapi.RouteSpec{DestinationCIDR: "fd00:10:244::/64", TargetInstanceID: "1"}, "the route table routes IPv4 only"},
 		{"host bits", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.1/24", TargetInstanceID: "1"}, "not a canonical IPv4 CIDR"},
 		{"not a server ID", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "bm-1"}, "not a Hetzner Cloud server ID"},
 		{"no such server", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "9"}, "target server 9 does not exist"},
