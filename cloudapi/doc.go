@@ -65,8 +65,9 @@
 //
 // Map every error onto one of the sentinels (ErrNotFound, ErrConflict, ErrThrottled,
 // ErrInvalidRequest, ErrTransient), for example with NewError or Throttled, keeping the
-// cloud's own error as the cause. A cloud whose IDs are numbers refuses any other ID
-// before a call (NumericID). The one rule that matters most: return ErrNotFound only
+// cloud's own error as the cause; ErrorCodes classifies the typed error codes of an API
+// that has them, and what is not the API's answer. A cloud whose IDs are numbers refuses
+// any other ID before a call (NumericID). The one rule that matters most: return ErrNotFound only
 // when the cloud says, with certainty, that the resource does not exist. A timeout or a
 // 5xx is ErrTransient; reading it as "not found" makes Kubernetes delete a healthy Node.
 //

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
@@ -150,39 +149,32 @@ func (c *Client) wait(ctx context.Context, op cloudapi.Operation, id string, act
 	return nil
 }
 
-// errorOf maps an SDK error onto cloudapi's sentinels, keeping it as the cause:
-//
-//	rate_limit_exceeded                      ErrThrottled, RetryAfter until RateLimit-Reset
-//	not_found (from a list)                  ErrTransient (GetInstance reads it first)
-//	uniqueness_error                         ErrConflict
-//	locked, conflict, and the API's 5xx      ErrTransient: temporary, the same call may succeed
-//	invalid_input, unauthorized, forbidden,  ErrInvalidRequest
-//	  and any other typed error
-//	an answer that is not the API's error    ErrInvalidRequest for a 4xx (a wrong endpoint,
-//	                                         a proxy), ErrTransient for a 5xx
-//	no answer (transport, context)           ErrTransient
-func errorOf(op cloudapi.Operation, id string, resp *hcloud.Response, err error) error {
-	var apiErr hcloud.Error
-	switch {
-	case hcloud.IsError(err, hcloud.ErrorCodeRateLimitExceeded):
-		e := cloudapi.Throttled(op, 0, err)
-		if resp != nil && !resp.Meta.Ratelimit.Reset.IsZero() {
-			e.RetryAfter = max(time.Until(resp.Meta.Ratelimit.Reset), time.Second)
-		}
-		e.ID = id
-		return e
-	case hcloud.IsError(err, hcloud.ErrorCodeUniquenessError):
-		return cloudapi.NewError(cloudapi.ErrConflict, op, id, err)
-	case hcloud.IsError(err, hcloud.ErrorCodeNotFound, hcloud.ErrorCodeLocked, hcloud.ErrorCodeConflict,
+// errorCodes are the classes of the API's error codes: not_found is transient, as any
+// call but a GET of one resource may answer it (GetInstance and GetLoadBalancer read the
+// SDK's nil answer to that GET as not-found, DeleteLoadBalancer the code of its one ID);
+// locked, conflict and the API's 5xx are temporary, the same call may succeed.
+var errorCodes = cloudapi.ErrorCodes[hcloud.ErrorCode]{
+	Throttled: []hcloud.ErrorCode{hcloud.ErrorCodeRateLimitExceeded},
+	Conflict:  []hcloud.ErrorCode{hcloud.ErrorCodeUniquenessError},
+	Transient: []hcloud.ErrorCode{hcloud.ErrorCodeNotFound, hcloud.ErrorCodeLocked, hcloud.ErrorCodeConflict,
 		hcloud.ErrorCodeServiceError, hcloud.ErrorCodeUnknownError, hcloud.ErrorCodeServerError,
 		hcloud.ErrorCodeBadGateway, hcloud.ErrorCodeTimeout, hcloud.ErrorCodeMaintenance,
-		hcloud.ErrorCodeResourceUnavailable, hcloud.ErrorCodeRobotUnavailable):
-		return cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
-	case errors.As(err, &apiErr):
-		return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
-	case errors.Is(err, hcloud.ErrStatusCode) && resp != nil && resp.StatusCode < 500:
-		return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id,
-			fmt.Errorf("%w: not the API's error: check the endpoint's base URL", err))
+		hcloud.ErrorCodeResourceUnavailable, hcloud.ErrorCodeRobotUnavailable},
+}
+
+// errorOf maps an SDK error onto cloudapi's sentinels by its code (errorCodes; any other,
+// such as invalid_input, unauthorized or forbidden, is invalid), keeping it as the cause:
+// rate_limit_exceeded is throttled until RateLimit-Reset, and an answer that is not the
+// API's error invalid for a 4xx (a wrong endpoint, a proxy), transient otherwise, as no
+// answer is (cloudapi.ErrorCodes.Classify).
+func errorOf(op cloudapi.Operation, id string, resp *hcloud.Response, err error) error {
+	var apiErr hcloud.Error
+	var r cloudapi.FailedRequest[hcloud.ErrorCode]
+	if errors.As(err, &apiErr) {
+		r.Code = apiErr.Code
 	}
-	return cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
+	if resp != nil && resp.Response != nil {
+		r.Status, r.RetryAt = resp.StatusCode, resp.Meta.Ratelimit.Reset
+	}
+	return errorCodes.Classify(op, id, r, err)
 }
