@@ -299,17 +299,16 @@ func (a lbAPI) toLB(lb *hcloud.LoadBalancer) cloudapi.LoadBalancer {
 		actual[SettingLocation], actual[SettingNetworkZone] = lb.Location.Name, string(lb.Location.NetworkZone)
 	}
 	spec.Tags, spec.Settings = cloudapi.SettingsFromTags(tags, actual) // a setting asked for is reported as the cloud has it
-	if lb.PublicNet.Enabled {
-		for _, ip := range []string{ipString(lb.PublicNet.IPv4.IP), ipString(lb.PublicNet.IPv6.IP)} {
-			if ip != "" {
-				out.Addresses = append(out.Addresses, ip)
-			}
-		}
-	} else {
+	ips := []net.IP{lb.PublicNet.IPv4.IP, lb.PublicNet.IPv6.IP}
+	if !lb.PublicNet.Enabled { // an internal one: its addresses in the network
+		ips = nil
 		for _, pn := range lb.PrivateNet {
-			if ip := ipString(pn.IP); ip != "" {
-				out.Addresses = append(out.Addresses, ip)
-			}
+			ips = append(ips, pn.IP)
+		}
+	}
+	for _, ip := range ips {
+		if ip != nil && !ip.IsUnspecified() {
+			out.Addresses = append(out.Addresses, ip.String())
 		}
 	}
 	if len(out.Addresses) > 0 {
@@ -335,12 +334,4 @@ func healthCheckFrom(hc hcloud.LoadBalancerServiceHealthCheck) *cloudapi.HealthC
 func number(ref string) int64 {
 	n, _ := cloudapi.NumericID(ref)
 	return n
-}
-
-// ipString is ip's text, empty for none.
-func ipString(ip net.IP) string {
-	if ip == nil || ip.IsUnspecified() {
-		return ""
-	}
-	return ip.String()
 }
