@@ -92,7 +92,7 @@ var (
 )
 
 // Validate reports every problem of the declaration at once: a feature that its list does
-// not allow, or listed twice.
+// not allow, listed twice, or both unsupported and kept per listener.
 func (s LoadBalancerShape) Validate() error {
 	var errs []error
 	check := func(list string, fs, allowed []Feature) {
@@ -110,6 +110,11 @@ func (s LoadBalancerShape) Validate() error {
 	check("NotKept", s.NotKept, notKeepable)
 	check("Unsupported", s.Unsupported, unsupportable)
 	check("PerListener", s.PerListener, perListenable)
+	for _, f := range s.PerListener {
+		if !s.Supports(f) {
+			errs = append(errs, fmt.Errorf("load balancer shape: %q is both unsupported and kept per listener", f))
+		}
+	}
 	return errors.Join(errs...)
 }
 

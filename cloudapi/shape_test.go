@@ -29,6 +29,8 @@ func TestLoadBalancerShapeValidate(t *testing.T) {
 	err = cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureUDP, cloudapi.FeatureHealthCheck, cloudapi.FeatureHealthCheck}}.Validate()
 	assert.ErrorContains(t, err, `PerListener: "udp" is not one of`)
 	assert.ErrorContains(t, err, `PerListener: "health-check" is listed twice`)
+	err = cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureProxyProtocol}, PerListener: []cloudapi.Feature{cloudapi.FeatureProxyProtocol}}.Validate()
+	assert.ErrorContains(t, err, `"proxy-protocol" is both unsupported and kept per listener`)
 }
 
 func TestLoadBalancerShapeComparable(t *testing.T) {
