@@ -99,7 +99,7 @@ func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 func (c *Client) Instances() cloudapi.InstanceAPI { return instances{c.api} }
 
 // LoadBalancers returns the load balancer API, over the project's load balancers.
-func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return lbAPI{c}, true }
+func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return lbAPI{c}.api(), true }
 
 // Routes returns the routes of Config.Network (a cloudapi.TaglessRouteAPI), or (nil,
 // false) without one.

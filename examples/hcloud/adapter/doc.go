@@ -18,8 +18,8 @@
 // Client.Routes answers (nil, false). Load balancers: the project's load balancers, a
 // service per listener and a server target per Node, with the adapter's Shape (what
 // Hetzner's load balancers do not keep or support), Settings (type, algorithm, location,
-// network zone) and Aliases (the annotations of Hetzner's own CCM); an update is
-// cloudapi's LoadBalancerShape.Update over one function per kind of call (the Shape
+// network zone) and Aliases (the annotations of Hetzner's own CCM), a
+// cloudapi.PartwiseLoadBalancers whose updates are one function per kind of call (the Shape
 // declares the health check and PROXY protocol per service, so a change of either
 // rewrites every service); every request, an action's polls included, passes through
 // cloudapi.Transport, and each write waits for its action before the next, a failed

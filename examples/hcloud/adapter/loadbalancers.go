@@ -15,8 +15,15 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
 
-// lbAPI is cloudapi.LoadBalancerAPI over the project's load balancers.
+// lbAPI is the functions of the project's load balancers that api makes a
+// cloudapi.LoadBalancerAPI of.
 type lbAPI struct{ c *Client }
+
+// api is the cloudapi.LoadBalancerAPI of the project's load balancers.
+func (a lbAPI) api() cloudapi.PartwiseLoadBalancers[*hcloud.LoadBalancer] {
+	return cloudapi.PartwiseLoadBalancers[*hcloud.LoadBalancer]{Shape: Shape, Check: check, Get: a.get, Read: toLB,
+		List: a.list, Create: a.create, Steps: a.steps, Delete: a.delete}
+}
 
 // lbID parses a load balancer ID; anything but a positive number names none.
 func lbID(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.LoadBalancer, error) {
@@ -30,6 +37,7 @@ func lbID(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.LoadBa
 	return &hcloud.LoadBalancer{ID: n}, nil
 }
 
+// get reads one load balancer.
 func (a lbAPI) get(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.LoadBalancer, error) {
 	ref, err := lbID(ctx, op, id)
 	if err != nil {
@@ -45,45 +53,24 @@ func (a lbAPI) get(ctx context.Context, op cloudapi.Operation, id string) (*hclo
 	return lb, nil
 }
 
-// GetLoadBalancer reads one load balancer.
-func (a lbAPI) GetLoadBalancer(ctx context.Context, id string) (*cloudapi.LoadBalancer, error) {
-	lb, err := a.get(ctx, cloudapi.OpGetLoadBalancer, id)
-	if err != nil {
-		return nil, err
-	}
-	out := a.toLB(lb)
-	return &out, nil
-}
-
-// ListLoadBalancers returns one page, by ID, of the load balancers whose labels carry
-// opts.Tags; the page token is the page number.
-func (a lbAPI) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+// list reads one page, by ID, of the load balancers whose labels carry opts.Tags; the
+// page token is the page number.
+func (a lbAPI) list(ctx context.Context, opts cloudapi.ListOptions) ([]*hcloud.LoadBalancer, string, error) {
 	req, err := cloudapi.PageNumberRequest(cloudapi.OpListLoadBalancers, opts, cloudapi.HetznerLabelRules, maxPerPage)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	lbs, resp, err := a.c.api.LoadBalancer.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: listOpts(req), Sort: []string{"id:asc"}})
 	if err != nil {
-		return nil, errorOf(cloudapi.OpListLoadBalancers, "", resp, err)
+		return nil, "", errorOf(cloudapi.OpListLoadBalancers, "", resp, err)
 	}
-	out := &cloudapi.LoadBalancerPage{}
-	for _, lb := range lbs {
-		if v := a.toLB(lb); cloudapi.MatchTags(v.Spec.Tags, opts.Tags) {
-			out.Items = append(out.Items, v)
-		}
-	}
-	out.NextPageToken = nextPage(resp, req.Page)
-	return out, nil
+	return lbs, nextPage(resp, req.Page), nil
 }
 
-// CreateLoadBalancer creates the load balancer with its labels and targets in one call,
-// then adds its services as UpdateLoadBalancer does (a create whose services fail is
-// found by its tags and completed by the next update).
-func (a lbAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+// create creates the load balancer with its labels and targets in one call; the steps
+// add its services.
+func (a lbAPI) create(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*hcloud.LoadBalancer, error) {
 	const op = cloudapi.OpCreateLoadBalancer
-	if err := a.check(op, "", spec); err != nil {
-		return nil, err
-	}
 	opts := hcloud.LoadBalancerCreateOpts{
 		Name:             spec.Name,
 		LoadBalancerType: &hcloud.LoadBalancerType{Name: cmp.Or(spec.Settings[SettingType], "lb11")},
@@ -115,35 +102,22 @@ func (a lbAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalance
 	if err := a.c.wait(ctx, op, "", res.Action, resp, err); err != nil {
 		return nil, err
 	}
-	return a.apply(ctx, op, res.LoadBalancer, spec)
+	return res.LoadBalancer, nil
 }
 
-// UpdateLoadBalancer reads the load balancer and makes what differs as apply does.
-func (a lbAPI) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
-	const op = cloudapi.OpUpdateLoadBalancer
-	if err := a.check(op, id, update.Spec); err != nil {
-		return nil, err
-	}
-	cur, err := a.get(ctx, op, id)
-	if err != nil {
-		return nil, err
-	}
-	return a.apply(ctx, op, cur, update.Spec)
-}
-
-// apply makes cur (as last read) what want says with one call per difference
-// (Shape.Update), each action waited for before the next (the API locks a load balancer
-// while an action runs), and reads it back.
-func (a lbAPI) apply(ctx context.Context, op cloudapi.Operation, cur *hcloud.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+// steps are the calls that make cur (as last read) what want says, one call per
+// difference, each action waited for before the next (the API locks a load balancer
+// while an action runs).
+func (a lbAPI) steps(ctx context.Context, op cloudapi.Operation, cur *hcloud.LoadBalancer, want cloudapi.LoadBalancerSpec) (cloudapi.LoadBalancerSteps, error) {
 	id, lbs := strconv.FormatInt(cur.ID, 10), a.c.api.LoadBalancer
 	loc, zone := want.Settings[SettingLocation], want.Settings[SettingNetworkZone]
 	if cur.Location != nil && (loc != "" && loc != cur.Location.Name || zone != "" && zone != string(cur.Location.NetworkZone)) {
-		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, errors.New("location and network zone cannot change in place"))
+		return cloudapi.LoadBalancerSteps{}, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, errors.New("location and network zone cannot change in place"))
 	}
 	do := func(action *hcloud.Action, resp *hcloud.Response, err error) error {
 		return a.c.wait(ctx, op, id, action, resp, err)
 	}
-	err := Shape.Update(ctx, op, id, a.toLB(cur).Spec, want, cloudapi.LoadBalancerSteps{
+	return cloudapi.LoadBalancerSteps{
 		Properties: func(ctx context.Context) error {
 			labels, err := cloudapi.EncodeLabelsKeeping(cloudapi.TagsWithSettings(want), cur.Labels, cloudapi.HetznerLabelRules)
 			if err != nil {
@@ -178,16 +152,12 @@ func (a lbAPI) apply(ctx context.Context, op cloudapi.Operation, cur *hcloud.Loa
 		AddTarget: func(ctx context.Context, t string) error {
 			return do(lbs.AddServerTarget(ctx, cur, hcloud.LoadBalancerAddServerTargetOpts{Server: &hcloud.Server{ID: number(t)}, UsePrivateIP: hcloud.Ptr(a.c.cfg.UsePrivateIP)}))
 		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return a.GetLoadBalancer(ctx, id)
+	}, nil
 }
 
-// DeleteLoadBalancer deletes the load balancer and waits for the delete's action; the
-// API's not_found answer to the delete of one ID is certain.
-func (a lbAPI) DeleteLoadBalancer(ctx context.Context, id string) error {
+// delete deletes the load balancer and waits for the delete's action; the API's not_found
+// answer to the delete of one ID is certain.
+func (a lbAPI) delete(ctx context.Context, id string) error {
 	const op = cloudapi.OpDeleteLoadBalancer
 	ref, err := lbID(ctx, op, id)
 	if err != nil {
@@ -200,9 +170,9 @@ func (a lbAPI) DeleteLoadBalancer(ctx context.Context, id string) error {
 	return a.c.wait(ctx, op, id, res.Action, resp, err)
 }
 
-// check refuses what Hetzner's load balancers cannot build before any call.
-func (a lbAPI) check(op cloudapi.Operation, id string, spec cloudapi.LoadBalancerSpec) error {
-	errs := []error{Shape.Check(op, id, spec)}
+// check returns what Hetzner's load balancers cannot build of spec beyond the Shape.
+func check(op cloudapi.Operation, spec cloudapi.LoadBalancerSpec) error {
+	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if hc := spec.HealthCheck; hc != nil && (hc.Interval%time.Second != 0 || hc.Timeout%time.Second != 0) {
 		bad("health check interval %s and timeout %s: Hetzner keeps whole seconds", hc.Interval, hc.Timeout)
@@ -225,10 +195,7 @@ func (a lbAPI) check(op cloudapi.Operation, id string, spec cloudapi.LoadBalance
 	if spec.Settings[SettingLocation] != "" && spec.Settings[SettingNetworkZone] != "" && op == cloudapi.OpCreateLoadBalancer {
 		bad("set location or network-zone, not both")
 	}
-	if err := errors.Join(errs...); err != nil {
-		return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // protocols are the service protocols of the listeners' application protocols.
@@ -266,7 +233,7 @@ func updateOf(s hcloud.LoadBalancerAddServiceOpts) hcloud.LoadBalancerUpdateServ
 
 // toLB is the load balancer as ccmkit reads it: the health check and PROXY protocol its
 // services share (cloudapi.JoinListenerParts).
-func (a lbAPI) toLB(lb *hcloud.LoadBalancer) cloudapi.LoadBalancer {
+func toLB(lb *hcloud.LoadBalancer) cloudapi.LoadBalancer {
 	out := cloudapi.LoadBalancer{ID: strconv.FormatInt(lb.ID, 10), Status: cloudapi.LoadBalancerProvisioning}
 	spec := &out.Spec
 	spec.Name, spec.Internal = lb.Name, !lb.PublicNet.Enabled
