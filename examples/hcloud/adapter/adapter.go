@@ -20,10 +20,7 @@ const ProviderName = "hcloud"
 
 func init() {
 	provider.Register(ProviderName, provider.Backend[Config]{
-		Name: ProviderName, New: func(cfg *provider.Config, section Config) (cloudapi.Client, error) {
-			if cfg.Credentials.Token == "" {
-				return nil, errors.New("credentials: the Hetzner Cloud API needs a token")
-			}
+		Name: ProviderName, NeedsToken: true, New: func(cfg *provider.Config, section Config) (cloudapi.Client, error) {
 			for _, name := range []string{SettingLocation, SettingNetworkZone} {
 				if _, ok := cfg.LoadBalancer.Settings[name]; ok {
 					return nil, fmt.Errorf("loadBalancer.settings.%s: set the default location in the hcloud section's location instead: a default location or network zone in loadBalancer.settings would be merged into every Service's, so a Service could not ask for the other", name)
