@@ -104,7 +104,7 @@ func (c *Client) Routes() (cloudapi.RouteAPI, bool) {
 	if c.cfg.Network == "" {
 		return nil, false
 	}
-	return routes{c}, true
+	return c.routes(), true
 }
 
 // network is the configured network, read by ID or name (one call). One that is not
