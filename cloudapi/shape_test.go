@@ -31,6 +31,7 @@ func TestLoadBalancerShapeValidate(t *testing.T) {
 	assert.ErrorContains(t, err, `PerListener: "health-check" is listed twice`)
 	err = cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureProxyProtocol}, PerListener: []cloudapi.Feature{cloudapi.FeatureProxyProtocol}}.Validate()
 	assert.ErrorContains(t, err, `"proxy-protocol" is both unsupported and kept per listener`)
+	assert.ErrorContains(t, cloudapi.LoadBalancerShape{HealthCheckUnit: -time.Second}.Validate(), "HealthCheckUnit -1s is negative")
 }
 
 func TestLoadBalancerShapeComparable(t *testing.T) {
@@ -190,4 +191,21 @@ func TestSettingsAsTags(t *testing.T) {
 	rest, settings = cloudapi.SettingsFromTags(map[string]string{"a": "b"}, map[string]string{"type": "lb11"})
 	assert.Equal(t, map[string]string{"a": "b"}, rest)
 	assert.Nil(t, settings, "none asked for")
+}
+
+func TestLoadBalancerShapeHealthCheckUnit(t *testing.T) {
+	shape := cloudapi.LoadBalancerShape{HealthCheckUnit: time.Second}
+	spec := cloudapi.LoadBalancerSpec{Name: "web", HealthCheck: &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 1, Interval: 5 * time.Second, Timeout: 2 * time.Second}}
+	require.NoError(t, shape.Check(cloudapi.OpCreateLoadBalancer, "", spec))
+	for _, tweak := range []func(*cloudapi.HealthCheck){
+		func(hc *cloudapi.HealthCheck) { hc.Interval = 2500 * time.Millisecond },
+		func(hc *cloudapi.HealthCheck) { hc.Timeout = time.Second + time.Nanosecond },
+	} {
+		odd := spec.Clone()
+		tweak(odd.HealthCheck)
+		err := shape.Check(cloudapi.OpCreateLoadBalancer, "", odd)
+		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
+		assert.ErrorContains(t, err, "the cloud keeps whole multiples of 1s")
+		require.NoError(t, cloudapi.LoadBalancerShape{}.Check(cloudapi.OpCreateLoadBalancer, "", odd), "no unit: any duration")
+	}
 }

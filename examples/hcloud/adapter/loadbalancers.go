@@ -8,7 +8,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
@@ -174,9 +173,6 @@ func (a lbAPI) delete(ctx context.Context, id string) error {
 func check(op cloudapi.Operation, spec cloudapi.LoadBalancerSpec) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if hc := spec.HealthCheck; hc != nil && (hc.Interval%time.Second != 0 || hc.Timeout%time.Second != 0) {
-		bad("health check interval %s and timeout %s: Hetzner keeps whole seconds", hc.Interval, hc.Timeout)
-	}
 	refs := slices.Clone(spec.Targets)
 	for _, l := range spec.Listeners {
 		refs = append(refs, l.Certificates...)
