@@ -38,32 +38,18 @@ func lbID(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.LoadBa
 
 // get reads one load balancer.
 func (a lbAPI) get(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.LoadBalancer, error) {
-	ref, err := lbID(ctx, op, id)
-	if err != nil {
+	if _, err := lbID(ctx, op, id); err != nil {
 		return nil, err
 	}
-	lb, resp, err := a.c.api.LoadBalancer.GetByID(ctx, ref.ID)
-	switch {
-	case err != nil:
-		return nil, errorOf(op, id, resp, err)
-	case lb == nil:
-		return nil, cloudapi.NewError(cloudapi.ErrNotFound, op, id, errors.New("no such load balancer"))
-	}
-	return lb, nil
+	return getByID(ctx, op, id, "load balancer", cloudapi.ErrNotFound, a.c.api.LoadBalancer.GetByID)
 }
 
 // list reads one page, by ID, of the load balancers whose labels carry opts.Tags; the
 // page token is the page number.
 func (a lbAPI) list(ctx context.Context, opts cloudapi.ListOptions) ([]*hcloud.LoadBalancer, string, error) {
-	req, err := cloudapi.PageNumberRequest(cloudapi.OpListLoadBalancers, opts, cloudapi.HetznerLabelRules, maxPerPage)
-	if err != nil {
-		return nil, "", err
-	}
-	lbs, resp, err := a.c.api.LoadBalancer.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: listOpts(req), Sort: []string{"id:asc"}})
-	if err != nil {
-		return nil, "", errorOf(cloudapi.OpListLoadBalancers, "", resp, err)
-	}
-	return lbs, nextPage(resp, req.Page), nil
+	return page(cloudapi.OpListLoadBalancers, opts, func(o hcloud.ListOpts, sort []string) ([]*hcloud.LoadBalancer, *hcloud.Response, error) {
+		return a.c.api.LoadBalancer.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: o, Sort: sort})
+	})
 }
 
 // create creates the load balancer with its labels and targets in one call; the steps
@@ -111,7 +97,8 @@ func (a lbAPI) steps(ctx context.Context, op cloudapi.Operation, cur *hcloud.Loa
 	id, lbs := strconv.FormatInt(cur.ID, 10), a.c.api.LoadBalancer
 	loc, zone := want.Settings[SettingLocation], want.Settings[SettingNetworkZone]
 	if cur.Location != nil && (loc != "" && loc != cur.Location.Name || zone != "" && zone != string(cur.Location.NetworkZone)) {
-		return cloudapi.LoadBalancerSteps{}, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, errors.New("location and network zone cannot change in place"))
+		return cloudapi.LoadBalancerSteps{}, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id,
+			errors.New("location and network zone cannot change in place"))
 	}
 	do := func(action *hcloud.Action, resp *hcloud.Response, err error) error {
 		return a.c.wait(ctx, op, id, action, resp, err)
@@ -149,7 +136,8 @@ func (a lbAPI) steps(ctx context.Context, op cloudapi.Operation, cur *hcloud.Loa
 			return do(lbs.RemoveServerTarget(ctx, cur, &hcloud.Server{ID: number(t)}))
 		},
 		AddTarget: func(ctx context.Context, t string) error {
-			return do(lbs.AddServerTarget(ctx, cur, hcloud.LoadBalancerAddServerTargetOpts{Server: &hcloud.Server{ID: number(t)}, UsePrivateIP: hcloud.Ptr(a.c.cfg.UsePrivateIP)}))
+			return do(lbs.AddServerTarget(ctx, cur, hcloud.LoadBalancerAddServerTargetOpts{Server: &hcloud.Server{ID: number(t)},
+				UsePrivateIP: hcloud.Ptr(a.c.cfg.UsePrivateIP)}))
 		},
 	}, nil
 }
@@ -223,8 +211,9 @@ func serviceOf(l cloudapi.Listener, spec cloudapi.LoadBalancerSpec) hcloud.LoadB
 func updateOf(s hcloud.LoadBalancerAddServiceOpts) hcloud.LoadBalancerUpdateServiceOpts {
 	hc := s.HealthCheck
 	return hcloud.LoadBalancerUpdateServiceOpts{Protocol: s.Protocol, DestinationPort: s.DestinationPort, Proxyprotocol: s.Proxyprotocol,
-		HTTP: (*hcloud.LoadBalancerUpdateServiceOptsHTTP)(s.HTTP), HealthCheck: &hcloud.LoadBalancerUpdateServiceOptsHealthCheck{Protocol: hc.Protocol,
-			Port: hc.Port, Interval: hc.Interval, Timeout: hc.Timeout, Retries: hc.Retries, HTTP: (*hcloud.LoadBalancerUpdateServiceOptsHealthCheckHTTP)(hc.HTTP)}}
+		HTTP: (*hcloud.LoadBalancerUpdateServiceOptsHTTP)(s.HTTP),
+		HealthCheck: &hcloud.LoadBalancerUpdateServiceOptsHealthCheck{Protocol: hc.Protocol, Port: hc.Port, Interval: hc.Interval,
+			Timeout: hc.Timeout, Retries: hc.Retries, HTTP: (*hcloud.LoadBalancerUpdateServiceOptsHealthCheckHTTP)(hc.HTTP)}}
 }
 
 // toLB is the load balancer as ccmkit reads it: the health check and PROXY protocol its
