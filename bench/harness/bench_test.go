@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,14 +14,6 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
-
-// smallConfig is the whole benchmark at a size that runs in seconds.
-func smallConfig() config {
-	return config{
-		nodes: 60, services: 12, pageSize: 10, notReady: -1, minutes: 2,
-		latency: 5 * time.Millisecond, p3Subset: 20, qps: math.Inf(1), quiet: 100 * time.Millisecond,
-	}
-}
 
 // TestBenchSmall runs every measurement at a small size and checks what must hold
 // whatever the figures are: the JSON report is complete, ccmkit's quiet cluster costs

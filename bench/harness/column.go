@@ -21,6 +21,18 @@ type Column interface {
 	NewCloud(cfg CloudConfig) (Cloud, error)
 }
 
+// RealTimer is a Column whose provider waits in real time for each call (the AWS
+// provider's batcher of DescribeInstances waits 100 ms for more requests before it sends
+// one): a pass that asks about each of thousands of Nodes one at a time takes minutes of
+// wall time per virtual pass. P1_outage then sets only cfg.p3Subset Nodes NotReady and
+// scales the MonitorNodes passes' calls linearly to the zone's (P3 is timed on that subset
+// for every peer).
+type RealTimer interface {
+	Column
+	// WaitsPerCall returns how long the provider waits per call.
+	WaitsPerCall() time.Duration
+}
+
 // CloudConfig is what a column's cloud is built for.
 type CloudConfig struct {
 	Nodes    int // the world's instances

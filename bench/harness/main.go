@@ -97,6 +97,28 @@ func runSweep(ctx context.Context, cfg config, nodes string, baselineNodes int, 
 	return nil
 }
 
+// smallConfig is the whole benchmark at a size that runs in seconds.
+func smallConfig() config {
+	return config{
+		nodes: 60, services: 12, pageSize: 10, notReady: -1, minutes: 2,
+		latency: 5 * time.Millisecond, p3Subset: 20, qps: math.Inf(1), quiet: 100 * time.Millisecond,
+	}
+}
+
+// RunSmall runs every measurement of ccmkit, the baseline and peers at a size that runs
+// in a minute (30 Nodes, 6 Services, page size 10, 2 virtual minutes, 5 Nodes in a
+// peer's subsets), for a peer's tests. It returns the figures as the JSON report has
+// them: by figure key, each column's value under its name, and the unit, goal and note.
+func RunSmall(ctx context.Context, log io.Writer, peers ...Column) (map[string]map[string]any, error) {
+	cfg := smallConfig()
+	cfg.nodes, cfg.services, cfg.p3Subset, cfg.quiet = 30, 6, 5, 300*time.Millisecond
+	rep, err := run(ctx, cfg, log, peers)
+	if err != nil {
+		return nil, err
+	}
+	return rep.jsonFigures(), nil
+}
+
 // run measures ccmkit, the baseline and the peers and returns the report; progress goes
 // to stderr.
 func run(ctx context.Context, cfg config, stderr io.Writer, peers []Column) (*report, error) {

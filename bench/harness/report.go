@@ -36,12 +36,12 @@ func (f figure) meets() *bool {
 	return &ok
 }
 
-// best returns the index of the peer (a column but ccmkit's, that ran) with the lowest
-// value, or -1 when no peer ran.
+// best returns the index of the peer (a column but ccmkit's, that ran and has the figure)
+// with the lowest value, or -1 when there is none.
 func (f figure) best(ran []bool) int {
 	b := -1
 	for i := 1; i < len(f.values); i++ {
-		if ran[i] && (b < 0 || f.values[i] < f.values[b]) {
+		if ran[i] && !math.IsNaN(f.values[i]) && (b < 0 || f.values[i] < f.values[b]) {
 			b = i
 		}
 	}
@@ -101,8 +101,15 @@ func newReport(cfg config, columns []Column, results []*result, ran []bool) *rep
 	add(figure{key: "P1", unit: "calls/min", digits: 1, goal: atMost(3),
 		note: fmt.Sprintf("every Node Ready, no Service change, %d virtual minutes; UpdateNodeStatus every 5 min and MonitorNodes every 5 s called directly, the route controller's reconcile (not exported) released once every 10 s from its Run loop by a gate in front of its ListRoutes", cfg.minutes)},
 		func(r *result) float64 { return r.p1 })
-	add(figure{key: "P1_outage", unit: "calls/min", digits: 1, goal: atMost(12),
-		note: fmt.Sprintf("the same with %d of %d Nodes NotReady (a zone cut off; its instances keep running)", cfg.notReady, cfg.nodes)},
+	outageNote := fmt.Sprintf("the same with %d of %d Nodes NotReady (a zone cut off; its instances keep running)", cfg.notReady, cfg.nodes)
+	var outageScaled []string
+	for i, r := range results {
+		if r.p1OutageNote != "" {
+			outageNote += "; " + columns[i].Name() + " " + r.p1OutageNote + " (it waits in real time for each call)"
+			outageScaled = append(outageScaled, columns[i].Name())
+		}
+	}
+	add(figure{key: "P1_outage", unit: "calls/min", digits: 1, goal: atMost(12), note: outageNote, extrapolated: outageScaled},
 		func(r *result) float64 { return r.p1Outage })
 	add(figure{key: "P2_ensure_reads", unit: "calls", goal: atMost(1)}, count(func(r *result) int64 { return r.p2EnsureReads }))
 	add(figure{key: "P2_ensure_writes", unit: "calls", goal: atMost(0)}, count(func(r *result) int64 { return r.p2EnsureWrites }))
@@ -137,12 +144,25 @@ func newReport(cfg config, columns []Column, results []*result, ran []bool) *rep
 	add(figure{key: "P6_allocs", unit: "allocs/op"}, func(r *result) float64 { return r.p6AllocsPerOp })
 	add(figure{key: "P6_sorted_nodes", unit: "ns/op", note: "the same with the Nodes sorted by name, as a benchmark passing a fixed slice measures it"},
 		func(r *result) float64 { return r.p6SortedNsPerOp })
-	add(figure{key: "P2_settings_calls", unit: "calls", goal: atMost(0),
-		note: "P2's EnsureLoadBalancer of a Service with a node selector, session affinity, HTTP and HTTPS ports with certificates, the hostname annotation and an adapter-declared setting (size; every Service has its default); the annotations are ccmkit's, which a peer ignores"},
-		count(func(r *result) int64 { return r.p2SettingsCalls }))
+	settingsNote := "P2's EnsureLoadBalancer of a Service with a node selector, session affinity, HTTP and HTTPS ports with certificates, the hostname annotation and an adapter-declared setting (size; every Service has its default); the annotations are ccmkit's, which a peer ignores"
+	for i, r := range results {
+		if r.settingsRefused != "" {
+			settingsNote += fmt.Sprintf("; %s refuses the Service (n/a): %s", columns[i].Name(), r.settingsRefused)
+		}
+	}
+	settings := func(of func(*result) float64) func(*result) float64 {
+		return func(r *result) float64 {
+			if r.settingsRefused != "" {
+				return math.NaN()
+			}
+			return of(r)
+		}
+	}
+	add(figure{key: "P2_settings_calls", unit: "calls", goal: atMost(0), note: settingsNote},
+		settings(count(func(r *result) int64 { return r.p2SettingsCalls })))
 	add(figure{key: "P6_settings", unit: "ns/op", goal: atMost(1e6), note: "P6 of the same Service"},
-		func(r *result) float64 { return r.p6SettingsNsPerOp })
-	add(figure{key: "P6_settings_allocs", unit: "allocs/op"}, func(r *result) float64 { return r.p6SettingsAllocs })
+		settings(func(r *result) float64 { return r.p6SettingsNsPerOp }))
+	add(figure{key: "P6_settings_allocs", unit: "allocs/op"}, settings(func(r *result) float64 { return r.p6SettingsAllocs }))
 	add(figure{key: "node_add_writes", unit: "calls", goal: atMost(s)}, count(func(r *result) int64 { return r.nodeAddWrites }))
 	add(figure{key: "node_add_seconds", unit: "s", digits: 2, note: "from the Node's creation until every load balancer has it"},
 		func(r *result) float64 { return r.nodeAddSeconds })
@@ -293,7 +313,13 @@ func (r *report) printWins(out io.Writer) {
 	_, _ = fmt.Fprintf(out, "\nWhere a peer wins:\n%s\n", strings.Join(lines, "\n"))
 }
 
-func num(v float64, digits int) string { return fmt.Sprintf("%.*f", digits, v) }
+// num prints a figure; NaN is a figure the column does not have.
+func num(v float64, digits int) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.*f", digits, v)
+}
 
 // jsonFigures returns the figures by key, each a map of every column's value by column
 // name, the unit, ccmkit's goal, the ratio of ccmkit's value to the best peer's, and the
@@ -303,7 +329,11 @@ func (r *report) jsonFigures() map[string]map[string]any {
 	for _, f := range r.figures {
 		m := map[string]any{"unit": f.unit}
 		for i, c := range r.columns {
-			m[c.Name()] = f.values[i]
+			if math.IsNaN(f.values[i]) {
+				m[c.Name()] = nil // n/a
+			} else {
+				m[c.Name()] = f.values[i]
+			}
 		}
 		if f.goal != nil {
 			m["goal_at_most"], m["meets_goal"] = *f.goal, *f.meets()

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -24,6 +25,7 @@ type result struct {
 	p2UpdateWrites      int64
 	p3                  float64 // seconds
 	p3Note              string  // how P3 was obtained when not measured directly
+	p1OutageNote        string  // how P1_outage was obtained when not measured directly
 	p3NoLatency         float64 // seconds, the same pass without latency
 	p3Patches           int64   // Node writes by the passes over all Nodes
 	p4Reads, p4Writes   int64
@@ -36,6 +38,7 @@ type result struct {
 	p2SettingsCalls     int64   // cloud calls of a converged EnsureLoadBalancer of settingsService
 	p6SettingsNsPerOp   float64 // P6 of settingsService
 	p6SettingsAllocs    float64
+	settingsRefused     string // the provider's error for settingsService; its figures are n/a
 	nodeAddWrites       int64
 	nodeAddSeconds      float64
 	nodeAddLBs          int // load balancers that have the new Node's instance at the end
@@ -165,7 +168,14 @@ func converged(ctx context.Context, w *world, p cloudprovider.Interface, r *resu
 func convergedSettings(ctx context.Context, w *world, lb cloudprovider.LoadBalancer, nodes []*corev1.Node, r *result, log *progress) error {
 	svc := settingsService()
 	if _, err := lb.EnsureLoadBalancer(ctx, clusterName, svc, nodes); err != nil {
-		return fmt.Errorf("creating the load balancer of a Service with every setting: %w", err)
+		if w.name == string(kindCcmkit) {
+			return fmt.Errorf("creating the load balancer of a Service with every setting: %w", err)
+		}
+		// A peer that does not support a setting (session affinity, say) refuses the
+		// Service: its figures read n/a and the report quotes its error.
+		r.settingsRefused = err.Error()
+		log.printf("%s: P2, P6 with every setting: the provider refuses the Service: %v", w.name, err)
+		return nil
 	}
 	if c, ok := w.cloud.(*fakeCloud); ok && c.col.kind == kindCcmkit {
 		if err := c.checkSettings(svc); err != nil {
@@ -235,7 +245,7 @@ func heapAfterGC() uint64 {
 
 // quiet measures P1 with every Node Ready.
 func quiet(ctx context.Context, w *world, r *result, log *progress) error {
-	calls, writes, err := simulate(ctx, w, 0, log)
+	calls, _, writes, err := simulate(ctx, w, 0, log)
 	if err != nil {
 		return err
 	}
@@ -247,9 +257,22 @@ func quiet(ctx context.Context, w *world, r *result, log *progress) error {
 
 // outage measures P1_outage: the same with a zone's Nodes NotReady.
 func outage(ctx context.Context, w *world, r *result, log *progress) error {
-	calls, writes, err := simulate(ctx, w, w.cfg.notReady, log)
+	notReady := w.cfg.notReady
+	_, waits := w.col.(RealTimer)
+	if waits && w.cfg.p3Subset < notReady {
+		notReady = w.cfg.p3Subset
+	}
+	calls, monitor, writes, err := simulate(ctx, w, notReady, log)
 	if err != nil {
 		return err
+	}
+	if notReady < w.cfg.notReady {
+		// MonitorNodes asks the cloud about each NotReady Node: its calls scale with them.
+		scale := float64(w.cfg.notReady) / float64(notReady)
+		for op, n := range monitor {
+			calls[op] += int64(math.Round(float64(n)*scale)) - n
+		}
+		r.p1OutageNote = fmt.Sprintf("extrapolated: %d of %d Nodes NotReady, the MonitorNodes passes' %d calls scaled linearly to %d", notReady, w.cfg.notReady, monitor.Total(), int64(math.Round(float64(monitor.Total())*scale)))
 	}
 	r.p1OutCalls = calls
 	r.p1Outage = float64(calls.Total()) / float64(w.cfg.minutes)
@@ -262,24 +285,33 @@ func outage(ctx context.Context, w *world, r *result, log *progress) error {
 // time: the cloud node controller's UpdateNodeStatus every 5 min, the node lifecycle
 // controller's MonitorNodes every 5 s and a route reconcile every 10 s, each first at
 // time 0. The service controller runs and has synced before; nothing changes a Service.
-// It returns the cloud calls of the passes and the Kubernetes writes.
-func simulate(ctx context.Context, w *world, notReady int, log *progress) (Calls, int64, error) {
+// It returns the cloud calls of the passes, those of the MonitorNodes passes among them,
+// and the Kubernetes writes.
+func simulate(ctx context.Context, w *world, notReady int, log *progress) (all, monitor Calls, writes int64, err error) {
 	s, err := w.start(ctx, newKube(w.nodes, notReady), parts{service: true})
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	defer s.stop()
 	if err := s.waitSynced(ctx, true); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	type ticker struct {
 		period time.Duration
 		next   time.Duration
 		pass   func() error
 	}
+	monitor = Calls{}
 	tickers := []*ticker{
 		{period: nodeStatusUpdateFrequency, pass: func() error { return s.node.UpdateNodeStatus(s.ctx) }},
-		{period: nodeMonitorPeriod, pass: func() error { s.life.MonitorNodes(s.ctx); return nil }},
+		{period: nodeMonitorPeriod, pass: func() error {
+			before := w.cloud.Calls()
+			s.life.MonitorNodes(s.ctx)
+			for op, n := range w.cloud.Calls().Sub(before) {
+				monitor[op] += n
+			}
+			return nil
+		}},
 		{period: routeReconcilePeriod, pass: func() error { return s.gate.pass(s.ctx) }},
 	}
 	window := time.Duration(w.cfg.minutes) * time.Minute
@@ -295,7 +327,7 @@ func simulate(ctx context.Context, w *world, notReady int, log *progress) (Calls
 		for _, tk := range tickers {
 			if tk.next == t {
 				if err := tk.pass(); err != nil {
-					return nil, 0, err
+					return nil, nil, 0, err
 				}
 				tk.next += tk.period
 			}
@@ -306,7 +338,7 @@ func simulate(ctx context.Context, w *world, notReady int, log *progress) (Calls
 		}
 	}
 	w.clock.SetTime(origin.Add(window))
-	return w.cloud.Calls().Sub(before), s.kube.writes.Load() - writesBefore, nil
+	return w.cloud.Calls().Sub(before), monitor, s.kube.writes.Load() - writesBefore, nil
 }
 
 // statusPass measures P3: the wall time of one UpdateNodeStatus over every Node with

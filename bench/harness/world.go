@@ -45,6 +45,7 @@ const ClusterName = clusterName
 // measurement starts new controllers (and mostly a new provider) over it.
 type world struct {
 	cfg   config
+	col   Column
 	name  string // the column's
 	cloud Cloud
 	clock *clocktesting.FakeClock // the provider's: virtual time, moved by the scenarios
@@ -71,7 +72,7 @@ func newWorld(ctx context.Context, cfg config, col Column, log *progress) (*worl
 	if err != nil {
 		return nil, err
 	}
-	w := &world{cfg: cfg, name: col.Name(), cloud: cloud, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), cidr: cidr}
+	w := &world{cfg: cfg, col: col, name: col.Name(), cloud: cloud, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), cidr: cidr}
 
 	// The provider that converges the cloud; dropped afterwards.
 	p, err := w.cloud.NewProvider(w.clock)
@@ -82,12 +83,13 @@ func newWorld(ctx context.Context, cfg config, col Column, log *progress) (*worl
 	if !ok {
 		return nil, errors.New("the provider offers no InstancesV2")
 	}
-	for i := range cfg.nodes {
-		n, err := w.initializedNode(ctx, iv2, i)
-		if err != nil {
-			return nil, err
-		}
-		w.nodes = append(w.nodes, n)
+	w.nodes = make([]*corev1.Node, cfg.nodes)
+	err = parallel(ctx, 64, cfg.nodes, func(i int) (err error) {
+		w.nodes[i], err = w.initializedNode(ctx, iv2, i)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	log.printf("%s: %d Nodes initialized from the cloud", w.name, len(w.nodes))
 
@@ -183,14 +185,22 @@ func (w *world) initializedNode(ctx context.Context, iv2 cloudprovider.Instances
 	return n, nil
 }
 
+// serviceUID is Service i's UID. Like the API server's random ones, the UIDs differ in
+// their first characters: a provider that names a load balancer after a prefix of the UID
+// (the AWS provider's 32 characters) gives each Service its own.
+func serviceUID(i int) types.UID {
+	return types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012d", uint32(i)*2654435761, i)) // a bijection of i
+}
+
 // newService is Service i: type LoadBalancer with one TCP port.
 func newService(i int) *corev1.Service {
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("svc-%04d", i), UID: types.UID(fmt.Sprintf("10000000-0000-4000-8000-%012d", i))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("svc-%04d", i), UID: serviceUID(i)},
 		Spec: corev1.ServiceSpec{
 			Type:                  corev1.ServiceTypeLoadBalancer,
 			Ports:                 []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: int32(30000 + i%2768)}},
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+			SessionAffinity:       corev1.ServiceAffinityNone, // the API server's default
 		},
 	}
 }
