@@ -42,10 +42,11 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## vet: go build (compiles every package, also the main packages no test compiles) in the
-## library's module, in e2e, in hack/benchplot (a module of its own: gonum/plot) and in
+## library's module, in e2e, in hack/benchplot (a module of its own: gonum/plot), in
 ## examples/hcloud (a module of its own: hcloud-go, at e2e's versions of every module both
-## build, so after e2e it compiles only hcloud-go and its own packages), and go vet in the
-## library's module.
+## build, so after e2e it compiles only hcloud-go and its own packages) and in bench/peers
+## (a module of its own: the AWS provider and the AWS SDK, at e2e's versions of the rest),
+## and go vet in the library's module.
 ## The nested modules are vetted by `make lint` (golangci-lint's govet runs go vet's
 ## analyzers on them, test files included): a go vet of its own there analyzed each
 ## module's whole dependency graph a second time.
@@ -56,6 +57,7 @@ vet:
 	cd e2e && go build ./...
 	cd hack/benchplot && go build -o /dev/null ./...
 	cd examples/hcloud && go build -o /dev/null ./...
+	cd bench/peers && go build -o /dev/null ./...
 
 ## api: write api/ccmkit.txt, the description of the exported API of the public packages
 ## (docs/versioning.md), from the code; commit it with the change that changed the API.
@@ -160,15 +162,18 @@ e2e: vet controlplane $(BIN)/helm
 	@echo "==> e2e: go test ./... in e2e/"
 	cd e2e && go test -vet=off -count=1 -timeout 20m ./...
 
-## bench: ccmkit against a pass-through baseline provider under the upstream controllers at
-## 5,000 Nodes and 1,000 Services (a few minutes); ARGS='-json FILE' also writes JSON.
-## ARGS=-sweep runs it at 1,000, 5,000 and 20,000 Nodes with N/5 Services instead, the
+## bench: ccmkit against a pass-through baseline provider and the AWS cloud provider's own
+## code (bench/peers, a module of its own) under the upstream controllers at 5,000 Nodes
+## and 1,000 Services (the AWS provider waits 100 ms of real time per instance lookup:
+## about an hour; ARGS='-nodes 1000 -services 200' takes a quarter of it); ARGS='-json FILE'
+## also writes JSON.
+## ARGS=-sweep runs ccmkit and the baseline (not the peers) at 1,000, 5,000 and 20,000 Nodes with N/5 Services instead, the
 ## baseline up to 5,000 (-sweep-baseline-nodes): the cost curve, about 45 minutes on 2 busy
 ## cores; it writes $(SWEEP_DIR)/sweep.json and draws its plots there with hack/benchplot
 ## (SWEEP_DIR, not -sweep-dir, moves them).
 SWEEP_DIR := docs/benchmarks
 bench:
-	go run ./bench -sweep-dir $(SWEEP_DIR) $(ARGS)
+	cd bench/peers && go run . -sweep-dir $(abspath $(SWEEP_DIR)) $(ARGS)
 	$(if $(findstring -sweep,$(ARGS)),cd hack/benchplot && go run . -in $(abspath $(SWEEP_DIR))/sweep.json)
 
 ## bench-fake: the fake cloud's cost per call at 5,000 instances.
