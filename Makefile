@@ -107,11 +107,12 @@ mocks-check: $(BIN)/mockgen
 	@before=$$(cat $(MOCKS) | sha256sum); go generate ./...; after=$$(cat $(MOCKS) | sha256sum); \
 	if [ "$$before" != "$$after" ]; then echo "generated mocks were stale and have been regenerated: review and commit them"; exit 1; fi
 
-## versions-check: modules built by both e2e and e2e/tools, or by both e2e and
-## examples/hcloud, are at the same versions, so the control-plane build and the
-## examples/hcloud build reuse what the e2e build compiled (hack/sharedversions.sh).
+## versions-check: modules built by both e2e and e2e/tools, examples/hcloud or
+## bench/peers are at the same versions, so the control-plane build and the
+## examples/hcloud and bench/peers builds reuse what the e2e build compiled
+## (hack/sharedversions.sh).
 versions-check:
-	@echo "==> shared module versions of e2e, e2e/tools and examples/hcloud"
+	@echo "==> shared module versions of e2e, e2e/tools, examples/hcloud and bench/peers"
 	@bash hack/sharedversions.sh
 
 ## unit: every package's tests under -race, except those that link the CCM command's
