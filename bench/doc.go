@@ -43,7 +43,8 @@
 //   - P3: wall time of one UpdateNodeStatus over every Node with latency added to every
 //     cloud call (a peer is timed on -p3-subset Nodes and scaled linearly, and says so).
 //     A peer whose provider waits in real time per call (harness.RealTimer: the AWS
-//     provider's batcher) has P1_outage counted with -p3-subset Nodes NotReady and its
+//     provider's batcher) has P1_outage counted with a few Nodes NotReady (as many as a
+//     MonitorNodes pass asks about in a second, at most -p3-subset) and its
 //     MonitorNodes passes' calls scaled linearly to the zone's, and says so.
 //   - P4: cloud reads and writes of a restart over the converged cluster until every
 //     controller has synced once. The Services reach the informers once the service

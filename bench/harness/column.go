@@ -24,9 +24,10 @@ type Column interface {
 // RealTimer is a Column whose provider waits in real time for each call (the AWS
 // provider's batcher of DescribeInstances waits 100 ms for more requests before it sends
 // one): a pass that asks about each of thousands of Nodes one at a time takes minutes of
-// wall time per virtual pass. P1_outage then sets only cfg.p3Subset Nodes NotReady and
-// scales the MonitorNodes passes' calls linearly to the zone's (P3 is timed on that subset
-// for every peer).
+// wall time per virtual pass. P1_outage then sets only a few Nodes NotReady (as many as a
+// MonitorNodes pass asks about in a second, at most -p3-subset) and scales the
+// MonitorNodes passes' calls linearly to the zone's (P3 is timed on -p3-subset Nodes for
+// every peer).
 type RealTimer interface {
 	Column
 	// WaitsPerCall returns how long the provider waits per call.

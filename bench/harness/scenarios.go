@@ -258,9 +258,8 @@ func quiet(ctx context.Context, w *world, r *result, log *progress) error {
 // outage measures P1_outage: the same with a zone's Nodes NotReady.
 func outage(ctx context.Context, w *world, r *result, log *progress) error {
 	notReady := w.cfg.notReady
-	_, waits := w.col.(RealTimer)
-	if waits && w.cfg.p3Subset < notReady {
-		notReady = w.cfg.p3Subset
+	if rt, ok := w.col.(RealTimer); ok {
+		notReady = min(notReady, realTimeSubset(w.cfg, rt))
 	}
 	calls, monitor, writes, err := simulate(ctx, w, notReady, log)
 	if err != nil {
@@ -278,6 +277,15 @@ func outage(ctx context.Context, w *world, r *result, log *progress) error {
 	r.p1Outage = float64(calls.Total()) / float64(w.cfg.minutes)
 	log.printf("%s: P1_outage %.1f calls/min %v; %d kube writes", w.name, r.p1Outage, calls, writes)
 	return nil
+}
+
+// realTimeSubset is how many NotReady Nodes P1_outage has for a column that waits in real
+// time per call: -p3-subset, or fewer, as many as one MonitorNodes pass (two calls per
+// NotReady Node) asks about in a second of wall time, so that its 120 passes of 10
+// virtual minutes take minutes.
+func realTimeSubset(cfg config, rt RealTimer) int {
+	perPass := int(time.Second / (2 * max(rt.WaitsPerCall(), time.Millisecond)))
+	return max(1, min(cfg.p3Subset, perPass))
 }
 
 // simulate runs the controllers' periodic passes over cfg.minutes of virtual time at the
