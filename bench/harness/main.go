@@ -23,7 +23,7 @@ type config struct {
 	notReady int           // NotReady Nodes in P1_outage
 	minutes  int           // virtual minutes simulated for P1
 	latency  time.Duration // per cloud call in P3
-	p3Subset int           // Nodes the baseline's P3 pass is timed on
+	p3Subset int           // Nodes a peer's P3 pass is timed on
 	qps      float64       // ccmkit's cloudAPI.qps
 	quiet    time.Duration // how long the cloud sees no call before the controllers count as synced
 	klog     bool          // keep the controllers' logs
@@ -53,7 +53,7 @@ func Main(peers ...Column) {
 	fs.IntVar(&cfg.notReady, "not-ready", -1, "NotReady Nodes in P1_outage; -1: a third of them (a zone)")
 	fs.IntVar(&cfg.minutes, "minutes", 10, "virtual minutes simulated for P1 and P1_outage")
 	fs.DurationVar(&cfg.latency, "latency", 100*time.Millisecond, "latency added to every cloud call in P3")
-	fs.IntVar(&cfg.p3Subset, "p3-subset", 50, "Nodes the baseline's P3 pass is timed on, then scaled to all Nodes")
+	fs.IntVar(&cfg.p3Subset, "p3-subset", 50, "Nodes a peer's P3 pass is timed on, then scaled to all Nodes (and at most the NotReady Nodes of P1_outage of a peer that waits in real time per call)")
 	fs.Float64Var(&cfg.qps, "qps", math.Inf(1), "ccmkit's cloudAPI.qps (+Inf: cloudAPI.unlimited, no client-side limit, as the baseline has none; 0: ccmkit's default)")
 	fs.DurationVar(&cfg.quiet, "quiet", 500*time.Millisecond, "how long the cloud must see no call before the controllers count as synced")
 	fs.BoolVar(&cfg.klog, "klog", false, "show the controllers' and the provider's logs on stderr")
