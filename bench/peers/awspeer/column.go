@@ -189,6 +189,16 @@ func (c *cloud) call(ctx context.Context, op harness.Op, n int) error {
 	}
 }
 
+// request counts one request of op and waits the latency, then locks the state: the
+// caller defers the unlock it returns.
+func (c *cloud) request(ctx context.Context, op harness.Op) (unlock func(), err error) {
+	if err := c.call(ctx, op, 1); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	return c.mu.Unlock, nil
+}
+
 func (c *cloud) SetLatency(d time.Duration) { c.latency.Store(int64(d)) }
 
 // AddInstance adds instance i, running, with the cluster tag.

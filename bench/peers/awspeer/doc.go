@@ -19,7 +19,8 @@
 //     answer for the provider: a converged load balancer compares equal.
 //   - Metadata: the instance ID of instance 0 (the provider's own instance) and the region.
 //   - ELBv2 and KMS: every call fails with UnsupportedOperation (counted); the world's
-//     Services are classic load balancers, which use neither.
+//     Services are classic load balancers, which use neither. So do the two EC2 calls
+//     the world never needs: RevokeSecurityGroupIngress and DeleteTags.
 //
 // Not modelled: quotas (a route table holds at most 1,000 routes on AWS; the in-memory one
 // has no limit, so the route controller runs at every size, as the code is written),

@@ -140,11 +140,11 @@ func (a ec2API) DescribeInstanceTopology(ctx context.Context, _ *ec2.DescribeIns
 
 func (a ec2API) DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecurityGroupsInput, _ ...func(*ec2.Options)) ([]ec2types.SecurityGroup, error) {
 	c := a.c
-	if err := c.call(ctx, ec2Op("DescribeSecurityGroups", false), 1); err != nil {
+	unlock, err := c.request(ctx, ec2Op("DescribeSecurityGroups", false))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	var out []ec2types.SecurityGroup
 	for _, id := range sortedKeys(c.groups) {
 		g := c.groups[id]
@@ -178,11 +178,11 @@ func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys
 
 func (a ec2API) CreateSecurityGroup(ctx context.Context, in *ec2.CreateSecurityGroupInput, _ ...func(*ec2.Options)) (*ec2.CreateSecurityGroupOutput, error) {
 	c := a.c
-	if err := c.call(ctx, ec2Op("CreateSecurityGroup", true), 1); err != nil {
+	unlock, err := c.request(ctx, ec2Op("CreateSecurityGroup", true))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	for _, g := range c.groups {
 		if aws.ToString(g.GroupName) == aws.ToString(in.GroupName) {
 			return nil, apiError("InvalidGroup.Duplicate", "The security group '%s' already exists", aws.ToString(in.GroupName))
@@ -199,11 +199,11 @@ func (a ec2API) CreateSecurityGroup(ctx context.Context, in *ec2.CreateSecurityG
 
 func (a ec2API) DeleteSecurityGroup(ctx context.Context, in *ec2.DeleteSecurityGroupInput, _ ...func(*ec2.Options)) (*ec2.DeleteSecurityGroupOutput, error) {
 	c := a.c
-	if err := c.call(ctx, ec2Op("DeleteSecurityGroup", true), 1); err != nil {
+	unlock, err := c.request(ctx, ec2Op("DeleteSecurityGroup", true))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	id := aws.ToString(in.GroupId)
 	if _, ok := c.groups[id]; !ok {
 		return nil, apiError("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
@@ -214,11 +214,11 @@ func (a ec2API) DeleteSecurityGroup(ctx context.Context, in *ec2.DeleteSecurityG
 
 func (a ec2API) AuthorizeSecurityGroupIngress(ctx context.Context, in *ec2.AuthorizeSecurityGroupIngressInput, _ ...func(*ec2.Options)) (*ec2.AuthorizeSecurityGroupIngressOutput, error) {
 	c := a.c
-	if err := c.call(ctx, ec2Op("AuthorizeSecurityGroupIngress", true), 1); err != nil {
+	unlock, err := c.request(ctx, ec2Op("AuthorizeSecurityGroupIngress", true))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	g, ok := c.groups[aws.ToString(in.GroupId)]
 	if !ok {
 		return nil, apiError("InvalidGroup.NotFound", "The security group '%s' does not exist", aws.ToString(in.GroupId))
@@ -229,19 +229,16 @@ func (a ec2API) AuthorizeSecurityGroupIngress(ctx context.Context, in *ec2.Autho
 
 // RevokeSecurityGroupIngress is counted; the world never needs a rule removed.
 func (a ec2API) RevokeSecurityGroupIngress(ctx context.Context, _ *ec2.RevokeSecurityGroupIngressInput, _ ...func(*ec2.Options)) (*ec2.RevokeSecurityGroupIngressOutput, error) {
-	if err := a.c.call(ctx, ec2Op("RevokeSecurityGroupIngress", true), 1); err != nil {
-		return nil, err
-	}
-	return nil, apiError("UnsupportedOperation", "the in-memory EC2 does not model removing a security group rule")
+	return nil, unsupported(ctx, a.c, ec2Op("RevokeSecurityGroupIngress", true), "the world never removes a security group rule")
 }
 
 func (a ec2API) DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput, _ ...func(*ec2.Options)) ([]ec2types.Subnet, error) {
 	c := a.c
-	if err := c.call(ctx, ec2Op("DescribeSubnets", false), 1); err != nil {
+	unlock, err := c.request(ctx, ec2Op("DescribeSubnets", false))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	var out []ec2types.Subnet
 	for _, s := range c.subnets {
 		if len(in.SubnetIds) > 0 && !slices.Contains(in.SubnetIds, aws.ToString(s.SubnetId)) {
@@ -286,11 +283,11 @@ func (a ec2API) DescribeAvailabilityZones(ctx context.Context, _ *ec2.DescribeAv
 
 func (a ec2API) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
 	c := a.c
-	if err := c.call(ctx, ec2Op("CreateTags", true), 1); err != nil {
+	unlock, err := c.request(ctx, ec2Op("CreateTags", true))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	for _, id := range in.Resources {
 		switch {
 		case c.instances[id] != nil:
@@ -319,19 +316,16 @@ func setTags(have, set []ec2types.Tag) []ec2types.Tag {
 
 // DeleteTags is counted; the world never needs a tag removed.
 func (a ec2API) DeleteTags(ctx context.Context, _ *ec2.DeleteTagsInput, _ ...func(*ec2.Options)) (*ec2.DeleteTagsOutput, error) {
-	if err := a.c.call(ctx, ec2Op("DeleteTags", true), 1); err != nil {
-		return nil, err
-	}
-	return nil, apiError("UnsupportedOperation", "the in-memory EC2 does not model removing tags")
+	return nil, unsupported(ctx, a.c, ec2Op("DeleteTags", true), "the world never removes a tag")
 }
 
 func (a ec2API) DescribeRouteTables(ctx context.Context, in *ec2.DescribeRouteTablesInput, _ ...func(*ec2.Options)) ([]ec2types.RouteTable, error) {
 	c := a.c
-	if err := c.call(ctx, ec2Op("DescribeRouteTables", false), 1); err != nil {
+	unlock, err := c.request(ctx, ec2Op("DescribeRouteTables", false))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	t := c.routeTable
 	if len(in.RouteTableIds) > 0 && !slices.Contains(in.RouteTableIds, aws.ToString(t.RouteTableId)) {
 		return nil, nil
@@ -354,11 +348,11 @@ func (a ec2API) DescribeRouteTables(ctx context.Context, in *ec2.DescribeRouteTa
 
 func (a ec2API) CreateRoute(ctx context.Context, in *ec2.CreateRouteInput, _ ...func(*ec2.Options)) (*ec2.CreateRouteOutput, error) {
 	c := a.c
-	if err := c.call(ctx, ec2Op("CreateRoute", true), 1); err != nil {
+	unlock, err := c.request(ctx, ec2Op("CreateRoute", true))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	if aws.ToString(in.RouteTableId) != routeTableID {
 		return nil, apiError("InvalidRouteTableID.NotFound", "The routeTable ID '%s' does not exist", aws.ToString(in.RouteTableId))
 	}
@@ -377,11 +371,11 @@ func (a ec2API) CreateRoute(ctx context.Context, in *ec2.CreateRouteInput, _ ...
 
 func (a ec2API) DeleteRoute(ctx context.Context, in *ec2.DeleteRouteInput, _ ...func(*ec2.Options)) (*ec2.DeleteRouteOutput, error) {
 	c := a.c
-	if err := c.call(ctx, ec2Op("DeleteRoute", true), 1); err != nil {
+	unlock, err := c.request(ctx, ec2Op("DeleteRoute", true))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	cidr := aws.ToString(in.DestinationCidrBlock)
 	i := slices.IndexFunc(c.routeTable.Routes, func(r ec2types.Route) bool { return aws.ToString(r.DestinationCidrBlock) == cidr })
 	if i < 0 {
@@ -393,11 +387,11 @@ func (a ec2API) DeleteRoute(ctx context.Context, in *ec2.DeleteRouteInput, _ ...
 
 func (a ec2API) ModifyInstanceAttribute(ctx context.Context, in *ec2.ModifyInstanceAttributeInput, _ ...func(*ec2.Options)) (*ec2.ModifyInstanceAttributeOutput, error) {
 	c := a.c
-	if err := c.call(ctx, ec2Op("ModifyInstanceAttribute", true), 1); err != nil {
+	unlock, err := c.request(ctx, ec2Op("ModifyInstanceAttribute", true))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	inst, ok := c.instances[aws.ToString(in.InstanceId)]
 	if !ok {
 		return nil, apiError("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", aws.ToString(in.InstanceId))

@@ -69,11 +69,11 @@ func (a elbAPI) lb(name *string) (*loadBalancer, error) {
 
 // write counts a write of name and runs f on the load balancer under the lock.
 func (a elbAPI) write(ctx context.Context, op string, name *string, f func(*loadBalancer)) error {
-	if err := a.c.call(ctx, elbOp(op, true), 1); err != nil {
+	unlock, err := a.c.request(ctx, elbOp(op, true))
+	if err != nil {
 		return err
 	}
-	a.c.mu.Lock()
-	defer a.c.mu.Unlock()
+	defer unlock()
 	lb, err := a.lb(name)
 	if err != nil {
 		return err
@@ -84,11 +84,11 @@ func (a elbAPI) write(ctx context.Context, op string, name *string, f func(*load
 
 func (a elbAPI) CreateLoadBalancer(ctx context.Context, in *elb.CreateLoadBalancerInput, _ ...func(*elb.Options)) (*elb.CreateLoadBalancerOutput, error) {
 	c := a.c
-	if err := c.call(ctx, elbOp("CreateLoadBalancer", true), 1); err != nil {
+	unlock, err := c.request(ctx, elbOp("CreateLoadBalancer", true))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	name := aws.ToString(in.LoadBalancerName)
 	if _, ok := c.lbs[name]; ok {
 		return nil, apiError("DuplicateLoadBalancerName", "a load balancer named '%s' exists", name)
@@ -127,11 +127,11 @@ func (a elbAPI) CreateLoadBalancer(ctx context.Context, in *elb.CreateLoadBalanc
 
 func (a elbAPI) DeleteLoadBalancer(ctx context.Context, in *elb.DeleteLoadBalancerInput, _ ...func(*elb.Options)) (*elb.DeleteLoadBalancerOutput, error) {
 	c := a.c
-	if err := c.call(ctx, elbOp("DeleteLoadBalancer", true), 1); err != nil {
+	unlock, err := c.request(ctx, elbOp("DeleteLoadBalancer", true))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	delete(c.lbs, aws.ToString(in.LoadBalancerName)) // deleting a missing ELB succeeds
 	return &elb.DeleteLoadBalancerOutput{}, nil
 }
@@ -173,11 +173,11 @@ func (a elbAPI) DescribeLoadBalancers(ctx context.Context, in *elb.DescribeLoadB
 // AddTags tags the named load balancers, one request for all of them.
 func (a elbAPI) AddTags(ctx context.Context, in *elb.AddTagsInput, _ ...func(*elb.Options)) (*elb.AddTagsOutput, error) {
 	c := a.c
-	if err := c.call(ctx, elbOp("AddTags", true), 1); err != nil {
+	unlock, err := c.request(ctx, elbOp("AddTags", true))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	if len(in.LoadBalancerNames) == 0 {
 		return nil, apiError("ValidationError", "LoadBalancerNames is required")
 	}
@@ -327,11 +327,11 @@ func (a elbAPI) ConfigureHealthCheck(ctx context.Context, in *elb.ConfigureHealt
 
 func (a elbAPI) DescribeLoadBalancerAttributes(ctx context.Context, in *elb.DescribeLoadBalancerAttributesInput, _ ...func(*elb.Options)) (*elb.DescribeLoadBalancerAttributesOutput, error) {
 	c := a.c
-	if err := c.call(ctx, elbOp("DescribeLoadBalancerAttributes", false), 1); err != nil {
+	unlock, err := c.request(ctx, elbOp("DescribeLoadBalancerAttributes", false))
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer unlock()
 	lb, err := a.lb(in.LoadBalancerName)
 	if err != nil {
 		return nil, err
@@ -371,19 +371,20 @@ func cloneAttributes(in elbtypes.LoadBalancerAttributes) *elbtypes.LoadBalancerA
 	return &out
 }
 
-// unsupported is the answer of an API the world does not use: counted, then refused.
-func unsupported(ctx context.Context, c *cloud, op harness.Op) error {
+// unsupported is the answer of a request the world does not need: counted, then refused
+// with UnsupportedOperation, saying why.
+func unsupported(ctx context.Context, c *cloud, op harness.Op, why string) error {
 	if err := c.call(ctx, op, 1); err != nil {
 		return err
 	}
-	return apiError("UnsupportedOperation", "the in-memory AWS does not model %s: the benchmark's Services are classic load balancers", op.Name)
+	return apiError("UnsupportedOperation", "the in-memory AWS does not model %s: %s", op.Name, why)
 }
 
 // elbv2API is the provider's ELBV2: the world has no Network Load Balancer.
 type elbv2API struct{ c *cloud }
 
 func v2(ctx context.Context, c *cloud, name string) error {
-	return unsupported(ctx, c, harness.Op{Name: "elbv2:" + name, Write: !strings.HasPrefix(name, "Describe")})
+	return unsupported(ctx, c, harness.Op{Name: "elbv2:" + name, Write: !strings.HasPrefix(name, "Describe")}, "the world's Services are classic load balancers")
 }
 
 func (a elbv2API) AddTags(ctx context.Context, _ *elbv2.AddTagsInput, _ ...func(*elbv2.Options)) (*elbv2.AddTagsOutput, error) {
@@ -470,7 +471,7 @@ func (a elbv2API) ModifyListener(ctx context.Context, _ *elbv2.ModifyListenerInp
 type kmsAPI struct{ c *cloud }
 
 func (a kmsAPI) DescribeKey(ctx context.Context, _ *kms.DescribeKeyInput, _ ...func(*kms.Options)) (*kms.DescribeKeyOutput, error) {
-	return nil, unsupported(ctx, a.c, harness.Op{Name: "kms:DescribeKey"})
+	return nil, unsupported(ctx, a.c, harness.Op{Name: "kms:DescribeKey"}, "the world has no encrypted volume")
 }
 
 // metadataAPI is the instance metadata service of instance 0, where the provider runs.
