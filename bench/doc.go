@@ -1,21 +1,31 @@
-// Command bench is `make bench`: it measures ccmkit next to a naive pass-through
-// provider (package baseline) on the same converged cluster, both driven by the real
-// upstream controllers of k8s.io/cloud-provider (cloud node, node lifecycle, route and
-// service controllers) over client-go's fake clientset and informers, against the fake
-// cloud, whose per-operation counters are where every call is counted.
+// Command bench is the benchmark of ccmkit next to a naive pass-through provider (package
+// baseline) on the same converged cluster, both driven by the real upstream controllers
+// of k8s.io/cloud-provider (cloud node, node lifecycle, route and service controllers)
+// over client-go's fake clientset and informers, against ccmkit's fake cloud, whose
+// per-operation counters are where every call is counted. `make bench` runs the same
+// harness (package bench/harness) from bench/peers, a module of its own, with one more
+// column: the AWS cloud provider's own code over an in-memory AWS that counts every AWS
+// API request (bench/peers/awspeer says what it models and how the provider is
+// configured). Every column's world holds the same instances, Nodes and Services.
 //
 //	go run ./bench [-json FILE] [-nodes N] [-services S] [-page-size P] ...
 //	go run ./bench -sweep [-sweep-nodes 1000,5000,20000] [-sweep-dir docs/benchmarks]
+//	cd bench/peers && go run . [the same flags]
 //
-// It prints one table with each figure of both providers, ccmkit's goal and whether ccmkit
-// meets it; with -json the same figures as JSON, one key per figure, each
-// {"ccmkit": n, "baseline": n, "unit": "..."} with the goal and a note where there is one.
+// It prints one table with each figure of every column, the ratio of ccmkit's figure to
+// the best peer's (the lowest; "=" when both are 0, "∞" when only the peer's is), ccmkit's
+// goal and whether ccmkit meets it, then the figures a peer wins with the peer's reason; with
+// -json the same figures as JSON, one key per figure, each {"ccmkit": n, "baseline": n,
+// "aws": n, "unit": "...", "best_peer": "...", "ccmkit_per_best_peer": r} with the goal
+// and a note where there is one (a column's figure is null where it has none).
 // Progress goes to stderr. The Nodes start as the cloud node and route controllers leave
-// them (provider ID, labels, the provider's addresses, NetworkUnavailable=False), the
-// Services with their finalizer and load balancer status, and the cloud with a load
-// balancer per Service and a route per Node made by the provider under test; the fake
-// clientset drops Events. ccmkit runs without a client-side rate limit by default (-qps
-// +Inf: cloudAPI.unlimited), as the baseline has none. The figures:
+// them (provider ID, labels, the provider's addresses and additional labels,
+// NetworkUnavailable=False), the Services as the API server defaults them, with their
+// finalizer and load balancer status, and the cloud with a load balancer per Service and
+// a route per Node made by the provider under test; the fake clientset drops Events. A
+// provider that uses informers (cloudprovider.InformerUser) gets them, as in the
+// cloud-controller-manager. ccmkit runs without a client-side rate limit by default (-qps
+// +Inf: cloudAPI.unlimited), as the peers have none. The figures:
 //
 //   - P1, P1_outage: cloud calls per minute of a quiet cluster over simulated minutes, at
 //     the upstream default periods (node status every 5 min, node monitor every 5 s, route
@@ -31,7 +41,11 @@
 //     lists the cluster's load balancers once (⌈S/page size⌉ pages) for every Service.
 //     P6 is measured the same way.
 //   - P3: wall time of one UpdateNodeStatus over every Node with latency added to every
-//     cloud call (the baseline is timed on a subset and scaled linearly, and says so).
+//     cloud call (a peer is timed on -p3-subset Nodes and scaled linearly, and says so).
+//     A peer whose provider waits in real time per call (harness.RealTimer: the AWS
+//     provider's batcher) has P1_outage counted with a few Nodes NotReady (as many as a
+//     MonitorNodes pass asks about in a second, at most -p3-subset) and its
+//     MonitorNodes passes' calls scaled linearly to the zone's, and says so.
 //   - P4: cloud reads and writes of a restart over the converged cluster until every
 //     controller has synced once. The Services reach the informers once the service
 //     controller's node sync has handled the Nodes' add events: upstream's node sync reads
@@ -66,15 +80,15 @@
 //     that names a group reaches that group's members). The goals: calls ≤ ⌈(N+1)/P⌉ +
 //     ⌈S/P⌉ + 1 (the instance list that initializes the Node, as in node_add, then at most
 //     a list of the groups and one group write, no load balancer call) and under a
-//     second. The baseline has no target groups: beside these figures stand its
+//     second. The peers have no target groups: beside these figures stand their
 //     node_add's (every call, its seconds, its load balancers).
 //
-// With -sweep it runs the whole side-by-side at each size of -sweep-nodes (N Nodes,
-// S = N/5 Services, the other flags as given; the baseline only up to
-// -sweep-baseline-nodes, 5,000 by default: building its cluster and adding a Node take
-// time that grows with N × S), prints each size's table, then the cost
-// curve: each figure below by size, ccmkit / baseline, and ccmkit's goals checked at the
-// largest size. It writes the curve to -sweep-dir/sweep.json (the sizes with ⌈N/P⌉ and
+// With -sweep it runs ccmkit and the baseline (not the peers) side by side at each size
+// of -sweep-nodes (N Nodes, S = N/5 Services, the other flags as given; the baseline only
+// up to -sweep-baseline-nodes, 5,000 by default: building its cluster and adding a Node
+// take time that grows with N × S), prints each size's table, then the cost curve: each
+// figure below by size, ccmkit / baseline, and ccmkit's goals checked at the largest
+// size. It writes the curve to -sweep-dir/sweep.json (the sizes with ⌈N/P⌉ and
 // ⌈S/P⌉ and each figure of both providers, with the calls by operation where it counts
 // calls; the goals, met or not, with what the figure is made of); hack/benchplot draws
 // it as SVGs beside it (`make bench ARGS=-sweep` does both). The sweep's figures are the

@@ -5,7 +5,9 @@
 #   - e2e/tools (kube-apiserver and etcd): a cold control-plane build after the e2e build
 #     measured 233 s instead of 519 s;
 #   - examples/hcloud (the Hetzner adapter, its mock and its CCM): after the e2e build it
-#     compiles only hcloud-go and its own packages, not the Kubernetes client tree again.
+#     compiles only hcloud-go and its own packages, not the Kubernetes client tree again;
+#   - bench/peers (the benchmark with the other providers' columns): after the e2e build
+#     it compiles only the AWS SDK, the AWS provider and its own packages.
 # A version that drifts apart (say after `go get` in one module) still works, only slower;
 # this check says which module to align.
 set -euo pipefail
@@ -18,6 +20,7 @@ format='{{with .Module}}{{.Path}} {{if .Main}}{{.Dir}}{{else if .Replace}}{{if .
 e2e=$(cd "$root/e2e" && go list -deps -test -f "$format" ./... | sort -u -k1,1)
 tools=$(cd "$root/e2e/tools" && go list -deps -f "$format" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3 | sort -u -k1,1)
 hcloud=$(cd "$root/examples/hcloud" && go list -deps -test -f "$format" ./... | sort -u -k1,1)
+peers=$(cd "$root/bench/peers" && go list -deps -test -f "$format" ./... | sort -u -k1,1)
 
 failed=0
 # compare NAME LIST HOW K8S: the modules of LIST that e2e builds too, at the same versions;
@@ -40,4 +43,6 @@ compare e2e/tools "$tools" "the control-plane build" \
 	"through e2e/tools/go.mod's replace block (with k8s.io/kubernetes at the same release)"
 compare examples/hcloud "$hcloud" "the examples/hcloud build" \
 	"with 'go get' in examples/hcloud at e2e's version (both at e2e/go.mod's minor)"
+compare bench/peers "$peers" "the bench/peers build" \
+	"with 'go get' in bench/peers at e2e's version; one the AWS provider asks a newer one of, through bench/peers/go.mod's replace block"
 exit $failed

@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // sweep is the part of bench's sweep.json the plots need.
@@ -113,12 +114,69 @@ func run(in, out string) error {
 			return fmt.Errorf("%s: %w", c.file, err)
 		}
 		path := filepath.Join(out, c.file)
-		if err := p.Save(6*vg.Inch, 3.6*vg.Inch, path); err != nil {
+		if err := save(p, path); err != nil {
 			return err
 		}
 		fmt.Fprintln(os.Stderr, "benchplot: wrote", path)
 	}
 	return nil
+}
+
+// The plot area's size; the canvas is as wide as the widest of the plot, its title and its
+// legend's longest entry, and as tall as the plot with the legend below it.
+const (
+	plotWidth  = 6 * vg.Inch
+	plotHeight = 3.6 * vg.Inch
+	margin     = 0.15 * vg.Inch
+	fontSlack  = 1.25
+)
+
+// chartLayout is where save draws a chart: the plot on top, the legend in a band of its
+// own below it, so that no entry is cut short or drawn over the data.
+type chartLayout struct {
+	width, height vg.Length
+	legend        vg.Length // the legend band's height, at the bottom
+}
+
+// layout sizes the canvas of p, whose legend save draws below the plot.
+func layout(p *plot.Plot) chartLayout {
+	tall := draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: plotWidth, Y: plotHeight}}}
+	leg := p.Legend.Rectangle(tall).Size()
+	title := p.Title.TextStyle.Rectangle(p.Title.Text).Size()
+	// A viewer without the SVG's font draws text in a wider one (DejaVu Serif for
+	// Liberation Serif: about a fifth wider); leave room for it.
+	width := max(plotWidth, fontSlack*leg.X+2*margin, fontSlack*title.X+2*margin)
+	return chartLayout{width: width, height: plotHeight + leg.Y + 2*margin, legend: leg.Y + 2*margin}
+}
+
+// plotCanvas is the part of the canvas dc (of the layout's size) the plot is drawn in.
+func (l chartLayout) plotCanvas(dc draw.Canvas) draw.Canvas { return draw.Crop(dc, 0, 0, l.legend, 0) }
+
+// legendCanvas is the band below the plot the legend is drawn in.
+func (l chartLayout) legendCanvas(dc draw.Canvas) draw.Canvas {
+	return draw.Crop(dc, margin, -margin, margin, -(l.height - l.legend + margin))
+}
+
+// save writes p as an SVG to path, its legend below the plot.
+func save(p *plot.Plot, path string) error {
+	l := layout(p)
+	c := vgsvg.New(l.width, l.height)
+	dc := draw.New(c)
+	legend := p.Legend
+	p.Legend = plot.NewLegend() // the plot draws no legend of its own
+	defer func() { p.Legend = legend }()
+	p.Draw(l.plotCanvas(dc))
+	legend.Top, legend.Left = true, true
+	legend.Draw(l.legendCanvas(dc))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 var (
@@ -143,7 +201,6 @@ func draw1(sw sweep, c chart) (*plot.Plot, error) {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	}
-	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
 
 	series := func(baseline bool, v func(f figure, n, s, np, sp float64) float64) (plotter.XYs, error) {
@@ -232,11 +289,12 @@ func draw1(sw sweep, c chart) (*plot.Plot, error) {
 	if math.IsInf(p.Y.Max, 0) || math.IsNaN(p.Y.Max) {
 		return nil, errors.New("no drawable value")
 	}
-	// Room above the curves for the legend, and beside the outermost sizes.
+	// Room above the curves, and beside the outermost sizes; the legend is drawn below
+	// the plot (save).
 	if c.log {
-		p.Y.Max *= 40
+		p.Y.Max *= 3
 	} else {
-		p.Y.Min, p.Y.Max = 0, p.Y.Max*1.7
+		p.Y.Min, p.Y.Max = 0, p.Y.Max*1.15
 	}
 	p.X.Min, p.X.Max = p.X.Min/1.3, p.X.Max*1.3
 	return p, nil

@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // TestRunDrawsEveryChart writes a sweep of two sizes and checks that every chart is drawn
@@ -41,6 +44,27 @@ func TestRunDrawsEveryChart(t *testing.T) {
 		for _, want := range []string{"<svg", "ccmkit", "baseline", "5,000"} {
 			assert.Contains(t, string(svg), want, c.file)
 		}
+	}
+
+	var got sweep
+	require.NoError(t, json.Unmarshal(data, &got))
+	for _, c := range charts {
+		t.Run(c.file, func(t *testing.T) {
+			p, err := draw1(got, c)
+			require.NoError(t, err)
+			l := layout(p)
+			dc := draw.New(vgsvg.New(l.width, l.height))
+			legend := p.Legend
+			legend.Top, legend.Left = true, true
+			band := l.legendCanvas(dc)
+			r := legend.Rectangle(band)
+			assert.GreaterOrEqual(t, r.Min.X, vg.Length(0), "the legend starts on the canvas")
+			assert.LessOrEqual(t, r.Max.X, l.width, "every legend entry is drawn in full")
+			assert.GreaterOrEqual(t, r.Min.Y, band.Min.Y-0.01, "the legend fits its band")
+			data := p.DataCanvas(l.plotCanvas(dc))
+			assert.GreaterOrEqual(t, data.Min.Y, r.Max.Y, "the legend is below the data, not over it")
+			assert.LessOrEqual(t, p.Title.TextStyle.Rectangle(p.Title.Text).Size().X, l.width, "the title is drawn in full")
+		})
 	}
 
 	delete(sw["sizes"].([]any)[0].(map[string]any)["figures"].(map[string]any), "restart_reads")

@@ -59,7 +59,11 @@ func list[T any](r *http.Request, key string, items []T, keys sortKeys[T]) (int,
 	}
 	from := min((page-1)*perPage, len(items))
 	to := min(from+perPage, len(items))
-	return http.StatusOK, map[string]any{key: items[from:to], "meta": schema.Meta{Pagination: &p}}, nil
+	out := make([]T, 0, to-from)
+	for _, v := range items[from:to] {
+		out = append(out, clone(v)) // the page shares nothing with the project
+	}
+	return http.StatusOK, map[string]any{key: out, "meta": schema.Meta{Pagination: &p}}, nil
 }
 
 // byID and byName are the sort keys most lists have.
@@ -104,11 +108,12 @@ func sortedKeys[V any](m map[int64]V) []int64 {
 	return ids
 }
 
-// values returns copies of m's values in ID order.
+// values returns m's values in ID order, sharing their maps and slices with m: a list
+// clones the page it answers (list), nothing else.
 func values[V any](m map[int64]*V) []V {
 	out := make([]V, 0, len(m))
 	for _, id := range sortedKeys(m) {
-		out = append(out, clone(*m[id]))
+		out = append(out, *m[id])
 	}
 	return out
 }

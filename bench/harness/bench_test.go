@@ -1,10 +1,9 @@
-package main
+package harness
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,14 +14,6 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
-
-// smallConfig is the whole benchmark at a size that runs in seconds.
-func smallConfig() config {
-	return config{
-		nodes: 60, services: 12, pageSize: 10, notReady: -1, minutes: 2,
-		latency: 5 * time.Millisecond, p3Subset: 20, qps: math.Inf(1), quiet: 100 * time.Millisecond,
-	}
-}
 
 // TestBenchSmall runs every measurement at a small size and checks what must hold
 // whatever the figures are: the JSON report is complete, ccmkit's quiet cluster costs
@@ -35,7 +26,7 @@ func TestBenchSmall(t *testing.T) {
 			t.Log(logs.String())
 		}
 	})
-	rep, err := run(context.Background(), smallConfig(), &logs)
+	rep, err := run(context.Background(), smallConfig(), &logs, nil)
 	require.NoError(t, err)
 
 	path := filepath.Join(t.TempDir(), "bench.json")
@@ -81,13 +72,13 @@ func TestBenchSmall(t *testing.T) {
 		assert.Positive(t, value("node_add_writes", side), side)
 		assert.Positive(t, value("P4_reads", side), side)
 	}
-	assert.Zero(t, rep.ccmkit.p1KubeWrites+rep.base.p1KubeWrites, "quiet passes over a converged cluster write no object")
+	assert.Zero(t, rep.results[0].p1KubeWrites+rep.result("baseline").p1KubeWrites, "quiet passes over a converged cluster write no object")
 	assert.Equal(t, float64(smallConfig().services), value("node_add_groups_lbs", "ccmkit"), "every load balancer reaches the new Node")
 	assert.Equal(t, true, figures["node_add_groups_calls"]["meets_goal"], "node_add_groups within its goal")
 	assert.Equal(t, true, figures["node_add_groups_lb_calls"]["meets_goal"], "the load balancers' part within ⌈S/P⌉ + 1")
-	assert.Less(t, value("node_add_groups_calls", "ccmkit"), float64(rep.ccmkit.nodeAddCalls.Total()), "target groups make a Node added cheaper than node_add")
+	assert.Less(t, value("node_add_groups_calls", "ccmkit"), float64(rep.results[0].nodeAddCalls.Total()), "target groups make a Node added cheaper than node_add")
 	assert.Equal(t, value("node_add_lbs", "baseline"), value("node_add_groups_lbs", "baseline"), "the baseline has no target groups: its node_add")
-	assert.Equal(t, float64(rep.base.nodeAddCalls.Total()), value("node_add_groups_calls", "baseline"))
+	assert.Equal(t, float64(rep.result("baseline").nodeAddCalls.Total()), value("node_add_groups_calls", "baseline"))
 }
 
 // TestNodeAddGroupsSmall runs node_add_groups alone at a small size: ccmkit's world over a
@@ -112,12 +103,12 @@ func TestNodeAddGroupsSmall(t *testing.T) {
 
 	calls := r.nodeAddGroupsCalls
 	assert.Positive(t, calls.Total(), "the calls are counted at the fake")
-	assert.Equal(t, int64(ceilDiv(cfg.nodes+1, cfg.pageSize)), calls[cloudapi.OpListInstances],
+	assert.Equal(t, int64(ceilDiv(cfg.nodes+1, cfg.pageSize)), calls.Of(string(cloudapi.OpListInstances)),
 		"the new Node is initialized with one instance list, as in node_add")
-	assert.Zero(t, calls[cloudapi.OpUpdateLoadBalancer], "no load balancer is written: their group is")
+	assert.Zero(t, calls.Of(string(cloudapi.OpUpdateLoadBalancer)), "no load balancer is written: their group is")
 	assert.Equal(t, int64(r.groupsBefore), calls.Writes(), "one write per target group")
-	assert.Equal(t, int64(r.groupsBefore), calls[cloudapi.OpUpdateTargetGroup])
-	assert.LessOrEqual(t, calls.Total()-calls[cloudapi.OpListInstances], int64(ceilDiv(cfg.services, cfg.pageSize)+1),
+	assert.Equal(t, int64(r.groupsBefore), calls.Of(string(cloudapi.OpUpdateTargetGroup)))
+	assert.LessOrEqual(t, calls.Total()-calls.Of(string(cloudapi.OpListInstances)), int64(ceilDiv(cfg.services, cfg.pageSize)+1),
 		"beyond the Node's initialization, at most a list of ⌈S/P⌉ pages and a group write")
 	assert.Positive(t, r.nodeAddGroupsSeconds)
 	assert.Contains(t, logs.String(), "node_add_groups:", "the log line with the calls by operation")

@@ -1,10 +1,10 @@
-package main
+package harness
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -20,25 +20,9 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
-	"k8s.io/component-base/metrics"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/ccmkit/ccmkit/bench/baseline"
-	"github.com/ccmkit/ccmkit/cloudapi"
-	fakecloud "github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
-	"github.com/ccmkit/ccmkit/provider"
-)
-
-// kind names the provider under test, and the cloud it runs over.
-type kind string
-
-const (
-	kindCcmkit   kind = "ccmkit"
-	kindBaseline kind = "baseline"
-	// kindCcmkitGroups is ccmkit over a fake cloud that offers target groups
-	// (cloudapi.TargetGroupClient), which ccmkit uses by default: node_add_groups' world.
-	kindCcmkitGroups kind = "ccmkit+groups"
 )
 
 const (
@@ -50,17 +34,20 @@ const (
 	maxNodes    = 1 << 15 // /25s in the cluster CIDR
 )
 
-var zones = []string{"bench-1a", "bench-1b", "bench-1c"}
+// ClusterName is the cluster name the controllers pass the provider, and the cluster ID
+// the providers are configured with (ccmkit's cluster.id, the AWS provider's
+// KubernetesClusterID).
+const ClusterName = clusterName
 
-// world is one provider's converged cluster: the fake cloud with every instance, a load
+// world is one provider's converged cluster: its cloud with every instance, a load
 // balancer per Service and a route per Node, made by the provider itself; and the Node and
 // Service objects as the upstream controllers leave them once they are done. Every
 // measurement starts new controllers (and mostly a new provider) over it.
 type world struct {
 	cfg   config
-	kind  kind
-	cloud *fakecloud.Cloud
-	tap   *tap
+	col   Column
+	name  string // the column's
+	cloud Cloud
 	clock *clocktesting.FakeClock // the provider's: virtual time, moved by the scenarios
 	cidr  *net.IPNet
 
@@ -68,45 +55,16 @@ type world struct {
 	services []*corev1.Service
 }
 
-func instanceID(i int) string   { return fmt.Sprintf("i-%05d", i) }
-func instanceName(i int) string { return fmt.Sprintf("node-%05d", i) }
-
-func instanceAddress(i int) string {
-	n := i + 1
-	return fmt.Sprintf("10.%d.%d.%d", n>>16, (n>>8)&255, n&255)
-}
-
 func podCIDR(i int) string {
 	return fmt.Sprintf("100.%d.%d.%d/25", 64+i>>9, (i>>1)&255, (i&1)*128)
 }
 
-func fakeInstance(i int) fakecloud.Instance {
-	return fakecloud.Instance{
-		ID: instanceID(i), Name: instanceName(i), Type: "bench.large", Zone: zones[i%len(zones)], Region: "bench-1",
-		Addresses: []fakecloud.Address{{Type: cloudapi.AddressInternalIP, Address: instanceAddress(i)}},
-	}
-}
-
-// newWorld builds the fake cloud and converges it with a provider of kind k.
-func newWorld(ctx context.Context, cfg config, k kind, log *progress) (*world, error) {
+// newWorld builds col's cloud and converges it with col's provider.
+func newWorld(ctx context.Context, cfg config, col Column, log *progress) (*world, error) {
 	if cfg.nodes+1 > maxNodes {
 		return nil, fmt.Errorf("at most %d nodes: the cluster CIDR %s has no more /25s", maxNodes-1, podCIDRBase)
 	}
-	fc := fakecloud.Config{
-		Region:   "bench-1",
-		PageSize: cfg.pageSize,
-		// The benchmarking range (RFC 2544): the default pools hold about 500 addresses.
-		AddressPools: fakecloud.AddressPools{Public: fakecloud.Pool{IPv4: []string{"198.18.0.0/15"}}},
-	}
-	if k == kindCcmkitGroups {
-		// From the start: the load balancers are created in their groups.
-		on := true
-		fc.Capabilities.TargetGroups = &on
-	}
-	for i := range cfg.nodes {
-		fc.Instances = append(fc.Instances, fakeInstance(i))
-	}
-	cloud, err := fakecloud.New(fc)
+	cloud, err := col.NewCloud(CloudConfig{Nodes: cfg.nodes, PageSize: cfg.pageSize})
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +72,10 @@ func newWorld(ctx context.Context, cfg config, k kind, log *progress) (*world, e
 	if err != nil {
 		return nil, err
 	}
-	w := &world{cfg: cfg, kind: k, cloud: cloud, tap: newTap(cloud), clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), cidr: cidr}
+	w := &world{cfg: cfg, col: col, name: col.Name(), cloud: cloud, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), cidr: cidr}
 
 	// The provider that converges the cloud; dropped afterwards.
-	p, err := w.newProvider()
+	p, err := w.cloud.NewProvider(w.clock)
 	if err != nil {
 		return nil, err
 	}
@@ -125,14 +83,15 @@ func newWorld(ctx context.Context, cfg config, k kind, log *progress) (*world, e
 	if !ok {
 		return nil, errors.New("the provider offers no InstancesV2")
 	}
-	for i := range cfg.nodes {
-		n, err := w.initializedNode(ctx, iv2, i)
-		if err != nil {
-			return nil, err
-		}
-		w.nodes = append(w.nodes, n)
+	w.nodes = make([]*corev1.Node, cfg.nodes)
+	err = parallel(ctx, 64, cfg.nodes, func(i int) (err error) {
+		w.nodes[i], err = w.initializedNode(ctx, iv2, i)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	log.printf("%s: %d Nodes initialized from the cloud", k, len(w.nodes))
+	log.printf("%s: %d Nodes initialized from the cloud", w.name, len(w.nodes))
 
 	routes, ok := p.Routes()
 	if !ok {
@@ -145,7 +104,7 @@ func newWorld(ctx context.Context, cfg config, k kind, log *progress) (*world, e
 	if err != nil {
 		return nil, fmt.Errorf("creating routes: %w", err)
 	}
-	log.printf("%s: %d routes created", k, len(w.nodes))
+	log.printf("%s: %d routes created", w.name, len(w.nodes))
 
 	lbs, ok := p.LoadBalancer()
 	if !ok {
@@ -167,44 +126,16 @@ func newWorld(ctx context.Context, cfg config, k kind, log *progress) (*world, e
 	if err != nil {
 		return nil, fmt.Errorf("creating load balancers: %w", err)
 	}
-	log.printf("%s: %d load balancers created", k, cfg.services)
-	w.cloud.ResetCalls()
+	log.printf("%s: %d load balancers created", w.name, cfg.services)
 	return w, nil
-}
-
-// newProvider returns a new provider of the world's kind over the world's cloud.
-func (w *world) newProvider() (cloudprovider.Interface, error) {
-	switch w.kind {
-	case kindCcmkit, kindCcmkitGroups: // loadBalancer.targetGroups is on by default
-		enable := true
-		api := provider.CloudAPIConfig{PageSize: w.cfg.pageSize, QPS: w.cfg.qps}
-		if math.IsInf(api.QPS, 1) {
-			api.QPS, api.Unlimited = 0, true // -qps +Inf: no client-side limit
-		}
-		return provider.New(provider.Config{
-			Cluster:  provider.ClusterConfig{ID: clusterID},
-			CloudAPI: api,
-			Enable:   provider.EnableConfig{Routes: &enable},
-		}, w.tap, provider.Options{Metrics: metrics.NewKubeRegistry(), Clock: w.clock, LoadBalancerSettings: adapterSettings})
-	case kindBaseline:
-		return baseline.New(w.tap, baseline.Options{ClusterID: clusterID})
-	}
-	return nil, fmt.Errorf("unknown provider kind %q", w.kind)
-}
-
-// providerID is the provider ID the world's provider gives instance i.
-func (w *world) providerID(i int) string {
-	if w.kind == kindBaseline {
-		return baseline.DefaultProviderName + "://" + instanceID(i)
-	}
-	return provider.DefaultProviderName + "://" + instanceID(i)
 }
 
 // registeredNode is Node i as the kubelet registers it with --cloud-provider=external:
 // the cloud taint, no provider ID, its host name, Ready, and a pod CIDR from the node IPAM.
-func registeredNode(i int) *corev1.Node {
+func (w *world) registeredNode(i int) *corev1.Node {
+	name := w.cloud.NodeName(i)
 	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: instanceName(i), UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i))},
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i))},
 		Spec: corev1.NodeSpec{
 			PodCIDR:  podCIDR(i),
 			PodCIDRs: []string{podCIDR(i)},
@@ -212,19 +143,19 @@ func registeredNode(i int) *corev1.Node {
 		},
 		Status: corev1.NodeStatus{
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}},
-			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: instanceName(i)}},
+			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
 		},
 	}
 }
 
 // initializedNode is Node i as the cloud node controller and the route controller leave
 // it: the provider's metadata applied (provider ID, the beta and GA instance-type, zone and
-// region labels, the cloud's addresses with the kubelet's host name appended when the
+// region labels and the provider's additional labels, the cloud's addresses with the kubelet's host name appended when the
 // cloud reports none), the cloud taint removed, and NetworkUnavailable=False because its
 // route exists. A quiet status pass then finds nothing to patch.
 func (w *world) initializedNode(ctx context.Context, iv2 cloudprovider.InstancesV2, i int) (*corev1.Node, error) {
-	n := registeredNode(i)
-	n.Spec.ProviderID = w.providerID(i)
+	n := w.registeredNode(i)
+	n.Spec.ProviderID = w.cloud.ProviderID(i)
 	md, err := iv2.InstanceMetadata(ctx, n)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", n.Name, err)
@@ -238,6 +169,7 @@ func (w *world) initializedNode(ctx context.Context, iv2 cloudprovider.Instances
 		corev1.LabelFailureDomainBetaZone: md.Zone, corev1.LabelTopologyZone: md.Zone,
 		corev1.LabelFailureDomainBetaRegion: md.Region, corev1.LabelTopologyRegion: md.Region,
 	}
+	maps.Copy(n.Labels, md.AdditionalLabels)
 	addrs := append([]corev1.NodeAddress(nil), md.NodeAddresses...)
 	hasHostname := false
 	for _, a := range addrs {
@@ -253,14 +185,22 @@ func (w *world) initializedNode(ctx context.Context, iv2 cloudprovider.Instances
 	return n, nil
 }
 
+// serviceUID is Service i's UID. Like the API server's random ones, the UIDs differ in
+// their first characters: a provider that names a load balancer after a prefix of the UID
+// (the AWS provider's 32 characters) gives each Service its own.
+func serviceUID(i int) types.UID {
+	return types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012d", uint32(i)*2654435761, i)) // a bijection of i
+}
+
 // newService is Service i: type LoadBalancer with one TCP port.
 func newService(i int) *corev1.Service {
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("svc-%04d", i), UID: types.UID(fmt.Sprintf("10000000-0000-4000-8000-%012d", i))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("svc-%04d", i), UID: serviceUID(i)},
 		Spec: corev1.ServiceSpec{
 			Type:                  corev1.ServiceTypeLoadBalancer,
 			Ports:                 []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: int32(30000 + i%2768)}},
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+			SessionAffinity:       corev1.ServiceAffinityNone, // the API server's default
 		},
 	}
 }
@@ -313,7 +253,7 @@ func newKube(nodes []*corev1.Node, notReady int) *kube {
 	for i := range byZone {
 		byZone[i] = i
 	}
-	slices.SortStableFunc(byZone, func(a, b int) int { return a%len(zones) - b%len(zones) })
+	slices.SortStableFunc(byZone, func(a, b int) int { return a%len(Zones) - b%len(Zones) })
 	down := map[int]bool{}
 	for _, i := range byZone[:min(notReady, len(nodes))] {
 		down[i] = true

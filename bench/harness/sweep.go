@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -6,18 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/ccmkit/ccmkit/cloudapi"
-	fakecloud "github.com/ccmkit/ccmkit/fake"
 )
 
 // sweepFile is the name of the sweep's JSON report in its output directory;
@@ -142,7 +141,7 @@ func sweep(ctx context.Context, cfg config, sizes []int, baselineNodes int, dir 
 		c.nodes, c.services, c.notReady = n, max(1, n/servicesPerNode), -1
 		c.noBaseline = baselineNodes > 0 && n > baselineNodes
 		start := time.Now()
-		rep, err := run(ctx, c, stderr)
+		rep, err := run(ctx, c, stderr, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%d Nodes: %w", n, err)
 		}
@@ -162,24 +161,16 @@ func sweep(ctx context.Context, cfg config, sizes []int, baselineNodes int, dir 
 }
 
 func newSweepSize(rep *report, wall time.Duration) sweepSize {
-	cfg, c, b := rep.cfg, rep.ccmkit, rep.base
-	calls := func(unit string, cc, bc fakecloud.Calls, perMin bool) sweepFigure {
-		f := sweepFigure{Ccmkit: float64(cc.Total()), Baseline: float64(bc.Total()), Unit: unit, CcmkitCalls: opCalls(cc), BaselineCalls: opCalls(bc)}
+	cfg, c, b := rep.cfg, rep.results[0], rep.result(string(kindBaseline))
+	calls := func(unit string, cc, bc Calls, perMin bool) sweepFigure {
+		f := sweepFigure{Ccmkit: float64(cc.Total()), Baseline: float64(bc.Total()), Unit: unit, CcmkitCalls: cc.ByName(), BaselineCalls: bc.ByName()}
 		if perMin {
 			f.Ccmkit /= float64(cfg.minutes)
 			f.Baseline /= float64(cfg.minutes)
 		}
 		return f
 	}
-	reads := func(cs fakecloud.Calls) fakecloud.Calls {
-		out := fakecloud.Calls{}
-		for op, n := range cs {
-			if !op.IsWrite() {
-				out[op] = n
-			}
-		}
-		return out
-	}
+	reads := func(cs Calls) Calls { return cs.Only(func(op Op) bool { return !op.Write }) }
 	return sweepSize{
 		Nodes: cfg.nodes, Services: cfg.services, NotReady: cfg.notReady, BaselineRun: !cfg.noBaseline,
 		NodePages: ceilDiv(cfg.nodes, cfg.pageSize), ServicePages: ceilDiv(cfg.services, cfg.pageSize),
@@ -196,16 +187,6 @@ func newSweepSize(rep *report, wall time.Duration) sweepSize {
 	}
 }
 
-func opCalls(c fakecloud.Calls) map[string]int64 {
-	out := map[string]int64{}
-	for op, n := range c {
-		if n != 0 {
-			out[string(op)] = n
-		}
-	}
-	return out
-}
-
 // checkGoals checks ccmkit's goals at the sweep's largest size.
 func (sr *sweepReport) checkGoals() {
 	if len(sr.Sizes) == 0 {
@@ -218,7 +199,7 @@ func (sr *sweepReport) checkGoals() {
 		f := z.Figures[key]
 		measured := ""
 		if len(f.CcmkitCalls) > 0 {
-			measured = callString(toCalls(f.CcmkitCalls))
+			measured = namedCalls(f.CcmkitCalls)
 		} else if len(sr.Sizes) > 1 {
 			// What each Node adds, between the two largest sizes (S grows with N).
 			y := sr.Sizes[len(sr.Sizes)-2]
@@ -233,12 +214,13 @@ func (sr *sweepReport) checkGoals() {
 	goal(sweepRestartReads, fmt.Sprintf("≤ ⌈S/P⌉ + ⌈N/P⌉ + 1 = %d + %d + 1", z.ServicePages, z.NodePages), float64(z.ServicePages+z.NodePages+1))
 }
 
-func toCalls(m map[string]int64) fakecloud.Calls {
-	out := fakecloud.Calls{}
-	for op, n := range m {
-		out[cloudapi.Operation(op)] = n
+// namedCalls lists calls by operation name, in name order.
+func namedCalls(m map[string]int64) string {
+	parts := make([]string, 0, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", name, m[name]))
 	}
-	return out
+	return strings.Join(parts, ", ")
 }
 
 // sweepRows are the sweep table's rows: figure key and label.

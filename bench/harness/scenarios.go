@@ -1,9 +1,9 @@
-package main
+package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -13,25 +13,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
-
-	"github.com/ccmkit/ccmkit/cloudapi"
-	fakecloud "github.com/ccmkit/ccmkit/fake"
 )
 
 // result is every figure of one provider.
 type result struct {
 	p1, p1Outage        float64 // cloud calls per virtual minute
-	p1Calls, p1OutCalls fakecloud.Calls
+	p1Calls, p1OutCalls Calls
 	p1KubeWrites        int64
 	p2EnsureReads       int64
 	p2EnsureWrites      int64
 	p2UpdateWrites      int64
 	p3                  float64 // seconds
 	p3Note              string  // how P3 was obtained when not measured directly
+	p1OutageNote        string  // how P1_outage was obtained when not measured directly
 	p3NoLatency         float64 // seconds, the same pass without latency
 	p3Patches           int64   // Node writes by the passes over all Nodes
 	p4Reads, p4Writes   int64
-	p4Calls             fakecloud.Calls
+	p4Calls             Calls
 	p5                  float64 // MB (10^6 bytes)
 	p6NsPerOp           float64
 	p6AllocsPerOp       float64
@@ -40,26 +38,29 @@ type result struct {
 	p2SettingsCalls     int64   // cloud calls of a converged EnsureLoadBalancer of settingsService
 	p6SettingsNsPerOp   float64 // P6 of settingsService
 	p6SettingsAllocs    float64
+	settingsRefused     string // the provider's error for settingsService; its figures are n/a
 	nodeAddWrites       int64
 	nodeAddSeconds      float64
 	nodeAddLBs          int // load balancers that have the new Node's instance at the end
-	nodeAddCalls        fakecloud.Calls
+	nodeAddCalls        Calls
 	nodeAddKubeWrites   int64
 	setup, total        time.Duration
 
-	// node_add_groups, ccmkit's only (measureGroups).
-	nodeAddGroupsCalls       fakecloud.Calls
+	// node_add_groups, ccmkit's only (measureGroups); groups says it was measured.
+	groups                   bool
+	nodeAddGroupsCalls       Calls
 	nodeAddGroupsSeconds     float64
 	nodeAddGroupsLBs         int // load balancers that reach the new Node's instance at the end
 	groupedLBs, groupsBefore int // load balancers that name a target group, and groups, before the Node
 	groupsSetup, groupsTotal time.Duration
 }
 
-// measure builds k's world and takes every figure in turn.
-func measure(ctx context.Context, cfg config, k kind, log *progress) (*result, error) {
+// measure builds col's world and takes every figure in turn.
+func measure(ctx context.Context, cfg config, col Column, log *progress) (*result, error) {
 	start := time.Now()
+	k := col.Name()
 	log.printf("%s: building the converged cluster: %d Nodes, %d Services, page size %d", k, cfg.nodes, cfg.services, cfg.pageSize)
-	w, err := newWorld(ctx, cfg, k, log)
+	w, err := newWorld(ctx, cfg, col, log)
 	if err != nil {
 		return nil, fmt.Errorf("%s: setting up: %w", k, err)
 	}
@@ -108,7 +109,7 @@ func restart(ctx context.Context, w *world, r *result, log *progress) error {
 	}
 	r.p4Calls = w.cloud.Calls().Sub(before)
 	r.p4Reads, r.p4Writes = r.p4Calls.Reads(), r.p4Calls.Writes()
-	log.printf("%s: P4 restart: %d reads, %d writes %v; %d kube writes", w.kind, r.p4Reads, r.p4Writes, map[cloudapi.Operation]int64(r.p4Calls), s.kube.writes.Load())
+	log.printf("%s: P4 restart: %d reads, %d writes %v; %d kube writes", w.name, r.p4Reads, r.p4Writes, r.p4Calls, s.kube.writes.Load())
 	p := s.provider
 	s.stop()
 	s = nil // the stopped session refers to the provider: P5 must see only p
@@ -117,7 +118,7 @@ func restart(ctx context.Context, w *world, r *result, log *progress) error {
 		return err
 	}
 	r.p5 = retainedMB(&p)
-	log.printf("%s: P5 retained heap: %.2f MB", w.kind, r.p5)
+	log.printf("%s: P5 retained heap: %.2f MB", w.name, r.p5)
 	return nil
 }
 
@@ -144,20 +145,20 @@ func converged(ctx context.Context, w *world, p cloudprovider.Interface, r *resu
 		return fmt.Errorf("P2 UpdateLoadBalancer: %w", err)
 	}
 	r.p2UpdateWrites = w.cloud.Calls().Sub(before).Writes()
-	log.printf("%s: P2 converged EnsureLoadBalancer: %d reads, %d writes; UpdateLoadBalancer: %d writes", w.kind, r.p2EnsureReads, r.p2EnsureWrites, r.p2UpdateWrites)
+	log.printf("%s: P2 converged EnsureLoadBalancer: %d reads, %d writes; UpdateLoadBalancer: %d writes", w.name, r.p2EnsureReads, r.p2EnsureWrites, r.p2UpdateWrites)
 
 	res, cpu, err := benchmarkEnsure(ctx, lb, svc, nodes)
 	if err != nil {
 		return fmt.Errorf("P6 EnsureLoadBalancer: %w", err)
 	}
 	r.p6NsPerOp, r.p6AllocsPerOp, r.p6CPUNsPerOp = float64(res.NsPerOp()), float64(res.AllocsPerOp()), float64(cpu.Nanoseconds())
-	log.printf("%s: P6 converged EnsureLoadBalancer with %d Nodes in lister order: %s, %v CPU/op", w.kind, len(nodes), res.String()+res.MemString(), cpu)
+	log.printf("%s: P6 converged EnsureLoadBalancer with %d Nodes in lister order: %s, %v CPU/op", w.name, len(nodes), res.String()+res.MemString(), cpu)
 	res, _, err = benchmarkEnsure(ctx, lb, svc, w.nodes)
 	if err != nil {
 		return fmt.Errorf("P6 EnsureLoadBalancer: %w", err)
 	}
 	r.p6SortedNsPerOp = float64(res.NsPerOp())
-	log.printf("%s: P6 converged EnsureLoadBalancer with %d Nodes sorted by name: %s", w.kind, len(w.nodes), res.String()+res.MemString())
+	log.printf("%s: P6 converged EnsureLoadBalancer with %d Nodes sorted by name: %s", w.name, len(w.nodes), res.String()+res.MemString())
 	return convergedSettings(ctx, w, lb, nodes, r, log)
 }
 
@@ -167,12 +168,19 @@ func converged(ctx context.Context, w *world, p cloudprovider.Interface, r *resu
 func convergedSettings(ctx context.Context, w *world, lb cloudprovider.LoadBalancer, nodes []*corev1.Node, r *result, log *progress) error {
 	svc := settingsService()
 	if _, err := lb.EnsureLoadBalancer(ctx, clusterName, svc, nodes); err != nil {
-		return fmt.Errorf("creating the load balancer of a Service with every setting: %w", err)
+		if w.name == string(kindCcmkit) {
+			return fmt.Errorf("creating the load balancer of a Service with every setting: %w", err)
+		}
+		// A peer that does not support a setting (session affinity, say) refuses the
+		// Service: its figures read n/a and the report quotes its error.
+		r.settingsRefused = err.Error()
+		log.printf("%s: P2, P6 with every setting: the provider refuses the Service: %v", w.name, err)
+		return nil
 	}
-	if w.kind == kindCcmkit && !slices.ContainsFunc(w.cloud.Inventory().LoadBalancers, func(lb cloudapi.LoadBalancer) bool {
-		return lb.Spec.Tags[cloudapi.TagService] == string(svc.UID) && lb.Spec.Settings["size"] == "large"
-	}) {
-		return errors.New("the load balancer of a Service with every setting lacks its adapter setting size=large")
+	if c, ok := w.cloud.(*fakeCloud); ok && c.col.kind == kindCcmkit {
+		if err := c.checkSettings(svc); err != nil {
+			return err
+		}
 	}
 	before := w.cloud.Calls()
 	if _, err := lb.EnsureLoadBalancer(ctx, clusterName, svc, nodes); err != nil {
@@ -184,7 +192,7 @@ func convergedSettings(ctx context.Context, w *world, lb cloudprovider.LoadBalan
 		return fmt.Errorf("P6 EnsureLoadBalancer with every setting: %w", err)
 	}
 	r.p6SettingsNsPerOp, r.p6SettingsAllocs = float64(res.NsPerOp()), float64(res.AllocsPerOp())
-	log.printf("%s: P2, P6 converged EnsureLoadBalancer with every setting: %d calls; %s", w.kind, r.p2SettingsCalls, res.String()+res.MemString())
+	log.printf("%s: P2, P6 converged EnsureLoadBalancer with every setting: %d calls; %s", w.name, r.p2SettingsCalls, res.String()+res.MemString())
 	if err := lb.EnsureLoadBalancerDeleted(ctx, clusterName, svc); err != nil {
 		return fmt.Errorf("deleting the load balancer of a Service with every setting: %w", err)
 	}
@@ -237,26 +245,47 @@ func heapAfterGC() uint64 {
 
 // quiet measures P1 with every Node Ready.
 func quiet(ctx context.Context, w *world, r *result, log *progress) error {
-	calls, writes, err := simulate(ctx, w, 0, log)
+	calls, _, writes, err := simulate(ctx, w, 0, log)
 	if err != nil {
 		return err
 	}
 	r.p1Calls, r.p1KubeWrites = calls, writes
 	r.p1 = float64(calls.Total()) / float64(w.cfg.minutes)
-	log.printf("%s: P1 %.1f calls/min %v; %d kube writes", w.kind, r.p1, map[cloudapi.Operation]int64(calls), writes)
+	log.printf("%s: P1 %.1f calls/min %v; %d kube writes", w.name, r.p1, calls, writes)
 	return nil
 }
 
 // outage measures P1_outage: the same with a zone's Nodes NotReady.
 func outage(ctx context.Context, w *world, r *result, log *progress) error {
-	calls, writes, err := simulate(ctx, w, w.cfg.notReady, log)
+	notReady := w.cfg.notReady
+	if rt, ok := w.col.(RealTimer); ok {
+		notReady = min(notReady, realTimeSubset(w.cfg, rt))
+	}
+	calls, monitor, writes, err := simulate(ctx, w, notReady, log)
 	if err != nil {
 		return err
 	}
+	if notReady < w.cfg.notReady {
+		// MonitorNodes asks the cloud about each NotReady Node: its calls scale with them.
+		scale := float64(w.cfg.notReady) / float64(notReady)
+		for op, n := range monitor {
+			calls[op] += int64(math.Round(float64(n)*scale)) - n
+		}
+		r.p1OutageNote = fmt.Sprintf("extrapolated: %d of %d Nodes NotReady, the MonitorNodes passes' %d calls scaled linearly to %d", notReady, w.cfg.notReady, monitor.Total(), int64(math.Round(float64(monitor.Total())*scale)))
+	}
 	r.p1OutCalls = calls
 	r.p1Outage = float64(calls.Total()) / float64(w.cfg.minutes)
-	log.printf("%s: P1_outage %.1f calls/min %v; %d kube writes", w.kind, r.p1Outage, map[cloudapi.Operation]int64(calls), writes)
+	log.printf("%s: P1_outage %.1f calls/min %v; %d kube writes", w.name, r.p1Outage, calls, writes)
 	return nil
+}
+
+// realTimeSubset is how many NotReady Nodes P1_outage has for a column that waits in real
+// time per call: -p3-subset, or fewer, as many as one MonitorNodes pass (two calls per
+// NotReady Node) asks about in a second of wall time, so that its 120 passes of 10
+// virtual minutes take minutes.
+func realTimeSubset(cfg config, rt RealTimer) int {
+	perPass := int(time.Second / (2 * max(rt.WaitsPerCall(), time.Millisecond)))
+	return max(1, min(cfg.p3Subset, perPass))
 }
 
 // simulate runs the controllers' periodic passes over cfg.minutes of virtual time at the
@@ -264,24 +293,33 @@ func outage(ctx context.Context, w *world, r *result, log *progress) error {
 // time: the cloud node controller's UpdateNodeStatus every 5 min, the node lifecycle
 // controller's MonitorNodes every 5 s and a route reconcile every 10 s, each first at
 // time 0. The service controller runs and has synced before; nothing changes a Service.
-// It returns the cloud calls of the passes and the Kubernetes writes.
-func simulate(ctx context.Context, w *world, notReady int, log *progress) (fakecloud.Calls, int64, error) {
+// It returns the cloud calls of the passes, those of the MonitorNodes passes among them,
+// and the Kubernetes writes.
+func simulate(ctx context.Context, w *world, notReady int, log *progress) (all, monitor Calls, writes int64, err error) {
 	s, err := w.start(ctx, newKube(w.nodes, notReady), parts{service: true})
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	defer s.stop()
 	if err := s.waitSynced(ctx, true); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	type ticker struct {
 		period time.Duration
 		next   time.Duration
 		pass   func() error
 	}
+	monitor = Calls{}
 	tickers := []*ticker{
 		{period: nodeStatusUpdateFrequency, pass: func() error { return s.node.UpdateNodeStatus(s.ctx) }},
-		{period: nodeMonitorPeriod, pass: func() error { s.life.MonitorNodes(s.ctx); return nil }},
+		{period: nodeMonitorPeriod, pass: func() error {
+			before := w.cloud.Calls()
+			s.life.MonitorNodes(s.ctx)
+			for op, n := range w.cloud.Calls().Sub(before) {
+				monitor[op] += n
+			}
+			return nil
+		}},
 		{period: routeReconcilePeriod, pass: func() error { return s.gate.pass(s.ctx) }},
 	}
 	window := time.Duration(w.cfg.minutes) * time.Minute
@@ -297,25 +335,25 @@ func simulate(ctx context.Context, w *world, notReady int, log *progress) (fakec
 		for _, tk := range tickers {
 			if tk.next == t {
 				if err := tk.pass(); err != nil {
-					return nil, 0, err
+					return nil, nil, 0, err
 				}
 				tk.next += tk.period
 			}
 		}
 		if m := t.Truncate(time.Minute); m != lastMinute && m > 0 {
 			lastMinute = m
-			log.printf("%s: virtual %v: %d calls so far", w.kind, m, w.cloud.Calls().Sub(before).Total())
+			log.printf("%s: virtual %v: %d calls so far", w.name, m, w.cloud.Calls().Sub(before).Total())
 		}
 	}
 	w.clock.SetTime(origin.Add(window))
-	return w.cloud.Calls().Sub(before), s.kube.writes.Load() - writesBefore, nil
+	return w.cloud.Calls().Sub(before), monitor, s.kube.writes.Load() - writesBefore, nil
 }
 
 // statusPass measures P3: the wall time of one UpdateNodeStatus over every Node with
 // cfg.latency added to each cloud call, on a snapshot as old as the pass period; and the
-// same pass without latency, with the Node writes it made. A baseline pass over many
-// Nodes at that latency takes Nodes × latency, so it is timed on cfg.p3Subset Nodes and
-// scaled linearly.
+// same pass without latency, with the Node writes it made. A peer's pass over many
+// Nodes at that latency takes Nodes × latency, so a peer's (every column but ccmkit's) is
+// timed on cfg.p3Subset Nodes and scaled linearly.
 func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
 	k := newKube(w.nodes, 0)
 	s, err := w.start(ctx, k, parts{})
@@ -324,17 +362,17 @@ func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
 	}
 	defer s.stop()
 
-	w.tap.setLatency(0)
+	w.cloud.SetLatency(0)
 	start := time.Now()
 	if err := s.node.UpdateNodeStatus(ctx); err != nil {
 		return err
 	}
 	r.p3NoLatency = time.Since(start).Seconds()
 	r.p3Patches = k.writes.Load()
-	log.printf("%s: P3 pass without latency: %.4fs, %d Node writes", w.kind, r.p3NoLatency, r.p3Patches)
+	log.printf("%s: P3 pass without latency: %.4fs, %d Node writes", w.name, r.p3NoLatency, r.p3Patches)
 
 	passNodes := w.nodes
-	if w.kind == kindBaseline && w.cfg.p3Subset < len(w.nodes) {
+	if w.name != string(kindCcmkit) && w.cfg.p3Subset < len(w.nodes) {
 		passNodes = w.nodes[:w.cfg.p3Subset]
 	}
 	sub := s
@@ -345,8 +383,8 @@ func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
 		defer sub.stop()
 	}
 	w.clock.Step(nodeStatusUpdateFrequency)
-	w.tap.setLatency(w.cfg.latency)
-	defer w.tap.setLatency(0)
+	w.cloud.SetLatency(w.cfg.latency)
+	defer w.cloud.SetLatency(0)
 	before := w.cloud.Calls()
 	start = time.Now()
 	if err := sub.node.UpdateNodeStatus(ctx); err != nil {
@@ -359,7 +397,7 @@ func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
 		r.p3 = elapsed * float64(len(w.nodes)) / float64(len(passNodes))
 		r.p3Note = fmt.Sprintf("extrapolated: %.2fs measured over %d of %d Nodes (%d calls), scaled linearly", elapsed, len(passNodes), len(w.nodes), calls)
 	}
-	log.printf("%s: P3 pass with %v per call over %d Nodes: %.2fs, %d cloud calls", w.kind, w.cfg.latency, len(passNodes), elapsed, calls)
+	log.printf("%s: P3 pass with %v per call over %d Nodes: %.2fs, %d cloud calls", w.name, w.cfg.latency, len(passNodes), elapsed, calls)
 	return nil
 }
 
@@ -373,7 +411,7 @@ func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
 	r.nodeAddCalls, r.nodeAddSeconds, r.nodeAddLBs, r.nodeAddKubeWrites = a.calls, a.seconds, a.lbs, a.kubeWrites
 	r.nodeAddWrites = a.calls.Writes()
 	log.printf("%s: node_add: %d cloud writes in %.2fs %v; %d of %d load balancers have %s; %d kube writes",
-		w.kind, r.nodeAddWrites, r.nodeAddSeconds, map[cloudapi.Operation]int64(r.nodeAddCalls), r.nodeAddLBs, len(w.services), a.instance, r.nodeAddKubeWrites)
+		w.name, r.nodeAddWrites, r.nodeAddSeconds, r.nodeAddCalls, r.nodeAddLBs, len(w.services), a.instance, r.nodeAddKubeWrites)
 	return nil
 }
 
@@ -381,14 +419,15 @@ func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
 // again over a fake cloud with target groups, so that the load balancers are created in
 // their groups, and adds a Node as nodeAdd does.
 func measureGroups(ctx context.Context, cfg config, r *result, log *progress) error {
-	k := kindCcmkitGroups
+	col := fakeColumn{kind: kindCcmkitGroups, qps: cfg.qps}
+	k := col.Name()
 	start := time.Now()
 	log.printf("%s: building the converged cluster: %d Nodes, %d Services, page size %d, target groups", k, cfg.nodes, cfg.services, cfg.pageSize)
-	w, err := newWorld(ctx, cfg, k, log)
+	w, err := newWorld(ctx, cfg, col, log)
 	if err != nil {
 		return fmt.Errorf("%s: setting up: %w", k, err)
 	}
-	inv := w.cloud.Inventory()
+	inv := w.cloud.(*fakeCloud).cloud.Inventory()
 	r.groupsSetup = time.Since(start)
 	r.groupsBefore = len(inv.TargetGroups)
 	for _, lb := range inv.LoadBalancers {
@@ -402,19 +441,19 @@ func measureGroups(ctx context.Context, cfg config, r *result, log *progress) er
 	if err != nil {
 		return fmt.Errorf("%s: node_add_groups: %w", k, err)
 	}
-	r.nodeAddGroupsCalls, r.nodeAddGroupsSeconds, r.nodeAddGroupsLBs = a.calls, a.seconds, a.lbs
+	r.groups, r.nodeAddGroupsCalls, r.nodeAddGroupsSeconds, r.nodeAddGroupsLBs = true, a.calls, a.seconds, a.lbs
 	log.printf("%s: node_add_groups: %d cloud calls in %.2fs %v; %d of %d load balancers reach %s; %d kube writes",
-		k, a.calls.Total(), a.seconds, map[cloudapi.Operation]int64(a.calls), a.lbs, len(w.services), a.instance, a.kubeWrites)
+		k, a.calls.Total(), a.seconds, a.calls, a.lbs, len(w.services), a.instance, a.kubeWrites)
 	r.groupsTotal = time.Since(start)
 	return nil
 }
 
 // nodeAdded is what addNode found.
 type nodeAdded struct {
-	instance   string          // the new instance's ID
-	calls      fakecloud.Calls // every cloud call from the Node's creation until the cloud is quiet
-	seconds    float64         // from the Node's creation until every load balancer reaches it
-	lbs        int             // the cluster's load balancers that reach the instance at the end
+	instance   string  // the new instance's provider ID
+	calls      Calls   // every cloud call from the Node's creation until the cloud is quiet
+	seconds    float64 // from the Node's creation until every load balancer reaches it
+	lbs        int     // the cluster's load balancers that reach the instance at the end
 	kubeWrites int64
 }
 
@@ -436,30 +475,17 @@ func addNode(ctx context.Context, w *world) (*nodeAdded, error) {
 		return nil, err
 	}
 	i := len(w.nodes)
-	fi := fakeInstance(i)
-	inst := cloudapi.Instance{ID: fi.ID, Name: fi.Name, Type: fi.Type, Zone: fi.Zone, Region: fi.Region, State: cloudapi.InstanceRunning}
-	for _, a := range fi.Addresses {
-		inst.Addresses = append(inst.Addresses, cloudapi.Address{Type: a.Type, Address: a.Address})
-	}
-	if err := w.cloud.AddInstance(inst); err != nil {
+	if err := w.cloud.AddInstance(i); err != nil {
 		return nil, err
 	}
 	// The kubelet registers the Node a moment after the instance appeared, later than the
 	// provider's last instance list (the node controller's status pass at start): move the
 	// provider's clock on as real time would, or a lookup by name would trust that list.
 	w.clock.Step(time.Second)
-	lbGroups := map[string]string{}
-	if w.kind == kindCcmkitGroups { // elsewhere no load balancer names a group
-		for _, lb := range w.cloud.Inventory().LoadBalancers {
-			if lb.Spec.TargetGroup != "" {
-				lbGroups[lb.ID] = lb.Spec.TargetGroup
-			}
-		}
-	}
-	done := w.tap.watch(inst.ID, len(w.services), lbGroups)
+	done := w.cloud.Watch(i, len(w.services))
 	before, writesBefore := w.cloud.Calls(), k.writes.Load()
 	start := time.Now()
-	if _, err := k.CoreV1().Nodes().Create(ctx, registeredNode(i), metav1.CreateOptions{}); err != nil {
+	if _, err := k.CoreV1().Nodes().Create(ctx, w.registeredNode(i), metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
 	timeout := time.NewTimer(waitTimeout)
@@ -471,17 +497,14 @@ func addNode(ctx context.Context, w *world) (*nodeAdded, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	a := &nodeAdded{instance: inst.ID, seconds: time.Since(start).Seconds()}
+	a := &nodeAdded{instance: w.cloud.ProviderID(i), seconds: time.Since(start).Seconds()}
 	if err := w.waitQuiet(ctx); err != nil {
 		return nil, err
 	}
 	a.calls = w.cloud.Calls().Sub(before)
 	a.kubeWrites = k.writes.Load() - writesBefore
-	inv := w.cloud.Inventory()
-	for _, lb := range inv.LoadBalancersTagged(map[string]string{cloudapi.TagCluster: clusterID}) {
-		if slices.Contains(inv.Targets(lb), inst.ID) {
-			a.lbs++
-		}
+	if a.lbs, err = w.cloud.Reaching(i); err != nil {
+		return nil, err
 	}
 	return a, nil
 }

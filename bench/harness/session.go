@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -63,13 +63,17 @@ type session struct {
 // start builds a new provider and the controllers over k, starts the informers, waits
 // for their caches and runs the parts asked for.
 func (w *world) start(ctx context.Context, k *kube, run parts) (*session, error) {
-	p, err := w.newProvider()
+	p, err := w.cloud.NewProvider(w.clock)
 	if err != nil {
 		return nil, err
 	}
 	s := &session{w: w, provider: p, obs: &observedCloud{Interface: p}, kube: k}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.factory = informers.NewSharedInformerFactory(k, 0)
+	// As the cloud-controller-manager does before it starts the informers.
+	if iu, ok := p.(cloudprovider.InformerUser); ok {
+		iu.SetInformers(s.factory)
+	}
 	fail := func(err error) (*session, error) {
 		s.stop()
 		return nil, err
@@ -232,7 +236,7 @@ func waitFor(ctx context.Context, cond func() bool) error {
 	return nil
 }
 
-// waitQuiet waits until the fake cloud has received no call for cfg.quiet.
+// waitQuiet waits until the cloud has received no call for cfg.quiet.
 func (w *world) waitQuiet(ctx context.Context) error {
 	last, since := w.cloud.Calls().Total(), time.Now()
 	return waitFor(ctx, func() bool {

@@ -1,0 +1,188 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/component-base/metrics"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/ccmkit/ccmkit/bench/baseline"
+	"github.com/ccmkit/ccmkit/cloudapi"
+	fakecloud "github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/provider"
+)
+
+// kind names a provider over ccmkit's fake cloud.
+type kind string
+
+const (
+	kindCcmkit   kind = "ccmkit"
+	kindBaseline kind = "baseline"
+	// kindCcmkitGroups is ccmkit over a fake cloud that offers target groups
+	// (cloudapi.TargetGroupClient), which ccmkit uses by default: node_add_groups' world.
+	kindCcmkitGroups kind = "ccmkit+groups"
+)
+
+// fakeColumn is ccmkit or the baseline over ccmkit's fake cloud, whose per-operation
+// counters count the calls.
+type fakeColumn struct {
+	kind kind
+	qps  float64 // ccmkit's cloudAPI.qps; +Inf: cloudAPI.unlimited
+}
+
+func (c fakeColumn) Name() string { return string(c.kind) }
+
+// NewCloud returns the fake cloud with the world's instances, behind a tap.
+func (c fakeColumn) NewCloud(cfg CloudConfig) (Cloud, error) {
+	fc := fakecloud.Config{
+		Region:   Region,
+		PageSize: cfg.PageSize,
+		// The benchmarking range (RFC 2544): the default pools hold about 500 addresses.
+		AddressPools: fakecloud.AddressPools{Public: fakecloud.Pool{IPv4: []string{"198.18.0.0/15"}}},
+	}
+	if c.kind == kindCcmkitGroups {
+		// From the start: the load balancers are created in their groups.
+		on := true
+		fc.Capabilities.TargetGroups = &on
+	}
+	for i := range cfg.Nodes {
+		fc.Instances = append(fc.Instances, fakeInstance(i))
+	}
+	cloud, err := fakecloud.New(fc)
+	if err != nil {
+		return nil, err
+	}
+	return &fakeCloud{col: c, pageSize: cfg.PageSize, cloud: cloud, tap: newTap(cloud)}, nil
+}
+
+func instanceID(i int) string { return fmt.Sprintf("i-%05d", i) }
+
+func fakeInstance(i int) fakecloud.Instance {
+	wi := WorldInstance(i)
+	return fakecloud.Instance{
+		ID: instanceID(i), Name: fmt.Sprintf("node-%05d", i), Type: "bench.large", Zone: wi.Zone, Region: wi.Region,
+		Addresses: []fakecloud.Address{{Type: cloudapi.AddressInternalIP, Address: wi.PrivateIP}},
+	}
+}
+
+// fakeCloud is a fakeColumn's cloud.
+type fakeCloud struct {
+	col      fakeColumn
+	pageSize int
+	cloud    *fakecloud.Cloud
+	tap      *tap
+}
+
+var _ Cloud = (*fakeCloud)(nil)
+
+func (c *fakeCloud) NewProvider(clock *clocktesting.FakeClock) (cloudprovider.Interface, error) {
+	switch c.col.kind {
+	case kindCcmkit, kindCcmkitGroups: // loadBalancer.targetGroups is on by default
+		enable := true
+		api := provider.CloudAPIConfig{PageSize: c.pageSize, QPS: c.col.qps}
+		if math.IsInf(api.QPS, 1) {
+			api.QPS, api.Unlimited = 0, true // -qps +Inf: no client-side limit
+		}
+		return provider.New(provider.Config{
+			Cluster:  provider.ClusterConfig{ID: clusterID},
+			CloudAPI: api,
+			Enable:   provider.EnableConfig{Routes: &enable},
+		}, c.tap, provider.Options{Metrics: metrics.NewKubeRegistry(), Clock: clock, LoadBalancerSettings: adapterSettings})
+	case kindBaseline:
+		return baseline.New(c.tap, baseline.Options{ClusterID: clusterID})
+	}
+	return nil, fmt.Errorf("unknown provider kind %q", c.col.kind)
+}
+
+func (c *fakeCloud) NodeName(i int) string { return fakeInstance(i).Name }
+
+func (c *fakeCloud) ProviderID(i int) string {
+	if c.col.kind == kindBaseline {
+		return baseline.DefaultProviderName + "://" + instanceID(i)
+	}
+	return provider.DefaultProviderName + "://" + instanceID(i)
+}
+
+// Calls returns the fake cloud's counters.
+func (c *fakeCloud) Calls() Calls { return fakeCalls(c.cloud.Calls()) }
+
+func fakeCalls(fc fakecloud.Calls) Calls {
+	out := Calls{}
+	for op, n := range fc {
+		out[fakeOp(op)] = n
+	}
+	return out
+}
+
+func fakeOp(op cloudapi.Operation) Op {
+	return Op{Name: string(op), Write: op.IsWrite(), Instance: op == cloudapi.OpListInstances || op == cloudapi.OpGetInstance}
+}
+
+func (c *fakeCloud) AddInstance(i int) error {
+	fi := fakeInstance(i)
+	inst := cloudapi.Instance{ID: fi.ID, Name: fi.Name, Type: fi.Type, Zone: fi.Zone, Region: fi.Region, State: cloudapi.InstanceRunning}
+	for _, a := range fi.Addresses {
+		inst.Addresses = append(inst.Addresses, cloudapi.Address{Type: a.Type, Address: a.Address})
+	}
+	return c.cloud.AddInstance(inst)
+}
+
+func (c *fakeCloud) SetLatency(d time.Duration) { c.tap.setLatency(d) }
+
+// Watch watches the tap for writes that reach instance i, through the load balancer's own
+// targets or the target group it names (as the cloud holds them now).
+func (c *fakeCloud) Watch(i, want int) <-chan struct{} {
+	lbGroups := map[string]string{}
+	for _, lb := range c.cloud.Inventory().LoadBalancers {
+		if lb.Spec.TargetGroup != "" {
+			lbGroups[lb.ID] = lb.Spec.TargetGroup
+		}
+	}
+	return c.tap.watch(instanceID(i), want, lbGroups)
+}
+
+func (c *fakeCloud) Reaching(i int) (int, error) {
+	inv := c.cloud.Inventory()
+	n := 0
+	for _, lb := range inv.LoadBalancersTagged(map[string]string{cloudapi.TagCluster: clusterID}) {
+		if slices.Contains(inv.Targets(lb), instanceID(i)) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// checkSettings checks that ccmkit applied the adapter setting of settingsService to its
+// load balancer.
+func (c *fakeCloud) checkSettings(svc *corev1.Service) error {
+	if !slices.ContainsFunc(c.cloud.Inventory().LoadBalancers, func(lb cloudapi.LoadBalancer) bool {
+		return lb.Spec.Tags[cloudapi.TagService] == string(svc.UID) && lb.Spec.Settings["size"] == "large"
+	}) {
+		return errors.New("the load balancer of a Service with every setting lacks its adapter setting size=large")
+	}
+	return nil
+}
+
+// Why says why the baseline is lower than ccmkit in a figure.
+func (c fakeColumn) Why(key string) string {
+	if c.kind != kindBaseline {
+		return ""
+	}
+	switch key {
+	case "P5":
+		return "it keeps nothing between calls (no instance snapshot, no load balancer snapshot), and pays for it in calls (P1, P4)"
+	case "P6_allocs", "P6_settings_allocs":
+		return "it builds no desired load balancer to compare with the cloud's: it writes what it read back whole, one write per call (P2_ensure_writes)"
+	case "P6", "P6_cpu", "P6_sorted_nodes", "P6_settings":
+		return "its call is one read and one whole write of the load balancer, which cost nothing in memory; ccmkit builds the desired load balancer and compares it, to write nothing (over a cloud, the baseline's write is a request: P2_ensure_writes)"
+	case "P3_no_latency", "node_add_seconds", "node_add_groups_seconds":
+		return "wall time over an in-memory cloud that answers at once: within run-to-run noise at this size; with latency per call (P3) and in calls (node_add_writes, node_add_groups_calls) ccmkit's fewer calls show"
+	}
+	return ""
+}

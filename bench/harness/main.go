@@ -1,0 +1,204 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// config is what a run measures.
+type config struct {
+	nodes    int           // N
+	services int           // S
+	pageSize int           // the cloud's page size and ccmkit's cloudAPI.pageSize
+	notReady int           // NotReady Nodes in P1_outage
+	minutes  int           // virtual minutes simulated for P1
+	latency  time.Duration // per cloud call in P3
+	p3Subset int           // Nodes a peer's P3 pass is timed on
+	qps      float64       // ccmkit's cloudAPI.qps
+	quiet    time.Duration // how long the cloud sees no call before the controllers count as synced
+	klog     bool          // keep the controllers' logs
+	// noBaseline skips the baseline: its figures are zero and the report says so (the
+	// sweep's sizes above -sweep-baseline-nodes).
+	noBaseline bool
+}
+
+// Main is `make bench`: it parses the command line (see the bench command's doc), runs
+// ccmkit, the baseline and peers side by side and prints the report, or with -sweep the
+// cost curve of ccmkit and the baseline (the peers are not run there). It exits on an
+// error.
+func Main(peers ...Column) {
+	var cfg config
+	var jsonPath, sweepNodes, sweepDir string
+	var sweepBaselineNodes int
+	var sweepMode bool
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.StringVar(&jsonPath, "json", "", "also write the figures as JSON to `FILE`")
+	fs.BoolVar(&sweepMode, "sweep", false, "run at each size of -sweep-nodes with a fifth as many Services (-nodes and -services are ignored), print each size's table and the cost curve, and write it to -sweep-dir")
+	fs.StringVar(&sweepNodes, "sweep-nodes", defaultSweepNodes, "the sweep's sizes in Nodes, comma-separated, increasing")
+	fs.IntVar(&sweepBaselineNodes, "sweep-baseline-nodes", defaultSweepBaselineNodes, "run the baseline only at the sweep's sizes up to `N` Nodes (0: at every size; at 20,000 Nodes, building its cluster and a Node added are 4,000 load balancer writes of 20,000 targets each, 16 times their several minutes at 5,000 Nodes)")
+	fs.StringVar(&sweepDir, "sweep-dir", "docs/benchmarks", "the `DIR` -sweep writes "+sweepFile+" to (hack/benchplot draws the plots from it)")
+	fs.IntVar(&cfg.nodes, "nodes", 5000, "Nodes (N)")
+	fs.IntVar(&cfg.services, "services", 1000, "LoadBalancer Services (S)")
+	fs.IntVar(&cfg.pageSize, "page-size", 500, "list page size of the fake cloud, and ccmkit's cloudAPI.pageSize")
+	fs.IntVar(&cfg.notReady, "not-ready", -1, "NotReady Nodes in P1_outage; -1: a third of them (a zone)")
+	fs.IntVar(&cfg.minutes, "minutes", 10, "virtual minutes simulated for P1 and P1_outage")
+	fs.DurationVar(&cfg.latency, "latency", 100*time.Millisecond, "latency added to every cloud call in P3")
+	fs.IntVar(&cfg.p3Subset, "p3-subset", 50, "Nodes a peer's P3 pass is timed on, then scaled to all Nodes (and at most the NotReady Nodes of P1_outage of a peer that waits in real time per call)")
+	fs.Float64Var(&cfg.qps, "qps", math.Inf(1), "ccmkit's cloudAPI.qps (+Inf: cloudAPI.unlimited, no client-side limit, as the baseline has none; 0: ccmkit's default)")
+	fs.DurationVar(&cfg.quiet, "quiet", 500*time.Millisecond, "how long the cloud must see no call before the controllers count as synced")
+	fs.BoolVar(&cfg.klog, "klog", false, "show the controllers' and the provider's logs on stderr")
+	_ = fs.Parse(os.Args[1:])
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if sweepMode {
+		if err := runSweep(ctx, cfg, sweepNodes, sweepBaselineNodes, sweepDir); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	rep, err := run(ctx, cfg, os.Stderr, peers)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	rep.printTable(os.Stdout)
+	if jsonPath != "" {
+		if err := rep.writeJSON(jsonPath); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// runSweep is -sweep: the side-by-side at each size, then the cost curve on stdout and
+// in dir.
+func runSweep(ctx context.Context, cfg config, nodes string, baselineNodes int, dir string) error {
+	sizes, err := parseSweepNodes(nodes)
+	if err != nil {
+		return err
+	}
+	sr, err := sweep(ctx, cfg, sizes, baselineNodes, dir, os.Stdout, os.Stderr)
+	if err != nil {
+		return err
+	}
+	sr.print(os.Stdout)
+	return nil
+}
+
+// smallConfig is the whole benchmark at a size that runs in seconds.
+func smallConfig() config {
+	return config{
+		nodes: 60, services: 12, pageSize: 10, notReady: -1, minutes: 2,
+		latency: 5 * time.Millisecond, p3Subset: 20, qps: math.Inf(1), quiet: 100 * time.Millisecond,
+	}
+}
+
+// RunSmall runs every measurement of ccmkit, the baseline and peers at a size that runs
+// in a minute (30 Nodes, 6 Services, page size 10, 2 virtual minutes, 5 Nodes in a
+// peer's subsets), for a peer's tests. It returns the figures as the JSON report has
+// them: by figure key, each column's value under its name, and the unit, goal and note.
+func RunSmall(ctx context.Context, log io.Writer, peers ...Column) (map[string]map[string]any, error) {
+	cfg := smallConfig()
+	cfg.nodes, cfg.services, cfg.p3Subset, cfg.quiet = 30, 6, 5, 300*time.Millisecond
+	rep, err := run(ctx, cfg, log, peers)
+	if err != nil {
+		return nil, err
+	}
+	return rep.jsonFigures(), nil
+}
+
+// run measures ccmkit, the baseline and the peers and returns the report; progress goes
+// to stderr.
+func run(ctx context.Context, cfg config, stderr io.Writer, peers []Column) (*report, error) {
+	if cfg.notReady < 0 {
+		cfg.notReady = ceilDiv(cfg.nodes, 3)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.klog {
+		silenceKlog()
+	}
+	log := &progress{w: stderr, start: time.Now()}
+	columns := append([]Column{fakeColumn{kind: kindCcmkit, qps: cfg.qps}, fakeColumn{kind: kindBaseline}}, peers...)
+	results := make([]*result, len(columns))
+	ran := make([]bool, len(columns))
+	for i, col := range columns {
+		if col.Name() == string(kindBaseline) && cfg.noBaseline {
+			log.printf("baseline: not run at this size")
+			results[i] = &result{}
+			continue
+		}
+		r, err := measure(ctx, cfg, col, log)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			if err := measureGroups(ctx, cfg, r, log); err != nil {
+				return nil, err
+			}
+		}
+		results[i], ran[i] = r, true
+	}
+	log.printf("done")
+	return newReport(cfg, columns, results, ran), nil
+}
+
+func (c config) validate() error {
+	var errs []error
+	if c.nodes < 1 || c.services < 1 || c.pageSize < 1 {
+		errs = append(errs, errors.New("-nodes, -services and -page-size must be at least 1"))
+	}
+	if c.notReady > c.nodes {
+		errs = append(errs, fmt.Errorf("-not-ready %d is more than -nodes %d", c.notReady, c.nodes))
+	}
+	if c.minutes < 1 {
+		errs = append(errs, errors.New("-minutes must be at least 1"))
+	}
+	if c.p3Subset < 1 {
+		errs = append(errs, errors.New("-p3-subset must be at least 1"))
+	}
+	if c.quiet <= 0 {
+		errs = append(errs, errors.New("-quiet must be positive"))
+	}
+	if c.qps < 0 {
+		errs = append(errs, errors.New("-qps must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// silenceKlog drops the controllers' logs: the route controller alone logs a line per
+// Node per reconcile.
+func silenceKlog() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+}
+
+// progress prints timestamped progress lines.
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+}
+
+func (p *progress) printf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, _ = fmt.Fprintf(p.w, "bench %7.1fs  %s\n", time.Since(p.start).Seconds(), fmt.Sprintf(format, args...))
+}
