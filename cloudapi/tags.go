@@ -18,6 +18,12 @@ const (
 	// of a node selector's canonical form. The load balancers that want the same Nodes
 	// share the group with that value.
 	TagTargetGroup = "ccmkit.io/target-group"
+	// TagShare holds the share a load balancer serves when several Services share it:
+	// "namespace/name" of the share, or "*/name" for a share across namespaces. Such a
+	// load balancer carries no TagService; each of its listeners belongs to one Service,
+	// whose UID begins the listener's name (ListenerNames must be kept, see
+	// LoadBalancerShape).
+	TagShare = "ccmkit.io/share"
 )
 
 // MatchTags reports whether tags carries every key of filter with the same value.

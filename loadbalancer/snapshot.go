@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +49,7 @@ type snapshot struct {
 	clock    clock.PassiveClock
 
 	mu       sync.Mutex
-	services map[string]*serviceEntry // by Service UID (cloudapi.TagService)
+	services map[string]*serviceEntry // by owner: Service UID (cloudapi.TagService) or share (see ownerKey)
 	sets     *targetSets              // the target sets of services
 	listedAt time.Time                // when the list behind services began; zero before the first
 	// seq counts the changes of single entries (record, forget) and the node sets that
@@ -262,15 +263,15 @@ func (s *snapshot) install(services map[string]*serviceEntry, sets *targetSets, 
 	s.services, s.sets, s.listedAt, s.listedSeq = services, sets, began, beganSeq
 }
 
-// list pages through the load balancers that carry the cluster tag and groups them by the
-// Service UID in their tags. Load balancers without both tags are left out, also when a
-// backend ignored the filter.
+// list pages through the load balancers that carry the cluster tag and groups them by
+// their owner (ownerKey: the Service UID, or the share, in their tags). Load balancers
+// without an owner tag are left out, also when a backend ignored the filter.
 func (s *snapshot) list(ctx context.Context) (map[string]*serviceEntry, *targetSets, error) {
 	services := map[string]*serviceEntry{}
 	sets := newTargetSets()
 	listed := 0
 	pages, err := paging.LoadBalancers(ctx, s.api, s.filter, s.pageSize, func(lb *cloudapi.LoadBalancer) bool {
-		uid := lb.Spec.Tags[cloudapi.TagService]
+		uid := ownerKey(lb.Spec.Tags) // the Service's UID, or its share
 		if uid == "" {
 			return true
 		}
@@ -349,4 +350,35 @@ func strictlySorted(ids []string) bool {
 		}
 	}
 	return true
+}
+
+// elsewhere returns the owners other than owner whose load balancers the Service with UID
+// uid has a part in, as far as the snapshot knows, as it is (it lists nothing): its own
+// load balancer (owner uid), and the shares' load balancers with a listener of its. The
+// snapshot learns of every load balancer a write of this process made, and of the others
+// from its lists, which the calls that may answer from it make when it is older than
+// maxAge.
+func (s *snapshot) elsewhere(uid, owner string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for key, e := range s.services {
+		if key == owner || len(e.lbs) == 0 {
+			continue
+		}
+		if key == uid {
+			out = append(out, key)
+			continue
+		}
+		if !strings.HasPrefix(key, shareOwnerPrefix) {
+			continue
+		}
+		if slices.ContainsFunc(e.lbs, func(lb *cloudapi.LoadBalancer) bool {
+			return slices.ContainsFunc(lb.Spec.Listeners, func(ls cloudapi.Listener) bool { return listenerOwner(ls.Name) == uid })
+		}) {
+			out = append(out, key)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

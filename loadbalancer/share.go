@@ -1,0 +1,354 @@
+package loadbalancer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// A load balancer several Services share (AnnotationShare) belongs to the share, not to
+// one Service: it carries cloudapi.TagShare instead of cloudapi.TagService, and each of
+// its listeners belongs to the Service whose UID begins its name (shareListenerName). The
+// calls about a Service of a share run as the share (its owner, see owner): under one
+// lock, with one entry in the snapshot, so that a node sync writes a shared load
+// balancer once. What is not a listener is the share's and must agree between its
+// Services (see join); the last Service out deletes the load balancer (see leave).
+
+// shareOwnerPrefix begins the owner of a share's load balancer; a Service's own load
+// balancer's owner is the Service's UID, which never begins with it.
+const shareOwnerPrefix = "share:"
+
+// ErrShareConflict is matched (errors.Is) by the error of a sync of a Service of a share
+// that cannot join the share's load balancer: what it asks for beside its listeners
+// (addresses, targets, health check, source ranges, settings, ...) differs from what
+// another Service of the share asks for. Nothing of the Service is added then, and
+// nothing of the others changes; a Warning event ShareConflict names the other Service.
+var ErrShareConflict = errors.New("the Service disagrees with another Service of its share")
+
+// reasonShareConflict is the reason of the Warning event about a Service of a share whose
+// listeners, or some of them, could not be added to the share's load balancer.
+const reasonShareConflict = "ShareConflict"
+
+// ownerKey is whom a load balancer with tags belongs to inside the cluster: the share of
+// cloudapi.TagShare (shareOwnerPrefix and the share's key), else the Service UID of
+// cloudapi.TagService; empty for neither.
+func ownerKey(tags map[string]string) string {
+	if share := tags[cloudapi.TagShare]; share != "" {
+		return shareOwnerPrefix + share
+	}
+	return tags[cloudapi.TagService]
+}
+
+// ownerTags are the tags that make a load balancer owner's (see ownerKey): the lookup
+// filter.
+func ownerTags(clusterID, owner string) map[string]string {
+	if share, ok := strings.CutPrefix(owner, shareOwnerPrefix); ok {
+		return map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagShare: share}
+	}
+	return map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagService: owner}
+}
+
+// owner returns whom the Service's load balancer belongs to: its share when its share
+// annotation names one (see shareKey), else the Service itself (its UID). A malformed
+// share annotation is an error: which load balancer is the Service's is then unclear, and
+// nothing is read or written for it.
+func (l *LoadBalancer) owner(svc *corev1.Service) (string, error) {
+	uid, err := serviceUID(svc)
+	if err != nil {
+		return "", err
+	}
+	a, errs := l.only(svc, AnnotationShare)
+	if len(errs) > 0 {
+		return "", fmt.Errorf("service %s/%s: %w; nothing is read or written for it until it says which share it is in", svc.Namespace, svc.Name, errs[0])
+	}
+	if a.share == "" {
+		return uid, nil
+	}
+	return shareOwnerPrefix + l.shareKey(svc.Namespace, a.share), nil
+}
+
+// shareKey is the value of cloudapi.TagShare for the share name of a Service in
+// namespace: "namespace/name", or "*/name" when Options.ShareAcrossNamespaces makes a
+// share's name the same in every namespace.
+func (l *LoadBalancer) shareKey(namespace, name string) string {
+	if l.opts.ShareAcrossNamespaces {
+		namespace = "*"
+	}
+	return namespace + "/" + name
+}
+
+// shareName is the cloud name of a share's load balancer without a name annotation: the
+// cluster ID (shortened) and a hash of the share's key, unique, stable and within 63
+// characters.
+func shareName(clusterID, share string) string {
+	sum := sha256.Sum256([]byte(share))
+	return namePrefix(clusterID) + "-s" + hex.EncodeToString(sum[:16])
+}
+
+// shareListenerName is the name of the listener name of the Service with UID uid on a
+// share's load balancer: the UID, ':' and the listener's name.
+func shareListenerName(uid, name string) string { return uid + ":" + name }
+
+// listenerOwner is the UID of the Service a listener of a share's load balancer belongs
+// to, read from its name; empty when the name names none.
+func listenerOwner(name string) string {
+	uid, _, ok := strings.Cut(name, ":")
+	if !ok {
+		return ""
+	}
+	return uid
+}
+
+// member is what a Service of a share last asked for beside its listeners (part: the
+// spec without listeners, targets, target group and tags; selector: its node selector's
+// canonical form), and its namespace/name, for messages.
+type member struct {
+	name     string
+	part     cloudapi.LoadBalancerSpec
+	selector string
+}
+
+// sharedPart is spec without what is not the share's to agree on: listeners (each
+// Service's own), tags, and targets (the same Nodes' for the same node selector, which
+// member compares instead).
+func sharedPart(spec cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerSpec {
+	p := spec.Clone()
+	p.Listeners, p.Tags, p.Targets, p.TargetGroup = nil, nil, nil, ""
+	return p
+}
+
+// split returns the listeners of lb that belong to the Service with UID uid, and the
+// others.
+func split(lb *cloudapi.LoadBalancer, uid string) (mine, others []cloudapi.Listener) {
+	if lb == nil {
+		return nil, nil
+	}
+	for _, ls := range lb.Spec.Listeners {
+		if listenerOwner(ls.Name) == uid {
+			mine = append(mine, ls)
+		} else {
+			others = append(others, ls)
+		}
+	}
+	return mine, others
+}
+
+// join is what the Service, of the share owner, makes of the share's load balancer
+// current (nil: none yet), given want, the load balancer the Service alone asks for, and
+// a, its annotations: current with the Service's listeners replaced by want's and
+// everything that is not a listener as want asks. It records what the Service asks for
+// among the share's members first.
+//
+// A Service disagrees with the share when a Service of the share that this LoadBalancer
+// has synced asks for another part (or node selector), or when current has listeners of
+// a Service not synced since the start and current's part is not want's: then join
+// returns an error matching ErrShareConflict (and records a Warning event naming the
+// other, once per change), and nothing is to be written. So a share changes what it
+// shares once its last Service asks for it, and a Service that asks alone is refused.
+// A port (protocol and number) another Service's listener has is not added: its
+// listener is left out, with a Warning event naming the other Service; the others are
+// added.
+func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner string, want cloudapi.LoadBalancerSpec, a parsedAnnotations, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, error) {
+	uid := string(svc.UID)
+	me := member{name: svc.Namespace + "/" + svc.Name, part: sharedPart(want), selector: selectorKey(a)}
+	l.mu.Lock()
+	if l.members[owner] == nil {
+		l.members[owner] = map[string]member{}
+	}
+	l.members[owner][uid] = me
+	known := make(map[string]member, len(l.members[owner]))
+	for k, m := range l.members[owner] {
+		if k != uid {
+			known[k] = m
+		}
+	}
+	l.mu.Unlock()
+
+	_, others := split(current, uid)
+	if other := l.disagreeing(me, known, others, current); other != "" {
+		err := fmt.Errorf("service %s/%s cannot join the load balancer of its share %s: it asks for other addresses, targets, health check, source ranges or settings than %s; every Service of a share must ask for the same beside its ports: %w",
+			svc.Namespace, svc.Name, strings.TrimPrefix(owner, shareOwnerPrefix), other, ErrShareConflict)
+		if l.changed(svc, reasonShareConflict, err.Error()) {
+			logger.Info("Not adding the Service to its share's load balancer: it disagrees with another Service of the share", "other", other)
+			l.event(svc, corev1.EventTypeWarning, reasonShareConflict, err.Error())
+		}
+		return cloudapi.LoadBalancerSpec{}, err
+	}
+
+	out := want
+	out.Listeners = slices.Clone(others)
+	var taken []string
+	for _, ls := range want.Listeners {
+		i := slices.IndexFunc(others, func(o cloudapi.Listener) bool { return o.Key() == ls.Key() })
+		if i >= 0 {
+			taken = append(taken, fmt.Sprintf("%d/%s (%s)", ls.Port, ls.Protocol, l.memberName(known, listenerOwner(others[i].Name))))
+			continue
+		}
+		out.Listeners = append(out.Listeners, ls)
+	}
+	slices.SortFunc(out.Listeners, func(x, y cloudapi.Listener) int {
+		if x.Protocol != y.Protocol {
+			return strings.Compare(string(x.Protocol), string(y.Protocol))
+		}
+		return int(x.Port) - int(y.Port)
+	})
+	msg := ""
+	if len(taken) > 0 {
+		msg = fmt.Sprintf("Not adding port(s) %s to the load balancer of share %s: another Service of the share has them; choose other ports", strings.Join(taken, ", "), strings.TrimPrefix(owner, shareOwnerPrefix))
+	}
+	if l.changed(svc, reasonShareConflict, msg) {
+		logger.Info("Not adding ports another Service of the share has", "ports", taken)
+		l.event(svc, corev1.EventTypeWarning, reasonShareConflict, msg)
+	}
+	return out, nil
+}
+
+// disagreeing returns who the Service me disagrees with (see join), empty for none:
+// the name of a synced member (known) that asks for another part or node selector, else,
+// when others (the other Services' listeners on current) belong to a Service not synced
+// since the start and current's part is not me's, that Service.
+func (l *LoadBalancer) disagreeing(me member, known map[string]member, others []cloudapi.Listener, current *cloudapi.LoadBalancer) string {
+	names := make([]string, 0, len(known))
+	for uid := range known {
+		names = append(names, uid)
+	}
+	slices.Sort(names)
+	for _, uid := range names {
+		if m := known[uid]; m.selector != me.selector || !l.diff(m.part, me.part).Empty() {
+			return "Service " + m.name
+		}
+	}
+	for _, ls := range others {
+		uid := listenerOwner(ls.Name)
+		if _, ok := known[uid]; ok {
+			continue
+		}
+		if !l.diff(sharedPart(current.Spec), me.part).Empty() {
+			return fmt.Sprintf("the load balancer %s as the share's other Services (UID %s) made it", current.ID, uid)
+		}
+	}
+	return ""
+}
+
+// memberName names the Service with UID uid for a message: its namespace/name when it is
+// a synced member (known), else its UID.
+func (l *LoadBalancer) memberName(known map[string]member, uid string) string {
+	if m, ok := known[uid]; ok {
+		return "Service " + m.name
+	}
+	return "Service with UID " + uid
+}
+
+// selectorKey is the canonical form of a's node selector: empty for every Node.
+func selectorKey(a parsedAnnotations) string {
+	if a.nodeSelector == nil {
+		return ""
+	}
+	return a.nodeSelector.String()
+}
+
+// leaveMember forgets the Service with UID uid among the members of the share owner.
+func (l *LoadBalancer) leaveMember(owner, uid string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.members[owner], uid)
+	if len(l.members[owner]) == 0 {
+		delete(l.members, owner)
+	}
+}
+
+// othersInShare reports whether a Service of the share owner other than svc exists:
+// with Options.Services, one of type LoadBalancer, not being deleted, whose share
+// annotation names the share (the API server's word: a Service not synced yet counts);
+// without it, a member this LoadBalancer synced. An error of the API server is returned:
+// the caller deletes nothing then.
+func (l *LoadBalancer) othersInShare(ctx context.Context, svc *corev1.Service, owner string) (bool, error) {
+	var services []corev1.Service
+	asked := false
+	if l.opts.Services != nil {
+		ns := svc.Namespace
+		if l.opts.ShareAcrossNamespaces {
+			ns = metav1.NamespaceAll
+		}
+		if api := l.opts.Services.Services(ns); api != nil {
+			list, err := api.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, fmt.Errorf("listing the Services that may share load balancer of share %s: %w", strings.TrimPrefix(owner, shareOwnerPrefix), err)
+			}
+			services, asked = list.Items, true
+		}
+	}
+	if !asked {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for uid := range l.members[owner] {
+			if uid != string(svc.UID) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	for i := range services {
+		o := &services[i]
+		if o.UID == svc.UID || o.DeletionTimestamp != nil || o.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			continue
+		}
+		if theirs, err := l.owner(o); err == nil && theirs == owner {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// leaveShare removes the Service's listeners from lb, its share's load balancer as read
+// just before, and returns lb as the cloud then answered; nil when the Service is the
+// last of its share (no other Service's listener on lb, and no other Service of the share
+// exists: othersInShare), for the caller to delete or release lb.
+func (l *LoadBalancer) leaveShare(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) (*cloudapi.LoadBalancer, error) {
+	mine, others := split(lb, string(svc.UID))
+	if len(others) == 0 {
+		stay, err := l.othersInShare(ctx, svc, owner)
+		if err != nil {
+			return nil, err
+		}
+		if !stay {
+			return nil, nil
+		}
+	}
+	if len(mine) == 0 {
+		return lb, nil
+	}
+	want := lb.Spec.Clone()
+	want.Listeners = others
+	left, err := l.update(ctx, logger, owner, false, lb, want)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("Removed the Service's listeners from its share's load balancer", "loadBalancer", lb.ID, "listeners", len(mine), "othersListeners", len(others))
+	return left, nil
+}
+
+// leaveOthers removes the Service's listeners from the load balancers of the shares it is
+// no longer in, and deletes (or releases) its own load balancer once it is in a share,
+// as EnsureLoadBalancerDeleted would (deleteFor): owner is whom its load balancer
+// belongs to now. It finds them in the snapshot as it is, which costs no call (see
+// snapshot.elsewhere), and writes each from a fresh read.
+func (l *LoadBalancer) leaveOthers(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string) error {
+	for _, other := range l.snap.elsewhere(string(svc.UID), owner) {
+		logger.Info("Leaving the load balancer the Service no longer belongs to", "owner", other, "now", owner)
+		if err := l.deleteFor(ctx, logger, svc, other, false); err != nil {
+			return fmt.Errorf("service %s/%s: leaving the load balancer it had before (owner %s): %w", svc.Namespace, svc.Name, other, err)
+		}
+	}
+	return nil
+}
