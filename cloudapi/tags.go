@@ -24,6 +24,10 @@ const (
 	// whose UID begins the listener's name (ListenerNames must be kept, see
 	// LoadBalancerShape).
 	TagShare = "ccmkit.io/share"
+	// TagShareNodes holds which Nodes a shared load balancer's targets are, in the form of
+	// TagTargetGroup's values: what the Services of its share must agree on beside the
+	// rest of the spec.
+	TagShareNodes = "ccmkit.io/share-nodes"
 )
 
 // MatchTags reports whether tags carries every key of filter with the same value.

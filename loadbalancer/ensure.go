@@ -26,7 +26,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	if err != nil {
 		return nil, err
 	}
-	if len(found) == 0 && adoptID != "" {
+	if len(found) == 0 && adoptID != "" && !strings.HasPrefix(owner, shareOwnerPrefix) { // a share adopts nothing: desired says so
 		return l.adopt(ctx, logger, svc, owner, nodes, adoptID)
 	}
 	var current *cloudapi.LoadBalancer

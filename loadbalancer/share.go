@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/targetgroups"
 )
 
 // A load balancer several Services share (AnnotationShare) belongs to the share, not to
@@ -109,21 +110,22 @@ func listenerOwner(name string) string {
 	return uid
 }
 
-// member is what a Service of a share last asked for beside its listeners (part: the
-// spec without listeners, targets, target group and tags; selector: its node selector's
-// canonical form), and its namespace/name, for messages.
+// member is what a Service of a share last asked for beside its listeners (part, see
+// sharedPart), and its namespace/name, for messages.
 type member struct {
-	name     string
-	part     cloudapi.LoadBalancerSpec
-	selector string
+	name string
+	part cloudapi.LoadBalancerSpec
 }
 
 // sharedPart is spec without what is not the share's to agree on: listeners (each
-// Service's own), tags, and targets (the same Nodes' for the same node selector, which
-// member compares instead).
+// Service's own), tags but cloudapi.TagShareNodes, and targets (the Nodes of
+// TagShareNodes, which change with the node set).
 func sharedPart(spec cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerSpec {
 	p := spec.Clone()
 	p.Listeners, p.Tags, p.Targets, p.TargetGroup = nil, nil, nil, ""
+	if nodes, ok := spec.Tags[cloudapi.TagShareNodes]; ok {
+		p.Tags = map[string]string{cloudapi.TagShareNodes: nodes}
+	}
 	return p
 }
 
@@ -160,7 +162,8 @@ func split(lb *cloudapi.LoadBalancer, uid string) (mine, others []cloudapi.Liste
 // added.
 func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner string, want cloudapi.LoadBalancerSpec, a parsedAnnotations, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, error) {
 	uid := string(svc.UID)
-	me := member{name: svc.Namespace + "/" + svc.Name, part: sharedPart(want), selector: selectorKey(a)}
+	want.Tags[cloudapi.TagShareNodes] = targetgroups.Key(a.nodeSelector)
+	me := member{name: svc.Namespace + "/" + svc.Name, part: sharedPart(want)}
 	l.mu.Lock()
 	if l.members[owner] == nil {
 		l.members[owner] = map[string]member{}
@@ -213,28 +216,29 @@ func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner strin
 	return out, nil
 }
 
-// disagreeing returns who the Service me disagrees with (see join), empty for none:
-// the name of a synced member (known) that asks for another part or node selector, else,
-// when others (the other Services' listeners on current) belong to a Service not synced
-// since the start and current's part is not me's, that Service.
+// disagreeing returns who the Service me disagrees with (see join), empty for none. A
+// Service that asks for what current (the share's load balancer) has agrees: the share
+// keeps working as it is. Otherwise it disagrees with a synced member (known) that asks
+// for another part, and, when others (the other Services' listeners on current) belong
+// to a Service not synced since the start, with that Service, which asked for current's.
 func (l *LoadBalancer) disagreeing(me member, known map[string]member, others []cloudapi.Listener, current *cloudapi.LoadBalancer) string {
+	if len(others) == 0 || l.diff(sharedPart(current.Spec), me.part).Empty() {
+		return ""
+	}
 	names := make([]string, 0, len(known))
 	for uid := range known {
 		names = append(names, uid)
 	}
 	slices.Sort(names)
 	for _, uid := range names {
-		if m := known[uid]; m.selector != me.selector || !l.diff(m.part, me.part).Empty() {
+		if m := known[uid]; !l.diff(m.part, me.part).Empty() {
 			return "Service " + m.name
 		}
 	}
 	for _, ls := range others {
 		uid := listenerOwner(ls.Name)
-		if _, ok := known[uid]; ok {
-			continue
-		}
-		if !l.diff(sharedPart(current.Spec), me.part).Empty() {
-			return fmt.Sprintf("the load balancer %s as the share's other Services (UID %s) made it", current.ID, uid)
+		if _, ok := known[uid]; !ok {
+			return fmt.Sprintf("load balancer %s as Service with UID %s has it", current.ID, uid)
 		}
 	}
 	return ""
@@ -247,14 +251,6 @@ func (l *LoadBalancer) memberName(known map[string]member, uid string) string {
 		return "Service " + m.name
 	}
 	return "Service with UID " + uid
-}
-
-// selectorKey is the canonical form of a's node selector: empty for every Node.
-func selectorKey(a parsedAnnotations) string {
-	if a.nodeSelector == nil {
-		return ""
-	}
-	return a.nodeSelector.String()
 }
 
 // leaveMember forgets the Service with UID uid among the members of the share owner.

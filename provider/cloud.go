@@ -145,20 +145,21 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			c.groups = true
 		}
 		c.lbs, err = loadbalancer.New(api, loadbalancer.Options{
-			ClusterID:        cfg.Cluster.ID,
-			ProviderID:       format,
-			AnnotationPrefix: cfg.LoadBalancer.AnnotationPrefix,
-			MaxAge:           cfg.Cache.MaxAge,
-			PageSize:         cfg.CloudAPI.PageSize,
-			Clock:            opts.Clock,
-			KeepOnDelete:     cfg.LoadBalancer.KeepOnDelete,
-			Recorder:         lateRecorder{c},
-			Services:         lateServices{c},
-			Settings:         opts.LoadBalancerSettings,
-			SettingDefaults:  cfg.LoadBalancer.Settings,
-			Shape:            opts.LoadBalancerShape,
-			Aliases:          opts.LoadBalancerAliases,
-			TargetGroups:     groups,
+			ClusterID:             cfg.Cluster.ID,
+			ProviderID:            format,
+			AnnotationPrefix:      cfg.LoadBalancer.AnnotationPrefix,
+			MaxAge:                cfg.Cache.MaxAge,
+			PageSize:              cfg.CloudAPI.PageSize,
+			Clock:                 opts.Clock,
+			KeepOnDelete:          cfg.LoadBalancer.KeepOnDelete,
+			ShareAcrossNamespaces: cfg.LoadBalancer.ShareAcrossNamespaces,
+			Recorder:              lateRecorder{c},
+			Services:              lateServices{c},
+			Settings:              opts.LoadBalancerSettings,
+			SettingDefaults:       cfg.LoadBalancer.Settings,
+			Shape:                 opts.LoadBalancerShape,
+			Aliases:               opts.LoadBalancerAliases,
+			TargetGroups:          groups,
 		})
 		if err != nil {
 			errs = append(errs, err)
