@@ -119,6 +119,14 @@ func TestAServiceThatDisagreesWithItsShareChangesNothing(t *testing.T) {
 	assert.Equal(t, want.Spec, e.only(t).Spec)
 	require.Len(t, shareEvents(rec), 1)
 
+	// Other Nodes are something else too.
+	pool := newService("pool", inShare("front"), withPorts(port("pool", corev1.ProtocolTCP, 8080, 30808, "")), withNodeSelector("pool=web"))
+	_, err = e.lb.EnsureLoadBalancer(t.Context(), "c", pool, e.nodes)
+	require.ErrorIs(t, err, loadbalancer.ErrShareConflict)
+	assert.Equal(t, want.Spec, e.only(t).Spec)
+	require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", pool))
+	events(rec)
+
 	// A node sync of the Service that disagrees writes nothing; the other's does.
 	before = e.cloud.Calls()
 	require.ErrorIs(t, e.lb.UpdateLoadBalancer(t.Context(), "c", ssh, e.nodes[:2]), loadbalancer.ErrShareConflict)
@@ -212,6 +220,22 @@ func TestServicesMoveInAndOutOfAShare(t *testing.T) {
 	lbs = e.cloud.Inventory().LoadBalancers
 	require.Len(t, lbs, 2, "ssh moved to share back; front had no one left and is deleted")
 	assert.ElementsMatch(t, []string{"", "default/back"}, []string{lbs[0].Spec.Tags[cloudapi.TagShare], lbs[1].Spec.Tags[cloudapi.TagShare]})
+}
+
+func TestTheLastServiceOutWithKeepOnDeleteReleasesTheSharedLoadBalancer(t *testing.T) {
+	e := newEnvWith(t, fake.Config{}, func(o *loadbalancer.Options) { o.KeepOnDelete = true })
+	web := newService("web", inShare("front"), withPorts(port("http", corev1.ProtocolTCP, 80, 30080, "")))
+	ssh := newService("ssh", inShare("front"), withPorts(port("ssh", corev1.ProtocolTCP, 22, 30022, "")))
+	e.ensure(t, web, e.nodes)
+	e.ensure(t, ssh, e.nodes)
+	require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", web))
+	assert.Equal(t, "default/front", e.only(t).Spec.Tags[cloudapi.TagShare], "not the last: only web's listeners go")
+	require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", ssh))
+	lb := e.only(t)
+	assert.NotContains(t, lb.Spec.Tags, cloudapi.TagShare, "released: no ownership tag left")
+	assert.NotContains(t, lb.Spec.Tags, cloudapi.TagCluster)
+	assert.Empty(t, lb.Spec.Targets)
+	assert.NotEmpty(t, lb.Addresses, "kept with its address")
 }
 
 func TestSharesAreScopedToTheirNamespaceUnlessTheOperatorSaysOtherwise(t *testing.T) {
