@@ -327,6 +327,8 @@ func TestAdmissionPolicyServices(t *testing.T) {
 		{"loadBalancerIP among the addresses, mapped", lbService(an(AnnotationIPAddresses, "::ffff:10.0.0.1"), lbIP("10.0.0.1")), ""},
 		{"loadBalancerIP among the addresses, spelled otherwise", lbService(an(AnnotationIPAddresses, "2001:DB8:0::1"), lbIP("2001:db8::1")), ""},
 		{"loadBalancerIP not among the addresses", lbService(an(AnnotationIPAddresses, "10.0.0.2"), lbIP("10.0.0.1")), "spec.loadBalancerIP is not among"},
+		{"a share", lbService(an(AnnotationShare, "front")), ""},
+		{"a share with load-balancer-id", lbService(an(AnnotationShare, "front", AnnotationLoadBalancerID, "lb-1")), "cannot be combined"},
 		{"an unknown key", lbService(an("intenral", "true")), ""},
 		{"a malformed value", lbService(an(AnnotationInternal, "maybe")), `annotation loadbalancer.ccmkit.io/internal: "maybe" is not allowed (allowed: true, false)`},
 	} {

@@ -51,7 +51,11 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 		RequestedIPs:  a.ips,
 	}
 	owner := in.owner
-	if owner == "" {
+	switch {
+	case owner != "":
+	case a.share != "":
+		owner = shareOwnerPrefix + svc.Namespace + "/" + a.share // a share of the namespace
+	default:
 		owner = string(svc.UID)
 	}
 	share, shared := strings.CutPrefix(owner, shareOwnerPrefix)
@@ -277,7 +281,8 @@ type translation struct {
 	// aliases are the adapter's annotation aliases (Options.Aliases).
 	aliases Aliases
 	// owner is the owner of the Service's load balancer (see LoadBalancer.owner): its UID,
-	// or its share; empty means its UID.
+	// or its share; empty means its share in its namespace when it names one, else its
+	// UID.
 	owner string
 }
 
