@@ -22,18 +22,29 @@ import (
 // as the cloud last answered.
 func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, found []cloudapi.LoadBalancer) (_ *cloudapi.LoadBalancer, err error) {
 	adoptID := l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID // malformed: desired reports it
-	found, err = l.dropDuplicates(ctx, logger, svc, owner, found, adoptID)
-	if err != nil {
+	var extras []cloudapi.LoadBalancer // a share's duplicates: deleted once the one kept has their Services' listeners
+	if isShare(owner) {
+		found, extras = duplicates(svc, found, "")
+		defer func() {
+			if err == nil {
+				err = l.dropExtras(ctx, logger, owner, extras)
+			}
+		}()
+	} else if found, err = l.dropDuplicates(ctx, logger, svc, owner, found, adoptID); err != nil {
 		return nil, err
 	}
-	if len(found) == 0 && adoptID != "" && !strings.HasPrefix(owner, shareOwnerPrefix) { // a share adopts nothing: desired says so
+	if len(found) == 0 && adoptID != "" && !isShare(owner) { // a share adopts nothing: desired says so
 		return l.adopt(ctx, logger, svc, owner, nodes, adoptID)
 	}
 	var current *cloudapi.LoadBalancer
 	if len(found) > 0 {
 		current = &found[0]
 	}
-	want, release, err := l.ensureWant(ctx, logger, svc, owner, nodes, current)
+	var carry []cloudapi.Listener
+	for _, extra := range extras {
+		carry = append(carry, extra.Spec.Listeners...)
+	}
+	want, release, err := l.ensureWant(ctx, logger, svc, owner, nodes, current, carry...)
 	if err != nil {
 		return nil, err
 	}
@@ -46,11 +57,6 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 		}()
 	}
 
-	if _, others := split(current, string(svc.UID)); strings.HasPrefix(owner, shareOwnerPrefix) && len(others) > 0 &&
-		(current.Spec.Internal != want.Internal || l.opts.Settings.replaced(current.Spec, want) != "") {
-		return nil, fmt.Errorf("load balancer %s of share %s would have to be replaced (internal, or a setting the cloud cannot change in place), but other Services of the share have listeners on it: a shared load balancer is replaced only when one Service is left in its share: %w",
-			current.ID, strings.TrimPrefix(owner, shareOwnerPrefix), ErrShareConflict)
-	}
 	switch {
 	case current == nil:
 		return l.create(ctx, logger, svc, owner, want)
@@ -84,15 +90,16 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 
 // ensureWant is what EnsureLoadBalancer makes of current (nil: none): the spec the
 // Service asks for (desired; for a Service of a share, joined with the other Services'
-// listeners, see join), its targets sent to their group (group, read after the call
-// began); release must be called once the load balancer is written.
-func (l *LoadBalancer) ensureWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (_ cloudapi.LoadBalancerSpec, release func(), _ error) {
+// listeners and carry's, see join), its targets sent to their group (group, read after
+// the call began); release must be called once the load balancer is written.
+func (l *LoadBalancer) ensureWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer, carry ...cloudapi.Listener) (_ cloudapi.LoadBalancerSpec, release func(), _ error) {
 	want, a, err := l.desired(logger, svc, owner, nodes, current)
 	if err != nil {
 		return want, nil, err
 	}
-	if strings.HasPrefix(owner, shareOwnerPrefix) {
-		if want, err = l.join(logger, svc, owner, want, a, current); err != nil {
+	if isShare(owner) {
+		shareNodes(&want, a)
+		if want, err = l.join(logger, svc, owner, want, current, carry...); err != nil {
 			return want, nil, err
 		}
 	}
@@ -105,6 +112,16 @@ func (l *LoadBalancer) ensureWant(ctx context.Context, logger klog.Logger, svc *
 // (the load balancer the Service's load-balancer-id annotation names), else the one whose
 // address or hostname the Service's status publishes, else the first by ID.
 func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, found []cloudapi.LoadBalancer, prefer string) ([]cloudapi.LoadBalancer, error) {
+	kept, extras := duplicates(svc, found, prefer)
+	if err := l.dropExtras(ctx, logger, owner, extras); err != nil {
+		return nil, err
+	}
+	return kept, nil
+}
+
+// duplicates splits found, the load balancers of one owner, into the one to keep (none
+// when found is empty: dropDuplicates says which) and the others, each once.
+func duplicates(svc *corev1.Service, found []cloudapi.LoadBalancer, prefer string) (kept, extras []cloudapi.LoadBalancer) {
 	if len(found) < 2 || !slices.ContainsFunc(found, func(lb cloudapi.LoadBalancer) bool { return lb.ID != found[0].ID }) {
 		return found[:min(len(found), 1)], nil
 	}
@@ -116,17 +133,26 @@ func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, s
 			})
 		}))
 	}
+	seen := map[string]bool{found[keep].ID: true} // the one kept, however often the cloud listed it
 	for _, extra := range found {
-		if extra.ID == found[keep].ID {
-			continue // the one kept, however often the cloud listed it
+		if !seen[extra.ID] {
+			seen[extra.ID] = true
+			extras = append(extras, extra)
 		}
-		logger.Info("Deleting duplicate load balancer of the service", "loadBalancer", extra.ID, "keeping", found[keep].ID)
+	}
+	return found[keep : keep+1], extras
+}
+
+// dropExtras deletes extras, duplicates of owner's load balancer.
+func (l *LoadBalancer) dropExtras(ctx context.Context, logger klog.Logger, owner string, extras []cloudapi.LoadBalancer) error {
+	for _, extra := range extras {
+		logger.Info("Deleting duplicate load balancer of the service", "loadBalancer", extra.ID)
 		if err := l.deleteLB(ctx, &extra, owner); err != nil {
-			return nil, err
+			return err
 		}
 		l.groups.Drop(ctx, logger, extra.ID, extra.Spec.TargetGroup)
 	}
-	return found[keep : keep+1], nil
+	return nil
 }
 
 // create creates the load balancer, or adopts the one a lost or conflicting create made.
@@ -158,6 +184,13 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 		return nil, fmt.Errorf("creating load balancer %q: %w", want.Name, err)
 	}
 	logger.Info("Adopting the load balancer of an earlier create", "loadBalancer", found[0].ID, "createErr", err)
+	if isShare(owner) {
+		// Another Service of the share may have made it: join it as it is.
+		var jerr error
+		if want, jerr = l.join(logger, svc, owner, want, &found[0]); jerr != nil {
+			return nil, jerr
+		}
+	}
 	return l.update(ctx, logger, owner, false, &found[0], want)
 }
 
@@ -230,8 +263,8 @@ func (l *LoadBalancer) adoptable(owner string, lb *cloudapi.LoadBalancer, key st
 		return false, fmt.Errorf("annotation %s names load balancer %s, which belongs to another cluster (tag %s): %w; ccmkit changes nothing that is not this cluster's: name a load balancer without ownership tags, or remove the annotation",
 			key, lb.ID, cloudapi.TagCluster, ErrOwnedElsewhere)
 	default:
-		return false, fmt.Errorf("annotation %s names load balancer %s, which belongs to another Service (tag %s): %w; it is adopted only once that Service lets it go (deleted with keep-on-delete): name another, or remove the annotation",
-			key, lb.ID, cloudapi.TagService, ErrOwnedElsewhere)
+		return false, fmt.Errorf("annotation %s names load balancer %s, which belongs to another Service or share (tag %s or %s): %w; it is adopted only once it is let go (deleted with keep-on-delete): name another, or remove the annotation",
+			key, lb.ID, cloudapi.TagService, cloudapi.TagShare, ErrOwnedElsewhere)
 	}
 }
 
@@ -313,8 +346,11 @@ func (l *LoadBalancer) remove(ctx context.Context, logger klog.Logger, svc *core
 func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) error {
 	defer l.lockLB(lb.ID)()
 	want := lb.Spec.Clone()
-	for _, k := range ownershipTags {
+	for _, k := range append(ownershipTags, cloudapi.TagShareNodes) {
 		delete(want.Tags, k)
+	}
+	if isShare(owner) && want.Name == shareName(l.opts.ClusterID, strings.TrimPrefix(owner, shareOwnerPrefix)) {
+		want.Name = keptName(want.Name, lb.ID) // the share's next load balancer takes its name
 	}
 	want.Targets = nil
 	want.TargetGroup = ""

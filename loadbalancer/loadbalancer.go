@@ -200,6 +200,10 @@ type Options struct {
 	// Existing load balancers move into their group with one update
 	// each, addresses kept. Nil keeps each load balancer's own targets.
 	TargetGroups cloudapi.TargetGroupAPI
+	// Serves reports whether this LoadBalancer serves the Service (its load balancer
+	// class, see lbclass): a Service it does not serve is no member of a share, whatever
+	// its annotations. Nil serves every Service.
+	Serves func(svc *corev1.Service) bool
 	// ShareAcrossNamespaces makes the share annotation's names the same in every
 	// namespace: Services of any namespace that name one share share its load balancer.
 	// False (the default) scopes a share to its namespace. It is the operator's decision,
@@ -257,20 +261,36 @@ func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *cor
 // would refuse) is logged and reported empty; what EnsureLoadBalancer reports.
 //
 // The service controller asks it before EnsureLoadBalancerDeleted, which it calls only
-// when there is a load balancer: so when it finds none for a Service that wants none (being
-// deleted, or no longer of type LoadBalancer), it removes what EnsureLoadBalancerDeleted
+// when there is a load balancer: so for a Service that wants none (being deleted, or no
+// longer of type LoadBalancer) it also reports one (without a status) when the Service
+// has listeners on a share's load balancer it left at the same time, as far as the
+// snapshot of the cluster's load balancers knows (refreshed first when older than
+// Options.MaxAge), and when it finds none, it removes what EnsureLoadBalancerDeleted
 // would have removed (see Options.Services).
 func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
+	wantsNone := svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer
 	owner, err := l.owner(svc)
 	if err != nil {
-		return nil, false, err
+		if !wantsNone {
+			return nil, false, err
+		}
+		owner = l.ownerOnDelete(svc)
 	}
 	var found []cloudapi.LoadBalancer
 	err = l.reconcile(ctx, svc, owner, step{write: func(read []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
 		found = read
 		return pointers(read), nil
 	}})
-	if err == nil && len(found) == 0 && (svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer) {
+	if err == nil && len(found) == 0 && wantsNone {
+		// Its listeners on the load balancer of a share it left at the same time (or whose
+		// leaving failed) are there to delete too.
+		others, err := l.snap.elsewhere(ctx, string(svc.UID), owner)
+		if err != nil {
+			return nil, false, fmt.Errorf("service %s/%s: finding the shared load balancers it may have listeners on: %w", svc.Namespace, svc.Name, err)
+		}
+		if len(others) > 0 {
+			return &corev1.LoadBalancerStatus{}, true, nil
+		}
 		l.tell(ctx, svc, &throttlenote.Note{}, outcome{cleanup: true})
 	}
 	if err != nil || len(found) == 0 {
@@ -310,7 +330,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	}
 	defer func() {
 		if err == nil {
-			err = l.leaveOthers(ctx, logger, svc, owner)
+			err = l.leaveOthers(ctx, logger, svc, owner, false)
 		}
 	}()
 	var current *cloudapi.LoadBalancer
@@ -464,14 +484,21 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 	ctx, note := throttlenote.With(ctx)
 	defer func() { l.tell(ctx, svc, note, outcome{cleanup: true, err: err}) }()
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	owner, err := l.owner(svc)
-	if err != nil {
-		return err
-	}
+	owner := l.ownerOnDelete(svc)
 	if err := l.deleteFor(ctx, logger, svc, owner, true); err != nil {
 		return err
 	}
-	return l.leaveOthers(ctx, logger, svc, owner)
+	return l.leaveOthers(ctx, logger, svc, owner, true)
+}
+
+// ownerOnDelete is owner for a Service that wants no load balancer: its UID when its
+// share annotation is malformed (its listeners on any share's load balancer are found by
+// leaveOthers all the same), so that a malformed value never holds a deletion.
+func (l *LoadBalancer) ownerOnDelete(svc *corev1.Service) string {
+	if owner, err := l.owner(svc); err == nil {
+		return owner
+	}
+	return string(svc.UID)
 }
 
 // deleteFor is EnsureLoadBalancerDeleted for the load balancers of owner: the Service's
@@ -498,19 +525,27 @@ func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *c
 			return true
 		},
 		write: func(found []cloudapi.LoadBalancer) (_ []*cloudapi.LoadBalancer, err error) {
-			if (keep || shared) && len(found) > 0 {
+			if keep && !shared && len(found) > 0 {
 				if found, err = l.dropDuplicates(ctx, logger, svc, owner, found, l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID); err != nil {
 					return nil, err
 				}
 			}
+			var stay []*cloudapi.LoadBalancer // a share's load balancers other Services keep
 			if shared {
-				l.leaveMember(owner, uid)
-				if len(found) > 0 {
-					lb, err := l.leaveShare(ctx, logger, svc, owner, &found[0])
-					if err != nil || lb != nil {
-						return []*cloudapi.LoadBalancer{lb}, err
+				l.leaveMember(uid, "")
+				var last []cloudapi.LoadBalancer
+				for i := range found { // each: duplicates of a share may hold other Services' listeners
+					lb, err := l.leaveShare(ctx, logger, svc, owner, &found[i])
+					switch {
+					case err != nil:
+						return nil, err
+					case lb != nil:
+						stay = append(stay, lb)
+					default:
+						last = append(last, found[i])
 					}
 				}
+				found = last
 			}
 			for i := range found {
 				if err := l.remove(ctx, logger, svc, owner, &found[i], keep); err != nil {
@@ -520,7 +555,7 @@ func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *c
 					left = append(left, found[i].Spec.TargetGroup)
 				}
 			}
-			return nil, nil
+			return stay, nil
 		},
 		recorded: func() { l.groups.Drop(ctx, logger, "", left...) }, // the snapshot knows they are gone
 	})

@@ -35,14 +35,13 @@ func (l *LoadBalancer) reconcile(ctx context.Context, svc *corev1.Service, owner
 	if _, err := serviceUID(svc); err != nil {
 		return err
 	}
-	uid := owner // the snapshot's entries are by owner
 	defer l.groups.Collect(ctx)
-	defer l.lock(uid)()
+	defer l.lock(owner)()
 	if s.enter != nil && !s.enter() {
 		return nil
 	}
 	if s.fromSnapshot != nil {
-		if current, ok := l.trusted(ctx, uid); ok {
+		if current, ok := l.trusted(ctx, owner); ok {
 			if done, err := s.fromSnapshot(current); err != nil || done {
 				return err
 			}
@@ -50,11 +49,11 @@ func (l *LoadBalancer) reconcile(ctx context.Context, svc *corev1.Service, owner
 	}
 	found, err := l.read(ctx, svc, owner, s.listedSince)
 	if err != nil {
-		l.snap.forget(uid)
+		l.snap.forget(owner)
 		return err
 	}
 	if len(found) == 0 {
-		l.snap.gone(uid)
+		l.snap.gone(owner)
 	}
 	lbs, err := s.write(found)
 	var kept keptEntry
@@ -62,10 +61,10 @@ func (l *LoadBalancer) reconcile(ctx context.Context, svc *corev1.Service, owner
 	case errors.As(err, &kept):
 		return kept.error
 	case err != nil:
-		l.snap.forget(uid)
+		l.snap.forget(owner)
 		return err
 	case len(found) > 0 || len(lbs) > 0: // none read and none made: gone recorded it
-		l.snap.record(uid, lbs...)
+		l.snap.record(owner, lbs...)
 	}
 	if s.recorded != nil {
 		s.recorded()
@@ -115,8 +114,8 @@ func (l *LoadBalancer) read(ctx context.Context, svc *corev1.Service, owner stri
 // stand in for a fresh read to find that there is nothing to do: it knows exactly one
 // load balancer of the Service, active and with addresses or a hostname. Anything else
 // (none, duplicates, provisioning, status error, a failed call since) is read afresh.
-func (l *LoadBalancer) trusted(ctx context.Context, uid string) (*cloudapi.LoadBalancer, bool) {
-	lbs, ok := l.snap.lookup(ctx, uid)
+func (l *LoadBalancer) trusted(ctx context.Context, owner string) (*cloudapi.LoadBalancer, bool) {
+	lbs, ok := l.snap.lookup(ctx, owner)
 	if !ok || len(lbs) != 1 || lbs[0].Status != cloudapi.LoadBalancerActive || !reachable(lbs[0]) {
 		return nil, false
 	}

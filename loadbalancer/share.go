@@ -40,6 +40,9 @@ var ErrShareConflict = errors.New("the Service disagrees with another Service of
 // listeners, or some of them, could not be added to the share's load balancer.
 const reasonShareConflict = "ShareConflict"
 
+// isShare reports whether owner (see LoadBalancer.owner) is a share.
+func isShare(owner string) bool { return strings.HasPrefix(owner, shareOwnerPrefix) }
+
 // ownerKey is whom a load balancer with tags belongs to inside the cluster: the share of
 // cloudapi.TagShare (shareOwnerPrefix and the share's key), else the Service UID of
 // cloudapi.TagService; empty for neither.
@@ -101,7 +104,8 @@ func shareName(clusterID, share string) string {
 func shareListenerName(uid, name string) string { return uid + ":" + name }
 
 // listenerOwner is the UID of the Service a listener of a share's load balancer belongs
-// to, read from its name; empty when the name names none.
+// to, read from its name; empty when the name names none (a listener somebody added by
+// hand, or one a cloud renamed: nobody's, and gone with the next write).
 func listenerOwner(name string) string {
 	uid, _, ok := strings.Cut(name, ":")
 	if !ok {
@@ -129,16 +133,18 @@ func sharedPart(spec cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerSpec {
 	return p
 }
 
-// split returns the listeners of lb that belong to the Service with UID uid, and the
-// others.
+// split returns the listeners of lb that belong to the Service with UID uid, and those of
+// other Services; listeners of no Service (see listenerOwner) are in neither.
 func split(lb *cloudapi.LoadBalancer, uid string) (mine, others []cloudapi.Listener) {
 	if lb == nil {
 		return nil, nil
 	}
 	for _, ls := range lb.Spec.Listeners {
-		if listenerOwner(ls.Name) == uid {
+		switch listenerOwner(ls.Name) {
+		case "":
+		case uid:
 			mine = append(mine, ls)
-		} else {
+		default:
 			others = append(others, ls)
 		}
 	}
@@ -146,10 +152,12 @@ func split(lb *cloudapi.LoadBalancer, uid string) (mine, others []cloudapi.Liste
 }
 
 // join is what the Service, of the share owner, makes of the share's load balancer
-// current (nil: none yet), given want, the load balancer the Service alone asks for, and
-// a, its annotations: current with the Service's listeners replaced by want's and
-// everything that is not a listener as want asks. It records what the Service asks for
-// among the share's members first.
+// current (nil: none yet), given want, the load balancer the Service asks for (its
+// listeners, those want has of the Service's, and cloudapi.TagShareNodes, see
+// shareNodes): current with the Service's listeners replaced by want's, carry's listeners
+// of other Services added (those of a duplicate of current about to be deleted), and
+// everything that is not a listener as want asks; listeners of no Service are dropped. It
+// records what the Service asks for among the share's members first.
 //
 // A Service disagrees with the share when a Service of the share that this LoadBalancer
 // has synced asks for another part (or node selector), or when current has listeners of
@@ -160,24 +168,17 @@ func split(lb *cloudapi.LoadBalancer, uid string) (mine, others []cloudapi.Liste
 // A port (protocol and number) another Service's listener has is not added: its
 // listener is left out, with a Warning event naming the other Service; the others are
 // added.
-func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner string, want cloudapi.LoadBalancerSpec, a parsedAnnotations, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, error) {
+func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner string, want cloudapi.LoadBalancerSpec, current *cloudapi.LoadBalancer, carry ...cloudapi.Listener) (cloudapi.LoadBalancerSpec, error) {
 	uid := string(svc.UID)
-	want.Tags[cloudapi.TagShareNodes] = targetgroups.Key(a.nodeSelector)
 	me := member{name: svc.Namespace + "/" + svc.Name, part: sharedPart(want)}
-	l.mu.Lock()
-	if l.members[owner] == nil {
-		l.members[owner] = map[string]member{}
-	}
-	l.members[owner][uid] = me
-	known := make(map[string]member, len(l.members[owner]))
-	for k, m := range l.members[owner] {
-		if k != uid {
-			known[k] = m
-		}
-	}
-	l.mu.Unlock()
+	known := l.register(owner, uid, me)
 
 	_, others := split(current, uid)
+	for _, ls := range carry {
+		if o := listenerOwner(ls.Name); o != "" && o != uid && !slices.ContainsFunc(others, func(x cloudapi.Listener) bool { return x.Key() == ls.Key() }) {
+			others = append(others, ls)
+		}
+	}
 	if other := l.disagreeing(me, known, others, current); other != "" {
 		err := fmt.Errorf("service %s/%s cannot join the load balancer of its share %s: it asks for other addresses, targets, health check, source ranges or settings than %s; every Service of a share must ask for the same beside its ports: %w",
 			svc.Namespace, svc.Name, strings.TrimPrefix(owner, shareOwnerPrefix), other, ErrShareConflict)
@@ -191,7 +192,8 @@ func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner strin
 	out := want
 	out.Listeners = slices.Clone(others)
 	var taken []string
-	for _, ls := range want.Listeners {
+	mine, _ := split(&cloudapi.LoadBalancer{Spec: want}, uid)
+	for _, ls := range mine {
 		i := slices.IndexFunc(others, func(o cloudapi.Listener) bool { return o.Key() == ls.Key() })
 		if i >= 0 {
 			taken = append(taken, fmt.Sprintf("%d/%s (%s)", ls.Port, ls.Protocol, l.memberName(known, listenerOwner(others[i].Name))))
@@ -253,19 +255,57 @@ func (l *LoadBalancer) memberName(known map[string]member, uid string) string {
 	return "Service with UID " + uid
 }
 
-// leaveMember forgets the Service with UID uid among the members of the share owner.
-func (l *LoadBalancer) leaveMember(owner, uid string) {
+// register records me as what the Service with UID uid asks for in the share owner, and
+// forgets it among the members of every other share (a Service is in one share at a
+// time); it returns the share's other members.
+func (l *LoadBalancer) register(owner, uid string, me member) (known map[string]member) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.members[owner], uid)
-	if len(l.members[owner]) == 0 {
-		delete(l.members, owner)
+	l.forgetMember(uid, owner)
+	if l.members[owner] == nil {
+		l.members[owner] = map[string]member{}
+	}
+	l.members[owner][uid] = me
+	known = make(map[string]member, len(l.members[owner]))
+	for k, m := range l.members[owner] {
+		if k != uid {
+			known[k] = m
+		}
+	}
+	return known
+}
+
+// leaveMember forgets the Service with UID uid among the members of every share but
+// keep (empty: of every share).
+func (l *LoadBalancer) leaveMember(uid, keep string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.forgetMember(uid, keep)
+}
+
+// forgetMember is leaveMember with l.mu held.
+func (l *LoadBalancer) forgetMember(uid, keep string) {
+	for owner, ms := range l.members {
+		if owner == keep {
+			continue
+		}
+		delete(ms, uid)
+		if len(ms) == 0 {
+			delete(l.members, owner)
+		}
 	}
 }
 
+// shareNodes records in want which Nodes its targets are (cloudapi.TagShareNodes, the
+// key of the Nodes a's node selector selects), which the Services of a share must agree
+// on.
+func shareNodes(want *cloudapi.LoadBalancerSpec, a parsedAnnotations) {
+	want.Tags[cloudapi.TagShareNodes] = targetgroups.Key(a.nodeSelector)
+}
+
 // othersInShare reports whether a Service of the share owner other than svc exists:
-// with Options.Services, one of type LoadBalancer, not being deleted, whose share
-// annotation names the share (the API server's word: a Service not synced yet counts);
+// with Options.Services, one of type LoadBalancer that this LoadBalancer serves
+// (Options.Serves), not being deleted, whose share annotation names the share (the API server's word: a Service not synced yet counts);
 // without it, a member this LoadBalancer synced. An error of the API server is returned:
 // the caller deletes nothing then.
 func (l *LoadBalancer) othersInShare(ctx context.Context, svc *corev1.Service, owner string) (bool, error) {
@@ -296,7 +336,7 @@ func (l *LoadBalancer) othersInShare(ctx context.Context, svc *corev1.Service, o
 	}
 	for i := range services {
 		o := &services[i]
-		if o.UID == svc.UID || o.DeletionTimestamp != nil || o.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		if o.UID == svc.UID || o.DeletionTimestamp != nil || o.Spec.Type != corev1.ServiceTypeLoadBalancer || (l.opts.Serves != nil && !l.opts.Serves(o)) {
 			continue
 		}
 		if theirs, err := l.owner(o); err == nil && theirs == owner {
@@ -306,10 +346,11 @@ func (l *LoadBalancer) othersInShare(ctx context.Context, svc *corev1.Service, o
 	return false, nil
 }
 
-// leaveShare removes the Service's listeners from lb, its share's load balancer as read
-// just before, and returns lb as the cloud then answered; nil when the Service is the
-// last of its share (no other Service's listener on lb, and no other Service of the share
-// exists: othersInShare), for the caller to delete or release lb.
+// leaveShare removes the Service's listeners (and those of no Service) from lb, its
+// share's load balancer as read just before, and returns lb as the cloud then answered;
+// nil when the Service is the last of its share (no other Service's listener on lb, and
+// no other Service of the share exists: othersInShare), for the caller to delete or
+// release lb.
 func (l *LoadBalancer) leaveShare(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) (*cloudapi.LoadBalancer, error) {
 	mine, others := split(lb, string(svc.UID))
 	if len(others) == 0 {
@@ -321,11 +362,16 @@ func (l *LoadBalancer) leaveShare(ctx context.Context, logger klog.Logger, svc *
 			return nil, nil
 		}
 	}
-	if len(mine) == 0 {
+	if len(mine)+len(others) == len(lb.Spec.Listeners) && len(mine) == 0 {
 		return lb, nil
 	}
 	want := lb.Spec.Clone()
 	want.Listeners = others
+	if len(others) == 0 {
+		// No listener left to serve: no targets either (a cloud may refuse targets whose
+		// instances are gone by now); the next Service of the share sets them.
+		want.Targets, want.TargetGroup = nil, ""
+	}
 	left, err := l.update(ctx, logger, owner, false, lb, want)
 	if err != nil {
 		return nil, err
@@ -337,14 +383,35 @@ func (l *LoadBalancer) leaveShare(ctx context.Context, logger klog.Logger, svc *
 // leaveOthers removes the Service's listeners from the load balancers of the shares it is
 // no longer in, and deletes (or releases) its own load balancer once it is in a share,
 // as EnsureLoadBalancerDeleted would (deleteFor): owner is whom its load balancer
-// belongs to now. It finds them in the snapshot as it is, which costs no call (see
-// snapshot.elsewhere), and writes each from a fresh read.
-func (l *LoadBalancer) leaveOthers(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string) error {
-	for _, other := range l.snap.elsewhere(string(svc.UID), owner) {
+// belongs to now (empty when the Service wants none). It finds them in the snapshot
+// (see snapshot.elsewhere), refreshed first when older than Options.MaxAge, and writes
+// each from a fresh read; an owner the snapshot is unsure of (a call about it failed,
+// perhaps the leave itself) is read too. When the Service wants none (deleting), a
+// snapshot that cannot be refreshed is an error: nothing of the Service may stay behind
+// when its deletion succeeds.
+func (l *LoadBalancer) leaveOthers(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, deleting bool) error {
+	l.leaveMember(string(svc.UID), owner)
+	others, err := l.snap.elsewhere(ctx, string(svc.UID), owner)
+	if err != nil {
+		if deleting {
+			return fmt.Errorf("service %s/%s: finding the shared load balancers it may have listeners on: %w", svc.Namespace, svc.Name, err)
+		}
+		logger.V(2).Info("Not looking for the load balancers the Service left: the snapshot of the cluster's load balancers could not be refreshed; the next sync looks", "err", err)
+		return nil
+	}
+	for _, other := range others {
 		logger.Info("Leaving the load balancer the Service no longer belongs to", "owner", other, "now", owner)
 		if err := l.deleteFor(ctx, logger, svc, other, false); err != nil {
 			return fmt.Errorf("service %s/%s: leaving the load balancer it had before (owner %s): %w", svc.Namespace, svc.Name, other, err)
 		}
 	}
 	return nil
+}
+
+// keptName is the name of a share's load balancer named name (its default, shareName)
+// once it is released (keep-on-delete): the share may make a new one, which takes the
+// share's name; the kept one's name says it was kept, and is unique by its cloud ID.
+func keptName(name, id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return name[:min(len(name), maxNameLength-10)] + "-kept" + hex.EncodeToString(sum[:3])
 }

@@ -270,7 +270,7 @@ func TestSharingIsRefusedWhereItCannotBeExact(t *testing.T) {
 		assert.Contains(t, err.Error(), "cannot be combined")
 		assert.Empty(t, e.cloud.Inventory().LoadBalancers)
 	})
-	t.Run("a malformed share annotation reads and writes nothing", func(t *testing.T) {
+	t.Run("a malformed share annotation: no sync, but a deletion removes everything of the Service's", func(t *testing.T) {
 		e := newEnv(t, fake.Config{})
 		web := newService("web", inShare("front"))
 		e.ensure(t, web, e.nodes)
@@ -278,11 +278,14 @@ func TestSharingIsRefusedWhereItCannotBeExact(t *testing.T) {
 		before := e.cloud.Calls()
 		_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", web, e.nodes)
 		require.Error(t, err)
-		require.Error(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", web))
-		_, _, err = e.lb.GetLoadBalancer(t.Context(), "c", web)
-		require.Error(t, err)
-		assert.Empty(t, e.cloud.Calls().Sub(before))
-		assert.Len(t, e.cloud.Inventory().LoadBalancers, 1)
+		assert.Contains(t, err.Error(), prefix+loadbalancer.AnnotationShare)
+		assert.Empty(t, e.cloud.Calls().Sub(before), "which load balancer is the Service's is unclear: nothing read or written")
+		web.DeletionTimestamp = &metav1.Time{}
+		_, exists, err := e.lb.GetLoadBalancer(t.Context(), "c", web)
+		require.NoError(t, err)
+		assert.True(t, exists, "its listeners on the share's load balancer are there to delete")
+		require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", web), "a malformed value never holds a deletion")
+		assert.Empty(t, e.cloud.Inventory().LoadBalancers)
 	})
 }
 

@@ -353,17 +353,29 @@ func strictlySorted(ids []string) bool {
 }
 
 // elsewhere returns the owners other than owner whose load balancers the Service with UID
-// uid has a part in, as far as the snapshot knows, as it is (it lists nothing): its own
-// load balancer (owner uid), and the shares' load balancers with a listener of its. The
-// snapshot learns of every load balancer a write of this process made, and of the others
-// from its lists, which the calls that may answer from it make when it is older than
-// maxAge.
-func (s *snapshot) elsewhere(uid, owner string) []string {
+// uid has a part in, as far as the snapshot knows after a refresh (a list, when it is
+// older than maxAge): its own load balancer (owner uid), and the shares' load balancers
+// with a listener of its, and those owners (uid, and shares) whose entry a failed call
+// made unknown. When the refresh fails, it answers from the snapshot as it is (which
+// knows every load balancer this process wrote since), and returns the refresh's error
+// only when there is none: no list has completed since the start.
+func (s *snapshot) elsewhere(ctx context.Context, uid, owner string) ([]string, error) {
+	err := s.refresh(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err != nil && s.listedAt.IsZero() {
+		return nil, err
+	}
 	var out []string
 	for key, e := range s.services {
-		if key == owner || len(e.lbs) == 0 {
+		if key == owner {
+			continue
+		}
+		if e.unsure && (key == uid || strings.HasPrefix(key, shareOwnerPrefix)) {
+			out = append(out, key)
+			continue
+		}
+		if len(e.lbs) == 0 {
 			continue
 		}
 		if key == uid {
@@ -380,5 +392,5 @@ func (s *snapshot) elsewhere(uid, owner string) []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -92,8 +91,12 @@ func (l *LoadBalancer) updateTargetsOnly(ctx context.Context, logger klog.Logger
 // its share writes nothing (serr says why): the share's other Services keep the targets.
 func (l *LoadBalancer) updateWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer, since uint64) (want cloudapi.LoadBalancerSpec, serr error, release func(), err error) {
 	want, a, serr := l.desired(logger, svc, owner, nodes, current)
-	if serr == nil && strings.HasPrefix(owner, shareOwnerPrefix) {
-		if want, serr = l.join(logger, svc, owner, want, a, current); serr != nil {
+	if isShare(owner) {
+		if serr == nil {
+			shareNodes(&want, a)
+			want, serr = l.join(logger, svc, owner, want, current)
+		}
+		if serr != nil { // the share's targets are the share's: they follow a Service that agrees
 			return l.keepUpdated(current, current.Spec.Clone()), serr, func() {}, nil
 		}
 	}
