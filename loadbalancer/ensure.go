@@ -22,7 +22,7 @@ import (
 // as the cloud last answered.
 func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, found []cloudapi.LoadBalancer) (_ *cloudapi.LoadBalancer, err error) {
 	adoptID := l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID // malformed: desired reports it
-	var extras []cloudapi.LoadBalancer // a share's duplicates: deleted once the one kept has their Services' listeners
+	var extras []cloudapi.LoadBalancer                                    // a share's duplicates: deleted once the one kept has their Services' listeners
 	if isShare(owner) {
 		found, extras = duplicates(svc, found, "")
 		defer func() {
