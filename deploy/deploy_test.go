@@ -567,7 +567,7 @@ func testRBAC(t *testing.T, m manifests, sweeperGranted bool) {
 		}
 		if sweeperGranted {
 			w := want[sweeper.ClientName]
-			w.cluster = map[string][]string{"nodes": {"get"}, "services": {"get"}, "events": events}
+			w.cluster = map[string][]string{"nodes": {"get"}, "services": {"get", "list"}, "events": events}
 			want[sweeper.ClientName] = w
 		}
 		// Every client a controller of examples/ccm asks for under

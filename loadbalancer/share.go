@@ -63,7 +63,7 @@ func ownerTags(clusterID, owner string) map[string]string {
 }
 
 // owner returns whom the Service's load balancer belongs to: its share when its share
-// annotation names one (see shareKey), else the Service itself (its UID). A malformed
+// annotation names one (see ShareKey), else the Service itself (its UID). A malformed
 // share annotation is an error: which load balancer is the Service's is then unclear, and
 // nothing is read or written for it.
 func (l *LoadBalancer) owner(svc *corev1.Service) (string, error) {
@@ -71,14 +71,14 @@ func (l *LoadBalancer) owner(svc *corev1.Service) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	a, errs := l.only(svc, AnnotationShare)
-	if len(errs) > 0 {
-		return "", fmt.Errorf("service %s/%s: %w; nothing is read or written for it until it says which share it is in", svc.Namespace, svc.Name, errs[0])
+	share, err := l.ShareKey(svc)
+	if err != nil {
+		return "", fmt.Errorf("%w; nothing is read or written for it until it says which share it is in", err)
 	}
-	if a.share == "" {
+	if share == "" {
 		return uid, nil
 	}
-	return shareOwnerPrefix + l.shareKey(svc.Namespace, a.share), nil
+	return shareOwnerPrefix + share, nil
 }
 
 // shareKey is the value of cloudapi.TagShare for the share name of a Service in
@@ -414,4 +414,21 @@ func (l *LoadBalancer) leaveOthers(ctx context.Context, logger klog.Logger, svc 
 func keptName(name, id string) string {
 	sum := sha256.Sum256([]byte(id))
 	return name[:min(len(name), maxNameLength-10)] + "-kept" + hex.EncodeToString(sum[:3])
+}
+
+// ShareKey returns the share the Service's load balancer belongs to, as the value of
+// cloudapi.TagShare on it: the key of the share its share annotation names (read as this
+// LoadBalancer reads it: its annotation prefix, aliases and
+// Options.ShareAcrossNamespaces), or "" when the Service names none. A malformed share
+// annotation is an error: which share the Service is in is then unknown. It reads svc's
+// annotations only; the sweeper tells by it whether a Service of a share exists.
+func (l *LoadBalancer) ShareKey(svc *corev1.Service) (string, error) {
+	a, errs := l.only(svc, AnnotationShare)
+	if len(errs) > 0 {
+		return "", fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, errs[0])
+	}
+	if a.share == "" {
+		return "", nil
+	}
+	return l.shareKey(svc.Namespace, a.share), nil
 }

@@ -210,6 +210,11 @@ func (c *Cloud) Sweeper() (sweeper.Target, bool) {
 			OnSwept:     c.onSwept,
 		},
 	}
+	if t.LoadBalancers != nil {
+		// Shared load balancers: which share a Service is in, read as the load balancers
+		// read it (annotation prefix, aliases, loadBalancer.shareAcrossNamespaces).
+		t.Options.ShareKey = c.lbs.ShareKey
+	}
 	t.Routes = c.sweptRoutes()
 	if groups := c.sweptTargetGroups(); groups != nil {
 		t.Options.TargetGroups = groups
