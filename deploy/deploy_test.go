@@ -560,7 +560,7 @@ func testRBAC(t *testing.T, m manifests, sweeperGranted bool) {
 				namespaced: map[string][]string{"default": events},
 			},
 			cloudProviderClient: {
-				cluster: map[string][]string{"events": events, "nodes": {"list", "watch"}, "services": {"patch"}, "services/status": {"patch"}},
+				cluster: map[string][]string{"events": events, "nodes": {"list", "watch"}, "services": {"patch", "list"}, "services/status": {"patch"}},
 			},
 			// Nothing unless the component grants it.
 			sweeper.ClientName: {},

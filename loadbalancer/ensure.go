@@ -340,7 +340,9 @@ func (l *LoadBalancer) remove(ctx context.Context, logger klog.Logger, svc *core
 
 // release lets go of the Service's load balancer lb, read by owner tags just before: one
 // update removes ccmkit's ownership tags and every target, and keeps everything else (the
-// name, listeners, health check, requested addresses, other tags) and the addresses. The
+// name, listeners, health check, requested addresses, other tags) and the addresses; a
+// share's load balancer with the share's name is renamed (keptName), so that the share
+// can make a new one. The
 // targets go because they are this cluster's nodes, whose node ports another Service may
 // get next: a kept load balancer must not send traffic into the cluster.
 func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) error {

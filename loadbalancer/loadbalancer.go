@@ -469,7 +469,11 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 
 // EnsureLoadBalancerDeleted deletes every load balancer that carries the Service's owner
 // tags, with its listeners, targets and health check, and returns nil when there is none.
-// It always asks the cloud (one list by owner tags), never the snapshot.
+// It always asks the cloud (one list by owner tags), never the snapshot. For a Service of
+// a share, it removes the Service's listeners from the share's load balancer, and deletes
+// that only when the Service is the last of its share (see leaveShare). Then it removes
+// the Service's listeners from every other share's load balancer the snapshot of the
+// cluster's load balancers (refreshed when older than Options.MaxAge) knows it on.
 //
 // When the Service's keep-on-delete annotation (else Options.KeepOnDelete) says so, it
 // deletes only duplicates (as EnsureLoadBalancer does) and releases the Service's load

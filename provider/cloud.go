@@ -153,6 +153,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			Clock:                 opts.Clock,
 			KeepOnDelete:          cfg.LoadBalancer.KeepOnDelete,
 			ShareAcrossNamespaces: cfg.LoadBalancer.ShareAcrossNamespaces,
+			Serves:                cfg.serves,
 			Recorder:              lateRecorder{c},
 			Services:              lateServices{c},
 			Settings:              opts.LoadBalancerSettings,
@@ -536,4 +537,13 @@ func (c clusters) Master(_ context.Context, clusterName string) (string, error) 
 		return "", fmt.Errorf("cluster %q: cluster.master is not set in the cloud config", clusterName)
 	}
 	return c.cfg.Master, nil
+}
+
+// serves reports whether ccmkit serves the Service's load balancer: one of loadBalancer.class,
+// or one without a class when ServesUnclassed.
+func (c *Config) serves(svc *corev1.Service) bool {
+	if svc.Spec.LoadBalancerClass == nil {
+		return c.ServesUnclassed()
+	}
+	return c.LoadBalancer.Class != "" && *svc.Spec.LoadBalancerClass == c.LoadBalancer.Class
 }

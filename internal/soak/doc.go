@@ -52,10 +52,9 @@
 // balancer is not deleted while a Service of the share exists (but by its only Service
 // with listeners on it, replacing it) and that a write about one Service removes no
 // listener of another that exists; once settled, one load balancer per share at most,
-// none of a share without a Service, and no listener of a Service not in the share. The
-// run with shares of the default soak is skipped while the defects it finds are known
-// (TestSoakRegressions replays them, skipped too); TestShareChecksCatchViolations holds
-// its checks to finding what they look for.
+// none of a share without a Service, and no listener of a Service not in the share.
+// TestSoakRegressions replays the orders of events it found wrong once;
+// TestShareChecksCatchViolations holds its checks to finding what they look for.
 //
 // After the history the faults stop, the controllers run for the settle window (the
 // longest back-off of the service and cloud node controllers, 300s and 1000s, plus the

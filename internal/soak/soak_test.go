@@ -35,36 +35,13 @@ var defaultRuns = []struct {
 	ops    int
 	groups bool
 	shares bool
-	// defect skips the run: a known defect the run finds, until it is fixed.
-	defect string
 }{
 	{seed: 1, ops: 3000},
 	{seed: 2, ops: 3000},
 	{seed: 3, ops: 3000},
 	{seed: 4, ops: 3000, groups: true},
-	{seed: 7, ops: 1000, shares: true, defect: defectLeaveUnderFaults},
+	{seed: 7, ops: 1000, shares: true},
 }
-
-// Known defects of package loadbalancer's sharing that the run with shares finds; their
-// shrunk histories are in TestSoakRegressions.
-const (
-	// defectLeaveUnderFaults: a Service that leaves its share (share annotation removed),
-	// whose first sync after that fails (a throttled list while it leaves), never leaves:
-	// the retry finds the share no more among the load balancers it must leave, and its
-	// listeners stay on the share's load balancer, which stays when it was the last.
-	defectLeaveUnderFaults = "defect: a Service that leaves its share under faults leaves its listeners on the share's load balancer"
-	// defectLeaveStaleTargets: the update that removes a leaving Service's listeners from
-	// its share's load balancer keeps the load balancer's targets; once one of their
-	// instances is gone the cloud refuses it (ErrInvalidRequest) at every retry, while no
-	// other Service of the share syncs (they disagree), and the Service's deletion is stuck.
-	defectLeaveStaleTargets = "defect: a Service cannot leave its share while the share's load balancer targets a deleted instance"
-	// defectReleasedShareName: the last Service of a share that leaves it with
-	// keep-on-delete releases the share's load balancer, which keeps the share's name
-	// (derived from the share's key); a Service that joins the share later cannot create
-	// its load balancer (the cloud's names are unique) and fails at every retry, and its
-	// listeners stay on the share it came from.
-	defectReleasedShareName = "defect: a released load balancer of a share keeps the share's name, and the share cannot have a load balancer again"
-)
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
@@ -91,9 +68,6 @@ func TestSoak(t *testing.T) {
 			name += ",shares"
 		}
 		t.Run(name, func(t *testing.T) {
-			if r.defect != "" {
-				t.Skip(r.defect)
-			}
 			soak(t, r.seed, r.ops, r.groups, r.shares)
 		})
 	}
@@ -395,8 +369,6 @@ func TestSoakRegressions(t *testing.T) {
 		initializedBy map[string]time.Duration
 		// groups gives the cloud target groups; shares puts Services in shares.
 		groups, shares bool
-		// defect skips a scenario of a known defect until it is fixed.
-		defect string
 	}{
 		{
 			// svc-0's load balancer delete is applied but its answer lost; the service
@@ -455,12 +427,12 @@ func TestSoakRegressions(t *testing.T) {
 			// it leaves; the retry does not leave, and its listeners stay on the share's
 			// load balancer, which has no Service left.
 			name: "a Service that leaves its share under faults takes its listeners along",
-			seed: 7, ops: 1000, faults: 0.2, only: "126,164", shares: true, defect: defectLeaveUnderFaults,
+			seed: 7, ops: 1000, faults: 0.2, only: "126,164", shares: true,
 			pinned: map[int]string{126: "create-service svc-16", 164: "update-annotations svc-16"},
 		},
 		{
 			name: "a Service that joined and left a share under faults takes its listeners along",
-			seed: 9, ops: 1000, faults: 0.2, only: "630,687,734", shares: true, defect: defectLeaveUnderFaults,
+			seed: 9, ops: 1000, faults: 0.2, only: "630,687,734", shares: true,
 			pinned: map[int]string{630: "create-service svc-51", 687: "update-annotations svc-51", 734: "update-annotations svc-51"},
 		},
 		{
@@ -469,7 +441,6 @@ func TestSoakRegressions(t *testing.T) {
 			// the target of node-18, which the cloud refuses at every retry.
 			name: "a Service leaves its share whose load balancer targets a deleted instance",
 			seed: 5, ops: 1000, faults: 0.2, only: "158,163,164,167,169,171,175,176,177,178,179,180,181,182,183,184,185,186", shares: true,
-			defect: defectLeaveStaleTargets,
 			pinned: map[int]string{169: "create-service svc-17", 176: "delete-instance node-18", 178: "create-service svc-18", 185: "delete-service svc-17"},
 		},
 		{
@@ -477,15 +448,12 @@ func TestSoakRegressions(t *testing.T) {
 			// releasing it under the share's name; svc-21 moves from share back to front
 			// and cannot create front's load balancer, so it never leaves back's.
 			name: "a Service joins a share whose last Service released its load balancer",
-			seed: 9, ops: 1000, only: "917,935,939,972,973", shares: true, defect: defectReleasedShareName,
+			seed: 9, ops: 1000, only: "917,935,939,972,973", shares: true,
 			pinned: map[int]string{917: "create-service svc-21", 935: "create-service svc-78", 939: "update-annotations svc-78", 973: "update-annotations svc-21"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.defect != "" {
-				t.Skip(tt.defect)
-			}
 			ops, err := only(generate(tt.seed, tt.ops), tt.only)
 			require.NoError(t, err)
 			for _, o := range ops {
