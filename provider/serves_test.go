@@ -17,11 +17,11 @@ func TestServes(t *testing.T) {
 	}
 	unclassed := &corev1.Service{}
 	for _, tc := range []struct {
-		name          string
-		class         string
+		name           string
+		class          string
 		serveUnclassed *bool
-		svc           *corev1.Service
-		want          bool
+		svc            *corev1.Service
+		want           bool
 	}{
 		{"no class configured, a Service without one", "", nil, unclassed, true},
 		{"no class configured, a Service of a class", "", nil, classed("other.example/lb"), false},
