@@ -17,9 +17,17 @@
 //     can, else on the page), because ccmkit finds the load balancer of a Service by its
 //     owner tags (TagCluster, TagService). A cloud that replaces a whole load balancer in
 //     one call implements UpdateLoadBalancer with LoadBalancerUpdate.Spec; a cloud with
-//     separate listener, target and setting calls uses LoadBalancerUpdate.Changes and
-//     makes only the calls it needs. ccmkit calls UpdateLoadBalancer only when Changes is
-//     not empty. A part of the spec the cloud cannot build (a session affinity, an
+//     separate listener, target and setting calls makes only the calls it needs:
+//     LoadBalancerShape.Update compares the load balancer it read with the spec and calls
+//     one function per kind of change (LoadBalancerSteps) in a safe order, refusing a
+//     change no function makes before any call; PartwiseLoadBalancers makes the whole
+//     LoadBalancerAPI of such a cloud from its get, list, create, delete and steps. A cloud that keeps the health check and
+//     the PROXY protocol per listener declares it (LoadBalancerShape.PerListener: a change
+//     rewrites every listener) and reports them with JoinListenerParts. A cloud that
+//     reports a value of every setting for every load balancer (a type, a location)
+//     records the settings asked for as tags (TagsWithSettings) and reports only those
+//     (SettingsFromTags). ccmkit calls UpdateLoadBalancer only when
+//     LoadBalancerUpdate.Changes is not empty. A part of the spec the cloud cannot build (a session affinity, an
 //     application protocol or TLS termination it lacks) is refused with
 //     ErrInvalidRequest, never left out: ccmkit then tells the Service's owner, where a
 //     dropped setting would fail silently. Certificates are the cloud's own references,
@@ -27,7 +35,10 @@
 //     names reports them in LoadBalancer.Hostname.
 //   - RouteAPI: routes of the pod network, tagged with TagCluster and TagNode. A cloud
 //     whose routes carry no tags implements TaglessRouteAPI too (its doc says what
-//     changes: IDs the adapter synthesizes, every route listed, targets read back).
+//     changes: IDs the adapter synthesizes, every route listed, targets read back); over
+//     a table of one route per destination to a gateway address (Hetzner's networks,
+//     OpenStack's routers), GatewayRoutes is that TaglessRouteAPI from the adapter's reads
+//     and writes of the table, with the same IDs, targets and pages as every such cloud.
 //   - TargetGroupAPI (optional; offered by also implementing TargetGroupClient, found
 //     with TargetGroups): a cloud whose load balancers send traffic to shared groups of
 //     instances (GCE's instance groups, target groups or pools elsewhere) maps them here;
@@ -55,7 +66,9 @@
 //
 // Map every error onto one of the sentinels (ErrNotFound, ErrConflict, ErrThrottled,
 // ErrInvalidRequest, ErrTransient), for example with NewError or Throttled, keeping the
-// cloud's own error as the cause. The one rule that matters most: return ErrNotFound only
+// cloud's own error as the cause; ErrorCodes classifies the typed error codes of an API
+// that has them, and what is not the API's answer. A cloud whose IDs are numbers refuses
+// any other ID before a call (NumericID). The one rule that matters most: return ErrNotFound only
 // when the cloud says, with certainty, that the resource does not exist. A timeout or a
 // 5xx is ErrTransient; reading it as "not found" makes Kubernetes delete a healthy Node.
 //
@@ -84,8 +97,9 @@
 // number (Hetzner's) cannot promise that: an item deleted before the next page is read
 // shifts the later pages, so that listing misses an item (and one created before it,
 // sorting earlier, repeats one). Such an adapter sorts every list by ID (ascending), makes
-// the page token the next page's number, and runs the contract suite with
-// cloudapitest.WithPageNumbers. ccmkit stays safe with it: lists drop a repeated ID; an
+// the page token the next page's number (PageNumberRequest reads the page, its size and
+// the label selector from ListOptions; PageToken makes the next token), and runs the
+// contract suite with cloudapitest.WithPageNumbers. ccmkit stays safe with it: lists drop a repeated ID; an
 // instance a list missed is checked with GetInstance before it reads as gone; a Service's
 // load balancer is looked up by its owner tags (one short list) before anything is
 // created, so a load balancer missed by a list of the cluster's is never made twice; the
@@ -106,7 +120,8 @@
 // deadline and cancellation. A call that makes more than one request (a write answered
 // with an asynchronous action that the adapter polls until it is done, an SDK reading
 // pages by itself) passes each request through ccmkit's gate: Transport around the HTTP
-// client's transport does it for every request, Request for one; the polls then wait for
+// client's transport does it for every request (GatedClient for an SDK that takes an
+// http.Client), Request for one; the polls then wait for
 // the rate limiter and are counted (extra_requests_total) like calls, and the call's
 // per-attempt timeout bounds them all. An action that fails, or whose wait ends before it
 // does, may have changed the resource: answer ErrTransient, never ErrInvalidRequest.

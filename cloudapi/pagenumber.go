@@ -27,3 +27,33 @@ func PageToken(page, next int) string {
 	}
 	return strconv.Itoa(next)
 }
+
+// PageRequest is what a list paged by page number asks the cloud for.
+type PageRequest struct {
+	// Page is the number of the page, 1 for the first.
+	Page int
+	// PerPage is the most items the page holds.
+	PerPage int
+	// Selector is the label selector of the list's tags (LabelSelector), empty for none.
+	Selector string
+}
+
+// PageNumberRequest returns the request of a list with opts on a cloud that pages by page
+// number (PageNumber) with at most maxPerPage items a page (opts.PageSize when it is
+// positive and smaller) and filters by labels under rules (LabelSelector). A page token
+// PageToken did not make, or tags the rules cannot carry, are ErrInvalidRequest for op.
+func PageNumberRequest(op Operation, opts ListOptions, rules LabelRules, maxPerPage int) (PageRequest, error) {
+	page, err := PageNumber(op, opts.PageToken)
+	if err != nil {
+		return PageRequest{}, err
+	}
+	selector, err := LabelSelector(opts.Tags, rules)
+	if err != nil {
+		return PageRequest{}, NewError(ErrInvalidRequest, op, "", err)
+	}
+	perPage := maxPerPage
+	if opts.PageSize > 0 {
+		perPage = min(opts.PageSize, maxPerPage)
+	}
+	return PageRequest{Page: page, PerPage: perPage, Selector: selector}, nil
+}

@@ -2,6 +2,8 @@ package cloudapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 )
 
@@ -42,6 +44,54 @@ func Transport(base http.RoundTripper) http.RoundTripper {
 		base = http.DefaultTransport
 	}
 	return gatedTransport{base}
+}
+
+// GatedClient returns a copy of hc (nil: a new client) whose transport is Transport
+// around hc's: the HTTP client to give an SDK. Its requests also follow no redirect and
+// read no answer longer than MaxAnswerBytes (see the package doc, "Answers that look like
+// success"): a 3xx answer is an error that ErrorCodes.Classify reads as
+// ErrInvalidRequest, naming the answer's Location, and a longer body fails its read.
+func GatedClient(hc *http.Client) *http.Client {
+	out := &http.Client{}
+	if hc != nil {
+		*out = *hc
+	}
+	base := out.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	out.Transport = Transport(strictTransport{base})
+	return out
+}
+
+// MaxAnswerBytes bounds the body of every answer a GatedClient reads: an API's page holds
+// a few MB at most, and a longer answer is not one to decode in part.
+const MaxAnswerBytes = 16 << 20
+
+// errRedirected is matched by the error of a request of a GatedClient that the endpoint
+// answered with a redirect.
+var errRedirected = errors.New("a redirect, which is not followed (a write would not reach the API): set the endpoint to the API's own URL")
+
+// strictTransport refuses what an SDK would read wrongly: a 3xx answer is an error
+// matching errRedirected (so that an http.Client follows none, and no SDK reads a
+// redirect's body as the answer), and a body longer than MaxAnswerBytes fails its read.
+type strictTransport struct{ base http.RoundTripper }
+
+func (s strictTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := s.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		if resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+		return nil, fmt.Errorf("answered %d to %q: %w", resp.StatusCode, resp.Header.Get("Location"), errRedirected)
+	}
+	if resp.Body != nil {
+		resp.Body = http.MaxBytesReader(nil, resp.Body, MaxAnswerBytes)
+	}
+	return resp, nil
 }
 
 type gatedTransport struct{ base http.RoundTripper }

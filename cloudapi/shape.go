@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // LoadBalancerShape declares what a cloud's load balancers do not keep and do not support
@@ -28,6 +29,18 @@ type LoadBalancerShape struct {
 	// Unsupported are the parts the cloud cannot build. Only the features whose doc says
 	// "may be unsupported" are allowed here.
 	Unsupported []Feature
+	// PerListener are the parts the cloud keeps on each listener instead of once per load
+	// balancer (Hetzner's services each have their health check and PROXY protocol): a
+	// change of one then rewrites every listener (Plan, Update). The backend reports the
+	// part every listener has, and a health check that they do not all share as nil, so
+	// that the next update rewrites them all (JoinListenerParts). Only the features whose
+	// doc says "may be per listener" are allowed here.
+	PerListener []Feature
+	// HealthCheckUnit is the unit the cloud keeps a health check's interval and timeout in
+	// (a second on most clouds); zero keeps any duration. Check refuses an interval or a
+	// timeout that is not a whole multiple of it: the cloud would round it, and every sync
+	// would find it changed and write it again.
+	HealthCheckUnit time.Duration
 }
 
 // Feature names a part of a LoadBalancerSpec that a cloud may not keep (a
@@ -62,7 +75,10 @@ const (
 	FeatureHTTPS Feature = "https"
 	// FeatureSourceRanges are SourceRanges; may be unsupported.
 	FeatureSourceRanges Feature = "source-ranges"
-	// FeatureProxyProtocol is ProxyProtocol true; may be unsupported.
+	// FeatureHealthCheck is the HealthCheck; may be per listener.
+	FeatureHealthCheck Feature = "health-check"
+	// FeatureProxyProtocol is ProxyProtocol true; may be unsupported. As ProxyProtocol, it
+	// may be per listener.
 	FeatureProxyProtocol Feature = "proxy-protocol"
 	// FeatureInternal is Internal true; may be unsupported.
 	FeatureInternal Feature = "internal"
@@ -72,15 +88,18 @@ const (
 	FeatureSessionAffinity Feature = "session-affinity"
 )
 
-// notKeepable and unsupportable are the features each list of a LoadBalancerShape allows.
+// notKeepable, unsupportable and perListenable are the features each list of a
+// LoadBalancerShape allows.
 var (
+	perListenable = []Feature{FeatureHealthCheck, FeatureProxyProtocol}
 	notKeepable   = []Feature{FeatureName, FeatureListenerNames, FeatureHealthyThreshold, FeatureIPFamilies}
 	unsupportable = []Feature{FeatureIPv6, FeatureUDP, FeatureSCTP, FeatureTLS, FeatureHTTP, FeatureHTTPS,
 		FeatureSourceRanges, FeatureProxyProtocol, FeatureInternal, FeatureRequestedIPs, FeatureSessionAffinity}
 )
 
 // Validate reports every problem of the declaration at once: a feature that its list does
-// not allow, or listed twice.
+// not allow, listed twice, or both unsupported and kept per listener; a negative
+// HealthCheckUnit.
 func (s LoadBalancerShape) Validate() error {
 	var errs []error
 	check := func(list string, fs, allowed []Feature) {
@@ -97,6 +116,15 @@ func (s LoadBalancerShape) Validate() error {
 	}
 	check("NotKept", s.NotKept, notKeepable)
 	check("Unsupported", s.Unsupported, unsupportable)
+	check("PerListener", s.PerListener, perListenable)
+	for _, f := range s.PerListener {
+		if !s.Supports(f) {
+			errs = append(errs, fmt.Errorf("load balancer shape: %q is both unsupported and kept per listener", f))
+		}
+	}
+	if s.HealthCheckUnit < 0 {
+		errs = append(errs, fmt.Errorf("load balancer shape: HealthCheckUnit %s is negative", s.HealthCheckUnit))
+	}
 	return errors.Join(errs...)
 }
 
@@ -149,13 +177,17 @@ func (s LoadBalancerShape) Uses(spec LoadBalancerSpec) []Feature {
 }
 
 // Check returns an error matching ErrInvalidRequest, for op on the load balancer id
-// (empty for a create), naming every problem: what spec.Validate refuses, and the parts
-// of spec the cloud does not support. Nil when neither. An adapter calls it first in
+// (empty for a create), naming every problem: what spec.Validate refuses, the parts of
+// spec the cloud does not support, and a health check interval or timeout that is not a
+// multiple of HealthCheckUnit. Nil when none. An adapter calls it first in
 // CreateLoadBalancer and UpdateLoadBalancer, and adds its cloud's own checks.
 func (s LoadBalancerShape) Check(op Operation, id string, spec LoadBalancerSpec) error {
 	err := spec.Validate()
 	if used := s.Uses(spec); len(used) > 0 {
 		err = errors.Join(err, fmt.Errorf("the cloud's load balancers do not support %v", used))
+	}
+	if hc, unit := spec.HealthCheck, s.HealthCheckUnit; hc != nil && unit > 0 && (hc.Interval%unit != 0 || hc.Timeout%unit != 0) {
+		err = errors.Join(err, fmt.Errorf("health check interval %s and timeout %s: the cloud keeps whole multiples of %s", hc.Interval, hc.Timeout, unit))
 	}
 	if err != nil {
 		return NewError(ErrInvalidRequest, op, id, err)

@@ -1,6 +1,7 @@
 package cloudapi_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,13 @@ func TestLoadBalancerShapeValidate(t *testing.T) {
 	for _, want := range []string{`NotKept: "udp" is not one of`, `NotKept: "name" is listed twice`, `Unsupported: "listener-names" is not one of`, `Unsupported: "quic" is not one of`} {
 		assert.ErrorContains(t, err, want)
 	}
+	require.NoError(t, cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureProxyProtocol}}.Validate())
+	err = cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureUDP, cloudapi.FeatureHealthCheck, cloudapi.FeatureHealthCheck}}.Validate()
+	assert.ErrorContains(t, err, `PerListener: "udp" is not one of`)
+	assert.ErrorContains(t, err, `PerListener: "health-check" is listed twice`)
+	err = cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureProxyProtocol}, PerListener: []cloudapi.Feature{cloudapi.FeatureProxyProtocol}}.Validate()
+	assert.ErrorContains(t, err, `"proxy-protocol" is both unsupported and kept per listener`)
+	assert.ErrorContains(t, cloudapi.LoadBalancerShape{HealthCheckUnit: -time.Second}.Validate(), "HealthCheckUnit -1s is negative")
 }
 
 func TestLoadBalancerShapeComparable(t *testing.T) {
@@ -126,4 +134,78 @@ func TestPageNumbers(t *testing.T) {
 	n, err := cloudapi.PageNumber(cloudapi.OpListInstances, cloudapi.PageToken(1, 2))
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "round trip")
+}
+
+func TestPageNumberRequest(t *testing.T) {
+	tags := map[string]string{cloudapi.TagCluster: "prod", cloudapi.TagServiceName: "default/web"}
+	selector, err := cloudapi.LabelSelector(tags, cloudapi.HetznerLabelRules)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		opts cloudapi.ListOptions
+		want cloudapi.PageRequest
+	}{
+		{"first page, the most a page holds", cloudapi.ListOptions{}, cloudapi.PageRequest{Page: 1, PerPage: 50}},
+		{"a smaller page asked for", cloudapi.ListOptions{PageSize: 7, PageToken: "3"}, cloudapi.PageRequest{Page: 3, PerPage: 7}},
+		{"a larger page is capped", cloudapi.ListOptions{PageSize: 500}, cloudapi.PageRequest{Page: 1, PerPage: 50}},
+		{"a negative size is the most", cloudapi.ListOptions{PageSize: -1}, cloudapi.PageRequest{Page: 1, PerPage: 50}},
+		{"tags as the rules' label selector", cloudapi.ListOptions{Tags: tags}, cloudapi.PageRequest{Page: 1, PerPage: 50, Selector: selector}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := cloudapi.PageNumberRequest(cloudapi.OpListInstances, tc.opts, cloudapi.HetznerLabelRules, 50)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	_, err = cloudapi.PageNumberRequest(cloudapi.OpListInstances, cloudapi.ListOptions{PageToken: "x"}, cloudapi.HetznerLabelRules, 50)
+	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
+	_, err = cloudapi.PageNumberRequest(cloudapi.OpListInstances, cloudapi.ListOptions{Tags: map[string]string{"k": strings.Repeat("v", 1000)}}, cloudapi.HetznerLabelRules, 50)
+	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "a tag the labels cannot carry")
+}
+
+func TestNumericID(t *testing.T) {
+	for id, want := range map[string]int64{"1": 1, "42": 42, "9223372036854775807": 1<<63 - 1} {
+		n, ok := cloudapi.NumericID(id)
+		assert.True(t, ok, id)
+		assert.Equal(t, want, n, id)
+	}
+	for _, id := range []string{"", "0", "-1", "+1", "01", " 1", "1 ", "bm-1", "9223372036854775808", "i-0abc"} {
+		_, ok := cloudapi.NumericID(id)
+		assert.False(t, ok, "%q", id)
+	}
+}
+
+func TestSettingsAsTags(t *testing.T) {
+	spec := cloudapi.LoadBalancerSpec{Tags: map[string]string{cloudapi.TagCluster: "prod"}, Settings: map[string]string{"type": "lb21", "location": "fsn1"}}
+	tags := cloudapi.TagsWithSettings(spec)
+	assert.Equal(t, map[string]string{cloudapi.TagCluster: "prod", cloudapi.TagSettingPrefix + "type": "lb21", cloudapi.TagSettingPrefix + "location": "fsn1"}, tags)
+	assert.Equal(t, map[string]string{cloudapi.TagCluster: "prod"}, spec.Tags, "spec is not changed")
+	assert.Equal(t, map[string]string{cloudapi.TagSettingPrefix + "type": "lb11"}, cloudapi.TagsWithSettings(cloudapi.LoadBalancerSpec{Settings: map[string]string{"type": "lb11"}}))
+
+	tags[cloudapi.TagSettingPrefix+"gone"] = "x"
+	rest, settings := cloudapi.SettingsFromTags(tags, map[string]string{"type": "lb31", "location": "fsn1", "algorithm": "round_robin"})
+	assert.Equal(t, map[string]string{cloudapi.TagCluster: "prod"}, rest)
+	assert.Equal(t, map[string]string{"type": "lb31", "location": "fsn1"}, settings,
+		"the settings asked for, as the cloud has them; one the cloud reports no value of is dropped")
+	assert.Contains(t, tags, cloudapi.TagSettingPrefix+"type", "tags is not changed")
+	rest, settings = cloudapi.SettingsFromTags(map[string]string{"a": "b"}, map[string]string{"type": "lb11"})
+	assert.Equal(t, map[string]string{"a": "b"}, rest)
+	assert.Nil(t, settings, "none asked for")
+}
+
+func TestLoadBalancerShapeHealthCheckUnit(t *testing.T) {
+	shape := cloudapi.LoadBalancerShape{HealthCheckUnit: time.Second}
+	spec := cloudapi.LoadBalancerSpec{Name: "web", HealthCheck: &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 1, Interval: 5 * time.Second, Timeout: 2 * time.Second}}
+	require.NoError(t, shape.Check(cloudapi.OpCreateLoadBalancer, "", spec))
+	for _, tweak := range []func(*cloudapi.HealthCheck){
+		func(hc *cloudapi.HealthCheck) { hc.Interval = 2500 * time.Millisecond },
+		func(hc *cloudapi.HealthCheck) { hc.Timeout = time.Second + time.Nanosecond },
+	} {
+		odd := spec.Clone()
+		tweak(odd.HealthCheck)
+		err := shape.Check(cloudapi.OpCreateLoadBalancer, "", odd)
+		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
+		assert.ErrorContains(t, err, "the cloud keeps whole multiples of 1s")
+		require.NoError(t, cloudapi.LoadBalancerShape{}.Check(cloudapi.OpCreateLoadBalancer, "", odd), "no unit: any duration")
+	}
 }

@@ -27,6 +27,10 @@ type Backend[C any] struct {
 	// ConfigOptional allows starting without --cloud-config, with every setting at its
 	// default. Leave it false for a backend that needs a cluster ID or credentials.
 	ConfigOptional bool
+	// NeedsToken is true for a backend whose cloud needs a credential: a config without
+	// one (the credentials section, cfg.Credentials.Token) is refused with its other
+	// problems, and New is never called without one.
+	NeedsToken bool
 }
 
 // Register registers providerName with cloudprovider.RegisterCloudProvider, served by
@@ -90,6 +94,10 @@ func build[C any](r io.Reader, backend Backend[C], opts Options) (*Cloud, error)
 	}
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if backend.NeedsToken && cfg.Credentials.Token == "" {
+		tokenEnv, fileEnv := credentialEnv(opts.ProviderName)
+		errs = append(errs, fmt.Errorf("credentials: the %q backend needs a token: set credentials.token or credentials.tokenFile, or $%s or $%s", backend.Name, tokenEnv, fileEnv))
 	}
 	if err := checkSettings(cfg, opts); err != nil {
 		errs = append(errs, err)

@@ -142,6 +142,14 @@ func TestFactoryErrors(t *testing.T) {
 		})
 	}
 	assert.Empty(t, built, "no backend is built from a bad config")
+
+	needsToken := stubBackend("alpha", &built)
+	needsToken.NeedsToken = true
+	_, err := Factory(needsToken, Options{ProviderName: "mycloud", Metrics: metrics.NewKubeRegistry()})(strings.NewReader("cluster: {id: c1}\nalpha: {endpoint: http://plain}\n"))
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `credentials: the "alpha" backend needs a token: set credentials.token or credentials.tokenFile, or $MYCLOUD_CLOUD_TOKEN or $MYCLOUD_CLOUD_TOKEN_FILE`)
+	assert.ErrorContains(t, err, `alpha: endpoint: must start with "https://"`, "with the config's other problems")
+	assert.Empty(t, built, "New is not called without a token")
 }
 
 func TestConfigOptionalBackend(t *testing.T) {

@@ -68,6 +68,11 @@ const (
 	// most MaxOwedPages such pages at once; past that, the oldest tokens are forgotten,
 	// and a call with one goes to the inner client, as a cloud's expired token.
 	Repeat
+	// Refuse refuses the call as a cloud that cannot build the request would (a setting
+	// its load balancers lack, say): the inner client is not called, and the caller gets a
+	// *cloudapi.Error of class cloudapi.ErrInvalidRequest, which is not retried. It proves
+	// that what a caller writes after a refusal passes the same rules as the refused write.
+	Refuse
 )
 
 // MaxOwedPages is how many pages of Repeat faults a Client owes at once at most.
@@ -88,12 +93,14 @@ func (k Kind) String() string {
 		return "Ambiguous"
 	case Repeat:
 		return "Repeat"
+	case Refuse:
+		return "Refuse"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Valid reports whether k is one of the defined kinds, None included.
-func (k Kind) Valid() bool { return k >= None && k <= Repeat }
+func (k Kind) Valid() bool { return k >= None && k <= Refuse }
 
 // Rule injects one kind of fault into a random share of the calls.
 type Rule struct {

@@ -28,10 +28,11 @@
 //	counts := chaos.Injected().Total()
 //	t.Logf("%d calls, %d passed, faults %v", counts.Calls, counts.Passed, counts.Faults)
 //
-// The kinds of fault are Transient, Timeout, Throttle, Ambiguous and Repeat (a list that
-// answers an item again on a page of its own, as a cloud paging by offset does); see Kind
-// for what each one returns and whether the inner client sees the call. Every error the wrapper
-// makes up is a *cloudapi.Error of class cloudapi.ErrTransient or cloudapi.ErrThrottled,
+// The kinds of fault are Transient, Timeout, Throttle, Ambiguous, Repeat (a list that
+// answers an item again on a page of its own, as a cloud paging by offset does) and Refuse
+// (a request the cloud cannot build); see Kind for what each one returns and whether the
+// inner client sees the call. Every error the wrapper makes up is a *cloudapi.Error of
+// class cloudapi.ErrTransient, cloudapi.ErrThrottled or (Refuse) cloudapi.ErrInvalidRequest,
 // exactly like a well-behaved adapter's, and wraps ErrInjected.
 //
 // # The life of a call

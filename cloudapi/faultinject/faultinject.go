@@ -334,6 +334,9 @@ func do[T any](ctx context.Context, c *Client, op cloudapi.Operation, id string,
 		_, _ = call(ctx) // applied, but the answer is lost
 		return zero, &cloudapi.Error{Class: cloudapi.ErrTransient, Op: op, ID: id,
 			Err: fmt.Errorf("%w: answer lost after the request was sent: %w", ErrInjected, context.DeadlineExceeded)}
+	case Refuse:
+		return zero, &cloudapi.Error{Class: cloudapi.ErrInvalidRequest, Op: op, ID: id,
+			Err: fmt.Errorf("%w: the cloud cannot build this request", ErrInjected)}
 	default: // Transient
 		return zero, &cloudapi.Error{Class: cloudapi.ErrTransient, Op: op, ID: id,
 			Err: fmt.Errorf("%w: service unavailable", ErrInjected)}

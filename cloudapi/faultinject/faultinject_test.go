@@ -87,7 +87,7 @@ func TestKinds(t *testing.T) {
 		timeout    = 3 * time.Second
 		retryAfter = 5 * time.Second
 	)
-	for _, kind := range []faultinject.Kind{faultinject.Transient, faultinject.Timeout, faultinject.Throttle, faultinject.Ambiguous} {
+	for _, kind := range []faultinject.Kind{faultinject.Transient, faultinject.Timeout, faultinject.Throttle, faultinject.Ambiguous, faultinject.Refuse} {
 		for _, tc := range allOps() {
 			for _, how := range []string{"rule", "script"} {
 				t.Run(fmt.Sprintf("%s/%s/%s", kind, tc.op, how), func(t *testing.T) {
@@ -129,6 +129,8 @@ func TestKinds(t *testing.T) {
 					case faultinject.Ambiguous:
 						wantPassed = 1
 						require.ErrorIs(t, err, context.DeadlineExceeded)
+					case faultinject.Refuse:
+						wantClass = cloudapi.ErrInvalidRequest
 					}
 					assert.Equal(t, wantClass, cloudapi.ClassOf(err))
 					if !errors.Is(wantClass, cloudapi.ErrThrottled) {
@@ -807,7 +809,8 @@ func TestKindString(t *testing.T) {
 		{faultinject.Ambiguous, "Ambiguous", true},
 		{faultinject.Kind(-1), "Kind(-1)", false},
 		{faultinject.Repeat, "Repeat", true},
-		{faultinject.Kind(6), "Kind(6)", false},
+		{faultinject.Refuse, "Refuse", true},
+		{faultinject.Kind(7), "Kind(7)", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -40,7 +40,10 @@
 // deletes fail, and creates, updates and deletes are ambiguous, like the others. Every
 // list (instances, load balancers, routes, groups) also repeats an item on a page of its
 // own at the fault rate (faultinject.Repeat, a cloud paging by offset), so a caller that
-// took it for two (and deleted a load balancer as its own duplicate) fails a check. The
+// took it for two (and deleted a load balancer as its own duplicate) fails a check; and a
+// quarter of the fault rate of the load balancer updates is refused as a request the
+// cloud cannot build (faultinject.Refuse), so that the targets written alone after a
+// refusal (never onto a load balancer whose adoption was refused) meet the checks too. The
 // collection of unused groups that the controller controllers.TargetGroupCollector runs
 // every cache.maxAge (loadbalancer.LoadBalancer.CollectGroups) runs as a periodic loop of
 // the simulation.

@@ -108,7 +108,10 @@ func mix(a, b uint64) uint64 {
 // they apply to every call, the target group calls (and the ambiguous group writes)
 // included. A fifth rule, at the same rate again, makes the lists repeat an item on a
 // page of its own (a cloud paging by offset), so that a list that hands an item over
-// twice shows in any order of events.
+// twice shows in any order of events. A sixth refuses a quarter of rate of the load
+// balancer updates as requests the cloud cannot build (faultinject.Refuse), so that what
+// is written after a refusal (the targets alone) meets the ownership checks in any order
+// of events, a refused adoption among them.
 func faultRules(rate float64) []faultinject.Rule {
 	share := func(s float64) float64 { return 1 - math.Pow(1-rate, s) }
 	return []faultinject.Rule{
@@ -118,6 +121,7 @@ func faultRules(rate float64) []faultinject.Rule {
 		{Kind: faultinject.Ambiguous, Probability: share(0.3)},
 		{Kind: faultinject.Repeat, Probability: rate, Ops: []cloudapi.Operation{
 			cloudapi.OpListInstances, cloudapi.OpListLoadBalancers, cloudapi.OpListRoutes, cloudapi.OpListTargetGroups}},
+		{Kind: faultinject.Refuse, Probability: rate / 4, Ops: []cloudapi.Operation{cloudapi.OpUpdateLoadBalancer}},
 	}
 }
 

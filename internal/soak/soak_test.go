@@ -124,6 +124,7 @@ func soak(t *testing.T, seed int64, n int, groups, shares bool) {
 	}
 	if p.faultRate > 0 {
 		assert.NotZero(t, sumFaults(res.injected), "no fault was injected")
+		assert.NotZero(t, res.injected.Faults[faultinject.Refuse], "no load balancer update was refused")
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
@@ -21,10 +20,7 @@ const ProviderName = "hcloud"
 
 func init() {
 	provider.Register(ProviderName, provider.Backend[Config]{
-		Name: ProviderName, New: func(cfg *provider.Config, section Config) (cloudapi.Client, error) {
-			if cfg.Credentials.Token == "" {
-				return nil, errors.New("credentials: the Hetzner Cloud API needs a token")
-			}
+		Name: ProviderName, NeedsToken: true, New: func(cfg *provider.Config, section Config) (cloudapi.Client, error) {
 			for _, name := range []string{SettingLocation, SettingNetworkZone} {
 				if _, ok := cfg.LoadBalancer.Settings[name]; ok {
 					return nil, fmt.Errorf("loadBalancer.settings.%s: set the default location in the hcloud section's location instead: a default location or network zone in loadBalancer.settings would be merged into every Service's, so a Service could not ask for the other", name)
@@ -92,11 +88,7 @@ func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 	}
 	// Every request passes through ccmkit's gate (cloudapi.Transport): an action's polls
 	// wait for the rate limiter and are counted like the call that started it.
-	gated := &http.Client{Transport: cloudapi.Transport(nil)}
-	if hc != nil {
-		gated = &http.Client{Transport: cloudapi.Transport(hc.Transport), CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
-	}
-	opts = append(opts, hcloud.WithHTTPClient(gated))
+	opts = append(opts, hcloud.WithHTTPClient(cloudapi.GatedClient(hc)))
 	return &Client{api: hcloud.NewClient(opts...), cfg: cfg}
 }
 
@@ -104,7 +96,7 @@ func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 func (c *Client) Instances() cloudapi.InstanceAPI { return instances{c.api} }
 
 // LoadBalancers returns the load balancer API, over the project's load balancers.
-func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return lbAPI{c}, true }
+func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return lbAPI{c}.api(), true }
 
 // Routes returns the routes of Config.Network (a cloudapi.TaglessRouteAPI), or (nil,
 // false) without one.
@@ -112,70 +104,74 @@ func (c *Client) Routes() (cloudapi.RouteAPI, bool) {
 	if c.cfg.Network == "" {
 		return nil, false
 	}
-	return routes{c.api, c.cfg.Network}, true
+	return c.routes(), true
 }
 
-// network is the configured network, read by ID or name (one call); ErrInvalidRequest
-// when none is configured or it does not exist.
-func (c *Client) network(ctx context.Context, op cloudapi.Operation) (*hcloud.Network, error) {
+// network is the configured network, read by ID or name (one call). One that is not
+// configured or does not exist is a configuration error (ErrInvalidRequest for op on id),
+// never "not found": a list's not-found is no answer.
+func (c *Client) network(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.Network, error) {
 	if c.cfg.Network == "" {
-		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", errors.New("an internal load balancer needs the hcloud section's network"))
+		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, errors.New("an internal load balancer needs the hcloud section's network"))
 	}
 	n, resp, err := c.api.Network.Get(ctx, c.cfg.Network)
 	switch {
 	case err != nil:
-		return nil, errorOf(op, "", resp, err)
+		return nil, errorOf(op, id, resp, err)
 	case n == nil:
-		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", fmt.Errorf("network %q does not exist", c.cfg.Network))
+		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id,
+			fmt.Errorf("network %q does not exist: check the hcloud section's network", c.cfg.Network))
 	}
 	return n, nil
 }
 
-// wait polls action until it is done. An action that fails, or whose wait ends before
-// it does, may have changed the load balancer: ErrTransient.
-func (c *Client) wait(ctx context.Context, op cloudapi.Operation, id string, action *hcloud.Action) error {
-	if action == nil {
-		return nil
+// wait maps the answer (resp, err) to a write of op, then waits for the action it
+// started, polling through the SDK's action waiter (whose retries are off, as all the
+// client's). An answer without an action, an action that ends in error, or a wait that
+// ends before it does is ErrTransient: the write may have been applied or not.
+func (c *Client) wait(ctx context.Context, op cloudapi.Operation, id string, action *hcloud.Action, resp *hcloud.Response, err error) error {
+	switch {
+	case err != nil:
+		return errorOf(op, id, resp, err)
+	case action == nil || action.ID == 0:
+		err = errors.New("the API answered without an action")
+	default:
+		if err = c.api.Action.WaitFor(ctx, action); err != nil {
+			err = fmt.Errorf("action %d (%s): %w", action.ID, action.Command, err)
+		}
 	}
-	if err := c.api.Action.WaitFor(ctx, action); err != nil {
-		return cloudapi.NewError(cloudapi.ErrTransient, op, id, fmt.Errorf("action %d (%s): %w", action.ID, action.Command, err))
+	if err != nil {
+		return cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
 	}
 	return nil
 }
 
-// errorOf maps an SDK error onto cloudapi's sentinels, keeping it as the cause:
-//
-//	rate_limit_exceeded                      ErrThrottled, RetryAfter until RateLimit-Reset
-//	not_found (from a list)                  ErrTransient (GetInstance reads it first)
-//	uniqueness_error                         ErrConflict
-//	locked, conflict, and the API's 5xx      ErrTransient: temporary, the same call may succeed
-//	invalid_input, unauthorized, forbidden,  ErrInvalidRequest
-//	  and any other typed error
-//	an answer that is not the API's error    ErrInvalidRequest for a 4xx (a wrong endpoint,
-//	                                         a proxy), ErrTransient for a 5xx
-//	no answer (transport, context)           ErrTransient
-func errorOf(op cloudapi.Operation, id string, resp *hcloud.Response, err error) error {
-	var apiErr hcloud.Error
-	switch {
-	case hcloud.IsError(err, hcloud.ErrorCodeRateLimitExceeded):
-		e := cloudapi.Throttled(op, 0, err)
-		if resp != nil && !resp.Meta.Ratelimit.Reset.IsZero() {
-			e.RetryAfter = max(time.Until(resp.Meta.Ratelimit.Reset), time.Second)
-		}
-		e.ID = id
-		return e
-	case hcloud.IsError(err, hcloud.ErrorCodeUniquenessError):
-		return cloudapi.NewError(cloudapi.ErrConflict, op, id, err)
-	case hcloud.IsError(err, hcloud.ErrorCodeNotFound, hcloud.ErrorCodeLocked, hcloud.ErrorCodeConflict,
+// errorCodes are the classes of the API's error codes: not_found is transient, as any
+// call but a GET of one resource may answer it (GetInstance and GetLoadBalancer read the
+// SDK's nil answer to that GET as not-found, DeleteLoadBalancer the code of its one ID);
+// locked, conflict and the API's 5xx are temporary, the same call may succeed.
+var errorCodes = cloudapi.ErrorCodes[hcloud.ErrorCode]{
+	Throttled: []hcloud.ErrorCode{hcloud.ErrorCodeRateLimitExceeded},
+	Conflict:  []hcloud.ErrorCode{hcloud.ErrorCodeUniquenessError},
+	Transient: []hcloud.ErrorCode{hcloud.ErrorCodeNotFound, hcloud.ErrorCodeLocked, hcloud.ErrorCodeConflict,
 		hcloud.ErrorCodeServiceError, hcloud.ErrorCodeUnknownError, hcloud.ErrorCodeServerError,
 		hcloud.ErrorCodeBadGateway, hcloud.ErrorCodeTimeout, hcloud.ErrorCodeMaintenance,
-		hcloud.ErrorCodeResourceUnavailable, hcloud.ErrorCodeRobotUnavailable):
-		return cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
-	case errors.As(err, &apiErr):
-		return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
-	case errors.Is(err, hcloud.ErrStatusCode) && resp != nil && resp.StatusCode < 500:
-		return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id,
-			fmt.Errorf("%w: not the API's error: check the endpoint's base URL", err))
+		hcloud.ErrorCodeResourceUnavailable, hcloud.ErrorCodeRobotUnavailable},
+}
+
+// errorOf maps an SDK error onto cloudapi's sentinels by its code (errorCodes; any other,
+// such as invalid_input, unauthorized or forbidden, is invalid), keeping it as the cause:
+// rate_limit_exceeded is throttled until RateLimit-Reset, and an answer that is not the
+// API's error invalid for a 4xx (a wrong endpoint, a proxy), transient otherwise, as no
+// answer is (cloudapi.ErrorCodes.Classify).
+func errorOf(op cloudapi.Operation, id string, resp *hcloud.Response, err error) error {
+	var apiErr hcloud.Error
+	var r cloudapi.FailedRequest[hcloud.ErrorCode]
+	if errors.As(err, &apiErr) {
+		r.Code = apiErr.Code
 	}
-	return cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
+	if resp != nil && resp.Response != nil {
+		r.Status, r.RetryAt = resp.StatusCode, resp.Meta.Ratelimit.Reset
+	}
+	return errorCodes.Classify(op, id, r, err)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -11,12 +12,16 @@ import (
 
 // Shape is what Hetzner's load balancers do not keep of a cloudapi.LoadBalancerSpec (a
 // service has no name, a health check one threshold, retries; every load balancer serves
-// IPv4 and IPv6) and do not support (UDP and SCTP, TLS termination to TCP, source ranges,
-// a requested public address, client-IP session affinity).
+// IPv4 and IPv6), do not support (UDP and SCTP, TLS termination to TCP, source ranges, a
+// requested public address, client-IP session affinity) and keep per service (the health
+// check and the PROXY protocol), with a health check's interval and timeout in whole
+// seconds.
 var Shape = cloudapi.LoadBalancerShape{
 	NotKept: []cloudapi.Feature{cloudapi.FeatureListenerNames, cloudapi.FeatureHealthyThreshold, cloudapi.FeatureIPFamilies},
 	Unsupported: []cloudapi.Feature{cloudapi.FeatureUDP, cloudapi.FeatureSCTP, cloudapi.FeatureTLS,
 		cloudapi.FeatureSourceRanges, cloudapi.FeatureRequestedIPs, cloudapi.FeatureSessionAffinity},
+	PerListener:     []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureProxyProtocol},
+	HealthCheckUnit: time.Second,
 }
 
 // The load balancer settings the adapter declares (annotations under ccmkit's prefix).

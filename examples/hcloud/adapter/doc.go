@@ -18,13 +18,16 @@
 // Client.Routes answers (nil, false). Load balancers: the project's load balancers, a
 // service per listener and a server target per Node, with the adapter's Shape (what
 // Hetzner's load balancers do not keep or support), Settings (type, algorithm, location,
-// network zone) and Aliases (the annotations of Hetzner's own CCM); every request, an
-// action's polls included, passes through cloudapi.Transport, and each write waits for
-// its action before the next (README.md has the details).
+// network zone) and Aliases (the annotations of Hetzner's own CCM), a
+// cloudapi.PartwiseLoadBalancers whose updates are one function per kind of call (the Shape
+// declares the health check and PROXY protocol per service, so a change of either
+// rewrites every service); every request, an action's polls included, passes through
+// cloudapi.Transport, and each write waits for its action before the next, a failed
+// action or poll being ErrTransient (README.md has the details).
 //
-// Errors: the SDK's typed errors map onto cloudapi's sentinels (errorOf has the table);
-// not_found is ErrNotFound only for a GET or DELETE of one server or load balancer; an answer that is not the API's
-// typed error (a bare 404 from a proxy or a wrong endpoint) is ErrInvalidRequest, a 5xx
-// ErrTransient. The SDK's own retries are off: ccmkit's client decorator retries, and
+// Errors: the SDK's typed errors map onto cloudapi's sentinels (errorCodes has the table,
+// a cloudapi.ErrorCodes); not_found is ErrNotFound only for a GET or DELETE of one server
+// or load balancer; an answer that is not the API's typed error (a bare 404 from a proxy
+// or a wrong endpoint, a 3xx) is ErrInvalidRequest, a 5xx ErrTransient. The SDK's own retries are off: ccmkit's client decorator retries, and
 // sees every call.
 package adapter

@@ -1,9 +1,7 @@
 package adapter
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -24,17 +22,9 @@ type instances struct{ api *hcloud.Client }
 // ErrInvalidRequest: it names no server of this API (a bare-metal "bm-..." one, another
 // cloud's), which is not the certainty that it is gone.
 func (in instances) GetInstance(ctx context.Context, id string) (*cloudapi.Instance, error) {
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil || n < 1 || strconv.FormatInt(n, 10) != id {
-		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, cloudapi.OpGetInstance, id,
-			fmt.Errorf("%q is not a Hetzner Cloud server ID (a positive number)", id))
-	}
-	srv, resp, err := in.api.Server.GetByID(ctx, n)
-	switch {
-	case err != nil:
-		return nil, errorOf(cloudapi.OpGetInstance, id, resp, err)
-	case srv == nil: // the SDK's answer to the API's typed not_found
-		return nil, cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpGetInstance, id, errors.New("no such server"))
+	srv, err := getByID(ctx, cloudapi.OpGetInstance, id, "server", cloudapi.ErrInvalidRequest, in.api.Server.GetByID)
+	if err != nil {
+		return nil, err
 	}
 	inst := instanceOf(ctx, srv)
 	return &inst, nil
@@ -43,44 +33,56 @@ func (in instances) GetInstance(ctx context.Context, id string) (*cloudapi.Insta
 // ListInstances returns one page of the servers that carry opts.Tags, by ID; the page
 // token is the number of the page to read.
 func (in instances) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
-	page, perPage, selector, err := listArgs(cloudapi.OpListInstances, opts)
+	servers, next, err := page(cloudapi.OpListInstances, opts, func(o hcloud.ListOpts, sort []string) ([]*hcloud.Server, *hcloud.Response, error) {
+		return in.api.Server.List(ctx, hcloud.ServerListOpts{ListOpts: o, Sort: sort})
+	})
 	if err != nil {
 		return nil, err
 	}
-	servers, resp, err := in.api.Server.List(ctx, hcloud.ServerListOpts{
-		ListOpts: hcloud.ListOpts{Page: page, PerPage: perPage, LabelSelector: selector},
-		Sort:     []string{"id:asc"},
-	})
-	if err != nil {
-		return nil, errorOf(cloudapi.OpListInstances, "", resp, err)
-	}
-	out := &cloudapi.InstancePage{Items: make([]cloudapi.Instance, 0, len(servers))}
+	out := &cloudapi.InstancePage{Items: make([]cloudapi.Instance, 0, len(servers)), NextPageToken: next}
 	for _, srv := range servers {
 		if inst := instanceOf(ctx, srv); cloudapi.MatchTags(inst.Tags, opts.Tags) {
 			out.Items = append(out.Items, inst)
 		}
 	}
-	out.NextPageToken = nextPage(resp, page)
 	return out, nil
 }
 
-// listArgs are the page, page size and label selector of a list's options.
-func listArgs(op cloudapi.Operation, opts cloudapi.ListOptions) (page, perPage int, selector string, err error) {
-	if page, err = cloudapi.PageNumber(op, opts.PageToken); err != nil {
-		return 0, 0, "", err
+// getByID reads the resource what of the numeric ID id with get, an SDK's GetByID: nil,
+// the SDK's answer to the API's typed not_found for one ID, is ErrNotFound; an ID that is
+// not a number names none, which is class (the caller's choice).
+func getByID[T any](ctx context.Context, op cloudapi.Operation, id, what string, class error,
+	get func(context.Context, int64) (*T, *hcloud.Response, error)) (*T, error) {
+	n, ok := cloudapi.NumericID(id)
+	if !ok {
+		return nil, cloudapi.NewError(class, op, id, fmt.Errorf("%q is not a Hetzner Cloud %s ID (a positive number)", id, what))
 	}
-	if selector, err = cloudapi.LabelSelector(opts.Tags, cloudapi.HetznerLabelRules); err != nil {
-		return 0, 0, "", cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", err)
+	v, resp, err := get(ctx, n)
+	switch {
+	case err != nil:
+		return nil, errorOf(op, id, resp, err)
+	case v == nil:
+		return nil, cloudapi.NewError(cloudapi.ErrNotFound, op, id, fmt.Errorf("no such %s", what))
 	}
-	return page, min(cmp.Or(opts.PageSize, maxPerPage), maxPerPage), selector, nil
+	return v, nil
 }
 
-// nextPage is the token of the page after page, empty after the last.
-func nextPage(resp *hcloud.Response, page int) string {
-	if p := resp.Meta.Pagination; p != nil {
-		return cloudapi.PageToken(page, p.NextPage)
+// page reads one page of opts (by page number, filtered by a label selector) of a kind
+// sorted by ID with list, the SDK's List of the kind, and the token of the next page.
+func page[T any](op cloudapi.Operation, opts cloudapi.ListOptions,
+	list func(o hcloud.ListOpts, sort []string) ([]T, *hcloud.Response, error)) ([]T, string, error) {
+	req, err := cloudapi.PageNumberRequest(op, opts, cloudapi.HetznerLabelRules, maxPerPage)
+	if err != nil {
+		return nil, "", err
 	}
-	return ""
+	items, resp, err := list(hcloud.ListOpts{Page: req.Page, PerPage: req.PerPage, LabelSelector: req.Selector}, []string{"id:asc"})
+	switch {
+	case err != nil:
+		return nil, "", errorOf(op, "", resp, err)
+	case resp.Meta.Pagination == nil:
+		return items, "", nil
+	}
+	return items, cloudapi.PageToken(req.Page, resp.Meta.Pagination.NextPage), nil
 }
 
 // instanceOf is the instance of a server. Its tags are the labels the codec reads; a

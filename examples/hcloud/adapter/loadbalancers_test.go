@@ -282,7 +282,7 @@ func TestReviewedEdges(t *testing.T) {
 	odd.Annotations[loadbalancer.DefaultAnnotationPrefix+loadbalancer.AnnotationHealthCheckInterval] = "2500ms"
 	before = m.Calls()
 	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", odd, []*corev1.Node{node})
-	require.ErrorContains(t, err, "Hetzner keeps whole seconds")
+	require.ErrorContains(t, err, "the cloud keeps whole multiples of 1s")
 	assert.Zero(t, m.Calls().Sub(before).Writes())
 
 	_, err = cloudprovider.GetCloudProvider(adapter.ProviderName, strings.NewReader(

@@ -2,63 +2,49 @@ package adapter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
 
-// routes is cloudapi.TaglessRouteAPI over the routes of one network: a Hetzner route is a
-// destination and a gateway, the private IP of a server in the network, without labels.
-// A route's ID is its destination, which the network holds one route for; its target is
-// the server that holds the gateway, found in one list of the servers per list of routes.
-type routes struct {
-	api     *hcloud.Client
-	network string // the network's name or ID, as configured
+// routes is the cloudapi.TaglessRouteAPI of the configured network's routes: a Hetzner
+// route is a destination and a gateway, the private IP of a server in the network, without
+// labels (a cloudapi.GatewayRoutes: a route's ID is its destination, which the network
+// holds one route for; its target the server that holds the gateway, found in one list
+// of the servers per list of routes). Hetzner's networks route IPv4.
+func (c *Client) routes() cloudapi.GatewayRoutes[*hcloud.Network] {
+	return cloudapi.GatewayRoutes[*hcloud.Network]{IPv4Only: true, Table: c.routeTable, Holders: c.holders, Gateway: c.gateway,
+		Add: c.addRoute, Delete: c.deleteRoute}
 }
 
-var _ cloudapi.TaglessRouteAPI = routes{}
-
-// RoutesCarryNoTags reports true: Hetzner's routes have no labels.
-func (routes) RoutesCarryNoTags() bool { return true }
-
-// get reads the network. One that does not exist is a configuration error, never
-// "not found": a list's not-found is no answer.
-func (r routes) get(ctx context.Context, op cloudapi.Operation) (*hcloud.Network, error) {
-	n, resp, err := r.api.Network.Get(ctx, r.network)
-	switch {
-	case err != nil:
-		return nil, errorOf(op, r.network, resp, err)
-	case n == nil:
-		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, r.network,
-			fmt.Errorf("network %q does not exist: check the hcloud section's network", r.network))
-	}
-	return n, nil
-}
-
-// ListRoutes returns one page of the network's routes, ordered by ID (the destination); a
-// page token is the last ID of the page before. A non-empty opts.Tags selects none, as no
-// route carries a tag. A route whose gateway no server of the network holds is a blackhole.
-func (r routes) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.RoutePage, error) {
-	if len(opts.Tags) > 0 {
-		return &cloudapi.RoutePage{}, nil
-	}
-	n, err := r.get(ctx, cloudapi.OpListRoutes)
+// routeTable reads the network and its routes.
+func (c *Client) routeTable(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.Network, []cloudapi.GatewayRoute, error) {
+	n, err := c.network(ctx, op, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	servers, err := r.api.Server.AllWithOpts(ctx, hcloud.ServerListOpts{ListOpts: hcloud.ListOpts{PerPage: maxPerPage}})
+	table := make([]cloudapi.GatewayRoute, 0, len(n.Routes))
+	for _, rt := range n.Routes {
+		if rt.Destination != nil {
+			table = append(table, cloudapi.GatewayRoute{Destination: rt.Destination.String(), Gateway: rt.Gateway.String()})
+		}
+	}
+	return n, table, nil
+}
+
+// holders are the servers that hold each private IP in network n, from one list of the
+// servers.
+func (c *Client) holders(ctx context.Context, n *hcloud.Network) (map[string]string, error) {
+	servers, err := c.api.Server.AllWithOpts(ctx, hcloud.ServerListOpts{ListOpts: hcloud.ListOpts{PerPage: maxPerPage}})
 	if err != nil {
 		return nil, errorOf(cloudapi.OpListRoutes, "", nil, err)
 	}
-	holder := map[string]string{} // private IP in the network to server ID
+	holder := map[string]string{}
 	for _, srv := range servers {
 		for _, pn := range srv.PrivateNet {
 			if pn.Network != nil && pn.Network.ID == n.ID && pn.IP != nil {
@@ -66,94 +52,46 @@ func (r routes) ListRoutes(ctx context.Context, opts cloudapi.ListOptions) (*clo
 			}
 		}
 	}
-	var out []cloudapi.Route
-	for _, rt := range n.Routes {
-		if rt.Destination == nil || rt.Destination.String() <= opts.PageToken {
-			continue
-		}
-		id, gw := rt.Destination.String(), rt.Gateway.String()
-		out = append(out, cloudapi.Route{ID: id, Blackhole: holder[gw] == "", RouteSpec: cloudapi.RouteSpec{DestinationCIDR: id, TargetInstanceID: holder[gw], TargetAddress: gw}})
-	}
-	slices.SortFunc(out, func(a, b cloudapi.Route) int { return strings.Compare(a.ID, b.ID) })
-	if opts.PageSize > 0 && len(out) > opts.PageSize {
-		return &cloudapi.RoutePage{Items: out[:opts.PageSize], NextPageToken: out[opts.PageSize-1].ID}, nil
-	}
-	return &cloudapi.RoutePage{Items: out}, nil
+	return holder, nil
 }
 
-// CreateRoute adds a route of spec.DestinationCIDR (IPv4, as Hetzner's networks are) to
-// the private IP of server spec.TargetInstanceID in the network, and waits for the action.
-// The name and tags are dropped: Hetzner's routes have neither.
-func (r routes) CreateRoute(ctx context.Context, spec cloudapi.RouteSpec) (*cloudapi.Route, error) {
-	const op = cloudapi.OpCreateRoute
+// gateway is the private IP in network n of the server target.
+func (c *Client) gateway(ctx context.Context, op cloudapi.Operation, n *hcloud.Network, target string) (string, error) {
 	invalid := func(format string, args ...any) error {
-		return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, spec.DestinationCIDR, fmt.Errorf(format, args...))
+		return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, target, fmt.Errorf(format, args...))
 	}
-	dst, err := netip.ParsePrefix(spec.DestinationCIDR)
-	if err != nil || dst.Masked() != dst || !dst.Addr().Is4() || dst.String() != spec.DestinationCIDR {
-		return nil, invalid("destination %q is not a canonical IPv4 CIDR (Hetzner networks route IPv4)", spec.DestinationCIDR)
+	sid, ok := cloudapi.NumericID(target)
+	if !ok {
+		return "", invalid("target %q is not a Hetzner Cloud server ID", target)
 	}
-	sid, err := strconv.ParseInt(spec.TargetInstanceID, 10, 64)
-	if err != nil || sid < 1 {
-		return nil, invalid("target %q is not a Hetzner Cloud server ID", spec.TargetInstanceID)
-	}
-	n, err := r.get(ctx, op)
-	if err != nil {
-		return nil, err
-	}
-	srv, resp, err := r.api.Server.GetByID(ctx, sid)
+	srv, resp, err := c.api.Server.GetByID(ctx, sid)
 	switch {
 	case err != nil:
-		return nil, errorOf(op, spec.DestinationCIDR, resp, err)
+		return "", errorOf(op, target, resp, err)
 	case srv == nil:
-		return nil, invalid("target server %d does not exist", sid)
+		return "", invalid("target server %d does not exist", sid)
 	}
 	i := slices.IndexFunc(srv.PrivateNet, func(pn hcloud.ServerPrivateNet) bool { return pn.Network != nil && pn.Network.ID == n.ID })
 	if i < 0 {
-		return nil, invalid("target server %d is not attached to network %q", sid, r.network)
+		return "", invalid("target server %d is not attached to network %q", sid, c.cfg.Network)
 	}
-	gw := srv.PrivateNet[i].IP
-	if spec.TargetAddress != "" && spec.TargetAddress != gw.String() {
-		return nil, invalid("target address %q is not server %d's IP %s in network %q", spec.TargetAddress, sid, gw, r.network)
-	}
-	action, resp, err := r.api.Network.AddRoute(ctx, n, hcloud.NetworkAddRouteOpts{Route: hcloud.NetworkRoute{
-		Destination: &net.IPNet{IP: dst.Addr().AsSlice(), Mask: net.CIDRMask(dst.Bits(), 32)}, Gateway: gw}})
-	if err := r.wait(ctx, op, spec.DestinationCIDR, action, resp, err); err != nil {
-		return nil, err
-	}
-	return &cloudapi.Route{ID: dst.String(), RouteSpec: cloudapi.RouteSpec{DestinationCIDR: dst.String(), TargetInstanceID: spec.TargetInstanceID, TargetAddress: gw.String()}}, nil
+	return srv.PrivateNet[i].IP.String(), nil
 }
 
-// DeleteRoute deletes the network's route whose destination is id, and waits for the
-// action. It is ErrNotFound when the network, read first, has no such route.
-func (r routes) DeleteRoute(ctx context.Context, id string) error {
-	n, err := r.get(ctx, cloudapi.OpDeleteRoute)
-	if err != nil {
-		return err
-	}
-	i := slices.IndexFunc(n.Routes, func(rt hcloud.NetworkRoute) bool { return rt.Destination != nil && rt.Destination.String() == id })
-	if i < 0 {
-		return cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpDeleteRoute, id, fmt.Errorf("network %q has no route to %q", r.network, id))
-	}
-	action, resp, err := r.api.Network.DeleteRoute(ctx, n, hcloud.NetworkDeleteRouteOpts{Route: n.Routes[i]})
-	return r.wait(ctx, cloudapi.OpDeleteRoute, id, action, resp, err)
+// addRoute and deleteRoute add and delete the route r of network n, each waiting for its
+// action.
+func (c *Client) addRoute(ctx context.Context, n *hcloud.Network, r cloudapi.GatewayRoute) error {
+	action, resp, err := c.api.Network.AddRoute(ctx, n, hcloud.NetworkAddRouteOpts{Route: networkRoute(r)})
+	return c.wait(ctx, cloudapi.OpCreateRoute, r.Destination, action, resp, err)
 }
 
-// wait maps the answer (resp, err) to a write of op, then waits for the action it
-// started, polling through the SDK's action waiter (whose retries are off, as all the
-// client's). An action that ends in error, or a wait that fails, is ErrTransient
-// (errorOf): the write may have been applied or not.
-func (r routes) wait(ctx context.Context, op cloudapi.Operation, id string, action *hcloud.Action, resp *hcloud.Response, err error) error {
-	switch {
-	case err != nil:
-		return errorOf(op, id, resp, err)
-	case action == nil || action.ID == 0:
-		err = errors.New("the API answered without an action")
-	default:
-		err = r.api.Action.WaitFor(ctx, action)
-	}
-	if err != nil {
-		return errorOf(op, id, nil, err)
-	}
-	return nil
+func (c *Client) deleteRoute(ctx context.Context, n *hcloud.Network, r cloudapi.GatewayRoute) error {
+	action, resp, err := c.api.Network.DeleteRoute(ctx, n, hcloud.NetworkDeleteRouteOpts{Route: networkRoute(r)})
+	return c.wait(ctx, cloudapi.OpDeleteRoute, r.Destination, action, resp, err)
+}
+
+// networkRoute is the SDK's form of a route the table read or GatewayRoutes checked.
+func networkRoute(r cloudapi.GatewayRoute) hcloud.NetworkRoute {
+	_, dst, _ := net.ParseCIDR(r.Destination)
+	return hcloud.NetworkRoute{Destination: dst, Gateway: net.ParseIP(r.Gateway)}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,6 +89,16 @@ func TestRouteWritesWaitForTheirAction(t *testing.T) {
 	assert.Equal(t, 1, m.Calls()["POST /networks/{id}/actions/delete_route"])
 	require.ErrorIs(t, api.DeleteRoute(ctx, rt.ID), cloudapi.ErrNotFound, "the network read has no such route")
 	assert.Empty(t, m.Inventory().Networks[0].Routes)
+
+	sdk := hcloud.NewClient(hcloud.WithEndpoint(url), hcloud.WithToken("t"), hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(0)}))
+	for _, code := range []string{"invalid_input", "rate_limit_exceeded"} {
+		m.Inject("GET /actions", 1, hcloudmock.Fault{Code: code})
+		_, err = api.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.244.3.0/24", TargetInstanceID: "1"})
+		require.ErrorIs(t, err, cloudapi.ErrTransient, "a poll that failed (%s): the route may have been added", code)
+		actions := m.Inventory().Actions
+		require.NoError(t, sdk.Action.WaitFor(ctx, &hcloud.Action{ID: actions[len(actions)-1].ID, Status: hcloud.ActionStatusRunning}))
+		require.NoError(t, api.DeleteRoute(ctx, "10.244.3.0/24"), "it was added")
+	}
 }
 
 func TestRouteRequestsRefused(t *testing.T) {
@@ -98,12 +109,12 @@ func TestRouteRequestsRefused(t *testing.T) {
 		spec cloudapi.RouteSpec
 		want string
 	}{
-		{"IPv6", cloudapi.RouteSpec{DestinationCIDR: "fd00:10:244::/64", TargetInstanceID: "1"}, "Hetzner networks route IPv4"},
+		{"IPv6", cloudapi.RouteSpec{DestinationCIDR: "fd00:10:244::/64", TargetInstanceID: "1"}, "the route table routes IPv4 only"},
 		{"host bits", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.1/24", TargetInstanceID: "1"}, "not a canonical IPv4 CIDR"},
 		{"not a server ID", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "bm-1"}, "not a Hetzner Cloud server ID"},
 		{"no such server", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "9"}, "target server 9 does not exist"},
 		{"a server outside the network", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "3"}, `server 3 is not attached to network "k8s"`},
-		{"another next hop", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "1", TargetAddress: "10.0.0.8"}, `target address "10.0.0.8" is not server 1's IP 10.0.0.7`},
+		{"another next hop", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "1", TargetAddress: "10.0.0.8"}, `target address "10.0.0.8" is not instance "1"'s address 10.0.0.7`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := api.CreateRoute(t.Context(), tt.spec)

@@ -21,10 +21,7 @@ import (
 
 func init() {
 	provider.Register("restcloud", provider.Backend[Config]{
-		Name: "restcloud", New: func(cfg *provider.Config, section Config) (cloudapi.Client, error) {
-			if cfg.Credentials.Token == "" {
-				return nil, errors.New("credentials: the restcloud API needs a token")
-			}
+		Name: "restcloud", NeedsToken: true, New: func(cfg *provider.Config, section Config) (cloudapi.Client, error) {
 			return New(section.Endpoint, cfg.Credentials.Token, nil), nil
 		},
 	}, provider.Options{LoadBalancerSettings: Settings})

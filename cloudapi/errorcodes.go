@@ -1,0 +1,67 @@
+package cloudapi
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// ErrorCodes classify the errors of an API that answers a failed request with a typed
+// error code (Hetzner's "rate_limit_exceeded", DigitalOcean's "too_many_requests"): the
+// codes of each class, C being the SDK's type of a code. Any other code is
+// ErrInvalidRequest. None is ErrNotFound: an adapter reads a not-found where the API is
+// certain of it (the answer to a get of one ID; see the package doc), never from a code
+// that any call may answer.
+type ErrorCodes[C ~string] struct {
+	// Throttled are the codes of the rate limit: ErrThrottled.
+	Throttled []C
+	// Conflict are the codes of a clash with existing state: ErrConflict.
+	Conflict []C
+	// Transient are the codes of temporary failures, after which the same call may
+	// succeed: ErrTransient.
+	Transient []C
+}
+
+// FailedRequest is what an adapter knows of a failed request, for ErrorCodes.Classify.
+type FailedRequest[C ~string] struct {
+	// Code is the API's error code; empty when the answer was not the API's typed error
+	// (a proxy's page, the answer of a wrong endpoint) or there was no answer.
+	Code C
+	// Status is the answer's HTTP status; 0 without an answer (a lost connection, a
+	// context that ended).
+	Status int
+	// RetryAt is when the API said the next request may be made (its rate limit's
+	// reset); zero when it did not say.
+	RetryAt time.Time
+}
+
+// Classify returns err as an *Error of its class for op on id, err as its cause:
+//
+//	a code of Throttled                 ErrThrottled, RetryAfter until r.RetryAt (at least a second)
+//	a code of Conflict or Transient     ErrConflict or ErrTransient
+//	any other code                      ErrInvalidRequest
+//	no code, a 3xx or 4xx answer        ErrInvalidRequest: not the API's answer (a wrong base
+//	                                    URL, a proxy), never "gone"; so is a redirect a
+//	                                    GatedClient followed not
+//	no code, no or any other answer     ErrTransient: the outcome is unknown
+func (c ErrorCodes[C]) Classify(op Operation, id string, r FailedRequest[C], err error) *Error {
+	e := NewError(ErrTransient, op, id, err)
+	switch {
+	case errors.Is(err, errRedirected): // a GatedClient's request
+		e.Class = ErrInvalidRequest
+	case r.Code == "" && r.Status >= 300 && r.Status < 500:
+		e.Class, e.Err = ErrInvalidRequest, fmt.Errorf("%w: not the API's error: check the endpoint's base URL", err)
+	case r.Code == "", slices.Contains(c.Transient, r.Code):
+	case slices.Contains(c.Throttled, r.Code):
+		e.Class = ErrThrottled
+		if !r.RetryAt.IsZero() {
+			e.RetryAfter = max(time.Until(r.RetryAt), time.Second)
+		}
+	case slices.Contains(c.Conflict, r.Code):
+		e.Class = ErrConflict
+	default:
+		e.Class = ErrInvalidRequest
+	}
+	return e
+}

@@ -1,0 +1,169 @@
+package cloudapi_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// recordingSteps are steps that record each call as a line, failing the one named fail.
+func recordingSteps(calls *[]string, fail string) cloudapi.LoadBalancerSteps {
+	rec := func(s string) error {
+		*calls = append(*calls, s)
+		if s == fail {
+			return errors.New("the cloud failed " + s)
+		}
+		return nil
+	}
+	return cloudapi.LoadBalancerSteps{
+		Properties: func(context.Context) error { return rec("properties") },
+		Setting:    func(_ context.Context, name, v string) error { return rec("setting " + name + "=" + v) },
+		RemoveListener: func(_ context.Context, k cloudapi.ListenerKey) error {
+			return rec(fmt.Sprint("remove listener ", k.Port))
+		},
+		AddListener:    func(_ context.Context, l cloudapi.Listener) error { return rec(fmt.Sprint("add listener ", l.Port)) },
+		UpdateListener: func(_ context.Context, l cloudapi.Listener) error { return rec(fmt.Sprint("update listener ", l.Port)) },
+		HealthCheck:    func(context.Context) error { return rec("health check") },
+		ProxyProtocol:  func(context.Context) error { return rec("proxy protocol") },
+		RemoveTarget:   func(_ context.Context, id string) error { return rec("remove target " + id) },
+		AddTarget:      func(_ context.Context, id string) error { return rec("add target " + id) },
+	}
+}
+
+func tcp(port int32) cloudapi.Listener {
+	return cloudapi.Listener{Protocol: cloudapi.ProtocolTCP, Port: port, TargetPort: 30000 + port}
+}
+
+// TestLoadBalancerShapeUpdate: the steps run in the documented order, one per change; a
+// cloud that keeps the health check or the PROXY protocol per listener rewrites every
+// listener that is not new instead; a change no step makes is refused before any step; the
+// first failure stops the rest and is returned as it is.
+func TestLoadBalancerShapeUpdate(t *testing.T) {
+	hc := &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 10256, Interval: time.Second}
+	current := cloudapi.LoadBalancerSpec{Name: "web", Listeners: []cloudapi.Listener{tcp(80), tcp(443), tcp(8080)},
+		Targets: []string{"1", "2"}, HealthCheck: hc, Settings: map[string]string{"type": "lb11"}}
+	desired := current.Clone()
+	desired.Listeners = []cloudapi.Listener{tcp(443), tcp(8080), tcp(9090)}
+	desired.Listeners[1].TargetPort = 31000
+	desired.Targets = []string{"2", "3"}
+	desired.Settings = map[string]string{"algorithm": "least_connections", "type": "lb21"}
+	perListener := cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureProxyProtocol}}
+	newHC := desired.Clone()
+	newHC.HealthCheck = &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTP, Port: 10256, Path: "/healthz"}
+	newHC.ProxyProtocol = true
+	stepless := current.Clone()
+	stepless.Internal, stepless.SourceRanges = true, []string{"10.0.0.0/8"}
+
+	for _, tc := range []struct {
+		name      string
+		shape     cloudapi.LoadBalancerShape
+		current   cloudapi.LoadBalancerSpec
+		desired   cloudapi.LoadBalancerSpec
+		steps     func(*[]string) cloudapi.LoadBalancerSteps
+		want      []string
+		wantError string
+	}{
+		{name: "every kind of change, in order", current: current, desired: desired, want: []string{
+			"properties", "setting algorithm=least_connections", "setting type=lb21",
+			"remove listener 80", "add listener 9090", "update listener 8080", "remove target 1", "add target 3"}},
+		{name: "converged: no step", current: current, desired: current},
+		{name: "a setting no longer asked for is passed empty", current: current, desired: func() cloudapi.LoadBalancerSpec {
+			d := current.Clone()
+			d.Settings = nil
+			return d
+		}(), want: []string{"properties", "setting type="}},
+		{name: "health check and PROXY protocol kept per load balancer", current: desired, desired: newHC,
+			want: []string{"health check", "proxy protocol"}},
+		{name: "kept per listener: every listener rewritten", shape: perListener, current: desired, desired: newHC,
+			want: []string{"update listener 443", "update listener 8080", "update listener 9090"}},
+		{name: "kept per listener: new listeners are added, not rewritten", shape: perListener, current: current, desired: func() cloudapi.LoadBalancerSpec {
+			d := newHC.Clone()
+			d.Settings = current.Settings
+			d.Targets = current.Targets
+			return d
+		}(), want: []string{"remove listener 80", "add listener 9090", "update listener 443", "update listener 8080"}},
+		{name: "a change no step makes is refused before any step", current: current, desired: stepless,
+			wantError: "the cloud cannot change [internal source ranges] of a load balancer in place"},
+		{name: "a nil step is refused before any step", current: current, desired: desired,
+			steps: func(calls *[]string) cloudapi.LoadBalancerSteps {
+				s := recordingSteps(calls, "")
+				s.AddTarget = nil
+				return s
+			}, wantError: "the cloud cannot change [targets added] of a load balancer in place"},
+		{name: "the first failure stops the rest", current: current, desired: desired,
+			steps:     func(calls *[]string) cloudapi.LoadBalancerSteps { return recordingSteps(calls, "add listener 9090") },
+			want:      []string{"properties", "setting algorithm=least_connections", "setting type=lb21", "remove listener 80", "add listener 9090"},
+			wantError: "the cloud failed add listener 9090"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []string
+			steps := recordingSteps(&calls, "")
+			if tc.steps != nil {
+				steps = tc.steps(&calls)
+			}
+			err := tc.shape.Update(t.Context(), cloudapi.OpUpdateLoadBalancer, "lb-1", tc.current, tc.desired, steps)
+			assert.Equal(t, tc.want, calls)
+			if tc.wantError == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.wantError)
+			if tc.steps == nil || len(calls) == 0 {
+				assert.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
+			}
+		})
+	}
+}
+
+// TestLoadBalancerShapePlan: Plan compares what the cloud keeps (Comparable) and expands a
+// per-listener health check change to every listener that is not new.
+func TestLoadBalancerShapePlan(t *testing.T) {
+	current := cloudapi.LoadBalancerSpec{Name: "web", Listeners: []cloudapi.Listener{tcp(443), tcp(80)}}
+	desired := current.Clone()
+	desired.Listeners = append(desired.Listeners, tcp(8080))
+	desired.Listeners[0].Name = "https"
+	desired.HealthCheck = &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 1}
+	shape := cloudapi.LoadBalancerShape{NotKept: []cloudapi.Feature{cloudapi.FeatureListenerNames}, PerListener: []cloudapi.Feature{cloudapi.FeatureHealthCheck}}
+	c := shape.Plan(current, desired)
+	assert.Equal(t, []cloudapi.Listener{tcp(8080)}, c.AddListeners)
+	assert.Equal(t, []cloudapi.Listener{tcp(80), {Name: "https", Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443}}, c.UpdateListeners,
+		"every listener not new, sorted by key")
+	assert.True(t, c.HealthCheck)
+
+	desired.HealthCheck = nil
+	c = shape.Plan(current, desired)
+	assert.Empty(t, c.UpdateListeners, "a listener name the cloud does not keep is not a change")
+	assert.Equal(t, cloudapi.LoadBalancerChanges{AddListeners: []cloudapi.Listener{tcp(8080)}}, c)
+}
+
+// TestJoinListenerParts: the parts every listener shares, or no health check when they
+// differ, so that the next update rewrites them all.
+func TestJoinListenerParts(t *testing.T) {
+	tcpCheck := &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 1}
+	other := &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 2}
+	for _, tc := range []struct {
+		name      string
+		parts     []cloudapi.ListenerParts
+		wantHC    *cloudapi.HealthCheck
+		wantProxy bool
+	}{
+		{"no listener", nil, nil, false},
+		{"shared", []cloudapi.ListenerParts{{tcpCheck, true}, {&cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 1}, true}}, tcpCheck, true},
+		{"health checks differ", []cloudapi.ListenerParts{{tcpCheck, true}, {other, true}}, nil, true},
+		{"PROXY protocols differ", []cloudapi.ListenerParts{{tcpCheck, false}, {tcpCheck, true}}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var spec cloudapi.LoadBalancerSpec
+			cloudapi.JoinListenerParts(&spec, tc.parts)
+			assert.Equal(t, tc.wantHC, spec.HealthCheck)
+			assert.Equal(t, tc.wantProxy, spec.ProxyProtocol)
+		})
+	}
+}

@@ -1,0 +1,17 @@
+package cloudapi
+
+import "strconv"
+
+// NumericID returns the number that id names, for a cloud whose IDs are positive decimal
+// numbers (Hetzner's, DigitalOcean's, Linode's): ok is false for anything else (zero, a
+// sign, a leading zero, white space, a number beyond int64), which names none of the
+// cloud's resources. An adapter refuses such an ID before any call: as ErrInvalidRequest
+// where it may name another cloud's resource (an instance ID from a provider ID), as
+// ErrNotFound where only the adapter makes the IDs (a load balancer's).
+func NumericID(id string) (n int64, ok bool) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n < 1 || strconv.FormatInt(n, 10) != id {
+		return 0, false
+	}
+	return n, true
+}

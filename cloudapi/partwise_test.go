@@ -1,0 +1,145 @@
+package cloudapi_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+)
+
+// partCloud is a cloud with one call per part: a create that takes the name and the
+// tags, and a call per listener and per target. calls records every call.
+type partCloud struct {
+	lbs   map[string]*cloudapi.LoadBalancerSpec
+	calls []string
+}
+
+func (c *partCloud) api() cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerSpec] {
+	find := func(ctx context.Context, op cloudapi.Operation, id string) (*cloudapi.LoadBalancerSpec, error) {
+		c.calls = append(c.calls, "get "+id)
+		if lb, ok := c.lbs[id]; ok {
+			clone := lb.Clone()
+			return &clone, nil
+		}
+		return nil, cloudapi.NewError(cloudapi.ErrNotFound, op, id, nil)
+	}
+	return cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerSpec]{
+		Shape: cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureUDP}},
+		Check: func(_ cloudapi.Operation, spec cloudapi.LoadBalancerSpec) error {
+			if len(spec.Name) > 10 {
+				return errors.New("names are at most 10 characters")
+			}
+			return nil
+		},
+		Get: find,
+		Read: func(s *cloudapi.LoadBalancerSpec) cloudapi.LoadBalancer {
+			return cloudapi.LoadBalancer{ID: s.Name, Spec: *s}
+		},
+		List: func(context.Context, cloudapi.ListOptions) ([]*cloudapi.LoadBalancerSpec, string, error) {
+			c.calls = append(c.calls, "list")
+			var out []*cloudapi.LoadBalancerSpec
+			for _, id := range []string{"a", "b"} {
+				if lb, ok := c.lbs[id]; ok {
+					out = append(out, lb)
+				}
+			}
+			return out, "next", nil
+		},
+		Create: func(_ context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancerSpec, error) {
+			c.calls = append(c.calls, "create "+spec.Name)
+			c.lbs[spec.Name] = &cloudapi.LoadBalancerSpec{Name: spec.Name, Tags: spec.Tags}
+			return c.lbs[spec.Name], nil
+		},
+		Steps: func(_ context.Context, _ cloudapi.Operation, cur *cloudapi.LoadBalancerSpec, desired cloudapi.LoadBalancerSpec) (cloudapi.LoadBalancerSteps, error) {
+			if desired.Internal != cur.Internal {
+				return cloudapi.LoadBalancerSteps{}, errors.New("internal cannot change")
+			}
+			lb := c.lbs[cur.Name]
+			return cloudapi.LoadBalancerSteps{
+				Properties: func(context.Context) error { c.calls = append(c.calls, "tags"); lb.Tags = desired.Tags; return nil },
+				AddListener: func(_ context.Context, l cloudapi.Listener) error {
+					c.calls = append(c.calls, fmt.Sprint("add listener ", l.Port))
+					lb.Listeners = append(lb.Listeners, l)
+					return nil
+				},
+				AddTarget: func(_ context.Context, id string) error {
+					c.calls = append(c.calls, "add target "+id)
+					lb.Targets = append(lb.Targets, id)
+					return nil
+				},
+				RemoveTarget: func(_ context.Context, id string) error {
+					c.calls = append(c.calls, "remove target "+id)
+					lb.Targets = slices.DeleteFunc(lb.Targets, func(t string) bool { return t == id })
+					return nil
+				},
+			}, nil
+		},
+		Delete: func(_ context.Context, id string) error {
+			c.calls = append(c.calls, "delete "+id)
+			delete(c.lbs, id)
+			return nil
+		},
+	}
+}
+
+// TestPartwiseLoadBalancers: a spec is refused before any call; a create is the cloud's
+// create, then the steps, then a read; an update a read, the steps, a read; a list keeps
+// what carries the tags asked for.
+func TestPartwiseLoadBalancers(t *testing.T) {
+	c := &partCloud{lbs: map[string]*cloudapi.LoadBalancerSpec{}}
+	api := c.api()
+	ctx := t.Context()
+	spec := cloudapi.LoadBalancerSpec{Name: "a", Listeners: []cloudapi.Listener{tcp(80)}, Targets: []string{"i-1"}, Tags: map[string]string{cloudapi.TagCluster: "prod"}}
+
+	for name, bad := range map[string]cloudapi.LoadBalancerSpec{
+		"unsupported":             {Name: "a", Listeners: []cloudapi.Listener{{Protocol: cloudapi.ProtocolUDP, Port: 53, TargetPort: 30053}}},
+		"the adapter's own check": {Name: "a-long-name"},
+		"invalid":                 {},
+	} {
+		_, err := api.CreateLoadBalancer(ctx, bad)
+		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, name)
+		_, err = api.UpdateLoadBalancer(ctx, "a", cloudapi.LoadBalancerUpdate{Spec: bad})
+		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, name)
+	}
+	assert.Empty(t, c.calls, "nothing called for a spec refused")
+
+	got, err := api.CreateLoadBalancer(ctx, spec)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"create a", "add listener 80", "add target i-1", "get a"}, c.calls)
+	assert.Equal(t, spec, got.Spec)
+
+	c.calls = nil
+	want := spec.Clone()
+	want.Targets = []string{"i-2"}
+	got, err = api.UpdateLoadBalancer(ctx, "a", cloudapi.LoadBalancerUpdate{Spec: want})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"get a", "remove target i-1", "add target i-2", "get a"}, c.calls)
+	assert.Equal(t, []string{"i-2"}, got.Spec.Targets)
+
+	c.calls = nil
+	internal := want.Clone()
+	internal.Internal = true
+	_, err = api.UpdateLoadBalancer(ctx, "a", cloudapi.LoadBalancerUpdate{Spec: internal})
+	require.ErrorContains(t, err, "internal cannot change")
+	assert.Equal(t, []string{"get a"}, c.calls, "refused by Steps before any write")
+	_, err = api.UpdateLoadBalancer(ctx, "zz", cloudapi.LoadBalancerUpdate{Spec: want})
+	require.ErrorIs(t, err, cloudapi.ErrNotFound)
+	_, err = api.GetLoadBalancer(ctx, "zz")
+	require.ErrorIs(t, err, cloudapi.ErrNotFound)
+
+	c.lbs["b"] = &cloudapi.LoadBalancerSpec{Name: "b", Tags: map[string]string{cloudapi.TagCluster: "other"}}
+	page, err := api.ListLoadBalancers(ctx, cloudapi.ListOptions{Tags: map[string]string{cloudapi.TagCluster: "prod"}})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1, "b does not carry the tags asked for")
+	assert.Equal(t, "a", page.Items[0].ID)
+	assert.Equal(t, "next", page.NextPageToken)
+
+	require.NoError(t, api.DeleteLoadBalancer(ctx, "a"))
+	assert.NotContains(t, c.lbs, "a")
+}
