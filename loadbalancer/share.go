@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -114,11 +115,14 @@ func listenerOwner(name string) string {
 	return uid
 }
 
-// member is what a Service of a share last asked for beside its listeners (part, see
-// sharedPart), and its namespace/name, for messages.
+// member is what a Service of a share last asked for: beside its listeners (part, see
+// sharedPart), and its own listeners; whether it agreed with the share then (see join),
+// and its namespace/name, for messages.
 type member struct {
-	name string
-	part cloudapi.LoadBalancerSpec
+	name      string
+	part      cloudapi.LoadBalancerSpec
+	listeners []cloudapi.Listener
+	agreed    bool
 }
 
 // sharedPart is spec without what is not the share's to agree on: listeners (each
@@ -170,8 +174,10 @@ func split(lb *cloudapi.LoadBalancer, uid string) (mine, others []cloudapi.Liste
 // added.
 func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner string, want cloudapi.LoadBalancerSpec, current *cloudapi.LoadBalancer, carry ...cloudapi.Listener) (cloudapi.LoadBalancerSpec, error) {
 	uid := string(svc.UID)
-	me := member{name: svc.Namespace + "/" + svc.Name, part: sharedPart(want)}
-	known := l.register(owner, uid, me)
+	mine, _ := split(&cloudapi.LoadBalancer{Spec: want}, uid)
+	me := member{name: svc.Namespace + "/" + svc.Name, part: sharedPart(want), listeners: mine}
+	known := l.otherMembers(owner, uid)
+	defer func() { l.register(owner, uid, me) }()
 
 	_, others := split(current, uid)
 	for _, ls := range carry {
@@ -188,11 +194,11 @@ func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner strin
 		}
 		return cloudapi.LoadBalancerSpec{}, err
 	}
+	me.agreed = true
 
 	out := want
 	out.Listeners = slices.Clone(others)
 	var taken []string
-	mine, _ := split(&cloudapi.LoadBalancer{Spec: want}, uid)
 	for _, ls := range mine {
 		i := slices.IndexFunc(others, func(o cloudapi.Listener) bool { return o.Key() == ls.Key() })
 		if i >= 0 {
@@ -201,12 +207,7 @@ func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner strin
 		}
 		out.Listeners = append(out.Listeners, ls)
 	}
-	slices.SortFunc(out.Listeners, func(x, y cloudapi.Listener) int {
-		if x.Protocol != y.Protocol {
-			return strings.Compare(string(x.Protocol), string(y.Protocol))
-		}
-		return int(x.Port) - int(y.Port)
-	})
+	sortListeners(out.Listeners)
 	msg := ""
 	if len(taken) > 0 {
 		msg = fmt.Sprintf("Not adding port(s) %s to the load balancer of share %s: another Service of the share has them; choose other ports", strings.Join(taken, ", "), strings.TrimPrefix(owner, shareOwnerPrefix))
@@ -257,8 +258,8 @@ func (l *LoadBalancer) memberName(known map[string]member, uid string) string {
 
 // register records me as what the Service with UID uid asks for in the share owner, and
 // forgets it among the members of every other share (a Service is in one share at a
-// time); it returns the share's other members.
-func (l *LoadBalancer) register(owner, uid string, me member) (known map[string]member) {
+// time).
+func (l *LoadBalancer) register(owner, uid string, me member) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.forgetMember(uid, owner)
@@ -266,13 +267,54 @@ func (l *LoadBalancer) register(owner, uid string, me member) (known map[string]
 		l.members[owner] = map[string]member{}
 	}
 	l.members[owner][uid] = me
-	known = make(map[string]member, len(l.members[owner]))
+}
+
+// otherMembers returns the members of the share owner but the Service with UID uid.
+func (l *LoadBalancer) otherMembers(owner, uid string) map[string]member {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	known := make(map[string]member, len(l.members[owner]))
 	for k, m := range l.members[owner] {
 		if k != uid {
 			known[k] = m
 		}
 	}
 	return known
+}
+
+// freed returns the listeners that members of the share owner other than the Service
+// with UID uid asked for and did not get because another Service had their port, and
+// that are free in others (the listeners that stay): a Service leaving a share hands its
+// ports to those that asked for them, in the same write. Only members that agreed with
+// the share at their last sync get them, each port once, by UID order.
+func (l *LoadBalancer) freed(owner, uid string, others []cloudapi.Listener) []cloudapi.Listener {
+	known := l.otherMembers(owner, uid)
+	taken := map[cloudapi.ListenerKey]bool{}
+	for _, ls := range others {
+		taken[ls.Key()] = true
+	}
+	var out []cloudapi.Listener
+	for _, k := range slices.Sorted(maps.Keys(known)) {
+		if m := known[k]; m.agreed {
+			for _, ls := range m.listeners {
+				if !taken[ls.Key()] {
+					taken[ls.Key()] = true
+					out = append(out, ls.Clone())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// sortListeners sorts listeners by protocol, then port, as translate does.
+func sortListeners(ls []cloudapi.Listener) {
+	slices.SortFunc(ls, func(x, y cloudapi.Listener) int {
+		if x.Protocol != y.Protocol {
+			return strings.Compare(string(x.Protocol), string(y.Protocol))
+		}
+		return int(x.Port) - int(y.Port)
+	})
 }
 
 // leaveMember forgets the Service with UID uid among the members of every share but
@@ -366,8 +408,9 @@ func (l *LoadBalancer) leaveShare(ctx context.Context, logger klog.Logger, svc *
 		return lb, nil
 	}
 	want := lb.Spec.Clone()
-	want.Listeners = others
-	if len(others) == 0 {
+	want.Listeners = append(slices.Clone(others), l.freed(owner, string(svc.UID), others)...)
+	sortListeners(want.Listeners)
+	if len(want.Listeners) == 0 {
 		// No listener left to serve: no targets either (a cloud may refuse targets whose
 		// instances are gone by now); the next Service of the share sets them.
 		want.Targets, want.TargetGroup = nil, ""

@@ -95,8 +95,12 @@ func TestAPortAnotherServiceOfTheShareHasIsNotAdded(t *testing.T) {
 	assert.Empty(t, shareEvents(rec), "told once per change, not on every sync")
 
 	require.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", web))
+	lb = e.only(t)
+	assert.Equal(t, map[string][]int32{"uid-other": {80, 8080}}, listenerPorts(lb), "web's leaving hands its port to the Service that asked for it, in the same write")
+	assert.Equal(t, int32(31080), lb.Spec.Listeners[0].TargetPort, "to other's node port")
+	before := e.cloud.Calls()
 	e.ensure(t, other, e.nodes)
-	assert.Equal(t, map[string][]int32{"uid-other": {80, 8080}}, listenerPorts(e.only(t)), "once the port is free, the next sync adds it")
+	assert.Zero(t, e.cloud.Calls().Sub(before)[cloudapi.OpUpdateLoadBalancer], "nothing left to write")
 }
 
 func TestAServiceThatDisagreesWithItsShareChangesNothing(t *testing.T) {
