@@ -84,14 +84,14 @@ func loadBalancersShareTargetGroups(t *testing.T, m mode) {
 
 	if !m.faults {
 		t.Run("a restart writes nothing", func(t *testing.T) {
-			restarted := time.Now().Add(-time.Second) // event times have second precision
+			seen := e.ensuredEvents()
 			e.restartCCM()
 			before := e.cloud.Fake.Calls()
 			var names []string
 			for _, svc := range svcs {
 				names = append(names, svc.Name)
 			}
-			e.waitEnsuredSince(restarted, names...)
+			e.waitEnsuredAfter(seen, names...)
 			time.Sleep(harness.Periods.NodeStatus)
 			calls := e.cloud.Fake.Calls().Sub(before)
 			t.Logf("cloud calls of the restarted CCM until it settled: %v", calls)
