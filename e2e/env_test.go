@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,6 +118,35 @@ func newEnv(t *testing.T, m mode, ccmFlags ...string) *env {
 func newEnvWithConfig(t *testing.T, m mode, extraConfig string, ccmFlags ...string) *env {
 	t.Helper()
 	return newEnvWithCloud(t, m, func(cfg []byte) []byte { return append(cfg, extraConfig...) }, ccmFlags...)
+}
+
+// withFake returns the edit of testdata/cloud.yaml (for newEnvWithCloud) that adds
+// settings, each one line of YAML, to its `fake:` section.
+func withFake(settings ...string) func(cloudYAML []byte) []byte {
+	return func(cfg []byte) []byte {
+		lines := "\nfake:\n"
+		for _, s := range settings {
+			lines += "  " + s + "\n"
+		}
+		return bytes.Replace(cfg, []byte("\nfake:\n"), []byte(lines), 1)
+	}
+}
+
+// provisioning is the `fake:` setting that keeps a new load balancer provisioning for its
+// first read, as a real cloud takes its time: the controller that syncs the Service comes
+// back after loadbalancer.ProvisioningRetryDelay (5 s). testdata/cloud.yaml's load
+// balancers are active at once, so that the scenarios in which provisioning plays no part
+// do not wait for it; the scenarios of each controller that waits for it (the upstream
+// service controller, the class controller) set it, and check that it was waited for
+// (waitedForProvisioning).
+const provisioning = "provisioning: {reads: 1}"
+
+// waitedForProvisioning checks that the CCM came back for a load balancer the cloud was
+// provisioning: the controller's log quotes the RetryError.
+func (e *env) waitedForProvisioning() {
+	e.t.Helper()
+	assert.True(e.t, strings.Contains(e.log.String(), " is "+string(cloudapi.LoadBalancerProvisioning)),
+		"the CCM's log quotes no RetryError of a provisioning load balancer")
 }
 
 // newEnvWithCloud is newEnv over the cloud config that edit makes of testdata/cloud.yaml.

@@ -160,7 +160,7 @@ func targetsAre(ids ...string) func(cloudapi.LoadBalancer) bool {
 func TestLoadBalancerLifecycle(t *testing.T) { forEachMode(t, loadBalancerLifecycle) }
 
 func loadBalancerLifecycle(t *testing.T, m mode) {
-	e := newEnv(t, m)
+	e := newEnvWithCloud(t, m, withFake(provisioning))
 	e.registerNode(harness.NodeSpec{Name: "node-a"})
 	e.registerNode(harness.NodeSpec{Name: "node-b"})
 	e.waitNodesInitialized("node-a", "node-b")
@@ -182,6 +182,9 @@ func loadBalancerLifecycle(t *testing.T, m mode) {
 		assert.Contains(t, svc.Finalizers, lbFinalizer)
 		assert.Equal(t, clusterID, lb.Spec.Tags[cloudapi.TagCluster])
 		e.waitSays("web", lb.ID)
+		if !m.faults {
+			e.waitedForProvisioning()
+		}
 	})
 
 	t.Run("port added in place, address kept", func(t *testing.T) {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -24,9 +23,7 @@ import (
 func TestLoadBalancersShareTargetGroups(t *testing.T) { forEachMode(t, loadBalancersShareTargetGroups) }
 
 func loadBalancersShareTargetGroups(t *testing.T, m mode) {
-	e := newEnvWithCloud(t, m, func(cfg []byte) []byte {
-		return bytes.Replace(cfg, []byte("\nfake:\n"), []byte("\nfake:\n  capabilities: {targetGroups: true}\n"), 1)
-	})
+	e := newEnvWithCloud(t, m, withFake("capabilities: {targetGroups: true}"))
 	e.registerNode(harness.NodeSpec{Name: "node-a"}) // labelled ccmkit.io/team=web from its instance's tag
 	e.registerNode(harness.NodeSpec{Name: "node-b"})
 	e.waitNodesInitialized("node-a", "node-b")
