@@ -37,6 +37,24 @@ func listenerPorts(lb cloudapi.LoadBalancer) map[string]int32 {
 	return out
 }
 
+// inFront puts the Service in the share "front" (loadbalancer.AnnotationShare).
+var inFront = withAnnotations(lbAnnotation(loadbalancer.AnnotationShare), "front")
+
+// frontTags are the owner tags of the load balancer of share "front" in the default
+// namespace.
+var frontTags = map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagShare: "default/front"}
+
+// deleteService deletes the Service and waits until it is gone: its load balancer's part
+// released (the service controller's finalizer removed after EnsureLoadBalancerDeleted).
+func (e *env) deleteService(name string) {
+	e.t.Helper()
+	require.NoError(e.t, e.client.CoreV1().Services(metav1.NamespaceDefault).Delete(e.ctx, name, metav1.DeleteOptions{}))
+	e.eventually("Service "+name+" gone", func(context.Context) (bool, error) {
+		_, err := e.service(name)
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
 // TestServicesShareALoadBalancer: Services that name one share get one load balancer,
 // owned by the share, and one address, under the service controller of a real
 // kube-apiserver. A port another Service of the share has is left out with a Warning event
@@ -52,28 +70,16 @@ func servicesShareALoadBalancer(t *testing.T, m mode) {
 	e.registerNode(harness.NodeSpec{Name: "node-b"})
 	e.waitNodesInitialized("node-a", "node-b")
 
-	front := withAnnotations(lbAnnotation(loadbalancer.AnnotationShare), "front")
-	shared := map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagShare: "default/front"}
 	waitShared := func(what string, cond func(cloudapi.LoadBalancer) bool) cloudapi.LoadBalancer {
 		t.Helper()
-		return e.waitLBTagged(shared, "the share's load balancer: "+what, cond)
+		return e.waitLBTagged(frontTags, "the share's load balancer: "+what, cond)
 	}
 	hasListeners := func(want map[string]int32) func(cloudapi.LoadBalancer) bool {
 		return func(lb cloudapi.LoadBalancer) bool { return maps.Equal(listenerPorts(lb), want) }
 	}
-	// gone waits until the Service is deleted: its load balancer's part released (the
-	// service controller's finalizer removed after EnsureLoadBalancerDeleted).
-	gone := func(name string) {
-		t.Helper()
-		require.NoError(t, e.client.CoreV1().Services(metav1.NamespaceDefault).Delete(e.ctx, name, metav1.DeleteOptions{}))
-		e.eventually("Service "+name+" gone", func(context.Context) (bool, error) {
-			_, err := e.service(name)
-			return apierrors.IsNotFound(err), nil
-		})
-	}
 
-	web := e.createService(newLBService("web", front, withPorts(tcpPort("http", 80), tcpPort("https", 443))))
-	ssh := e.createService(newLBService("ssh", front, withPorts(tcpPort("ssh", 22))))
+	web := e.createService(newLBService("web", inFront, withPorts(tcpPort("http", 80), tcpPort("https", 443))))
+	ssh := e.createService(newLBService("ssh", inFront, withPorts(tcpPort("ssh", 22))))
 	listeners := map[string]int32{string(web.UID) + ":http": 80, string(web.UID) + ":https": 443, string(ssh.UID) + ":ssh": 22}
 	var lb cloudapi.LoadBalancer
 	var ip string
@@ -90,7 +96,7 @@ func servicesShareALoadBalancer(t *testing.T, m mode) {
 		assert.NotContains(t, lb.Spec.Tags, cloudapi.TagServiceName)
 	})
 
-	alt := e.createService(newLBService("alt", front, withPorts(tcpPort("http", 80), tcpPort("alt", 8080))))
+	alt := e.createService(newLBService("alt", inFront, withPorts(tcpPort("http", 80), tcpPort("alt", 8080))))
 	listeners[string(alt.UID)+":alt"] = 8080
 	t.Run("a port another Service has: ShareConflict naming it, the other port added", func(t *testing.T) {
 		e.waitEvent("alt", corev1.EventTypeWarning, "ShareConflict", "80/TCP", "Service default/web")
@@ -100,13 +106,13 @@ func servicesShareALoadBalancer(t *testing.T, m mode) {
 
 	t.Run("a Service that disagrees: ShareConflict, nothing changed", func(t *testing.T) {
 		before := e.cloud.Fake.Calls()
-		e.createService(newLBService("proxy", front, withAnnotations(lbAnnotation(loadbalancer.AnnotationProxyProtocol), "true"), withPorts(tcpPort("proxy", 9000))))
+		e.createService(newLBService("proxy", inFront, withAnnotations(lbAnnotation(loadbalancer.AnnotationProxyProtocol), "true"), withPorts(tcpPort("proxy", 9000))))
 		msg := e.waitEvent("proxy", corev1.EventTypeWarning, "ShareConflict", "cannot join the load balancer of its share default/front")
 		assert.Regexp(t, `than Service default/(web|ssh|alt);`, msg, "the event names the Service it disagrees with")
 		svc, err := e.service("proxy")
 		require.NoError(t, err)
 		assert.Empty(t, svc.Status.LoadBalancer.Ingress, "no address for a refused Service")
-		gone("proxy")
+		e.deleteService("proxy")
 		calls := e.cloud.Fake.Calls().Sub(before)
 		assert.Zero(t, calls.Writes(), "neither the refused Service nor its deletion writes: %v", calls)
 		assert.Equal(t, lb.Spec, waitShared("unchanged", hasListeners(listeners)).Spec)
@@ -128,7 +134,7 @@ func servicesShareALoadBalancer(t *testing.T, m mode) {
 	leave := func(svc *corev1.Service, names ...string) {
 		t.Helper()
 		before := e.cloud.Fake.Calls()
-		gone(svc.Name)
+		e.deleteService(svc.Name)
 		for _, name := range names {
 			delete(listeners, string(svc.UID)+":"+name)
 		}
@@ -150,7 +156,7 @@ func servicesShareALoadBalancer(t *testing.T, m mode) {
 	})
 
 	t.Run("the last Service out deletes the load balancer", func(t *testing.T) {
-		gone("alt")
+		e.deleteService("alt")
 		assert.Empty(t, e.cloud.Fake.Inventory().LoadBalancers)
 	})
 }
