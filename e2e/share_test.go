@@ -160,3 +160,22 @@ func servicesShareALoadBalancer(t *testing.T, m mode) {
 		assert.Empty(t, e.cloud.Fake.Inventory().LoadBalancers)
 	})
 }
+
+// TestShareFreedPortGoesToTheServiceThatAskedForIt: a port of a Service of a share left
+// out because another Service of the share had it is added once that Service has left,
+// with no change to the Service that asked for it: README's "the port is added once it is
+// free". The service controller syncs a Service again only on its own change, a change of
+// the Node set or a restart, so nothing else brings the port in.
+func TestShareFreedPortGoesToTheServiceThatAskedForIt(t *testing.T) {
+	e := newEnv(t, mode{name: "healthy"})
+	e.createService(newLBService("web", inFront)) // port 80
+	e.waitIngress("web")
+	alt := e.createService(newLBService("alt", inFront, withPorts(tcpPort("http", 80), tcpPort("alt", 8080))))
+	e.waitEvent("alt", corev1.EventTypeWarning, "ShareConflict", "80/TCP", "Service default/web")
+	e.waitIngress("alt")
+
+	e.deleteService("web")
+	e.waitLBTagged(frontTags, "alt's port 80 added once web left", func(lb cloudapi.LoadBalancer) bool {
+		return listenerPorts(lb)[string(alt.UID)+":http"] == 80
+	})
+}
