@@ -18,6 +18,16 @@ const (
 	// of a node selector's canonical form. The load balancers that want the same Nodes
 	// share the group with that value.
 	TagTargetGroup = "ccmkit.io/target-group"
+	// TagShare holds the share a load balancer serves when several Services share it:
+	// "namespace/name" of the share, or "*/name" for a share across namespaces. Such a
+	// load balancer carries no TagService; each of its listeners belongs to one Service,
+	// whose UID begins the listener's name (ListenerNames must be kept, see
+	// LoadBalancerShape).
+	TagShare = "ccmkit.io/share"
+	// TagShareNodes holds which Nodes a shared load balancer's targets are, in the form of
+	// TagTargetGroup's values: what the Services of its share must agree on beside the
+	// rest of the spec.
+	TagShareNodes = "ccmkit.io/share-nodes"
 )
 
 // MatchTags reports whether tags carries every key of filter with the same value.

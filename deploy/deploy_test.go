@@ -560,14 +560,14 @@ func testRBAC(t *testing.T, m manifests, sweeperGranted bool) {
 				namespaced: map[string][]string{"default": events},
 			},
 			cloudProviderClient: {
-				cluster: map[string][]string{"events": events, "nodes": {"list", "watch"}, "services": {"patch"}, "services/status": {"patch"}},
+				cluster: map[string][]string{"events": events, "nodes": {"list", "watch"}, "services": {"patch", "list"}, "services/status": {"patch"}},
 			},
 			// Nothing unless the component grants it.
 			sweeper.ClientName: {},
 		}
 		if sweeperGranted {
 			w := want[sweeper.ClientName]
-			w.cluster = map[string][]string{"nodes": {"get"}, "services": {"get"}, "events": events}
+			w.cluster = map[string][]string{"nodes": {"get"}, "services": {"get", "list"}, "events": events}
 			want[sweeper.ClientName] = w
 		}
 		// Every client a controller of examples/ccm asks for under

@@ -553,7 +553,7 @@ func checkRBAC(t *testing.T, m manifests, manager, providerName string, sweeperO
 		clients = append(clients, sweeper.ClientName)
 		sweeperRole := clusterRoleBoundTo(t, m, sweeper.ClientName, prefix+sweeper.ClientName)
 		require.NotNil(t, sweeperRole, "the sweeper's own ClusterRole")
-		assert.Equal(t, map[string][]string{"nodes": {"get"}, "services": {"get"}, "events": {"create", "patch", "update"}},
+		assert.Equal(t, map[string][]string{"nodes": {"get"}, "services": {"get", "list"}, "events": {"create", "patch", "update"}},
 			clusterGrants(m, sweeper.ClientName), "the sweeper's grants")
 	} else {
 		assert.Empty(t, clusterGrants(m, sweeper.ClientName), "grants of the sweeper, which is off")

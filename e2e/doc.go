@@ -9,6 +9,17 @@
 // and no stale route. Ownership is followed through the fake's history by the tags: an
 // update may adopt or release a load balancer, and only load balancers tagged with the
 // cluster can be orphans (a released or an operator's load balancer is no cluster's).
+// The cloud's new load balancers are active at once, but in the scenarios of the two
+// controllers that wait for one still provisioning (TestLoadBalancerLifecycle for the
+// upstream service controller, TestLoadBalancerClass for the class controller) and of
+// the state file: there a new load balancer answers its first read as provisioning, and
+// the controller comes back after loadbalancer.ProvisioningRetryDelay (5 s).
+//
+// share_test.go's TestServicesShareALoadBalancer runs Services of one share
+// (loadbalancer.AnnotationShare): one load balancer and one address, a port another
+// Service has left out with a ShareConflict event, a disagreeing Service refused without
+// a write, no write after a restart, deleting removes only a Service's listeners and the
+// last one deletes the load balancer (about 12 s, both modes).
 //
 // Two scenarios run the cloud-controller-manager a user runs instead: examples/ccm, built
 // once per test binary (harness.BuildCCM) and started as its own process under

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/e2e/harness"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
 // wait bounds every wait for a controller: generous, because a 2-core CI machine runs the
@@ -118,6 +120,35 @@ func newEnvWithConfig(t *testing.T, m mode, extraConfig string, ccmFlags ...stri
 	return newEnvWithCloud(t, m, func(cfg []byte) []byte { return append(cfg, extraConfig...) }, ccmFlags...)
 }
 
+// withFake returns the edit of testdata/cloud.yaml (for newEnvWithCloud) that adds
+// settings, each one line of YAML, to its `fake:` section.
+func withFake(settings ...string) func(cloudYAML []byte) []byte {
+	return func(cfg []byte) []byte {
+		lines := "\nfake:\n"
+		for _, s := range settings {
+			lines += "  " + s + "\n"
+		}
+		return bytes.Replace(cfg, []byte("\nfake:\n"), []byte(lines), 1)
+	}
+}
+
+// provisioning is the `fake:` setting that keeps a new load balancer provisioning for its
+// first read, as a real cloud takes its time: the controller that syncs the Service comes
+// back after loadbalancer.ProvisioningRetryDelay (5 s). testdata/cloud.yaml's load
+// balancers are active at once, so that the scenarios in which provisioning plays no part
+// do not wait for it; the scenarios of each controller that waits for it (the upstream
+// service controller, the class controller) set it, and check that it was waited for
+// (waitedForProvisioning).
+const provisioning = "provisioning: {reads: 1}"
+
+// waitedForProvisioning checks that the CCM came back for a load balancer the cloud was
+// provisioning: the controller's log quotes the RetryError.
+func (e *env) waitedForProvisioning() {
+	e.t.Helper()
+	assert.True(e.t, strings.Contains(e.log.String(), " is "+string(cloudapi.LoadBalancerProvisioning)),
+		"the CCM's log quotes no RetryError of a provisioning load balancer")
+}
+
 // newEnvWithCloud is newEnv over the cloud config that edit makes of testdata/cloud.yaml.
 func newEnvWithCloud(t *testing.T, m mode, edit func(cloudYAML []byte) []byte, ccmFlags ...string) *env {
 	t.Helper()
@@ -204,10 +235,16 @@ func initialized(n *corev1.Node) bool {
 	return n.Spec.ProviderID != "" && len(n.Status.Addresses) > 0
 }
 
+// shareOwner is the owner checkCloud gives the load balancer of the share with key
+// (cloudapi.TagShare: "namespace/name", the suite's cloud config not sharing across
+// namespaces).
+func shareOwner(key string) string { return "share " + key }
+
 // checkCloud switches faults off, lets the controllers converge, and checks what must hold
-// of the cloud after any scenario: no Service ever had two load balancers at once (replayed
-// from the cloud's history), no load balancer outlives its Service or its type
-// LoadBalancer, and the cluster's routes are exactly the Nodes' pod CIDRs.
+// of the cloud after any scenario: no Service (or share) ever had two load balancers at
+// once (replayed from the cloud's history), no load balancer outlives its Service or its
+// type LoadBalancer (a shared one, the last such Service of its share), and the cluster's
+// routes are exactly the Nodes' pod CIDRs.
 func (e *env) checkCloud() {
 	e.t.Helper()
 	e.cloud.Faults.SetEnabled(false)
@@ -218,15 +255,19 @@ func (e *env) checkCloud() {
 
 	// Ownership follows the tags: a create gives a load balancer its owner, an update may
 	// adopt (tags added) or release (tags removed) it, a delete ends it. Load balancers of
-	// no Service of this cluster (an operator's, a released one) count for none.
+	// no Service of this cluster (an operator's, a released one) count for none. A shared
+	// load balancer's owner is its share.
 	ownerOf := func(spec cloudapi.LoadBalancerSpec) string {
 		if spec.Tags[cloudapi.TagCluster] != clusterID {
 			return ""
 		}
+		if share := spec.Tags[cloudapi.TagShare]; share != "" {
+			return shareOwner(share)
+		}
 		return spec.Tags[cloudapi.TagService]
 	}
-	owner := map[string]string{} // LB ID → Service UID, "" for none
-	open := map[string]int{}     // Service UID → LBs existing now
+	owner := map[string]string{} // LB ID → owner (Service UID or share), "" for none
+	open := map[string]int{}     // owner → LBs existing now
 	own := func(id, uid string) {
 		if old := owner[id]; old != "" {
 			open[old]--
@@ -236,7 +277,7 @@ func (e *env) checkCloud() {
 			return
 		}
 		if open[uid]++; open[uid] > 1 {
-			e.t.Errorf("Service %s had %d load balancers at once (%s became its)", uid, open[uid], id)
+			e.t.Errorf("%s had %d load balancers at once (%s became its)", uid, open[uid], id)
 		}
 	}
 	for _, ev := range e.cloud.Fake.LoadBalancerHistory() {
@@ -258,14 +299,17 @@ func (e *env) checkCloud() {
 		if err != nil {
 			return false, err
 		}
-		wantLB := map[string]bool{}
+		wantLB := map[string]bool{} // by owner
 		for _, s := range svcs.Items {
 			if s.Spec.Type == corev1.ServiceTypeLoadBalancer && s.DeletionTimestamp == nil {
 				wantLB[string(s.UID)] = true
+				if share := s.Annotations[lbAnnotation(loadbalancer.AnnotationShare)]; share != "" {
+					wantLB[shareOwner(s.Namespace+"/"+share)] = true
+				}
 			}
 		}
 		for _, lb := range e.cloud.Fake.Inventory().LoadBalancersTagged(map[string]string{cloudapi.TagCluster: clusterID}) {
-			if !wantLB[lb.Spec.Tags[cloudapi.TagService]] {
+			if !wantLB[ownerOf(lb.Spec)] {
 				return false, fmt.Errorf("load balancer %s (%s) has no LoadBalancer Service", lb.ID, lb.Spec.Name)
 			}
 		}

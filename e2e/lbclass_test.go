@@ -61,7 +61,9 @@ func (e *env) untouched(created *corev1.Service) {
 func TestLoadBalancerClass(t *testing.T) { forEachMode(t, loadBalancerClass) }
 
 func loadBalancerClass(t *testing.T, m mode) {
-	e := newEnvWithConfig(t, m, "loadBalancer: {class: "+e2eClass+", serveUnclassed: false}\n")
+	e := newEnvWithCloud(t, m, func(cfg []byte) []byte {
+		return append(withFake(provisioning)(cfg), "loadBalancer: {class: "+e2eClass+", serveUnclassed: false}\n"...)
+	})
 	e.registerNode(harness.NodeSpec{Name: "node-a"})
 	e.registerNode(harness.NodeSpec{Name: "node-b"})
 	e.waitNodesInitialized("node-a", "node-b")
@@ -89,6 +91,9 @@ func loadBalancerClass(t *testing.T, m mode) {
 		e.eventually("the class controller's EnsuredLoadBalancer event on web", func(context.Context) (bool, error) {
 			return e.classEvent("web", "EnsuredLoadBalancer")
 		})
+		if !m.faults {
+			e.waitedForProvisioning()
+		}
 	})
 
 	t.Run("a Node added reaches the class's load balancer", func(t *testing.T) {

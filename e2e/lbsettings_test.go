@@ -69,9 +69,7 @@ func (e *env) waitExternalIP(name, want string) {
 func TestLoadBalancerHostname(t *testing.T) { forEachMode(t, loadBalancerHostname) }
 
 func loadBalancerHostname(t *testing.T, m mode) {
-	e := newEnvWithCloud(t, m, func(cfg []byte) []byte {
-		return bytes.Replace(cfg, []byte("\nfake:\n"), []byte("\nfake:\n  hostnames: {domain: lb.e2e.example.com, withoutAddresses: true}\n"), 1)
-	})
+	e := newEnvWithCloud(t, m, withFake("hostnames: {domain: lb.e2e.example.com, withoutAddresses: true}"))
 	e.registerNode(harness.NodeSpec{Name: "node-a"})
 	e.waitNodesInitialized("node-a")
 	web := e.createService(newLBService("web"))

@@ -75,11 +75,18 @@ func (e *env) serviceLBs(uid string) []cloudapi.LoadBalancer {
 // waitLB waits until the Service's one load balancer satisfies cond, and returns it.
 func (e *env) waitLB(svc *corev1.Service, what string, cond func(cloudapi.LoadBalancer) bool) cloudapi.LoadBalancer {
 	e.t.Helper()
+	return e.waitLBTagged(map[string]string{cloudapi.TagService: string(svc.UID)}, fmt.Sprintf("%s's load balancer: %s", svc.Name, what), cond)
+}
+
+// waitLBTagged waits until the one load balancer with tags (its owner's) satisfies cond,
+// and returns it.
+func (e *env) waitLBTagged(tags map[string]string, what string, cond func(cloudapi.LoadBalancer) bool) cloudapi.LoadBalancer {
+	e.t.Helper()
 	var lb cloudapi.LoadBalancer
-	e.eventually(fmt.Sprintf("%s's load balancer: %s", svc.Name, what), func(context.Context) (bool, error) {
-		lbs := e.serviceLBs(string(svc.UID))
+	e.eventually(what, func(context.Context) (bool, error) {
+		lbs := e.cloud.Fake.Inventory().LoadBalancersTagged(tags)
 		if len(lbs) > 1 {
-			return false, fmt.Errorf("%d load balancers for one Service", len(lbs))
+			return false, fmt.Errorf("%d load balancers for one owner", len(lbs))
 		}
 		if len(lbs) == 0 {
 			return false, nil
@@ -87,7 +94,7 @@ func (e *env) waitLB(svc *corev1.Service, what string, cond func(cloudapi.LoadBa
 		lb = lbs[0]
 		return cond(lb), nil
 	})
-	require.Len(e.t, e.serviceLBs(string(svc.UID)), 1, "never two load balancers for one Service")
+	require.Len(e.t, e.cloud.Fake.Inventory().LoadBalancersTagged(tags), 1, "never two load balancers for one owner")
 	return lb
 }
 
@@ -153,7 +160,7 @@ func targetsAre(ids ...string) func(cloudapi.LoadBalancer) bool {
 func TestLoadBalancerLifecycle(t *testing.T) { forEachMode(t, loadBalancerLifecycle) }
 
 func loadBalancerLifecycle(t *testing.T, m mode) {
-	e := newEnv(t, m)
+	e := newEnvWithCloud(t, m, withFake(provisioning))
 	e.registerNode(harness.NodeSpec{Name: "node-a"})
 	e.registerNode(harness.NodeSpec{Name: "node-b"})
 	e.waitNodesInitialized("node-a", "node-b")
@@ -175,6 +182,9 @@ func loadBalancerLifecycle(t *testing.T, m mode) {
 		assert.Contains(t, svc.Finalizers, lbFinalizer)
 		assert.Equal(t, clusterID, lb.Spec.Tags[cloudapi.TagCluster])
 		e.waitSays("web", lb.ID)
+		if !m.faults {
+			e.waitedForProvisioning()
+		}
 	})
 
 	t.Run("port added in place, address kept", func(t *testing.T) {

@@ -48,6 +48,8 @@ var unusedGrants = map[string]string{
 	"ccmkit-cloud-controller-manager nodes list":    "informers list first where the API server does not stream the initial list in the watch (WatchList); this one does",
 	"ccmkit-cloud-controller-manager services list": "as nodes list",
 	"ccmkit-e2e-cloud-provider nodes list":          "as the manager's nodes list: the load balancers' watch of Node labels streams its initial list",
+	"ccmkit-e2e-cloud-provider services list":       "a Service of a share lists the Services of its share before it deletes the share's load balancer; this scenario has no share (TestServicesShareALoadBalancer lists them)",
+	"ccmkit-sweeper services list":                  "the sweeper lists the Services of a share before it deletes an orphaned shared load balancer; this scenario orphans none",
 	"ccmkit-cloud-controller-manager configmaps list": "extension-apiserver-authentication-reader, a built-in Role, grants list with get and watch; " +
 		"the authentication ConfigMap is read by a watch that streams its initial list",
 	"ccmkit-cloud-controller-manager events patch":  repeatedEvent,

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/e2e/harness"
@@ -42,24 +44,38 @@ func TestRestartOnConvergedClusterWritesNothing(t *testing.T) {
 	}
 	quiet("before the restart")
 
-	restarted := time.Now().Add(-time.Second) // event times have second precision
+	seen := e.ensuredEvents()
 	e.restartCCM()
 	before := e.cloud.Fake.Calls()
 	e.eventually("the new CCM's startup sync (instances, load balancers and routes listed)", func(context.Context) (bool, error) {
 		c := e.cloud.Fake.Calls().Sub(before)
 		return c[cloudapi.OpListInstances] > 0 && c[cloudapi.OpListLoadBalancers] > 0 && c[cloudapi.OpListRoutes] > 1, nil
 	})
-	e.waitEnsuredSince(restarted, "web", "api", "db")
+	e.waitEnsuredAfter(seen, "web", "api", "db")
 	time.Sleep(harness.Periods.NodeStatus + harness.Periods.Routes)
 	calls := e.cloud.Fake.Calls().Sub(before)
 	t.Logf("cloud calls of the restarted CCM until it settled: %v", calls)
 	assert.Zero(t, calls.Writes(), "a restart on a converged cluster writes nothing: %v", calls)
 }
 
-// waitEnsuredSince waits until the service controller has recorded an EnsuredLoadBalancer
-// event after since for each of the Services named (event times have second precision:
-// pass a time a second early).
-func (e *env) waitEnsuredSince(since time.Time, names ...string) {
+// ensuredEvents returns the service controller's EnsuredLoadBalancer events in the default
+// namespace by UID, with their counts: what waitEnsuredAfter compares with.
+func (e *env) ensuredEvents() map[types.UID]int32 {
+	e.t.Helper()
+	events, err := e.client.CoreV1().Events(metav1.NamespaceDefault).List(e.ctx, metav1.ListOptions{FieldSelector: "reason=EnsuredLoadBalancer"})
+	require.NoError(e.t, err)
+	seen := make(map[types.UID]int32, len(events.Items))
+	for _, ev := range events.Items {
+		seen[ev.UID] = ev.Count
+	}
+	return seen
+}
+
+// waitEnsuredAfter waits until the service controller has recorded an EnsuredLoadBalancer
+// event for each of the Services named since seen (ensuredEvents): an event seen does not
+// hold, or holds with a lower count. Event times have second precision; this tells an
+// ensure just before seen from one just after.
+func (e *env) waitEnsuredAfter(seen map[types.UID]int32, names ...string) {
 	e.t.Helper()
 	e.eventually("the service controller ensured "+strings.Join(names, ", "), func(ctx context.Context) (bool, error) {
 		events, err := e.client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "reason=EnsuredLoadBalancer"})
@@ -68,7 +84,7 @@ func (e *env) waitEnsuredSince(since time.Time, names ...string) {
 		}
 		ensured := map[string]bool{}
 		for _, ev := range events.Items {
-			if ev.LastTimestamp.After(since) || ev.EventTime.After(since) {
+			if count, ok := seen[ev.UID]; !ok || ev.Count > count {
 				ensured[ev.InvolvedObject.Name] = true
 			}
 		}

@@ -95,6 +95,8 @@ func newProcEnv(t *testing.T) *procEnv {
 	})
 	base, err := os.ReadFile(filepath.Join("testdata", "cloud.yaml"))
 	require.NoError(t, err)
+	// The kills meet load balancers the cloud is still provisioning too.
+	base = withFake(provisioning)(base)
 	e.stateFile = filepath.Join(cp.Dir(), "cloud-state.json")
 	e.config, err = harness.WithStateFile(base, e.stateFile)
 	require.NoError(t, err)

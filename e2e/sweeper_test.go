@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -110,8 +109,7 @@ func TestSweeperDeletesOrphanedTargetGroups(t *testing.T) {
 // untagged one stay.
 func sweeperDeletesOrphanedTargetGroups(t *testing.T, m mode) {
 	e := newEnvWithCloud(t, m, func(cfg []byte) []byte {
-		cfg = bytes.Replace(cfg, []byte("\nfake:\n"), []byte("\nfake:\n  capabilities: {targetGroups: true}\n"), 1)
-		return append(cfg, sweeperConfig...)
+		return append(withFake("capabilities: {targetGroups: true}")(cfg), sweeperConfig...)
 	})
 	e.registerNode(harness.NodeSpec{Name: "node-a"}) // labelled ccmkit.io/team=web from its instance's tag
 	e.registerNode(harness.NodeSpec{Name: "node-b"})

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -24,9 +23,7 @@ import (
 func TestLoadBalancersShareTargetGroups(t *testing.T) { forEachMode(t, loadBalancersShareTargetGroups) }
 
 func loadBalancersShareTargetGroups(t *testing.T, m mode) {
-	e := newEnvWithCloud(t, m, func(cfg []byte) []byte {
-		return bytes.Replace(cfg, []byte("\nfake:\n"), []byte("\nfake:\n  capabilities: {targetGroups: true}\n"), 1)
-	})
+	e := newEnvWithCloud(t, m, withFake("capabilities: {targetGroups: true}"))
 	e.registerNode(harness.NodeSpec{Name: "node-a"}) // labelled ccmkit.io/team=web from its instance's tag
 	e.registerNode(harness.NodeSpec{Name: "node-b"})
 	e.waitNodesInitialized("node-a", "node-b")
@@ -84,14 +81,14 @@ func loadBalancersShareTargetGroups(t *testing.T, m mode) {
 
 	if !m.faults {
 		t.Run("a restart writes nothing", func(t *testing.T) {
-			restarted := time.Now().Add(-time.Second) // event times have second precision
+			seen := e.ensuredEvents()
 			e.restartCCM()
 			before := e.cloud.Fake.Calls()
 			var names []string
 			for _, svc := range svcs {
 				names = append(names, svc.Name)
 			}
-			e.waitEnsuredSince(restarted, names...)
+			e.waitEnsuredAfter(seen, names...)
 			time.Sleep(harness.Periods.NodeStatus)
 			calls := e.cloud.Fake.Calls().Sub(before)
 			t.Logf("cloud calls of the restarted CCM until it settled: %v", calls)

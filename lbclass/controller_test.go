@@ -241,7 +241,7 @@ func TestNoEventOnAForeignService(t *testing.T) {
 	require.NoError(t, clk.AwaitWaits(t.Context(), 1))
 	assert.Equal(t, []time.Duration{lbclass.MinRetryDelay}, clk.Waits(), "the failed lookup is retried with backoff")
 	clk.Step(lbclass.MinRetryDelay)
-	eventually(t, func() bool { return cloud.Faults.Injected().Ops[cloudapi.OpListLoadBalancers].Calls == 2 }, "the retry looks again")
+	eventually(t, func() bool { return cloud.Faults.Injected().Ops[cloudapi.OpListLoadBalancers].Calls >= 2 }, "the retry looks again (and, finding none, the shares it may have listeners on)")
 
 	// Events go out in order: once web's are recorded, foreign's would have been.
 	c.create(newService("web", withClass(class)))

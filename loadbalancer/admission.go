@@ -401,6 +401,9 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 		fmt.Sprintf("annotation %s%s names a port the Service does not have", p, ports))
 	contradiction(unread("object.spec.ports.all(q, !has(q.protocol) || q.protocol == 'TCP' || !variables.tlsPorts.exists(t, string(q.port) == t || (has(q.name) && q.name == t)))", ports),
 		fmt.Sprintf("annotation %s%s names a port that is not TCP: only TCP ports terminate TLS", p, ports))
+	share, id := AnnotationShare, AnnotationLoadBalancerID
+	contradiction(unread(fmt.Sprintf("!(%s) || !(%s)", has(share), has(id)), share, id),
+		fmt.Sprintf("annotations %s%s and %s%s cannot be combined: a shared load balancer is one ccmkit makes; remove one of them", p, share, p, id))
 	ips := AnnotationIPAddresses
 	contradiction(unread(fmt.Sprintf("!(%s) || !has(object.spec.loadBalancerIP) || !isIP(object.spec.loadBalancerIP) || "+
 		"!%s.split(',').all(f, isIP(f.trim())) || %s.split(',').exists(f, ip(f.trim()) == ip(object.spec.loadBalancerIP))", has(ips), value(ips), value(ips)), ips),

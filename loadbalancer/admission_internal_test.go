@@ -216,6 +216,7 @@ func TestAdmissionPolicyValues(t *testing.T) {
 		AnnotationIPAddresses: {"10.0.0.1", "10.0.0.1,2001:db8::1", " 10.0.0.1 , 2001:DB8::1 ", "10.0.0.1,10.0.0.2", "2001:db8::1,2001:db8::2", "::ffff:10.0.0.1",
 			"::ffff:10.0.0.1,2001:db8::1", "0:0:0:0:0:ffff:a00:1", "fe80::1%eth0", "010.0.0.1", "10.0.0.256", "a", "", "10.0.0.1,", ",", "1.2.3"},
 		AnnotationName:                {"a", "web-1", "-a", "a-", "A", "a_b", strings.Repeat("a", 63), strings.Repeat("a", 64), "ä", "", "a.b"},
+		AnnotationShare:               {"a", "web-1", "-a", "a-", "A", "a/b", strings.Repeat("a", 63), strings.Repeat("a", 64), "", "a:b"},
 		AnnotationHealthCheckProtocol: withFoldRunes("tcp", "HTTP", "https", "udp", "", "HTTP2", "h ttp"),
 		AnnotationHealthCheckPort:     append(ints, "65535", "65536", "10256", "100000"),
 		AnnotationHealthCheckPath: {"/", "/healthz", "healthz", "", "/a b", "/a\tb", "/a\vb", "/a\u00a0b", "/a\u2028b", "/a\u3000b", "/a\x7fb", "/a\u0085b", "/ä",
@@ -326,6 +327,8 @@ func TestAdmissionPolicyServices(t *testing.T) {
 		{"loadBalancerIP among the addresses, mapped", lbService(an(AnnotationIPAddresses, "::ffff:10.0.0.1"), lbIP("10.0.0.1")), ""},
 		{"loadBalancerIP among the addresses, spelled otherwise", lbService(an(AnnotationIPAddresses, "2001:DB8:0::1"), lbIP("2001:db8::1")), ""},
 		{"loadBalancerIP not among the addresses", lbService(an(AnnotationIPAddresses, "10.0.0.2"), lbIP("10.0.0.1")), "spec.loadBalancerIP is not among"},
+		{"a share", lbService(an(AnnotationShare, "front")), ""},
+		{"a share with load-balancer-id", lbService(an(AnnotationShare, "front", AnnotationLoadBalancerID, "lb-1")), "cannot be combined"},
 		{"an unknown key", lbService(an("intenral", "true")), ""},
 		{"a malformed value", lbService(an(AnnotationInternal, "maybe")), `annotation loadbalancer.ccmkit.io/internal: "maybe" is not allowed (allowed: true, false)`},
 	} {

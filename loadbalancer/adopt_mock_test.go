@@ -212,6 +212,7 @@ func TestKeepOnDeleteCallSequences(t *testing.T) {
 				gomock.InOrder(
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", mockConverged()), nil),
 					m.UpdateLoadBalancer(gomock.Any(), "lb-1", released).Return(&cloudapi.LoadBalancer{ID: "lb-1", Spec: mockReleasedSpec(), Addresses: []string{mockAddress}}, nil),
+					clusterList(m), // the shares the Service may have listeners on
 				)
 			},
 			check: func(t *testing.T, errs []error) { require.NoError(t, errs[0]) },
@@ -224,6 +225,7 @@ func TestKeepOnDeleteCallSequences(t *testing.T) {
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", mockConverged()), nil),
 					m.UpdateLoadBalancer(gomock.Any(), "lb-1", released).Return(nil, cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpUpdateLoadBalancer, "lb-1", nil)),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage(""), nil),
+					clusterList(m),
 				)
 			},
 			check: func(t *testing.T, errs []error) {
@@ -240,6 +242,7 @@ func TestKeepOnDeleteCallSequences(t *testing.T) {
 					m.UpdateLoadBalancer(gomock.Any(), "lb-1", released).Return(nil, cloudapi.Throttled(cloudapi.OpUpdateLoadBalancer, 0, nil)),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", mockConverged()), nil),
 					m.UpdateLoadBalancer(gomock.Any(), "lb-1", released).Return(&cloudapi.LoadBalancer{ID: "lb-1", Spec: mockReleasedSpec(), Addresses: []string{mockAddress}}, nil),
+					clusterList(m), // the shares the Service may have listeners on
 				)
 			},
 			check: func(t *testing.T, errs []error) {
@@ -255,6 +258,7 @@ func TestKeepOnDeleteCallSequences(t *testing.T) {
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", low, mockConverged()), nil),
 					m.DeleteLoadBalancer(gomock.Any(), "lb-0a").Return(nil),
 					m.UpdateLoadBalancer(gomock.Any(), "lb-1", released).Return(&cloudapi.LoadBalancer{ID: "lb-1", Spec: mockReleasedSpec(), Addresses: []string{mockAddress}}, nil),
+					clusterList(m), // the shares the Service may have listeners on
 				)
 			},
 			check: func(t *testing.T, errs []error) { require.NoError(t, errs[0]) },

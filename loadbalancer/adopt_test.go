@@ -193,7 +193,7 @@ func TestAdoptRefusals(t *testing.T) {
 			lbTweak: func(s *cloudapi.LoadBalancerSpec) {
 				s.Tags = map[string]string{cloudapi.TagCluster: "c1", cloudapi.TagService: "uid-other", cloudapi.TagServiceName: "tenant-b/secret"}
 			},
-			want:  "which belongs to another Service (tag ccmkit.io/service-uid): the load balancer is owned elsewhere; it is adopted only once that Service lets it go",
+			want:  "which belongs to another Service or share (tag ccmkit.io/service-uid or ccmkit.io/share): the load balancer is owned elsewhere; it is adopted only once it is let go",
 			owned: true,
 		},
 		{

@@ -64,6 +64,7 @@ const (
 	AnnotationTLSCertificates               = "tls-certificates"
 	AnnotationLoadBalancerID                = "load-balancer-id"
 	AnnotationKeepOnDelete                  = "keep-on-delete"
+	AnnotationShare                         = "share"
 )
 
 // Health check defaults.
@@ -97,6 +98,8 @@ type parsedAnnotations struct {
 	loadBalancerID string
 	// keepOnDelete is the keep-on-delete annotation's value; nil when it is absent.
 	keepOnDelete *bool
+	// share is the name of the share the Service joins; empty for none.
+	share string
 
 	// hostname is the hostname the status publishes; empty for none.
 	hostname string
@@ -340,6 +343,17 @@ func Annotations() []Annotation {
 					return err
 				}
 				a.keepOnDelete = &keep
+				return nil
+			},
+		},
+		{
+			Name: AnnotationShare, check: celName, Values: "a DNS label: lower-case letters, digits and '-', at most 63 characters", Default: "none: the Service has a load balancer of its own",
+			Doc: "Share one load balancer, and its addresses, with the other Services of the same namespace that name the same share (of any namespace when the cloud config's loadBalancer.shareAcrossNamespaces is true). Each Service owns its own listeners; everything else (addresses, targets, health check, source ranges, the other annotations' effects) must agree, else the later Service gets a Warning event ShareConflict and is not added, and a port another Service of the share has is not added either. The last Service out deletes the load balancer. Cannot be combined with load-balancer-id.",
+			apply: func(v string, a *parsedAnnotations) error {
+				if len(v) > maxNameLength || !nameRE.MatchString(v) {
+					return errors.New("not a DNS label of at most 63 lower-case letters, digits and '-'")
+				}
+				a.share = v
 				return nil
 			},
 		},

@@ -20,20 +20,31 @@ import (
 // afresh: it deletes duplicates, and creates (or adopts the one its load-balancer-id
 // annotation names), replaces or updates the load balancer. It returns the load balancer
 // as the cloud last answered.
-func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, found []cloudapi.LoadBalancer) (_ *cloudapi.LoadBalancer, err error) {
+func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, found []cloudapi.LoadBalancer) (_ *cloudapi.LoadBalancer, err error) {
 	adoptID := l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID // malformed: desired reports it
-	found, err = l.dropDuplicates(ctx, logger, svc, found, adoptID)
-	if err != nil {
+	var extras []cloudapi.LoadBalancer                                    // a share's duplicates: deleted once the one kept has their Services' listeners
+	if isShare(owner) {
+		found, extras = duplicates(svc, found, "")
+		defer func() {
+			if err == nil {
+				err = l.dropExtras(ctx, logger, owner, extras)
+			}
+		}()
+	} else if found, err = l.dropDuplicates(ctx, logger, svc, owner, found, adoptID); err != nil {
 		return nil, err
 	}
-	if len(found) == 0 && adoptID != "" {
-		return l.adopt(ctx, logger, svc, nodes, adoptID)
+	if len(found) == 0 && adoptID != "" && !isShare(owner) { // a share adopts nothing: desired says so
+		return l.adopt(ctx, logger, svc, owner, nodes, adoptID)
 	}
 	var current *cloudapi.LoadBalancer
 	if len(found) > 0 {
 		current = &found[0]
 	}
-	want, release, err := l.ensureWant(ctx, logger, svc, nodes, current)
+	var carry []cloudapi.Listener
+	for _, extra := range extras {
+		carry = append(carry, extra.Spec.Listeners...)
+	}
+	want, release, err := l.ensureWant(ctx, logger, svc, owner, nodes, current, carry...)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +59,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 
 	switch {
 	case current == nil:
-		return l.create(ctx, logger, svc, want)
+		return l.create(ctx, logger, svc, owner, want)
 	case current.Spec.Internal != want.Internal:
 		keep, err := l.keepOnDelete(svc)
 		if err != nil {
@@ -59,7 +70,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 				current.ID, reach(current.Spec.Internal), l.key(svc, AnnotationInternal), reach(want.Internal), l.annotation(svc, AnnotationKeepOnDelete).setTo(l.opts.AnnotationPrefix, AnnotationKeepOnDelete, `"false"`), l.key(svc, AnnotationInternal))
 		}
 		logger.Info("Replacing load balancer: internal and public cannot be switched in place", "loadBalancer", current.ID, "internal", want.Internal)
-		return l.replace(ctx, logger, svc, current, want)
+		return l.replace(ctx, logger, svc, owner, current, want)
 	case l.opts.Settings.replaced(current.Spec, want) != "":
 		name := l.opts.Settings.replaced(current.Spec, want)
 		keep, err := l.keepOnDelete(svc)
@@ -71,19 +82,26 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 				current.ID, name, quote.Value(current.Spec.Settings[name]), l.key(svc, name), quote.Value(want.Settings[name]), l.annotation(svc, AnnotationKeepOnDelete).setTo(l.opts.AnnotationPrefix, AnnotationKeepOnDelete, `"false"`), l.key(svc, name))
 		}
 		logger.Info("Replacing load balancer: the cloud cannot change this setting in place", "loadBalancer", current.ID, "setting", name, "from", quote.Text(current.Spec.Settings[name]), "to", quote.Text(want.Settings[name]))
-		return l.replace(ctx, logger, svc, current, want)
+		return l.replace(ctx, logger, svc, owner, current, want)
 	default:
-		return l.update(ctx, logger, string(svc.UID), false, current, want)
+		return l.update(ctx, logger, owner, false, current, want)
 	}
 }
 
 // ensureWant is what EnsureLoadBalancer makes of current (nil: none): the spec the
-// Service asks for (desired), its targets sent to their group (group, read after the
-// call began); release must be called once the load balancer is written.
-func (l *LoadBalancer) ensureWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (_ cloudapi.LoadBalancerSpec, release func(), _ error) {
-	want, a, err := l.desired(logger, svc, nodes, current)
+// Service asks for (desired; for a Service of a share, joined with the other Services'
+// listeners and carry's, see join), its targets sent to their group (group, read after
+// the call began); release must be called once the load balancer is written.
+func (l *LoadBalancer) ensureWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer, carry ...cloudapi.Listener) (_ cloudapi.LoadBalancerSpec, release func(), _ error) {
+	want, a, err := l.desired(logger, svc, owner, nodes, current)
 	if err != nil {
 		return want, nil, err
+	}
+	if isShare(owner) {
+		shareNodes(&want, a)
+		if want, err = l.join(logger, svc, owner, want, current, carry...); err != nil {
+			return want, nil, err
+		}
 	}
 	release, err = l.group(ctx, logger, &want, a.nodeSelector, 0)
 	return want, release, err
@@ -93,7 +111,17 @@ func (l *LoadBalancer) ensureWant(ctx context.Context, logger klog.Logger, svc *
 // a backend that lost track of a create can have made. It keeps the one with ID prefer
 // (the load balancer the Service's load-balancer-id annotation names), else the one whose
 // address or hostname the Service's status publishes, else the first by ID.
-func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, svc *corev1.Service, found []cloudapi.LoadBalancer, prefer string) ([]cloudapi.LoadBalancer, error) {
+func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, found []cloudapi.LoadBalancer, prefer string) ([]cloudapi.LoadBalancer, error) {
+	kept, extras := duplicates(svc, found, prefer)
+	if err := l.dropExtras(ctx, logger, owner, extras); err != nil {
+		return nil, err
+	}
+	return kept, nil
+}
+
+// duplicates splits found, the load balancers of one owner, into the one to keep (none
+// when found is empty: dropDuplicates says which) and the others, each once.
+func duplicates(svc *corev1.Service, found []cloudapi.LoadBalancer, prefer string) (kept, extras []cloudapi.LoadBalancer) {
 	if len(found) < 2 || !slices.ContainsFunc(found, func(lb cloudapi.LoadBalancer) bool { return lb.ID != found[0].ID }) {
 		return found[:min(len(found), 1)], nil
 	}
@@ -105,21 +133,30 @@ func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, s
 			})
 		}))
 	}
+	seen := map[string]bool{found[keep].ID: true} // the one kept, however often the cloud listed it
 	for _, extra := range found {
-		if extra.ID == found[keep].ID {
-			continue // the one kept, however often the cloud listed it
+		if !seen[extra.ID] {
+			seen[extra.ID] = true
+			extras = append(extras, extra)
 		}
-		logger.Info("Deleting duplicate load balancer of the service", "loadBalancer", extra.ID, "keeping", found[keep].ID)
-		if err := l.deleteLB(ctx, &extra, string(svc.UID)); err != nil {
-			return nil, err
+	}
+	return found[keep : keep+1], extras
+}
+
+// dropExtras deletes extras, duplicates of owner's load balancer.
+func (l *LoadBalancer) dropExtras(ctx context.Context, logger klog.Logger, owner string, extras []cloudapi.LoadBalancer) error {
+	for _, extra := range extras {
+		logger.Info("Deleting duplicate load balancer of the service", "loadBalancer", extra.ID)
+		if err := l.deleteLB(ctx, &extra, owner); err != nil {
+			return err
 		}
 		l.groups.Drop(ctx, logger, extra.ID, extra.Spec.TargetGroup)
 	}
-	return found[keep : keep+1], nil
+	return nil
 }
 
 // create creates the load balancer, or adopts the one a lost or conflicting create made.
-func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *corev1.Service, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
 	lb, err := l.api.CreateLoadBalancer(ctx, want)
 	if err == nil && lb == nil {
 		err = paging.NoAnswer(cloudapi.OpCreateLoadBalancer, "") // made or not: look, as after a lost answer
@@ -135,7 +172,7 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 		return nil, fmt.Errorf("creating load balancer %q: %w", want.Name, err)
 	}
 	// The create may have happened (a lost answer), or another sync made it: look again.
-	found, ferr := l.find(ctx, svc)
+	found, ferr := l.find(ctx, svc, owner)
 	if ferr != nil {
 		return nil, fmt.Errorf("creating load balancer %q: %w; looking for it afterwards: %w", want.Name, err, ferr)
 	}
@@ -147,7 +184,14 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 		return nil, fmt.Errorf("creating load balancer %q: %w", want.Name, err)
 	}
 	logger.Info("Adopting the load balancer of an earlier create", "loadBalancer", found[0].ID, "createErr", err)
-	return l.update(ctx, logger, string(svc.UID), false, &found[0], want)
+	if isShare(owner) {
+		// Another Service of the share may have made it: join it as it is.
+		var jerr error
+		if want, jerr = l.join(logger, svc, owner, want, &found[0]); jerr != nil {
+			return nil, jerr
+		}
+	}
+	return l.update(ctx, logger, owner, false, &found[0], want)
 }
 
 // adopt makes the load balancer with ID id, named by the Service's load-balancer-id
@@ -159,7 +203,7 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 // (lockLB), so that two Services never both adopt it; two clusters can race, since
 // cloudapi has no conditional update: the last write wins, and the other cluster's next
 // sync reports the owner's tags.
-func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, id string) (*cloudapi.LoadBalancer, error) {
+func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, id string) (*cloudapi.LoadBalancer, error) {
 	defer l.lockLB(id)()
 	key := l.key(svc, AnnotationLoadBalancerID)
 	lb, err := l.api.GetLoadBalancer(ctx, id)
@@ -171,12 +215,12 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 	case lb == nil:
 		return nil, fmt.Errorf("reading load balancer %s, named by annotation %s: the cloud answered neither a load balancer nor an error: %w", id, key, cloudapi.ErrTransient)
 	}
-	owned, err := l.adoptable(svc, lb, key)
+	owned, err := l.adoptable(owner, lb, key)
 	if err != nil {
 		logger.Info("Refusing to adopt load balancer", "loadBalancer", id, "tags", lb.Spec.Tags, "err", err)
 		return nil, err
 	}
-	want, a, err := l.desired(logger, svc, nodes, lb)
+	want, a, err := l.desired(logger, svc, owner, nodes, lb)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +232,7 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 		return nil, err
 	}
 	defer release()
-	adopted, err := l.update(ctx, logger, string(svc.UID), true, lb, want)
+	adopted, err := l.update(ctx, logger, owner, true, lb, want)
 	if err != nil {
 		if !owned {
 			return nil, fmt.Errorf("adopting load balancer %s, named by annotation %s: %w; nothing else was written to it: it is not this Service's until the adopting update succeeds", id, key, err)
@@ -206,22 +250,21 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 // ownership tags (owned false), or already the Service's own (owned true: a list that
 // missed it). Any other owner, even one tag of one, is ErrOwnedElsewhere; the error names
 // no other cluster or Service, since the Service's events are its users'.
-func (l *LoadBalancer) adoptable(svc *corev1.Service, lb *cloudapi.LoadBalancer, key string) (owned bool, err error) {
+func (l *LoadBalancer) adoptable(owner string, lb *cloudapi.LoadBalancer, key string) (owned bool, err error) {
 	cluster, hasCluster := lb.Spec.Tags[cloudapi.TagCluster]
-	uid := lb.Spec.Tags[cloudapi.TagService]
 	switch {
 	case lb.Status == cloudapi.LoadBalancerDeleting:
 		return false, fmt.Errorf("annotation %s names load balancer %s, which the cloud is deleting: name another, or remove the annotation to get a new load balancer", key, lb.ID)
 	case unowned(lb.Spec.Tags):
 		return false, nil
-	case cluster == l.opts.ClusterID && uid == string(svc.UID):
+	case cluster == l.opts.ClusterID && ownerKey(lb.Spec.Tags) == owner:
 		return true, nil
 	case hasCluster && cluster != l.opts.ClusterID:
 		return false, fmt.Errorf("annotation %s names load balancer %s, which belongs to another cluster (tag %s): %w; ccmkit changes nothing that is not this cluster's: name a load balancer without ownership tags, or remove the annotation",
 			key, lb.ID, cloudapi.TagCluster, ErrOwnedElsewhere)
 	default:
-		return false, fmt.Errorf("annotation %s names load balancer %s, which belongs to another Service (tag %s): %w; it is adopted only once that Service lets it go (deleted with keep-on-delete): name another, or remove the annotation",
-			key, lb.ID, cloudapi.TagService, ErrOwnedElsewhere)
+		return false, fmt.Errorf("annotation %s names load balancer %s, which belongs to another Service or share (tag %s or %s): %w; it is adopted only once it is let go (deleted with keep-on-delete): name another, or remove the annotation",
+			key, lb.ID, cloudapi.TagService, cloudapi.TagShare, ErrOwnedElsewhere)
 	}
 }
 
@@ -264,11 +307,11 @@ func keepsAddresses(lb *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, k
 
 // replace deletes the Service's load balancer current and creates one from want, then
 // drops the target group current named when the new one names another.
-func (l *LoadBalancer) replace(ctx context.Context, logger klog.Logger, svc *corev1.Service, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
-	if err := l.remove(ctx, logger, svc, current, false); err != nil {
+func (l *LoadBalancer) replace(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	if err := l.remove(ctx, logger, svc, owner, current, false); err != nil {
 		return nil, err
 	}
-	created, err := l.create(ctx, logger, svc, want)
+	created, err := l.create(ctx, logger, svc, owner, want)
 	if old := current.Spec.TargetGroup; old != "" && (err != nil || created.Spec.TargetGroup != old) {
 		if err != nil {
 			l.groups.Due()
@@ -279,12 +322,13 @@ func (l *LoadBalancer) replace(ctx context.Context, logger klog.Logger, svc *cor
 	return created, err
 }
 
-// remove deletes the Service's load balancer lb, or releases it when keep is true.
-func (l *LoadBalancer) remove(ctx context.Context, logger klog.Logger, svc *corev1.Service, lb *cloudapi.LoadBalancer, keep bool) error {
+// remove deletes the load balancer lb of owner (the Service's, or its share's), or
+// releases it when keep is true.
+func (l *LoadBalancer) remove(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer, keep bool) error {
 	if keep {
-		return l.release(ctx, logger, svc, lb)
+		return l.release(ctx, logger, svc, owner, lb)
 	}
-	if err := l.deleteLB(ctx, lb, string(svc.UID)); err != nil {
+	if err := l.deleteLB(ctx, lb, owner); err != nil {
 		if lb.Spec.TargetGroup != "" {
 			l.groups.Due() // it may be gone all the same, and its group unused
 		}
@@ -296,18 +340,23 @@ func (l *LoadBalancer) remove(ctx context.Context, logger klog.Logger, svc *core
 
 // release lets go of the Service's load balancer lb, read by owner tags just before: one
 // update removes ccmkit's ownership tags and every target, and keeps everything else (the
-// name, listeners, health check, requested addresses, other tags) and the addresses. The
+// name, listeners, health check, requested addresses, other tags) and the addresses; a
+// share's load balancer with the share's name is renamed (keptName), so that the share
+// can make a new one. The
 // targets go because they are this cluster's nodes, whose node ports another Service may
 // get next: a kept load balancer must not send traffic into the cluster.
-func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *corev1.Service, lb *cloudapi.LoadBalancer) error {
+func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) error {
 	defer l.lockLB(lb.ID)()
 	want := lb.Spec.Clone()
-	for _, k := range []string{cloudapi.TagCluster, cloudapi.TagService, cloudapi.TagServiceName} {
+	for _, k := range append(ownershipTags, cloudapi.TagShareNodes) {
 		delete(want.Tags, k)
+	}
+	if isShare(owner) && want.Name == shareName(l.opts.ClusterID, strings.TrimPrefix(owner, shareOwnerPrefix)) {
+		want.Name = keptName(want.Name, lb.ID) // the share's next load balancer takes its name
 	}
 	want.Targets = nil
 	want.TargetGroup = ""
-	released, err := l.update(ctx, logger, string(svc.UID), false, lb, want)
+	released, err := l.update(ctx, logger, owner, false, lb, want)
 	if err != nil {
 		return fmt.Errorf("releasing load balancer %s (keep-on-delete): %w", lb.ID, err)
 	}

@@ -37,6 +37,7 @@ var fuzzSeeds = map[string][]string{
 	AnnotationHostname:                      {"web.example.org", "a", " lb.example.com ", "", "203.0.113.7", "::1", "Web.example.org", "a..b", strings.Repeat("a.", 127) + "a", strings.Repeat("a", 64) + ".com"},
 	AnnotationLoadBalancerID:                {"lb-000001", " lb-1 ", "arn:aws:elasticloadbalancing:eu-1:1:loadbalancer/net/x/1", "lb 1", "", strings.Repeat("x", 255), strings.Repeat("x", 256), "lb-\u00001", "lb-\t1", "lb-ü"},
 	AnnotationKeepOnDelete:                  {"true", "false", "TRUE", " true", "", "yes", "0"},
+	AnnotationShare:                         {"web", "a", "Web", "-web", "web/x", "", "ns:web"},
 }
 
 // FuzzParseAnnotations feeds two annotations (known names, unknown ones and others) to
@@ -168,6 +169,10 @@ func FuzzParseAnnotations(f *testing.F) {
 			assert.True(t, len(s.loadBalancerID) >= 1 && len(s.loadBalancerID) <= maxIDLength, "ID %q", s.loadBalancerID)
 			assert.False(t, strings.ContainsFunc(s.loadBalancerID, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }), "ID %q", s.loadBalancerID)
 		}
+		if v, set := ok(AnnotationShare); set {
+			assert.Equal(t, v, s.share)
+			assert.Regexp(t, nameRE, s.share)
+		}
 		if v, set := ok(AnnotationKeepOnDelete); set {
 			require.NotNil(t, s.keepOnDelete)
 			assert.Equal(t, strings.EqualFold(v, "true"), *s.keepOnDelete)
@@ -217,6 +222,7 @@ func FuzzParseAnnotations(f *testing.F) {
 			AnnotationTLSCertificates:               s.certs == nil,
 			AnnotationLoadBalancerID:                s.loadBalancerID == "",
 			AnnotationKeepOnDelete:                  s.keepOnDelete == nil,
+			AnnotationShare:                         s.share == "",
 		} {
 			if _, present := annotations[prefix+name]; !present {
 				assert.True(t, zero, "annotation %s is absent but set", name)

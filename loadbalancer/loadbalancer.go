@@ -48,10 +48,11 @@ type LoadBalancer struct {
 	services, loadBalancers keyedlock.Locks[string]
 
 	mu          sync.Mutex
-	selecting   map[string]*corev1.Service // by UID: the Services last seen with a node selector
-	reported    map[reported]string        // what was last reported in an event about a Service's annotations (see changed)
-	told        map[string]told            // by UID: what tell last wrote on the Service
-	throttledAt map[string]time.Time       // by UID: when the last CloudThrottled event was recorded
+	selecting   map[string]*corev1.Service   // by UID: the Services last seen with a node selector
+	reported    map[reported]string          // what was last reported in an event about a Service's annotations (see changed)
+	told        map[string]told              // by UID: what tell last wrote on the Service
+	throttledAt map[string]time.Time         // by UID: when the last CloudThrottled event was recorded
+	members     map[string]map[string]member // by share owner, by UID: what the share's Services last asked for (see join)
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
@@ -105,6 +106,7 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		opts:            opts,
 		snap:            snap,
 		selecting:       map[string]*corev1.Service{},
+		members:         map[string]map[string]member{},
 	}
 	if opts.TargetGroups != nil {
 		l.groups = targetgroups.New(targetgroups.Config{
@@ -198,6 +200,17 @@ type Options struct {
 	// Existing load balancers move into their group with one update
 	// each, addresses kept. Nil keeps each load balancer's own targets.
 	TargetGroups cloudapi.TargetGroupAPI
+	// Serves reports whether this LoadBalancer serves the Service (its load balancer
+	// class, see lbclass): a Service it does not serve is no member of a share, whatever
+	// its annotations. Nil serves every Service.
+	Serves func(svc *corev1.Service) bool
+	// ShareAcrossNamespaces makes the share annotation's names the same in every
+	// namespace: Services of any namespace that name one share share its load balancer.
+	// False (the default) scopes a share to its namespace. It is the operator's decision,
+	// never a user's: with it, a user of one namespace can add listeners to the address of
+	// another's. Changing it moves every share to a new load balancer (the shares' keys,
+	// cloudapi.TagShare, change); delete the old ones with the sweeper.
+	ShareAcrossNamespaces bool
 }
 
 // ErrOwnedElsewhere is matched (errors.Is) by the error of EnsureLoadBalancer when the
@@ -212,8 +225,9 @@ func (l *LoadBalancer) diff(current, want cloudapi.LoadBalancerSpec) cloudapi.Lo
 	return cloudapi.DiffLoadBalancer(l.opts.Shape.Comparable(l.opts.Settings.comparable(current), want), want)
 }
 
-// lock serializes the calls for one Service (by its UID): the service controller's sync
-// and its node sync may run for the same Service at once. It also keeps the snapshot's
+// lock serializes the calls for one owner (a Service's UID, or a share: see owner): the
+// service controller's sync and its node sync may run for the same Service at once, and
+// the Services of a share write one load balancer. It also keeps the snapshot's
 // entry of the Service in the order of the cloud's answers. Adopting and releasing also
 // hold the load balancer's own lock (lockLB), inside the Service's, so that two Services
 // never adopt one load balancer at once and none adopts one whose release is still being
@@ -224,10 +238,17 @@ func (l *LoadBalancer) lock(uid string) (unlock func()) { return l.services.Lock
 func (l *LoadBalancer) lockLB(id string) (unlock func()) { return l.loadBalancers.Lock(id) }
 
 // GetLoadBalancerName returns the cloud name of the Service's load balancer: the name
-// annotation if it is valid, else a name made of the cluster ID and the Service UID.
+// annotation if it is valid, else a name made of the cluster ID and the Service UID (or,
+// for a Service of a share, the share).
 func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *corev1.Service) string {
-	if a, _, errs := l.parse(svc.Annotations); len(errs) == 0 && a.name != "" {
+	a, _, errs := l.parse(svc.Annotations)
+	if len(errs) == 0 && a.name != "" {
 		return a.name
+	}
+	if owner, err := l.owner(svc); err == nil {
+		if share, ok := strings.CutPrefix(owner, shareOwnerPrefix); ok {
+			return shareName(l.opts.ClusterID, share)
+		}
 	}
 	return defaultName(l.opts.ClusterID, svc)
 }
@@ -240,16 +261,36 @@ func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *cor
 // would refuse) is logged and reported empty; what EnsureLoadBalancer reports.
 //
 // The service controller asks it before EnsureLoadBalancerDeleted, which it calls only
-// when there is a load balancer: so when it finds none for a Service that wants none (being
-// deleted, or no longer of type LoadBalancer), it removes what EnsureLoadBalancerDeleted
+// when there is a load balancer: so for a Service that wants none (being deleted, or no
+// longer of type LoadBalancer) it also reports one (without a status) when the Service
+// has listeners on a share's load balancer it left at the same time, as far as the
+// snapshot of the cluster's load balancers knows (refreshed first when older than
+// Options.MaxAge), and when it finds none, it removes what EnsureLoadBalancerDeleted
 // would have removed (see Options.Services).
 func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
+	wantsNone := svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer
+	owner, err := l.owner(svc)
+	if err != nil {
+		if !wantsNone {
+			return nil, false, err
+		}
+		owner = l.ownerOnDelete(svc)
+	}
 	var found []cloudapi.LoadBalancer
-	err := l.reconcile(ctx, svc, step{write: func(read []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
+	err = l.reconcile(ctx, svc, owner, step{write: func(read []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
 		found = read
 		return pointers(read), nil
 	}})
-	if err == nil && len(found) == 0 && (svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer) {
+	if err == nil && len(found) == 0 && wantsNone {
+		// Its listeners on the load balancer of a share it left at the same time (or whose
+		// leaving failed) are there to delete too.
+		others, err := l.snap.elsewhere(ctx, string(svc.UID), owner)
+		if err != nil {
+			return nil, false, fmt.Errorf("service %s/%s: finding the shared load balancers it may have listeners on: %w", svc.Namespace, svc.Name, err)
+		}
+		if len(others) > 0 {
+			return &corev1.LoadBalancerStatus{}, true, nil
+		}
 		l.tell(ctx, svc, &throttlenote.Note{}, outcome{cleanup: true})
 	}
 	if err != nil || len(found) == 0 {
@@ -283,11 +324,20 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	var said outcome
 	defer func() { said.err = err; l.tell(ctx, svc, note, said) }()
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
+	owner, err := l.owner(svc)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err == nil {
+			err = l.leaveOthers(ctx, logger, svc, owner, false)
+		}
+	}()
 	var current *cloudapi.LoadBalancer
-	err = l.reconcile(ctx, svc, step{
+	err = l.reconcile(ctx, svc, owner, step{
 		enter: func() bool { l.track(svc); return true },
 		fromSnapshot: func(lb *cloudapi.LoadBalancer) (done bool, err error) {
-			want, release, err := l.ensureWant(ctx, logger, svc, nodes, lb)
+			want, release, err := l.ensureWant(ctx, logger, svc, owner, nodes, lb)
 			if err != nil {
 				return false, err
 			}
@@ -300,7 +350,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 			return true, err
 		},
 		write: func(found []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
-			lb, err := l.ensure(ctx, logger, svc, nodes, found)
+			lb, err := l.ensure(ctx, logger, svc, owner, nodes, found)
 			if err != nil {
 				return nil, err
 			}
@@ -363,7 +413,11 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 	uid := string(svc.UID)
 	var since uint64 // the arrival of the node set, for the reads the writes are based on
 	tracked := false
-	err = l.reconcile(ctx, svc, step{
+	owner, err := l.owner(svc)
+	if err != nil {
+		return said, nil, err
+	}
+	err = l.reconcile(ctx, svc, owner, step{
 		enter: func() bool {
 			if !nodeSync {
 				l.mu.Lock()
@@ -379,7 +433,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			return true
 		},
 		fromSnapshot: func(current *cloudapi.LoadBalancer) (done bool, err error) {
-			want, s, release, err := l.updateWant(ctx, logger, svc, nodes, current, since)
+			want, s, release, err := l.updateWant(ctx, logger, svc, owner, nodes, current, since)
 			if err != nil {
 				return false, err
 			}
@@ -392,16 +446,16 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 		write: func(found []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
 			if len(found) == 0 {
 				said = outcome{known: true} // none
-				return nil, keptEntry{fmt.Errorf("service %s/%s has no load balancer with tags %s=%s, %s=%s to update: %w", svc.Namespace, svc.Name,
-					cloudapi.TagCluster, l.opts.ClusterID, cloudapi.TagService, svc.UID, cloudapi.ErrNotFound)}
+				return nil, keptEntry{fmt.Errorf("service %s/%s has no load balancer with tags %s to update: %w", svc.Namespace, svc.Name,
+					tagsText(ownerTags(l.opts.ClusterID, owner)), cloudapi.ErrNotFound)}
 			}
-			want, s, release, err := l.updateWant(ctx, logger, svc, nodes, &found[0], since)
+			want, s, release, err := l.updateWant(ctx, logger, svc, owner, nodes, &found[0], since)
 			if err != nil {
 				return nil, keptEntry{err}
 			}
 			defer release()
 			serr = s
-			lb, err := l.update(ctx, logger, uid, false, &found[0], want)
+			lb, err := l.update(ctx, logger, owner, false, &found[0], want)
 			if err != nil {
 				return nil, err
 			}
@@ -415,7 +469,11 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 
 // EnsureLoadBalancerDeleted deletes every load balancer that carries the Service's owner
 // tags, with its listeners, targets and health check, and returns nil when there is none.
-// It always asks the cloud (one list by owner tags), never the snapshot.
+// It always asks the cloud (one list by owner tags), never the snapshot. For a Service of
+// a share, it removes the Service's listeners from the share's load balancer, and deletes
+// that only when the Service is the last of its share (see leaveShare). Then it removes
+// the Service's listeners from every other share's load balancer the snapshot of the
+// cluster's load balancers (refreshed when older than Options.MaxAge) knows it on.
 //
 // When the Service's keep-on-delete annotation (else Options.KeepOnDelete) says so, it
 // deletes only duplicates (as EnsureLoadBalancer does) and releases the Service's load
@@ -430,6 +488,29 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 	ctx, note := throttlenote.With(ctx)
 	defer func() { l.tell(ctx, svc, note, outcome{cleanup: true, err: err}) }()
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
+	owner := l.ownerOnDelete(svc)
+	if err := l.deleteFor(ctx, logger, svc, owner, true); err != nil {
+		return err
+	}
+	return l.leaveOthers(ctx, logger, svc, owner, true)
+}
+
+// ownerOnDelete is owner for a Service that wants no load balancer: its UID when its
+// share annotation is malformed (its listeners on any share's load balancer are found by
+// leaveOthers all the same), so that a malformed value never holds a deletion.
+func (l *LoadBalancer) ownerOnDelete(svc *corev1.Service) string {
+	if owner, err := l.owner(svc); err == nil {
+		return owner
+	}
+	return string(svc.UID)
+}
+
+// deleteFor is EnsureLoadBalancerDeleted for the load balancers of owner: the Service's
+// own (its UID), or its share's, of which it removes only its listeners, and the whole
+// load balancer only when no other Service of the share has listeners on it or exists
+// (othersInShare). Either is deleted, or released with keep-on-delete. untrack forgets
+// the Service (it wants no load balancer any more).
+func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, untrack bool) error {
 	uid, err := serviceUID(svc)
 	if err != nil {
 		return err
@@ -438,24 +519,47 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 	if err != nil {
 		return err
 	}
+	shared := strings.HasPrefix(owner, shareOwnerPrefix)
 	var left []string // the groups the deleted load balancers named
-	return l.reconcile(ctx, svc, step{
-		enter: func() bool { l.untrack(uid); return true },
+	return l.reconcile(ctx, svc, owner, step{
+		enter: func() bool {
+			if untrack {
+				l.untrack(uid)
+			}
+			return true
+		},
 		write: func(found []cloudapi.LoadBalancer) (_ []*cloudapi.LoadBalancer, err error) {
-			if keep && len(found) > 0 {
-				if found, err = l.dropDuplicates(ctx, logger, svc, found, l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID); err != nil {
+			if keep && !shared && len(found) > 0 {
+				if found, err = l.dropDuplicates(ctx, logger, svc, owner, found, l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID); err != nil {
 					return nil, err
 				}
 			}
+			var stay []*cloudapi.LoadBalancer // a share's load balancers other Services keep
+			if shared {
+				l.leaveMember(uid, "")
+				var last []cloudapi.LoadBalancer
+				for i := range found { // each: duplicates of a share may hold other Services' listeners
+					lb, err := l.leaveShare(ctx, logger, svc, owner, &found[i])
+					switch {
+					case err != nil:
+						return nil, err
+					case lb != nil:
+						stay = append(stay, lb)
+					default:
+						last = append(last, found[i])
+					}
+				}
+				found = last
+			}
 			for i := range found {
-				if err := l.remove(ctx, logger, svc, &found[i], keep); err != nil {
+				if err := l.remove(ctx, logger, svc, owner, &found[i], keep); err != nil {
 					return nil, err
 				}
 				if !keep { // a release drops its group itself (update)
 					left = append(left, found[i].Spec.TargetGroup)
 				}
 			}
-			return nil, nil
+			return stay, nil
 		},
 		recorded: func() { l.groups.Drop(ctx, logger, "", left...) }, // the snapshot knows they are gone
 	})

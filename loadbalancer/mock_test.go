@@ -85,6 +85,13 @@ func mockListOptions(token string) cloudapi.ListOptions {
 	return cloudapi.ListOptions{Tags: mockOwner(), PageToken: token}
 }
 
+// clusterList expects the snapshot's list by the cluster tag, answered with none: the
+// one EnsureLoadBalancerDeleted makes (when the snapshot is older than its maximum age)
+// to find the shares' load balancers the Service may have listeners on.
+func clusterList(m *cloudapimock.MockLoadBalancerAPIMockRecorder) *cloudapimock.MockLoadBalancerAPIListLoadBalancersCall {
+	return m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage(""), nil)
+}
+
 // mockClusterListOptions are the options of the snapshot's list by the cluster tag.
 func mockClusterListOptions(token string) cloudapi.ListOptions {
 	return cloudapi.ListOptions{Tags: map[string]string{cloudapi.TagCluster: "c1"}, PageToken: token}
@@ -439,7 +446,10 @@ func TestEnsureDeletedCallSequences(t *testing.T) {
 		{
 			name: "nothing found: one list, no delete",
 			expect: func(m *cloudapimock.MockLoadBalancerAPIMockRecorder) {
-				m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage(""), nil)
+				gomock.InOrder(
+					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage(""), nil),
+					clusterList(m), // the shares the Service may have listeners on
+				)
 			},
 		},
 		{
@@ -449,6 +459,7 @@ func TestEnsureDeletedCallSequences(t *testing.T) {
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("page-2"), nil),
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("page-2")).Return(mockPage("", mockConverged()), nil),
 					m.DeleteLoadBalancer(gomock.Any(), "lb-1").Return(nil),
+					clusterList(m),
 				)
 			},
 		},
@@ -458,6 +469,7 @@ func TestEnsureDeletedCallSequences(t *testing.T) {
 				gomock.InOrder(
 					m.ListLoadBalancers(gomock.Any(), mockListOptions("")).Return(mockPage("", mockConverged()), nil),
 					m.DeleteLoadBalancer(gomock.Any(), "lb-1").Return(cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpDeleteLoadBalancer, "lb-1", nil)),
+					clusterList(m),
 				)
 			},
 		},

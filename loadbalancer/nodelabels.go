@@ -46,7 +46,7 @@ func (l *LoadBalancer) untrack(uid string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.selecting, uid)
-	for _, reason := range []string{reasonUnknownAnnotation, reasonConflictingAnnotations} {
+	for _, reason := range []string{reasonUnknownAnnotation, reasonConflictingAnnotations, reasonShareConflict} {
 		delete(l.reported, reported{uid: uid, reason: reason})
 	}
 }

@@ -17,7 +17,8 @@ import (
 // one path: each entry says in a step what it wants of the load balancer, and reconcile
 // does the rest once, in this order.
 //
-//  1. The Service's lock (see lock), then s.enter.
+//  1. The lock of owner, whom the Service's load balancer belongs to (see
+//     LoadBalancer.owner: the Service, or its share), then s.enter.
 //  2. The snapshot: when it may stand in for a fresh read (see trusted), s.fromSnapshot may
 //     find nothing to write, and the call ends without a cloud call.
 //  3. A fresh read: the node sync's list begun after the node set arrived (s.listedSince,
@@ -30,30 +31,29 @@ import (
 //     applied; what is wrong with the Service (keptEntry) leaves it as the read left it.
 //  6. Last, outside the Service's lock, the collection of unused target groups when one
 //     is due (internal/targetgroups' Store.Collect).
-func (l *LoadBalancer) reconcile(ctx context.Context, svc *corev1.Service, s step) error {
-	uid, err := serviceUID(svc)
-	if err != nil {
+func (l *LoadBalancer) reconcile(ctx context.Context, svc *corev1.Service, owner string, s step) error {
+	if _, err := serviceUID(svc); err != nil {
 		return err
 	}
 	defer l.groups.Collect(ctx)
-	defer l.lock(uid)()
+	defer l.lock(owner)()
 	if s.enter != nil && !s.enter() {
 		return nil
 	}
 	if s.fromSnapshot != nil {
-		if current, ok := l.trusted(ctx, uid); ok {
+		if current, ok := l.trusted(ctx, owner); ok {
 			if done, err := s.fromSnapshot(current); err != nil || done {
 				return err
 			}
 		}
 	}
-	found, err := l.read(ctx, svc, s.listedSince)
+	found, err := l.read(ctx, svc, owner, s.listedSince)
 	if err != nil {
-		l.snap.forget(uid)
+		l.snap.forget(owner)
 		return err
 	}
 	if len(found) == 0 {
-		l.snap.gone(uid)
+		l.snap.gone(owner)
 	}
 	lbs, err := s.write(found)
 	var kept keptEntry
@@ -61,10 +61,10 @@ func (l *LoadBalancer) reconcile(ctx context.Context, svc *corev1.Service, s ste
 	case errors.As(err, &kept):
 		return kept.error
 	case err != nil:
-		l.snap.forget(uid)
+		l.snap.forget(owner)
 		return err
 	case len(found) > 0 || len(lbs) > 0: // none read and none made: gone recorded it
-		l.snap.record(uid, lbs...)
+		l.snap.record(owner, lbs...)
 	}
 	if s.recorded != nil {
 		s.recorded()
@@ -99,23 +99,23 @@ type keptEntry struct{ error }
 // read is reconcile's fresh read of the Service's load balancers: the one a list of the
 // cluster's load balancers begun after since saw, when listedSince answers ok and the
 // snapshot has such a read (see snapshot.listedSince), else a list by owner tags (find).
-func (l *LoadBalancer) read(ctx context.Context, svc *corev1.Service, listedSince func() (uint64, bool)) ([]cloudapi.LoadBalancer, error) {
+func (l *LoadBalancer) read(ctx context.Context, svc *corev1.Service, owner string, listedSince func() (uint64, bool)) ([]cloudapi.LoadBalancer, error) {
 	if listedSince != nil {
 		if since, ok := listedSince(); ok {
-			if lb, ok := l.snap.listedSince(ctx, string(svc.UID), since); ok {
+			if lb, ok := l.snap.listedSince(ctx, owner, since); ok {
 				return []cloudapi.LoadBalancer{*lb}, nil
 			}
 		}
 	}
-	return l.find(ctx, svc)
+	return l.find(ctx, svc, owner)
 }
 
 // trusted returns the Service's load balancer from the snapshot when the snapshot may
 // stand in for a fresh read to find that there is nothing to do: it knows exactly one
 // load balancer of the Service, active and with addresses or a hostname. Anything else
 // (none, duplicates, provisioning, status error, a failed call since) is read afresh.
-func (l *LoadBalancer) trusted(ctx context.Context, uid string) (*cloudapi.LoadBalancer, bool) {
-	lbs, ok := l.snap.lookup(ctx, uid)
+func (l *LoadBalancer) trusted(ctx context.Context, owner string) (*cloudapi.LoadBalancer, bool) {
+	lbs, ok := l.snap.lookup(ctx, owner)
 	if !ok || len(lbs) != 1 || lbs[0].Status != cloudapi.LoadBalancerActive || !reachable(lbs[0]) {
 		return nil, false
 	}
@@ -143,13 +143,14 @@ func pointers(lbs []cloudapi.LoadBalancer) []*cloudapi.LoadBalancer {
 	return out
 }
 
-// find lists the load balancers with the Service's owner tags, oldest (lowest ID) first.
-func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service) ([]cloudapi.LoadBalancer, error) {
+// find lists the load balancers with owner's tags (the Service's or its share's), oldest
+// (lowest ID) first.
+func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service, owner string) ([]cloudapi.LoadBalancer, error) {
 	if _, err := serviceUID(svc); err != nil {
 		return nil, err
 	}
 	var out []cloudapi.LoadBalancer
-	_, err := paging.LoadBalancers(ctx, l.api, ownerTags(l.opts.ClusterID, svc), 0, func(lb *cloudapi.LoadBalancer) bool {
+	_, err := paging.LoadBalancers(ctx, l.api, ownerTags(l.opts.ClusterID, owner), 0, func(lb *cloudapi.LoadBalancer) bool {
 		out = append(out, *lb)
 		return true
 	})

@@ -18,9 +18,10 @@ import (
 // warnings as events (reportUnknown), the errors returned as the Service's error, and
 // annotations that disagree with their aliases as an event too (reportConflicts). It
 // returns the parsed annotations too, as far as they are well-formed.
-func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, parsedAnnotations, error) {
+func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, parsedAnnotations, error) {
 	spec, a, ps := translate(translation{
 		svc:       svc,
+		owner:     owner,
 		current:   current,
 		targets:   func(sel labels.Selector) []string { return l.targets(logger, nodes, sel) },
 		clusterID: l.opts.ClusterID, prefix: l.opts.AnnotationPrefix,

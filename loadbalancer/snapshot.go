@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +49,7 @@ type snapshot struct {
 	clock    clock.PassiveClock
 
 	mu       sync.Mutex
-	services map[string]*serviceEntry // by Service UID (cloudapi.TagService)
+	services map[string]*serviceEntry // by owner: Service UID (cloudapi.TagService) or share (see ownerKey)
 	sets     *targetSets              // the target sets of services
 	listedAt time.Time                // when the list behind services began; zero before the first
 	// seq counts the changes of single entries (record, forget) and the node sets that
@@ -262,15 +263,15 @@ func (s *snapshot) install(services map[string]*serviceEntry, sets *targetSets, 
 	s.services, s.sets, s.listedAt, s.listedSeq = services, sets, began, beganSeq
 }
 
-// list pages through the load balancers that carry the cluster tag and groups them by the
-// Service UID in their tags. Load balancers without both tags are left out, also when a
-// backend ignored the filter.
+// list pages through the load balancers that carry the cluster tag and groups them by
+// their owner (ownerKey: the Service UID, or the share, in their tags). Load balancers
+// without an owner tag are left out, also when a backend ignored the filter.
 func (s *snapshot) list(ctx context.Context) (map[string]*serviceEntry, *targetSets, error) {
 	services := map[string]*serviceEntry{}
 	sets := newTargetSets()
 	listed := 0
 	pages, err := paging.LoadBalancers(ctx, s.api, s.filter, s.pageSize, func(lb *cloudapi.LoadBalancer) bool {
-		uid := lb.Spec.Tags[cloudapi.TagService]
+		uid := ownerKey(lb.Spec.Tags) // the Service's UID, or its share
 		if uid == "" {
 			return true
 		}
@@ -349,4 +350,47 @@ func strictlySorted(ids []string) bool {
 		}
 	}
 	return true
+}
+
+// elsewhere returns the owners other than owner whose load balancers the Service with UID
+// uid has a part in, as far as the snapshot knows after a refresh (a list, when it is
+// older than maxAge): its own load balancer (owner uid), and the shares' load balancers
+// with a listener of its, and those owners (uid, and shares) whose entry a failed call
+// made unknown. When the refresh fails, it answers from the snapshot as it is (which
+// knows every load balancer this process wrote since), and returns the refresh's error
+// only when there is none: no list has completed since the start.
+func (s *snapshot) elsewhere(ctx context.Context, uid, owner string) ([]string, error) {
+	err := s.refresh(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil && s.listedAt.IsZero() {
+		return nil, err
+	}
+	var out []string
+	for key, e := range s.services {
+		if key == owner {
+			continue
+		}
+		if e.unsure && (key == uid || strings.HasPrefix(key, shareOwnerPrefix)) {
+			out = append(out, key)
+			continue
+		}
+		if len(e.lbs) == 0 {
+			continue
+		}
+		if key == uid {
+			out = append(out, key)
+			continue
+		}
+		if !strings.HasPrefix(key, shareOwnerPrefix) {
+			continue
+		}
+		if slices.ContainsFunc(e.lbs, func(lb *cloudapi.LoadBalancer) bool {
+			return slices.ContainsFunc(lb.Spec.Listeners, func(ls cloudapi.Listener) bool { return listenerOwner(ls.Name) == uid })
+		}) {
+			out = append(out, key)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -300,7 +300,7 @@ func (notFoundList) ListLoadBalancers(context.Context, cloudapi.ListOptions) (*c
 func TestListNotFoundIsNeverNoLoadBalancer(t *testing.T) {
 	l := &LoadBalancer{api: notFoundList{}, opts: Options{ClusterID: "c1"}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "a"}}
-	_, err := l.find(t.Context(), svc)
+	_, err := l.find(t.Context(), svc, string(svc.UID))
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
 	assert.ErrorIs(t, err, cloudapi.ErrTransient)
@@ -324,7 +324,7 @@ func (noPageList) ListLoadBalancers(context.Context, cloudapi.ListOptions) (*clo
 func TestListWithoutAPageIsAnError(t *testing.T) {
 	l := &LoadBalancer{api: noPageList{}, opts: Options{ClusterID: "c1"}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "a"}}
-	_, err := l.find(t.Context(), svc)
+	_, err := l.find(t.Context(), svc, string(svc.UID))
 	require.ErrorIs(t, err, cloudapi.ErrTransient)
 	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
 

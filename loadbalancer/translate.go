@@ -50,8 +50,20 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 		ProxyProtocol: a.proxyProtocol,
 		RequestedIPs:  a.ips,
 	}
+	owner := in.owner
+	switch {
+	case owner != "":
+	case a.share != "":
+		owner = shareOwnerPrefix + svc.Namespace + "/" + a.share // a share of the namespace
+	default:
+		owner = string(svc.UID)
+	}
+	share, shared := strings.CutPrefix(owner, shareOwnerPrefix)
 	if spec.Name == "" {
 		spec.Name = defaultName(in.clusterID, svc)
+		if shared {
+			spec.Name = shareName(in.clusterID, share)
+		}
 	}
 	spec.Settings = adapterValues(in.declarations, in.adapterDefaults, a.adapterValues, in.current)
 	if raw := svc.Spec.LoadBalancerIP; raw != "" { //nolint:staticcheck // the deprecated field is still honoured
@@ -80,6 +92,19 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 	var lps problems
 	spec.Listeners, lps = listeners(prefix, a, svc.Spec.Ports)
 	ps = append(ps, lps...)
+	if shared {
+		for i := range spec.Listeners {
+			spec.Listeners[i].Name = shareListenerName(string(svc.UID), spec.Listeners[i].Name)
+		}
+		if a.loadBalancerID != "" {
+			fail(a.key(prefix, AnnotationShare), fmt.Errorf("annotations %s and %s cannot be combined: a shared load balancer is one ccmkit makes; remove one of them",
+				a.key(prefix, AnnotationShare), a.key(prefix, AnnotationLoadBalancerID)))
+		}
+		if !in.shape.Keeps(cloudapi.FeatureListenerNames) {
+			fail(a.key(prefix, AnnotationShare), fmt.Errorf("annotation %s: this cloud's load balancers do not keep listener names, by which ccmkit tells the listeners of a share's Services apart: sharing is not supported here; remove the annotation",
+				a.key(prefix, AnnotationShare)))
+		}
+	}
 
 	spec.Targets = in.targets(a.nodeSelector)
 
@@ -114,8 +139,10 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 	if in.current != nil {
 		maps.Copy(spec.Tags, in.current.Spec.Tags) // keep tags others put on it
 	}
-	maps.Copy(spec.Tags, ownerTags(in.clusterID, svc))
-	spec.Tags[cloudapi.TagServiceName] = svc.Namespace + "/" + svc.Name
+	maps.Copy(spec.Tags, ownerTags(in.clusterID, owner))
+	if !shared {
+		spec.Tags[cloudapi.TagServiceName] = svc.Namespace + "/" + svc.Name
+	}
 	for _, f := range in.shape.Uses(spec) {
 		ps = append(ps, unsupported(prefix, a, f, spec))
 	}
@@ -253,6 +280,10 @@ type translation struct {
 	shape cloudapi.LoadBalancerShape
 	// aliases are the adapter's annotation aliases (Options.Aliases).
 	aliases Aliases
+	// owner is the owner of the Service's load balancer (see LoadBalancer.owner): its UID,
+	// or its share; empty means its share in its namespace when it names one, else its
+	// UID.
+	owner string
 }
 
 // severity says what a problem does to the sync.
@@ -358,11 +389,6 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations) (*clou
 		return hc, fmt.Errorf("annotation %s: the health check timeout %s is longer than its interval %s", a.key(prefix, AnnotationHealthCheckTimeout), hc.Timeout, hc.Interval)
 	}
 	return hc, nil
-}
-
-// ownerTags are the tags that make a load balancer the Service's: the lookup filter.
-func ownerTags(clusterID string, svc *corev1.Service) map[string]string {
-	return map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagService: string(svc.UID)}
 }
 
 // defaultName is the cloud name of the Service's load balancer without a name annotation:

@@ -86,9 +86,20 @@ func (l *LoadBalancer) updateTargetsOnly(ctx context.Context, logger klog.Logger
 // until the user fixes the annotation. A malformed node selector leaves the targets (and
 // the target group) as they are: every node is not what its user asked for. With target
 // groups, the targets go to the group (see group, whose read is fresh after since), and
-// release must be called once the load balancer is written; err is what failed.
-func (l *LoadBalancer) updateWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, nodes []*corev1.Node, current *cloudapi.LoadBalancer, since uint64) (want cloudapi.LoadBalancerSpec, serr error, release func(), err error) {
-	want, a, serr := l.desired(logger, svc, nodes, current)
+// release must be called once the load balancer is written; err is what failed. A Service
+// of a share writes its share's load balancer as join makes it; one that disagrees with
+// its share writes nothing (serr says why): the share's other Services keep the targets.
+func (l *LoadBalancer) updateWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer, since uint64) (want cloudapi.LoadBalancerSpec, serr error, release func(), err error) {
+	want, a, serr := l.desired(logger, svc, owner, nodes, current)
+	if isShare(owner) {
+		if serr == nil {
+			shareNodes(&want, a)
+			want, serr = l.join(logger, svc, owner, want, current)
+		}
+		if serr != nil { // the share's targets are the share's: they follow a Service that agrees
+			return l.keepUpdated(current, current.Spec.Clone()), serr, func() {}, nil
+		}
+	}
 	if serr != nil {
 		want = current.Spec.Clone()
 		if a.nodeSelectorBad {

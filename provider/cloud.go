@@ -145,20 +145,22 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			c.groups = true
 		}
 		c.lbs, err = loadbalancer.New(api, loadbalancer.Options{
-			ClusterID:        cfg.Cluster.ID,
-			ProviderID:       format,
-			AnnotationPrefix: cfg.LoadBalancer.AnnotationPrefix,
-			MaxAge:           cfg.Cache.MaxAge,
-			PageSize:         cfg.CloudAPI.PageSize,
-			Clock:            opts.Clock,
-			KeepOnDelete:     cfg.LoadBalancer.KeepOnDelete,
-			Recorder:         lateRecorder{c},
-			Services:         lateServices{c},
-			Settings:         opts.LoadBalancerSettings,
-			SettingDefaults:  cfg.LoadBalancer.Settings,
-			Shape:            opts.LoadBalancerShape,
-			Aliases:          opts.LoadBalancerAliases,
-			TargetGroups:     groups,
+			ClusterID:             cfg.Cluster.ID,
+			ProviderID:            format,
+			AnnotationPrefix:      cfg.LoadBalancer.AnnotationPrefix,
+			MaxAge:                cfg.Cache.MaxAge,
+			PageSize:              cfg.CloudAPI.PageSize,
+			Clock:                 opts.Clock,
+			KeepOnDelete:          cfg.LoadBalancer.KeepOnDelete,
+			ShareAcrossNamespaces: cfg.LoadBalancer.ShareAcrossNamespaces,
+			Serves:                cfg.serves,
+			Recorder:              lateRecorder{c},
+			Services:              lateServices{c},
+			Settings:              opts.LoadBalancerSettings,
+			SettingDefaults:       cfg.LoadBalancer.Settings,
+			Shape:                 opts.LoadBalancerShape,
+			Aliases:               opts.LoadBalancerAliases,
+			TargetGroups:          groups,
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -208,6 +210,11 @@ func (c *Cloud) Sweeper() (sweeper.Target, bool) {
 			PageSize:    c.cfg.CloudAPI.PageSize,
 			OnSwept:     c.onSwept,
 		},
+	}
+	if t.LoadBalancers != nil {
+		// Shared load balancers: which share a Service is in, read as the load balancers
+		// read it (annotation prefix, aliases, loadBalancer.shareAcrossNamespaces).
+		t.Options.ShareKey = c.lbs.ShareKey
 	}
 	t.Routes = c.sweptRoutes()
 	if groups := c.sweptTargetGroups(); groups != nil {
@@ -530,4 +537,13 @@ func (c clusters) Master(_ context.Context, clusterName string) (string, error) 
 		return "", fmt.Errorf("cluster %q: cluster.master is not set in the cloud config", clusterName)
 	}
 	return c.cfg.Master, nil
+}
+
+// serves reports whether ccmkit serves the Service's load balancer: one of loadBalancer.class,
+// or one without a class when ServesUnclassed.
+func (c *Config) serves(svc *corev1.Service) bool {
+	if svc.Spec.LoadBalancerClass == nil {
+		return c.ServesUnclassed()
+	}
+	return c.LoadBalancer.Class != "" && *svc.Spec.LoadBalancerClass == c.LoadBalancer.Class
 }

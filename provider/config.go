@@ -288,6 +288,13 @@ type LoadBalancerConfig struct {
 	// again with the load-balancer-id annotation. Kept load balancers cost money until
 	// someone deletes them in the cloud.
 	KeepOnDelete bool `yaml:"keepOnDelete"`
+	// ShareAcrossNamespaces makes the names of the share annotation the same in every
+	// namespace (YAML "shareAcrossNamespaces"); default false: a share is scoped to its
+	// namespace. With it, Services of any namespace that name one share share its load
+	// balancer and addresses, so a user of one namespace can add ports to another's
+	// address: an operator's decision. Changing it moves every share to a new load
+	// balancer; the sweeper deletes the old ones.
+	ShareAcrossNamespaces bool `yaml:"shareAcrossNamespaces"`
 	// Class is the load balancer class ccmkit serves (YAML "class"): Services of type
 	// LoadBalancer whose spec.loadBalancerClass is Class get their load balancer from
 	// ccmkit, through the class controller service-lb-class-controller (package lbclass)

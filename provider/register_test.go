@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/component-base/metrics"
 
@@ -274,6 +276,7 @@ func TestSweeper(t *testing.T) {
 			assert.Equal(t, tt.rts, target.Routes != nil, "routes swept")
 			assert.Equal(t, tt.groups, target.Options.TargetGroups != nil, "target groups swept")
 			assert.Equal(t, tt.listed, target.Options.ListedLoadBalancers != nil, "load balancers listed for the groups")
+			assert.Equal(t, tt.lbs, target.Options.ShareKey != nil, "shared load balancers swept with the load balancers")
 			if tt.groups {
 				raw, _ := cloudapi.TargetGroups(tt.client)
 				assert.NotEqual(t, fmt.Sprintf("%T", raw), fmt.Sprintf("%T", target.Options.TargetGroups), "groups through the instrumented client")
@@ -286,6 +289,44 @@ func TestSweeper(t *testing.T) {
 			target.Options.OnSwept(sweeper.KindRoute, sweeper.ResultDeleted) // registered: no panic
 			_, raw := tt.client.LoadBalancers()
 			assert.NotEqual(t, fmt.Sprintf("%T", raw), fmt.Sprintf("%T", target.LoadBalancers), "through the instrumented client")
+		})
+	}
+}
+
+// The sweeper reads which share a Service is in as the load balancers do: the config's
+// annotation prefix and loadBalancer.shareAcrossNamespaces.
+func TestSweeperReadsSharesAsTheLoadBalancers(t *testing.T) {
+	on := SweeperConfig{Enabled: true, GracePeriod: time.Hour, Interval: time.Minute}
+	svc := func(annotations map[string]string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web", Annotations: annotations}}
+	}
+	for _, tc := range []struct {
+		name    string
+		lb      LoadBalancerConfig
+		svc     *corev1.Service
+		want    string
+		wantErr bool
+	}{
+		{name: "default prefix", svc: svc(map[string]string{DefaultAnnotationPrefix + "share": "front"}), want: "ns/front"},
+		{name: "no share", svc: svc(nil)},
+		{name: "the config's prefix", lb: LoadBalancerConfig{AnnotationPrefix: "lb.example.com/"},
+			svc: svc(map[string]string{"lb.example.com/share": "front", DefaultAnnotationPrefix + "share": "other"}), want: "ns/front"},
+		{name: "across namespaces", lb: LoadBalancerConfig{ShareAcrossNamespaces: true}, svc: svc(map[string]string{DefaultAnnotationPrefix + "share": "front"}), want: "*/front"},
+		{name: "malformed", svc: svc(map[string]string{DefaultAnnotationPrefix + "share": "Not A Label"}), wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud, err := New(Config{Cluster: ClusterConfig{ID: "c1"}, Sweeper: on, LoadBalancer: tc.lb}, withLoadBalancers(), testOptions())
+			require.NoError(t, err)
+			target, ok := cloud.Sweeper()
+			require.True(t, ok)
+			require.NotNil(t, target.Options.ShareKey)
+			got, err := target.Options.ShareKey(tc.svc)
+			if tc.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
 		})
 	}
 }

@@ -9,8 +9,9 @@ const (
 	ControllerName = "ccmkit-sweeper"
 	// ClientName is the identity the sweeper calls the API server as. With
 	// --use-service-account-credentials it is the ServiceAccount kube-system/ccmkit-sweeper,
-	// which needs get on services and nodes (the live reads) and create, patch and update
-	// on events (in every namespace for Services, in default for Nodes).
+	// which needs get on services and nodes and list on services (the live reads) and
+	// create, patch and update on events (in every namespace for Services, in default for
+	// Nodes).
 	ClientName = "ccmkit-sweeper"
 )
 

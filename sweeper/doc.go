@@ -1,7 +1,7 @@
 // Package sweeper deletes what a cluster left behind in the cloud: load balancers and
-// routes tagged with the cluster whose Service or Node is gone (a finalizer removed by
-// hand, a namespace force-deleted, a cloud-controller-manager that was down when they
-// went), and target groups of the cluster that none of its load balancers names (the
+// routes tagged with the cluster whose Service or Node is gone, or whose share of
+// Services has none left (a finalizer removed by hand, a namespace force-deleted, a
+// cloud-controller-manager that was down when they went), and target groups of the cluster that none of its load balancers names (the
 // group of a load balancer the sweeper deleted, or one a cloud-controller-manager did not
 // get to delete). Teardown lists, and when told to deletes, everything a cluster owns (its target
 // groups too, when the cloud has them; KindTargetGroup), for whoever deletes a whole
@@ -29,7 +29,8 @@
 // whose Node is gone. A load balancer is owned while the Service informer holds a
 // Service with its UID, whatever the name tag says (a cloud may shorten tag values); a
 // load balancer or route the cloud lists without an ID, or a load balancer the cloud
-// re-reads as nothing, is never deleted. "Gone" is proven twice: the informers have synced and lacked the
+// re-reads as nothing, is never deleted. A load balancer that carries cloudapi.TagShare
+// is the share's (below), whatever else it carries. "Gone" is proven twice: the informers have synced and lacked the
 // owner at every sweep for the grace period; then, right before the delete, the cloud is
 // read again (the resource still has the same tags) and the API server is read live (a
 // GET, not the cache) and answers NotFound, or for a Service one of the same name with
@@ -37,6 +38,21 @@
 // predecessor's). An error anywhere is never "gone": the resource waits for the next
 // sweep. The grace period is counted in the process, so a restart of the
 // cloud-controller-manager (or a new leader) starts it again.
+//
+// A load balancer several Services share (cloudapi.TagShare: the share's key) is the
+// share's: it is deleted when no Service of the share exists, as Options.ShareKey reads a
+// Service's share annotation (ccmkit's provider passes its load balancers' own reading:
+// annotation prefix, aliases, shareAcrossNamespaces). A Service of the share is one of type
+// LoadBalancer, not being deleted, that names it; one whose share annotation is malformed
+// may be in any share of its namespace, and keeps them. Gone is proven as above, by the
+// informer at every sweep for the grace period, then by a live list of the Services of
+// the share's namespace (all of them for a "*/" key), after which the cloud's re-read must
+// show the load balancer as listed: same tags, same listeners (nothing joined the share).
+// Without Options.ShareKey no shared load balancer is touched. The listeners a
+// force-deleted Service left on a share others still use are not removed: the sweeper
+// only deletes, and a rewrite of the load balancer could race a sync of the share's
+// Services (the cloud API has no conditional write); they go with the load balancer, once
+// the share's last Service leaves.
 //
 // Why both: the informer makes a sweep cheap (one cloud list per kind, no API call for
 // the owned); the live read closes the window in which the service controller creates a
@@ -94,8 +110,8 @@
 // name and UID; a Node by name, whose events go to the namespace default): a Normal event
 // EventDeletedLoadBalancer or EventDeletedRoute per delete and a Warning
 // EventDeleteFailed per failed delete; `kubectl get events -n <namespace>` finds them
-// after the Service is gone. A target group has no owner object: its deletes, kept groups
-// and failures are logged, without an event. Options.OnSwept counts the deletes by kind
+// after the Service is gone. A target group and a shared load balancer have no owner
+// object: their deletes, kept groups and failures are logged, without an event. Options.OnSwept counts the deletes by kind
 // and result (ResultKept: a target group the cloud refused as in use); the provider
 // exports them as cloudprovider_<provider>_swept_total.
 package sweeper

@@ -48,7 +48,8 @@ type Kind string
 
 // The kinds of resources.
 const (
-	// KindLoadBalancer is a load balancer, owned by a Service (cloudapi.TagService).
+	// KindLoadBalancer is a load balancer, owned by a Service (cloudapi.TagService) or by
+	// a share of Services (cloudapi.TagShare).
 	KindLoadBalancer Kind = "load_balancer"
 	// KindRoute is a route, owned by a Node (cloudapi.TagNode).
 	KindRoute Kind = "route"
@@ -120,11 +121,33 @@ type Options struct {
 	// by the rule package loadbalancer's collection applies (see Sweeper). Zero means
 	// loadbalancer.DefaultMaxAge.
 	TargetGroupMaxAge time.Duration
+	// ShareKey tells which share a Service is in, as its load balancer's
+	// cloudapi.TagShare: the share's key, "" for none, an error for a malformed share
+	// annotation. It must read Services as the load balancers do (ccmkit's provider passes
+	// its load balancers' (*loadbalancer.LoadBalancer).ShareKey). When set, the sweeper
+	// also deletes the cluster's shared load balancers no Service of whose share exists
+	// (see Sweeper); nil leaves every shared load balancer alone.
+	ShareKey func(svc *corev1.Service) (string, error)
 }
 
 // Sweeper finds and deletes the cluster's orphans: load balancers tagged with
 // Options.ClusterID whose Service (cloudapi.TagService, a UID) is gone from the
-// Kubernetes API, and routes tagged with it whose Node (cloudapi.TagNode) is gone.
+// Kubernetes API, or whose share (cloudapi.TagShare) has no Service left, and routes
+// tagged with it whose Node (cloudapi.TagNode) is gone.
+//
+// With Options.ShareKey, a load balancer several Services share (cloudapi.TagShare: the
+// share's key, "namespace/name" or "*/name") is deleted only when all of these hold: the
+// informers have synced; no Service of the share was in the informer cache at any sweep
+// for GracePeriod; a live list of the Services (of the key's namespace, or all of them
+// for "*/") has none either; and a fresh read of the cloud, after that list, shows the
+// load balancer as the sweep listed it (same tags, same listeners: nothing joined it).
+// A Service of the share is one of type LoadBalancer, not being deleted, whose share
+// annotation Options.ShareKey reads as the share; one whose share annotation is
+// malformed, in the key's namespace (any, for "*/"), may be one and keeps the load
+// balancer. Listeners of gone Services on a shared load balancer that a live Service of
+// its share still uses are not removed: the sweeper writes no load balancer, it only
+// deletes. A shared load balancer has no owner object: its delete gets no event, only
+// logs and Options.OnSwept.
 //
 // A resource is deleted only when all of these hold, in this order: the informers have
 // synced; it carries this cluster's tag and its owner's tag; its owner was absent from
@@ -179,7 +202,7 @@ var errListFailed = errors.New("the list failed, nothing of this kind swept")
 type suspect struct {
 	kind  Kind
 	id    string
-	owner string // a Service UID, or a Node name
+	owner string // a Service UID, a share (shareOwner), or a Node name
 }
 
 // New returns a Sweeper over the cloud's load balancers (lbs; nil: none are swept) and
@@ -381,10 +404,18 @@ func (s *Sweeper) sweepLoadBalancers(ctx context.Context, lbs []cloudapi.LoadBal
 	for _, svc := range svcs {
 		live[string(svc.UID)] = true
 	}
+	shares := s.sharesOf(svcs)
 	var errs []error
 	for _, lb := range lbs {
 		if lb.ID == "" {
 			logger.Info("Not sweeping a load balancer the cloud listed without an ID", "name", lb.Spec.Name)
+			continue
+		}
+		if key := lb.Spec.Tags[cloudapi.TagShare]; key != "" {
+			// The share's, whatever else it carries (as package loadbalancer reads it).
+			if err := s.sweepShared(ctx, lb, key, shares, listed, res); err != nil {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		uid, ns, name, ok := serviceOwner(lb.Spec.Tags)
@@ -412,6 +443,121 @@ func (s *Sweeper) sweepLoadBalancers(ctx context.Context, lbs []cloudapi.LoadBal
 	}
 	return errors.Join(errs...)
 }
+
+// sweepShared sweeps lb, a load balancer of the share key, as the sweep listed it;
+// shares are the shares of the Services in the informer cache.
+func (s *Sweeper) sweepShared(ctx context.Context, lb cloudapi.LoadBalancer, key string, shares shareMembers, listed map[suspect]bool, res *Result) error {
+	if s.opts.ShareKey == nil {
+		klog.FromContext(ctx).V(2).Info("Not sweeping a shared load balancer: the sweeper was not told how Services name their share", "loadBalancer", lb.ID, "share", key)
+		return nil
+	}
+	if shares.has(key) {
+		return nil // owned
+	}
+	k := suspect{kind: KindLoadBalancer, id: lb.ID, owner: shareOwner(key)}
+	listed[k] = true
+	if !s.due(k) {
+		return nil
+	}
+	deleted, err := s.deleteSharedLoadBalancer(ctx, lb, key)
+	if deleted {
+		delete(s.suspects, k)
+		res.Deleted = append(res.Deleted, Resource{Kind: KindLoadBalancer, ID: lb.ID, Name: lb.Spec.Name, Owner: shareOwner(key)})
+	}
+	return err
+}
+
+// deleteSharedLoadBalancer confirms with a live list that no Service of the share key
+// exists, then re-reads lb (as the sweep listed it) in the cloud and deletes it unless it
+// changed. The list comes first: a Service that joins the share after it writes the load
+// balancer, which the re-read then sees. deleted is true when it is gone from the cloud.
+func (s *Sweeper) deleteSharedLoadBalancer(ctx context.Context, lb cloudapi.LoadBalancer, key string) (deleted bool, _ error) {
+	logger := klog.FromContext(ctx).WithValues("loadBalancer", lb.ID, "share", key)
+	ns, _, _ := strings.Cut(key, "/")
+	if ns == "*" {
+		ns = metav1.NamespaceAll
+	}
+	list, err := s.kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, fmt.Errorf("sweeper: confirming that no Service of share %s exists: %w", key, err)
+	}
+	svcs := make([]*corev1.Service, len(list.Items))
+	for i := range list.Items {
+		svcs[i] = &list.Items[i]
+	}
+	if s.sharesOf(svcs).has(key) {
+		logger.Info("Not sweeping a shared load balancer: a live read of the API finds a Service of its share")
+		return false, nil
+	}
+	cur, err := s.lbs.GetLoadBalancer(ctx, lb.ID)
+	if errors.Is(err, cloudapi.ErrNotFound) {
+		return false, nil // gone already; the next list will not show it
+	}
+	if err != nil {
+		return false, fmt.Errorf("sweeper: re-reading load balancer %s of share %s before deleting it: %w", lb.ID, key, err)
+	}
+	if cur == nil {
+		return false, fmt.Errorf("sweeper: re-reading load balancer %s of share %s before deleting it: the cloud answered neither a load balancer nor an error", lb.ID, key)
+	}
+	if cur.Spec.Tags[cloudapi.TagCluster] != s.opts.ClusterID || cur.Spec.Tags[cloudapi.TagShare] != key {
+		logger.Info("Not sweeping a shared load balancer whose owner tags changed")
+		return false, nil
+	}
+	if !cloudapi.DiffLoadBalancer(lb.Spec, cur.Spec).Empty() {
+		logger.Info("Not sweeping a shared load balancer that changed since the sweep listed it: a Service may have joined its share")
+		return false, nil
+	}
+	if err := s.lbs.DeleteLoadBalancer(ctx, lb.ID); err != nil && !errors.Is(err, cloudapi.ErrNotFound) {
+		s.report(KindLoadBalancer, ResultFailed)
+		return false, fmt.Errorf("sweeper: deleting load balancer %s of share %s, which no Service is in: %w", lb.ID, key, err)
+	}
+	s.report(KindLoadBalancer, ResultDeleted)
+	logger.Info("Deleted an orphaned shared load balancer: no Service of its share exists", "gracePeriod", s.opts.GracePeriod, "listeners", len(cur.Spec.Listeners))
+	return true, nil
+}
+
+// shareMembers are the shares that Services are in (Options.ShareKey), and the
+// namespaces of the Services whose share annotation is malformed: those may be in any
+// share of their namespace.
+type shareMembers struct {
+	keys  map[string]bool
+	doubt map[string]bool
+}
+
+// sharesOf returns the shares of svcs: of each one of type LoadBalancer that is not being
+// deleted (what keeps a share's load balancer, as package loadbalancer counts).
+func (s *Sweeper) sharesOf(svcs []*corev1.Service) shareMembers {
+	m := shareMembers{keys: map[string]bool{}, doubt: map[string]bool{}}
+	if s.opts.ShareKey == nil {
+		return m
+	}
+	for _, svc := range svcs {
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.DeletionTimestamp != nil {
+			continue
+		}
+		key, err := s.opts.ShareKey(svc)
+		switch {
+		case err != nil:
+			m.doubt[svc.Namespace] = true
+		case key != "":
+			m.keys[key] = true
+		}
+	}
+	return m
+}
+
+// has reports whether a Service may be in the share key: one names it, or one whose
+// share annotation is malformed is in its namespace (any namespace for a "*/" key).
+func (m shareMembers) has(key string) bool {
+	if m.keys[key] {
+		return true
+	}
+	ns, _, _ := strings.Cut(key, "/")
+	return m.doubt[ns] || (ns == "*" && len(m.doubt) > 0)
+}
+
+// shareOwner is how the sweeper names the share key as an owner (Resource.Owner).
+func shareOwner(key string) string { return "share " + key }
 
 // deleteLoadBalancer re-reads the load balancer in the cloud, confirms with a live read
 // that its Service is gone, and deletes it. deleted is true when it is gone from the

@@ -24,6 +24,8 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/internal/targetgroups"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/providerid"
 	"github.com/ccmkit/ccmkit/sweeper"
 )
 
@@ -67,6 +69,10 @@ type setup struct {
 	// groupMaxAge is Options.TargetGroupMaxAge; by default the wait of
 	// targetgroups.Deletable for a group nothing named is the grace period.
 	groupMaxAge time.Duration
+	// shares are the options of the load balancers whose ShareKey the sweeper reads
+	// shares by; noShares leaves Options.ShareKey nil.
+	shares   loadbalancer.Options
+	noShares bool
 }
 
 // newWorld builds the world; informerObjects are what the informers see, liveObjects
@@ -110,6 +116,14 @@ func newWorld(t *testing.T, informerObjects, liveObjects []runtime.Object, tweak
 		if st.wrapGroups != nil {
 			opts.TargetGroups = st.wrapGroups(groups)
 		}
+	}
+	if !st.noShares {
+		st.shares.ClusterID = cluster
+		st.shares.ProviderID, err = providerid.Default("ccmkit")
+		require.NoError(t, err)
+		lb, err := loadbalancer.New(lbs, st.shares)
+		require.NoError(t, err)
+		opts.ShareKey = lb.ShareKey
 	}
 	if st.keepLBs {
 		opts.ListedLoadBalancers, lbs = lbs, nil

@@ -20,8 +20,10 @@ type Resource struct {
 	ID string
 	// Name is the load balancer's or target group's name, or the route's destination CIDR.
 	Name string
-	// Owner is the owner its tags name: the Service's namespace/name, the Node's name, or
-	// for a target group which Nodes it holds (its cloudapi.TagTargetGroup value).
+	// Owner is the owner its tags name: the Service's namespace/name, "share " and the
+	// share's key for a load balancer several Services share (cloudapi.TagShare), the
+	// Node's name, or for a target group which Nodes it holds (its
+	// cloudapi.TagTargetGroup value).
 	Owner string
 	// Err is why deleting it failed; nil when it was deleted or not to be deleted.
 	Err error
@@ -39,7 +41,8 @@ type TeardownOptions struct {
 // Teardown finds every load balancer, route and target group of client tagged with
 // cloudapi.TagCluster = clusterID, whoever its owner, and with opts.Delete deletes each:
 // what a cluster's owner (a Cluster API provider, an operator) runs after deleting the
-// cluster, when no controller is left to clean up. Target groups are looked for only when
+// cluster, when no controller is left to clean up; load balancers several Services share
+// (cloudapi.TagShare) are the cluster's too, whoever their Services. Target groups are looked for only when
 // client offers them (cloudapi.TargetGroups). Nothing without that tag is listed or
 // deleted (an item the cloud answers without it is dropped), so load balancers released
 // by keep-on-delete, another cluster's and foreign resources survive. A resource the
@@ -73,7 +76,7 @@ func Teardown(ctx context.Context, client cloudapi.Client, clusterID string, opt
 			errs = append(errs, fmt.Errorf("teardown: %w", err))
 		}
 		for _, lb := range lbs {
-			r := Resource{Kind: KindLoadBalancer, ID: lb.ID, Name: lb.Spec.Name, Owner: lb.Spec.Tags[cloudapi.TagServiceName]}
+			r := Resource{Kind: KindLoadBalancer, ID: lb.ID, Name: lb.Spec.Name, Owner: loadBalancerOwner(lb.Spec.Tags)}
 			if opts.Delete {
 				if err := api.DeleteLoadBalancer(ctx, lb.ID); err != nil && !errors.Is(err, cloudapi.ErrNotFound) {
 					r.Err = fmt.Errorf("deleting load balancer %s: %w", lb.ID, err)
@@ -121,6 +124,16 @@ func Teardown(ctx context.Context, client cloudapi.Client, clusterID string, opt
 		}
 	}
 	return found, errors.Join(errs...)
+}
+
+// loadBalancerOwner is the owner a load balancer's tags name (Resource.Owner): its share,
+// which owns it whatever else it carries (as package loadbalancer reads it), else its
+// Service's namespace/name.
+func loadBalancerOwner(tags map[string]string) string {
+	if key := tags[cloudapi.TagShare]; key != "" {
+		return shareOwner(key)
+	}
+	return tags[cloudapi.TagServiceName]
 }
 
 // targetGroupDeleteError is why deleting the target group id failed with err; failedLBs

@@ -27,7 +27,10 @@ func teardownCloud(t *testing.T) (*fake.Cloud, []string) {
 	for _, spec := range []cloudapi.LoadBalancerSpec{
 		{Name: "a", Tags: owned("uid-a", "ns/a")},
 		{Name: "b", Tags: map[string]string{cloudapi.TagCluster: cluster}},
+		// Shared by several Services: the cluster's whoever they are.
+		{Name: "shared", Tags: shared("ns/front"), Listeners: []cloudapi.Listener{{Name: "uid-a:http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080}}},
 		{Name: "other", Tags: map[string]string{cloudapi.TagCluster: "c2", cloudapi.TagService: "uid-o"}},
+		{Name: "other-shared", Tags: map[string]string{cloudapi.TagCluster: "c2", cloudapi.TagShare: "ns/front"}},
 		{Name: "foreign"},
 	} {
 		lb, err := lbs.CreateLoadBalancer(ctx, spec)
@@ -69,8 +72,10 @@ func TestTeardown(t *testing.T) {
 		assert.Equal(t, ours, ids(found))
 		assert.Equal(t, sweeper.KindLoadBalancer, found[0].Kind)
 		assert.Equal(t, "ns/a", found[0].Owner)
-		assert.Equal(t, sweeper.KindRoute, found[2].Kind)
-		assert.Equal(t, "n1", found[2].Owner)
+		assert.Equal(t, sweeper.KindLoadBalancer, found[2].Kind)
+		assert.Equal(t, "share ns/front", found[2].Owner)
+		assert.Equal(t, sweeper.KindRoute, found[3].Kind)
+		assert.Equal(t, "n1", found[3].Owner)
 		assert.Zero(t, cloud.Calls().Writes())
 		assert.Equal(t, before, cloud.Inventory())
 	})
@@ -80,13 +85,13 @@ func TestTeardown(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, ours, ids(found))
 		inv := cloud.Inventory()
-		assert.Len(t, inv.LoadBalancers, 2)
+		assert.Len(t, inv.LoadBalancers, 3, "another cluster's, shared or not, and the foreign one")
 		assert.Len(t, inv.Routes, 2)
 		assert.Empty(t, inv.LoadBalancersTagged(map[string]string{cloudapi.TagCluster: cluster}))
 		for _, rt := range inv.Routes {
 			assert.NotEqual(t, cluster, rt.Tags[cloudapi.TagCluster])
 		}
-		assert.Equal(t, int64(3), cloud.Calls().Writes())
+		assert.Equal(t, int64(4), cloud.Calls().Writes())
 		again, err := sweeper.Teardown(ctx, cloud, cluster, sweeper.TeardownOptions{Delete: true})
 		require.NoError(t, err)
 		assert.Empty(t, again)
@@ -100,7 +105,7 @@ func TestTeardown(t *testing.T) {
 		require.Error(t, err)
 		assert.ErrorIs(t, err, cloudapi.ErrTransient)
 		assert.ErrorIs(t, err, cloudapi.ErrThrottled)
-		assert.Equal(t, ours[:2], ids(found), "the routes' list failed")
+		assert.Equal(t, ours[:3], ids(found), "the routes' list failed")
 		require.Error(t, found[0].Err)
 		assert.NoError(t, found[1].Err)
 		assert.Len(t, cloud.Inventory().LoadBalancersTagged(map[string]string{cloudapi.TagCluster: cluster}), 1)

@@ -525,6 +525,30 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		}
 	})
 
+	t.Run("a shared load balancer's tags and listener names are kept", func(t *testing.T) {
+		// Several Services share one load balancer: the share's tags instead of a
+		// Service's, each listener named by its Service's UID, one listener removed alone.
+		api := s.lbBackend(t)
+		shared := func(spec *cloudapi.LoadBalancerSpec) {
+			spec.Tags = map[string]string{cloudapi.TagCluster: contractCluster, cloudapi.TagShare: "default/front", cloudapi.TagShareNodes: "all-nodes"}
+			spec.Listeners = []cloudapi.Listener{
+				{Name: "0b7f4c9e-5d2a-4c3b-9f1e-2a6d8c4b7e10:http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080},
+				{Name: "7e1d2c3b-4a5f-4e6d-8c7b-9a0f1e2d3c4b:ssh", Protocol: cloudapi.ProtocolTCP, Port: 22, TargetPort: 30022},
+			}
+		}
+		spec := s.lbSpec("ct-shared", shared)
+		created := s.createLB(t, api, spec)
+		got := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: map[string]string{cloudapi.TagCluster: contractCluster, cloudapi.TagShare: "default/front"}}, 5)
+		require.Equal(t, []string{created.ID}, ids(got, lbID), "ListLoadBalancers by the share's tags: broke \"returns one page of the load balancers that carry every tag in opts.Tags\"")
+		s.requireSpec(t, spec, got[0].Spec, "a shared load balancer as listed: its tags and listener names must be kept as given")
+
+		want := spec.Clone()
+		want.Listeners = want.Listeners[1:]
+		updated, err := api.UpdateLoadBalancer(t.Context(), created.ID, cloudapi.LoadBalancerUpdate{Spec: want, Changes: cloudapi.DiffLoadBalancer(spec, want)})
+		require.NoError(t, err, "UpdateLoadBalancer removing one Service's listener")
+		s.requireSpec(t, want, updated.Spec, "UpdateLoadBalancer removing one listener: the other listener and its name must stay")
+	})
+
 	t.Run("list pagination", func(t *testing.T) {
 		api := s.lbBackend(t)
 		const n = 15

@@ -199,7 +199,7 @@ func (s *sim) prepareLoadBalancer(svc *corev1.Service) {
 	if svc.Annotations == nil {
 		svc.Annotations = map[string]string{}
 	}
-	if svc.Annotations[annotationID] != "" {
+	if svc.Annotations[annotationID] != "" || shareOf(svc) != "" {
 		return
 	}
 	name := s.lbName(svc)

@@ -28,6 +28,9 @@ const (
 	checkStaleDiff   = "stale-diff"              // an update's Changes did not describe what it changed
 	checkNodeDeleted = "node-deleted"            // a Node was deleted while its instance existed
 	checkNotOurs     = "not-ours-changed"        // a load balancer without this cluster's tags was changed (but by an adoption) or deleted, or a target group without them written
+	// In a run with shares (share_test.go).
+	checkShareDeleted  = "share-deleted"  // a share's last load balancer was deleted while a Service of the share existed
+	checkShareListener = "share-listener" // a write about one Service removed the listener of another that exists
 	// Convergence: must hold once the faults stopped and the controllers settled.
 	checkOrphanLB       = "orphaned-load-balancer" // a load balancer of a Service that is gone or wants none
 	checkKeptLB         = "kept-load-balancer"     // a load balancer without this cluster's tags keeps ccmkit's tags or targets
@@ -44,6 +47,7 @@ const (
 	checkSettled        = "not-settled"            // a controller still retries after the settle window
 	checkOrphanGroup    = "orphaned-target-group"  // a target group of the cluster that no load balancer of the cluster names
 	checkDuplicateGroup = "duplicate-target-group" // two target groups of the cluster for the same Nodes
+	checkOrphanListener = "orphaned-listener"      // a listener of a shared load balancer of no Service of its share
 )
 
 // violation is one broken invariant.
@@ -273,6 +277,9 @@ func checkServices(w *world, inv fake.Inventory, rec *recorder, groups bool) []v
 		}
 		if !servicehelpers.HasLBFinalizer(svc) {
 			add(checkFinalizer, "service %s has no load balancer cleanup finalizer", name)
+		}
+		if shareOf(svc) != "" {
+			continue // its share's load balancer: checkShares
 		}
 		mine := lbs[string(svc.UID)]
 		switch len(mine) {

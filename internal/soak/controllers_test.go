@@ -164,6 +164,11 @@ type recorder struct {
 	foreignGroups map[string]cloudapi.TargetGroup
 	// groupWrites counts the target group writes sent to the cloud.
 	groupWrites int
+	// world is the simulation's API server in a run with shares, whose load balancer
+	// writes lbWrite checks against it; nil without shares.
+	world *world
+	// syncing is the UID of the Service whose load balancer the service controller syncs.
+	syncing types.UID
 }
 
 func newRecorder(cloud *fake.Cloud) *recorder {
@@ -477,11 +482,13 @@ func sameNodeSet(a, b []*corev1.Node) bool {
 // syncService is the service controller's sync of one Service key.
 func (c *ccm) syncService(name string) error {
 	svc := c.w.service(name)
+	defer func() { c.rec.syncing = "" }()
 	if svc == nil {
 		cached, ok := c.cache[name]
 		if !ok {
 			return nil
 		}
+		c.rec.syncing = cached.UID
 		if err := c.deleteLoadBalancer(cached); err != nil {
 			return err
 		}
@@ -489,10 +496,12 @@ func (c *ccm) syncService(name string) error {
 		return nil
 	}
 	if cached, ok := c.cache[name]; ok && cached.UID != svc.UID {
+		c.rec.syncing = cached.UID
 		if err := c.deleteLoadBalancer(cached); err != nil {
 			return err
 		}
 	}
+	c.rec.syncing = svc.UID
 	c.cache[name] = svc
 	deleted, err := c.syncLoadBalancer(svc)
 	if err != nil {
@@ -580,6 +589,8 @@ func (c *ccm) nodeSyncService(svc *corev1.Service) bool {
 	if sameNodeSet(old, nodes) {
 		return false
 	}
+	c.rec.syncing = svc.UID
+	defer func() { c.rec.syncing = "" }()
 	if err := c.lb.UpdateLoadBalancer(c.ctx, clusterName, svc, nodes); err != nil {
 		// Only an error while the load balancer still exists is worth a retry.
 		if _, exists, gerr := c.lb.GetLoadBalancer(c.ctx, clusterName, svc); gerr == nil && !exists {

@@ -48,6 +48,17 @@
 // every cache.maxAge (loadbalancer.LoadBalancer.CollectGroups) runs as a periodic loop of
 // the simulation.
 //
+// A run may put Services in shares (loadbalancer.AnnotationShare; share_test.go says how):
+// create-service and update-annotations give a Service one of two shares or none, so that
+// Services join, leave, move and are deleted, agreeing with their share or not, on the
+// same ports or not. At every load balancer write it checks that a share's last load
+// balancer is not deleted while a Service of the share exists (but by its only Service
+// with listeners on it, replacing it) and that a write about one Service removes no
+// listener of another that exists; once settled, one load balancer per share at most,
+// none of a share without a Service, and no listener of a Service not in the share.
+// TestSoakRegressions replays the orders of events it found wrong once;
+// TestShareChecksCatchViolations holds its checks to finding what they look for.
+//
 // After the history the faults stop, the controllers run for the settle window (the
 // longest back-off of the service and cloud node controllers, 300s and 1000s, plus the
 // instance snapshot's maximum age, plus two rounds of the lifecycle and route
@@ -173,9 +184,11 @@
 //
 //	-soak.ops=N       operations of one run (default 3000 with -soak.seed); without both
 //	                  flags the CI soak runs: seeds 1, 2 and 3 of 3000 operations each
-//	                  without target groups, and seed 4 of 3000 operations with them
+//	                  without target groups, seed 4 of 3000 operations with them, and
+//	                  seed 7 of 1000 operations with shares (skipped, see above)
 //	-soak.seed=S      the seed of one run; 0 with -soak.ops picks one from the clock and logs it
 //	-soak.groups      the run of -soak.seed is on a cloud with target groups
+//	-soak.shares      the run of -soak.seed puts Services in shares
 //	-soak.faults=F    share of calls that fail while faults are on (default 0.2)
 //	-soak.only=LIST   replay only the operations with these indices
 //	-soak.shrink=D    wall-time budget for shrinking a failure (default 2m; 0 disables)

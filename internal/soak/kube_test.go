@@ -19,6 +19,15 @@ func (s *sim) kube() *kubefake.Clientset {
 	kube := kubefake.NewClientset()
 	// The provider's events are not checked: dropped, not stored.
 	kube.PrependReactor("*", "events", func(k8stesting.Action) (bool, runtime.Object, error) { return true, &corev1.Event{}, nil })
+	// The load balancers list the Services (whether a share has another Service): the
+	// world's.
+	kube.PrependReactor("list", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		list := &corev1.ServiceList{}
+		for _, name := range s.w.serviceNames() {
+			list.Items = append(list.Items, *s.w.service(name))
+		}
+		return true, list, nil
+	})
 	kube.PrependReactor("patch", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.PatchAction)
 		cur := s.w.service(p.GetName())

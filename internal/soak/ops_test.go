@@ -84,6 +84,11 @@ type op struct {
 	// (create-service), when the cloud has one that no other Service names; the run
 	// chooses it (see sim.adopt).
 	Adopt bool
+	// Share is the share the Service names (create-service, update-annotations), "" for
+	// none; Agree makes it ask for what the other Services of the share ask for beside
+	// its ports (see sim.prepareShare). Only a run with shares applies them.
+	Share string
+	Agree bool
 	// Advance is the virtual time the controllers run after the operation.
 	Advance time.Duration
 }
@@ -115,11 +120,11 @@ func (o op) String() string {
 		if o.Adopt {
 			b.WriteString(" adopt")
 		}
-		fmt.Fprintf(&b, " annotations=%s", annotationsString(o.Annotations))
+		fmt.Fprintf(&b, " annotations=%s%s", annotationsString(o.Annotations), o.shareString())
 	case opUpdatePorts:
 		fmt.Fprintf(&b, " ports=%s", portsString(o.Ports))
 	case opUpdateAnnotations:
-		fmt.Fprintf(&b, " annotations=%s", annotationsString(o.Annotations))
+		fmt.Fprintf(&b, " annotations=%s%s", annotationsString(o.Annotations), o.shareString())
 	case opSetType:
 		fmt.Fprintf(&b, " type=%s", typ())
 	case opAddNode:
@@ -131,6 +136,18 @@ func (o op) String() string {
 	}
 	fmt.Fprintf(&b, " then %s", o.Advance)
 	return b.String()
+}
+
+// shareString is the share of a create-service or update-annotations operation, for its
+// String.
+func (o op) shareString() string {
+	switch {
+	case o.Share == "":
+		return " share=none"
+	case o.Agree:
+		return " share=" + o.Share + " agreeing"
+	}
+	return " share=" + o.Share
 }
 
 func portsString(ports []corev1.ServicePort) string {
@@ -163,6 +180,9 @@ type generator struct {
 	// of its own, so that they left the histories of every seed as they were (the
 	// regressions pin operations by index).
 	handover *rand.Rand
+	// sharing draws the share of a Service (op.Share, op.Agree), from a stream of its own
+	// for the same reason.
+	sharing  *rand.Rand
 	services map[string]bool // live Service names → type LoadBalancer
 	deleted  []string        // names of deleted Services, which may be reused
 	nodes    []string        // Nodes whose instance should exist
@@ -175,6 +195,7 @@ func generate(seed int64, n int) []op {
 	g := &generator{
 		rng:      rand.New(rand.NewPCG(uint64(seed), 0x50a4c0de)),
 		handover: rand.New(rand.NewPCG(uint64(seed), 0xad0b7)),
+		sharing:  rand.New(rand.NewPCG(uint64(seed), 0x5ba4e)),
 		services: map[string]bool{},
 	}
 	ops := make([]op, n)
@@ -255,6 +276,7 @@ func (g *generator) next(i int) op {
 				o.SourceRanges = append(o.SourceRanges, "198.51.100.128/25")
 			}
 		}
+		o.Share, o.Agree = g.share()
 		g.services[o.Name] = o.LoadBalancer
 	case opUpdatePorts:
 		o.Name = g.someService()
@@ -262,6 +284,7 @@ func (g *generator) next(i int) op {
 	case opUpdateAnnotations:
 		o.Name = g.someService()
 		o.Annotations = g.annotations(o.Name)
+		o.Share, o.Agree = g.share()
 	case opSetType:
 		o.Name = g.someService()
 		o.LoadBalancer = !g.services[o.Name]
@@ -297,6 +320,19 @@ func (g *generator) advance() time.Duration {
 		ms += g.rng.Int64N(120_000)
 	}
 	return time.Duration(min(ms, 180_000)) * time.Millisecond
+}
+
+// shareNames are the shares of a run with shares: few, so that Services meet in them,
+// agreeing or not, on the same ports or not.
+var shareNames = []string{"front", "back"}
+
+// share returns the share a Service names, "" for none, and whether it agrees with the
+// others of its share.
+func (g *generator) share() (string, bool) {
+	if g.sharing.IntN(5) < 2 {
+		return "", false
+	}
+	return shareNames[g.sharing.IntN(len(shareNames))], g.sharing.IntN(3) > 0
 }
 
 func (g *generator) someService() string {

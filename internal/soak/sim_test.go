@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +69,9 @@ type params struct {
 	// which the provider then uses: the load balancers share the cluster's group. It is
 	// chosen per run (defaultRuns, -soak.groups), not derived from the seed.
 	targetGroups bool
+	// shares puts Services in shares (op.Share; see share_test.go), chosen per run
+	// (defaultRuns, -soak.shares).
+	shares bool
 }
 
 // paramsFor derives the knobs of a run from its seed, so that seeds also vary the cloud.
@@ -84,8 +88,8 @@ func paramsFor(seed int64, faultRate float64) params {
 }
 
 func (p params) String() string {
-	return fmt.Sprintf("seed=%d faults=%g maxAttempts=%d pageSize=%d routePageSize=%d provisioningReads=%d targetGroups=%t",
-		p.seed, p.faultRate, p.maxAttempts, p.pageSize, p.routePageSize, p.provisioningReads, p.targetGroups)
+	return fmt.Sprintf("seed=%d faults=%g maxAttempts=%d pageSize=%d routePageSize=%d provisioningReads=%d targetGroups=%t shares=%t",
+		p.seed, p.faultRate, p.maxAttempts, p.pageSize, p.routePageSize, p.provisioningReads, p.targetGroups, p.shares)
 }
 
 // mix is the splitmix64 finalizer over a and b: the seed of a step's faults.
@@ -148,6 +152,9 @@ type result struct {
 	adoptions, groupAdoptions, releases int
 	// nodeDeletions counts the Nodes the lifecycle controller deleted.
 	nodeDeletions int
+	// sharedWrites counts the writes of shared load balancers; sharedByMany those that
+	// left one with the listeners of two Services or more.
+	sharedWrites, sharedByMany int
 	// virtual is the virtual time the run took.
 	virtual time.Duration
 	// initialized holds when, after the run's start, each Node was last initialized.
@@ -249,7 +256,13 @@ func (s *sim) finish() result {
 		s.stop = nil
 	}
 	s.res.violations = append(slices.Clone(s.rec.violations), check(s.w, s.cloud, s.rec, s.p.targetGroups)...)
+	if s.p.shares {
+		s.res.violations = append(s.res.violations, checkShares(s.w, s.cloud.Inventory())...)
+	}
 	for _, pending := range s.ccm.pendingRetries() {
+		if name, ok := strings.CutPrefix(pending, "service "); ok && shareOf(s.w.service(name)) != "" {
+			continue // a Service of a share may disagree with it, by design
+		}
 		s.res.violations = append(s.res.violations, violation{Check: checkSettled, Msg: pending + " still waits for a retry after the settle window"})
 	}
 	s.res.calls = s.cloud.Calls()
@@ -257,6 +270,7 @@ func (s *sim) finish() result {
 	s.res.groupWrites = s.rec.groupWrites
 	s.res.adoptions, s.res.groupAdoptions, s.res.releases = handovers(s.cloud.LoadBalancerHistory(), s.rec.foreignGroups)
 	s.res.nodeDeletions = s.rec.nodeDeletions
+	s.res.sharedWrites, s.res.sharedByMany = sharedWrites(s.cloud.LoadBalancerHistory())
 	s.res.initialized = make(map[string]time.Duration, len(s.rec.initialized))
 	for name, at := range s.rec.initialized {
 		s.res.initialized[name] = at.Sub(s.start)
@@ -308,11 +322,15 @@ func newSim(p params) (*sim, error) {
 	}
 	rec := newRecorder(cloud)
 	watched := &watchedCloud{Client: cloud, rec: rec}
+	w := newWorld(c)
+	if p.shares {
+		rec.world = w
+	}
 	s := &sim{
 		p:       p,
 		ctx:     klog.NewContext(context.Background(), klog.Logger{}), // the zero logger discards
 		clock:   c,
-		w:       newWorld(c),
+		w:       w,
 		cloud:   cloud,
 		sw:      &switchClient{cur: watched, groups: groups},
 		watched: watched,
@@ -378,6 +396,7 @@ func (s *sim) apply(o op) error {
 	case opCreateService:
 		svc := newService(o)
 		s.prepareCreate(svc, o)
+		s.prepareShare(svc, o)
 		ok = s.w.createService(svc) == nil
 	case opUpdatePorts:
 		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) {
@@ -392,7 +411,10 @@ func (s *sim) apply(o op) error {
 			}
 		})
 	case opUpdateAnnotations:
-		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) { s.prepareAnnotations(svc, o.Annotations) })
+		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) {
+			s.prepareAnnotations(svc, o.Annotations)
+			s.prepareShare(svc, o)
+		})
 	case opSetType:
 		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) {
 			if o.LoadBalancer {
@@ -667,6 +689,27 @@ func (a switchGroups) DeleteTargetGroup(ctx context.Context, id string) error {
 type watchedCloud struct {
 	cloudapi.Client
 	rec *recorder
+}
+
+// LoadBalancers returns the cloud's load balancer API, watched (see recorder.lbWrite).
+func (c *watchedCloud) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) {
+	lbs, ok := c.Client.LoadBalancers()
+	return watchedLBs{LoadBalancerAPI: lbs, rec: c.rec}, ok
+}
+
+type watchedLBs struct {
+	cloudapi.LoadBalancerAPI
+	rec *recorder
+}
+
+func (a watchedLBs) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+	a.rec.lbWrite(cloudapi.OpUpdateLoadBalancer, id, update.Spec.Listeners)
+	return a.LoadBalancerAPI.UpdateLoadBalancer(ctx, id, update)
+}
+
+func (a watchedLBs) DeleteLoadBalancer(ctx context.Context, id string) error {
+	a.rec.lbWrite(cloudapi.OpDeleteLoadBalancer, id, nil)
+	return a.LoadBalancerAPI.DeleteLoadBalancer(ctx, id)
 }
 
 // TargetGroups returns the cloud's target group API, watched, when the cloud has one.

@@ -25,6 +25,7 @@ var (
 	flagShrink = flag.Duration("soak.shrink", 2*time.Minute, "wall-time budget for shrinking a failing history; 0 does not shrink")
 	flagLog    = flag.Bool("soak.log", false, "log every operation of the history")
 	flagGroups = flag.Bool("soak.groups", false, "give the cloud target groups in the run of -soak.seed")
+	flagShares = flag.Bool("soak.shares", false, "put Services in shares in the run of -soak.seed")
 )
 
 // defaultRuns is the soak of `go test ./...`: seeds that also vary the cloud's knobs (see
@@ -33,11 +34,13 @@ var defaultRuns = []struct {
 	seed   int64
 	ops    int
 	groups bool
+	shares bool
 }{
 	{seed: 1, ops: 3000},
 	{seed: 2, ops: 3000},
 	{seed: 3, ops: 3000},
 	{seed: 4, ops: 3000, groups: true},
+	{seed: 7, ops: 1000, shares: true},
 }
 
 func TestMain(m *testing.M) {
@@ -53,7 +56,7 @@ func TestSoak(t *testing.T) {
 		if n <= 0 {
 			n = defaultRuns[0].ops
 		}
-		soak(t, seed, n, *flagGroups)
+		soak(t, seed, n, *flagGroups, *flagShares)
 		return
 	}
 	for _, r := range defaultRuns {
@@ -61,16 +64,22 @@ func TestSoak(t *testing.T) {
 		if r.groups {
 			name += ",groups"
 		}
-		t.Run(name, func(t *testing.T) { soak(t, r.seed, r.ops, r.groups) })
+		if r.shares {
+			name += ",shares"
+		}
+		t.Run(name, func(t *testing.T) {
+			soak(t, r.seed, r.ops, r.groups, r.shares)
+		})
 	}
 }
 
 // soak runs the history of seed with n operations (or the part -soak.only names), on a
-// cloud with target groups when groups, and on a violation shrinks the history and
-// reports the seed and the smallest failing history.
-func soak(t *testing.T, seed int64, n int, groups bool) {
+// cloud with target groups when groups, with Services in shares when shares, and on a
+// violation shrinks the history and reports the seed and the smallest failing history.
+func soak(t *testing.T, seed int64, n int, groups, shares bool) {
 	p := paramsFor(seed, *flagFaults)
 	p.targetGroups = groups
+	p.shares = shares
 	ops := generate(seed, n)
 	replay := *flagOnly != ""
 	if replay {
@@ -109,6 +118,10 @@ func soak(t *testing.T, seed int64, n int, groups bool) {
 		assert.NotZero(t, res.groupFaults[cloudapi.OpUpdateTargetGroup][faultinject.Ambiguous], "no target group update lost its answer")
 		assert.NotZero(t, res.groupAdoptions, "no load balancer that named the operator's target group was ever adopted")
 	}
+	if p.shares {
+		t.Logf("%d writes of shared load balancers, %d with the listeners of several Services", res.sharedWrites, res.sharedByMany)
+		assert.NotZero(t, res.sharedByMany, "no load balancer was ever shared by two Services")
+	}
 	if p.faultRate > 0 {
 		assert.NotZero(t, sumFaults(res.injected), "no fault was injected")
 		assert.NotZero(t, res.injected.Faults[faultinject.Refuse], "no load balancer update was refused")
@@ -144,7 +157,7 @@ func reportShrunk(t *testing.T, p params, n int, ops []op, violations []violatio
 }
 
 func replayFlags(p params, n int, ops []op) string {
-	return fmt.Sprintf("-soak.seed=%d -soak.ops=%d -soak.faults=%g -soak.groups=%t -soak.only=%s", p.seed, n, p.faultRate, p.targetGroups, indices(ops))
+	return fmt.Sprintf("-soak.seed=%d -soak.ops=%d -soak.faults=%g -soak.groups=%t -soak.shares=%t -soak.only=%s", p.seed, n, p.faultRate, p.targetGroups, p.shares, indices(ops))
 }
 
 func listViolations(vs []violation) string {
@@ -355,8 +368,8 @@ func TestSoakRegressions(t *testing.T) {
 		pinned map[int]string
 		// initializedBy bounds when (after the run's start) Nodes were last initialized.
 		initializedBy map[string]time.Duration
-		// groups gives the cloud target groups.
-		groups bool
+		// groups gives the cloud target groups; shares puts Services in shares.
+		groups, shares bool
 	}{
 		{
 			// svc-0's load balancer delete is applied but its answer lost; the service
@@ -410,6 +423,35 @@ func TestSoakRegressions(t *testing.T) {
 			},
 			initializedBy: map[string]time.Duration{"node-2803": 14*time.Minute + 46*time.Second},
 		},
+		{
+			// svc-16 leaves share front; its first sync after that fails (throttled) while
+			// it leaves; the retry does not leave, and its listeners stay on the share's
+			// load balancer, which has no Service left.
+			name: "a Service that leaves its share under faults takes its listeners along",
+			seed: 7, ops: 1000, faults: 0.2, only: "126,164", shares: true,
+			pinned: map[int]string{126: "create-service svc-16", 164: "update-annotations svc-16"},
+		},
+		{
+			name: "a Service that joined and left a share under faults takes its listeners along",
+			seed: 9, ops: 1000, faults: 0.2, only: "630,687,734", shares: true,
+			pinned: map[int]string{630: "create-service svc-51", 687: "update-annotations svc-51", 734: "update-annotations svc-51"},
+		},
+		{
+			// svc-17 and svc-18 are in share front and disagree; node-18's instance is
+			// deleted; svc-17 is deleted, and the update that removes its listeners keeps
+			// the target of node-18, which the cloud refuses at every retry.
+			name: "a Service leaves its share whose load balancer targets a deleted instance",
+			seed: 5, ops: 1000, faults: 0.2, only: "158,163,164,167,169,171,175,176,177,178,179,180,181,182,183,184,185,186", shares: true,
+			pinned: map[int]string{169: "create-service svc-17", 176: "delete-instance node-18", 178: "create-service svc-18", 185: "delete-service svc-17"},
+		},
+		{
+			// svc-78 makes share front's load balancer and leaves it with keep-on-delete,
+			// releasing it under the share's name; svc-21 moves from share back to front
+			// and cannot create front's load balancer, so it never leaves back's.
+			name: "a Service joins a share whose last Service released its load balancer",
+			seed: 9, ops: 1000, only: "917,935,939,972,973", shares: true,
+			pinned: map[int]string{917: "create-service svc-21", 935: "create-service svc-78", 939: "update-annotations svc-78", 973: "update-annotations svc-21"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -422,7 +464,7 @@ func TestSoakRegressions(t *testing.T) {
 				}
 			}
 			p := paramsFor(tt.seed, tt.faults)
-			p.targetGroups = tt.groups
+			p.targetGroups, p.shares = tt.groups, tt.shares
 			res, err := run(p, ops)
 			require.NoError(t, err)
 			assert.Empty(t, res.violations)
