@@ -307,7 +307,8 @@ func (l *LoadBalancer) freed(owner, uid string, others []cloudapi.Listener) []cl
 	return out
 }
 
-// sortListeners sorts listeners by protocol, then port, as translate does.
+// sortListeners sorts listeners by protocol, then port: the order of every spec ccmkit
+// writes.
 func sortListeners(ls []cloudapi.Listener) {
 	slices.SortFunc(ls, func(x, y cloudapi.Listener) int {
 		if x.Protocol != y.Protocol {

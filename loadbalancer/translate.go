@@ -250,12 +250,7 @@ func listeners(prefix string, a parsedAnnotations, ports []corev1.ServicePort) (
 		fail(a.key(prefix, AnnotationTLSCertificates), fmt.Errorf("annotation %s is set, but no port terminates TLS: name the ports in %s, or set their appProtocol (tls, https) or annotation %s",
 			a.key(prefix, AnnotationTLSCertificates), a.key(prefix, AnnotationTLSPorts), a.key(prefix, AnnotationProtocol)))
 	}
-	slices.SortFunc(out, func(a, b cloudapi.Listener) int {
-		if a.Protocol != b.Protocol {
-			return strings.Compare(string(a.Protocol), string(b.Protocol))
-		}
-		return int(a.Port) - int(b.Port)
-	})
+	sortListeners(out)
 
 	return out, ps
 }
