@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
@@ -228,7 +229,7 @@ func (e *env) registerNode(spec harness.NodeSpec) {
 // separate write of the controller, so it may come last).
 func initialized(n *corev1.Node) bool {
 	for _, taint := range n.Spec.Taints {
-		if taint.Key == "node.cloudprovider.kubernetes.io/uninitialized" {
+		if taint.Key == cloudproviderapi.TaintExternalCloudProvider {
 			return false
 		}
 	}

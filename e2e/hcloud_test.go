@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/e2e/harness"
 	"github.com/ccmkit/ccmkit/examples/hcloud/adapter"
@@ -183,9 +182,7 @@ func TestHcloudCCMProcessOverTheMock(t *testing.T) {
 		e.eventually("Nodes "+strings.Join(names, ", ")+" initialized", func(ctx context.Context) (bool, error) {
 			for _, name := range names {
 				n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-				if err != nil || n.Spec.ProviderID == "" || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
-					return t.Key == cloudproviderapi.TaintExternalCloudProvider
-				}) {
+				if err != nil || !initialized(n) {
 					return false, err
 				}
 			}
