@@ -197,3 +197,31 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestChoosePeers picks the peer columns -peers names, in the peers' order.
+func TestChoosePeers(t *testing.T) {
+	a, b := fakeColumn{kind: "a"}, fakeColumn{kind: "b"}
+	peers := []Column{a, b}
+	tests := []struct {
+		only string
+		want []Column
+		err  string
+	}{
+		{"", peers, ""},
+		{"b", []Column{b}, ""},
+		{"b, a", []Column{b, a}, ""},
+		{"none", nil, ""},
+		{"c", nil, `"c" is not a peer column (the peers: a, b, or none)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.only, func(t *testing.T) {
+			got, err := choosePeers(peers, tt.only)
+			if tt.err != "" {
+				assert.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}

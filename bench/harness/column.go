@@ -8,6 +8,8 @@ import (
 
 	cloudprovider "k8s.io/cloud-provider"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 // Column is one provider under test over a cloud of its own: a column of the report.
@@ -38,6 +40,9 @@ type RealTimer interface {
 type CloudConfig struct {
 	Nodes    int // the world's instances
 	PageSize int // the list page size of a cloud whose page size is a setting
+	// CloudAPI is ccmkit's cloudAPI section (the page size, the client-side limit) for a
+	// column whose provider is ccmkit's.
+	CloudAPI provider.CloudAPIConfig
 }
 
 // Cloud is a column's cloud: where its calls are counted, and where its provider comes from.

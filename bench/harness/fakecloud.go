@@ -3,7 +3,6 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -31,10 +30,7 @@ const (
 
 // fakeColumn is ccmkit or the baseline over ccmkit's fake cloud, whose per-operation
 // counters count the calls.
-type fakeColumn struct {
-	kind kind
-	qps  float64 // ccmkit's cloudAPI.qps; +Inf: cloudAPI.unlimited
-}
+type fakeColumn struct{ kind kind }
 
 func (c fakeColumn) Name() string { return string(c.kind) }
 
@@ -58,7 +54,7 @@ func (c fakeColumn) NewCloud(cfg CloudConfig) (Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fakeCloud{col: c, pageSize: cfg.PageSize, cloud: cloud, tap: newTap(cloud)}, nil
+	return &fakeCloud{col: c, api: cfg.CloudAPI, cloud: cloud, tap: newTap(cloud)}, nil
 }
 
 func instanceID(i int) string { return fmt.Sprintf("i-%05d", i) }
@@ -73,10 +69,10 @@ func fakeInstance(i int) fakecloud.Instance {
 
 // fakeCloud is a fakeColumn's cloud.
 type fakeCloud struct {
-	col      fakeColumn
-	pageSize int
-	cloud    *fakecloud.Cloud
-	tap      *tap
+	col   fakeColumn
+	api   provider.CloudAPIConfig // ccmkit's
+	cloud *fakecloud.Cloud
+	tap   *tap
 }
 
 var _ Cloud = (*fakeCloud)(nil)
@@ -85,13 +81,9 @@ func (c *fakeCloud) NewProvider(clock *clocktesting.FakeClock) (cloudprovider.In
 	switch c.col.kind {
 	case kindCcmkit, kindCcmkitGroups: // loadBalancer.targetGroups is on by default
 		enable := true
-		api := provider.CloudAPIConfig{PageSize: c.pageSize, QPS: c.col.qps}
-		if math.IsInf(api.QPS, 1) {
-			api.QPS, api.Unlimited = 0, true // -qps +Inf: no client-side limit
-		}
 		return provider.New(provider.Config{
 			Cluster:  provider.ClusterConfig{ID: clusterID},
-			CloudAPI: api,
+			CloudAPI: c.api,
 			Enable:   provider.EnableConfig{Routes: &enable},
 		}, c.tap, provider.Options{Metrics: metrics.NewKubeRegistry(), Clock: clock, LoadBalancerSettings: adapterSettings})
 	case kindBaseline:

@@ -9,10 +9,14 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 // config is what a run measures.
@@ -38,7 +42,7 @@ type config struct {
 // error.
 func Main(peers ...Column) {
 	var cfg config
-	var jsonPath, sweepNodes, sweepDir string
+	var jsonPath, sweepNodes, sweepDir, only string
 	var sweepBaselineNodes int
 	var sweepMode bool
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
@@ -57,7 +61,13 @@ func Main(peers ...Column) {
 	fs.Float64Var(&cfg.qps, "qps", math.Inf(1), "ccmkit's cloudAPI.qps (+Inf: cloudAPI.unlimited, no client-side limit, as the baseline has none; 0: ccmkit's default)")
 	fs.DurationVar(&cfg.quiet, "quiet", 500*time.Millisecond, "how long the cloud must see no call before the controllers count as synced")
 	fs.BoolVar(&cfg.klog, "klog", false, "show the controllers' and the provider's logs on stderr")
+	fs.StringVar(&only, "peers", "", "run only these peer columns, comma-separated names (empty: every peer; \"none\": no peer)")
 	_ = fs.Parse(os.Args[1:])
+	peers, err := choosePeers(peers, only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -80,6 +90,30 @@ func Main(peers ...Column) {
 			os.Exit(1)
 		}
 	}
+}
+
+// choosePeers returns the peers named in only (comma-separated, in that order; empty: all
+// of them; "none": none), or an error naming a name that is no peer's.
+func choosePeers(peers []Column, only string) ([]Column, error) {
+	if only == "" {
+		return peers, nil
+	}
+	var names []string
+	for _, p := range peers {
+		names = append(names, p.Name())
+	}
+	var out []Column
+	for name := range strings.SplitSeq(only, ",") {
+		i := slices.Index(names, strings.TrimSpace(name))
+		switch {
+		case strings.TrimSpace(name) == "none":
+		case i < 0:
+			return nil, fmt.Errorf("-peers: %q is not a peer column (the peers: %s, or none)", name, strings.Join(names, ", "))
+		default:
+			out = append(out, peers[i])
+		}
+	}
+	return out, nil
 }
 
 // runSweep is -sweep: the side-by-side at each size, then the cost curve on stdout and
@@ -132,7 +166,7 @@ func run(ctx context.Context, cfg config, stderr io.Writer, peers []Column) (*re
 		silenceKlog()
 	}
 	log := &progress{w: stderr, start: time.Now()}
-	columns := append([]Column{fakeColumn{kind: kindCcmkit, qps: cfg.qps}, fakeColumn{kind: kindBaseline}}, peers...)
+	columns := append([]Column{fakeColumn{kind: kindCcmkit}, fakeColumn{kind: kindBaseline}}, peers...)
 	results := make([]*result, len(columns))
 	ran := make([]bool, len(columns))
 	for i, col := range columns {
@@ -154,6 +188,15 @@ func run(ctx context.Context, cfg config, stderr io.Writer, peers []Column) (*re
 	}
 	log.printf("done")
 	return newReport(cfg, columns, results, ran), nil
+}
+
+// cloudConfig is what a column's cloud is built for at this size.
+func (c config) cloudConfig() CloudConfig {
+	api := provider.CloudAPIConfig{PageSize: c.pageSize, QPS: c.qps}
+	if math.IsInf(api.QPS, 1) {
+		api.QPS, api.Unlimited = 0, true // -qps +Inf: no client-side limit
+	}
+	return CloudConfig{Nodes: c.nodes, PageSize: c.pageSize, CloudAPI: api}
 }
 
 func (c config) validate() error {

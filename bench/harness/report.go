@@ -36,12 +36,13 @@ func (f figure) meets() *bool {
 	return &ok
 }
 
-// best returns the index of the peer (a column but ccmkit's, that ran and has the figure)
-// with the lowest value, or -1 when there is none.
-func (f figure) best(ran []bool) int {
+// best returns the index of the peer (peers[i]: a column that is not ccmkit's, on the fake
+// or another cloud, and ran) that has the figure with the lowest value, or -1 when there
+// is none.
+func (f figure) best(peers []bool) int {
 	b := -1
 	for i := 1; i < len(f.values); i++ {
-		if ran[i] && !math.IsNaN(f.values[i]) && (b < 0 || f.values[i] < f.values[b]) {
+		if peers[i] && !math.IsNaN(f.values[i]) && (b < 0 || f.values[i] < f.values[b]) {
 			b = i
 		}
 	}
@@ -49,8 +50,8 @@ func (f figure) best(ran []bool) int {
 }
 
 // ratio returns ccmkit / the best peer's value as the table prints it.
-func (f figure) ratio(ran []bool) string {
-	b := f.best(ran)
+func (f figure) ratio(peers []bool) string {
+	b := f.best(peers)
 	switch {
 	case f.count || b < 0:
 		return "-"
@@ -68,6 +69,7 @@ type report struct {
 	columns []Column  // ccmkit's first
 	results []*result // by column
 	ran     []bool    // by column: false for a peer not run at this size (its figures read 0)
+	peers   []bool    // by column: ran, and no provider of ccmkit's (OnCcmkit)
 	figures []figure
 }
 
@@ -89,6 +91,10 @@ func (r *report) result(name string) *result {
 func newReport(cfg config, columns []Column, results []*result, ran []bool) *report {
 	s := float64(cfg.services)
 	rep := &report{cfg: cfg, columns: columns, results: results, ran: ran}
+	for i, c := range columns {
+		_, ours := c.(OnCcmkit)
+		rep.peers = append(rep.peers, i > 0 && ran[i] && !ours)
+	}
 	add := func(f figure, of func(*result) float64) {
 		for _, r := range results {
 			f.values = append(f.values, of(r))
@@ -210,6 +216,15 @@ func newReport(cfg config, columns []Column, results []*result, ran []bool) *rep
 	return rep
 }
 
+// OnCcmkit is a Column whose provider is ccmkit's, over a cloud other than the fake: its
+// figures stand beside the others, and it is no peer (the ratio is ccmkit's to the best
+// peer's). Budget is what the cloud allows a project: requests a minute (0: no budget) and
+// what the limit is, which the report sets P1 against.
+type OnCcmkit interface {
+	Column
+	Budget() (perMinute float64, limit string)
+}
+
 // Explainer is a Column that says why it wins a figure against ccmkit.
 type Explainer interface {
 	// Why returns why the column's figure key is lower than ccmkit's, or "".
@@ -255,7 +270,7 @@ func (r *report) printTable(out io.Writer) {
 			}
 			line += "\t"
 		}
-		_, _ = fmt.Fprintf(tw, "%s%s\t%s\t%s\t\n", line, f.ratio(r.ran), goal, meets)
+		_, _ = fmt.Fprintf(tw, "%s%s\t%s\t%s\t\n", line, f.ratio(r.peers), goal, meets)
 	}
 	_ = tw.Flush()
 	_, _ = fmt.Fprintln(out)
@@ -264,6 +279,7 @@ func (r *report) printTable(out io.Writer) {
 			_, _ = fmt.Fprintf(out, "%s: %s\n", f.key, f.note)
 		}
 	}
+	r.printBudgets(out)
 	r.printWins(out)
 	_, _ = fmt.Fprintln(out)
 	for _, d := range []struct {
@@ -290,12 +306,27 @@ func (r *report) printTable(out io.Writer) {
 	_, _ = fmt.Fprintln(out, wall)
 }
 
+// printBudgets sets the P1 of every column over a cloud with a request budget against it.
+func (r *report) printBudgets(out io.Writer) {
+	for i, c := range r.columns {
+		o, ok := c.(OnCcmkit)
+		if !ok || !r.ran[i] {
+			continue
+		}
+		if budget, limit := o.Budget(); budget > 0 {
+			p1 := r.results[i].p1
+			_, _ = fmt.Fprintf(out, "%s budget: P1 %.1f requests a minute, %.0f%% of %.0f a minute (%s); P1_outage %.1f, %.0f%%\n",
+				c.Name(), p1, 100*p1/budget, budget, limit, r.results[i].p1Outage, 100*r.results[i].p1Outage/budget)
+		}
+	}
+}
+
 // printWins lists the figures where a peer is lower than ccmkit, with the peer's reason
 // where it gives one (Explainer).
 func (r *report) printWins(out io.Writer) {
 	var lines []string
 	for _, f := range r.figures {
-		b := f.best(r.ran)
+		b := f.best(r.peers)
 		if f.count || b < 0 || f.values[b] >= f.ccmkit() {
 			continue
 		}
@@ -345,7 +376,7 @@ func (r *report) jsonFigures() map[string]map[string]any {
 			// The columns whose figure is scaled from a partial measurement; the note says how.
 			m["extrapolated"] = strings.Join(f.extrapolated, ",")
 		}
-		if b := f.best(r.ran); !f.count && b >= 0 {
+		if b := f.best(r.peers); !f.count && b >= 0 {
 			m["best_peer"] = r.columns[b].Name()
 			if f.values[b] != 0 {
 				m["ccmkit_per_best_peer"] = f.ccmkit() / f.values[b]

@@ -419,7 +419,7 @@ func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
 // again over a fake cloud with target groups, so that the load balancers are created in
 // their groups, and adds a Node as nodeAdd does.
 func measureGroups(ctx context.Context, cfg config, r *result, log *progress) error {
-	col := fakeColumn{kind: kindCcmkitGroups, qps: cfg.qps}
+	col := fakeColumn{kind: kindCcmkitGroups}
 	k := col.Name()
 	start := time.Now()
 	log.printf("%s: building the converged cluster: %d Nodes, %d Services, page size %d, target groups", k, cfg.nodes, cfg.services, cfg.pageSize)

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
+	clientset "k8s.io/client-go/kubernetes"
+	restclient "k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 	nodecontroller "k8s.io/cloud-provider/controllers/node"
 	"k8s.io/cloud-provider/controllers/nodelifecycle"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 	_ "k8s.io/controller-manager/pkg/features/register" // the route controller's feature gates, as the CCM registers them
+	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/internal/nodecontrollers"
 )
@@ -60,6 +63,29 @@ type session struct {
 	wg     sync.WaitGroup
 }
 
+// clientBuilder gives a provider the session's clientset, as the cloud-controller-manager's
+// client builder gives it one of the API server.
+type clientBuilder struct{ k *kube }
+
+var _ cloudprovider.ControllerClientBuilder = clientBuilder{}
+
+// Config fails: the clientset is in memory, there is no server to configure a client of.
+func (clientBuilder) Config(name string) (*restclient.Config, error) {
+	return nil, fmt.Errorf("client %s: the benchmark's clientset is in memory: no REST config", name)
+}
+
+// ConfigOrDie stops the process, as the upstream builder's does when Config fails.
+func (b clientBuilder) ConfigOrDie(name string) *restclient.Config {
+	_, err := b.Config(name)
+	klog.ErrorS(err, "No REST config for the provider")
+	klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	return nil
+}
+
+func (b clientBuilder) Client(string) (clientset.Interface, error) { return b.k, nil }
+
+func (b clientBuilder) ClientOrDie(string) clientset.Interface { return b.k }
+
 // start builds a new provider and the controllers over k, starts the informers, waits
 // for their caches and runs the parts asked for.
 func (w *world) start(ctx context.Context, k *kube, run parts) (*session, error) {
@@ -70,7 +96,9 @@ func (w *world) start(ctx context.Context, k *kube, run parts) (*session, error)
 	s := &session{w: w, provider: p, obs: &observedCloud{Interface: p}, kube: k}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.factory = informers.NewSharedInformerFactory(k, 0)
-	// As the cloud-controller-manager does before it starts the informers.
+	// As the cloud-controller-manager does before it starts the controllers: the provider
+	// gets its client (for events, and whatever else it uses it for), then the informers.
+	p.Initialize(clientBuilder{k}, s.ctx.Done())
 	if iu, ok := p.(cloudprovider.InformerUser); ok {
 		iu.SetInformers(s.factory)
 	}

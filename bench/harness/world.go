@@ -29,10 +29,12 @@ const (
 	clusterID   = "bench"
 	clusterName = "bench"
 	namespace   = "default"
-	// podCIDRBase is the cluster CIDR; Node i gets the i-th /25 of it.
-	podCIDRBase = "100.64.0.0/10"
 	maxNodes    = 1 << 15 // /25s in the cluster CIDR
 )
+
+// ClusterCIDR is the cluster's pod CIDR (the route controller's --cluster-cidr); Node i
+// gets the i-th /25 of it.
+const ClusterCIDR = "100.64.0.0/10"
 
 // ClusterName is the cluster name the controllers pass the provider, and the cluster ID
 // the providers are configured with (ccmkit's cluster.id, the AWS provider's
@@ -62,23 +64,29 @@ func podCIDR(i int) string {
 // newWorld builds col's cloud and converges it with col's provider.
 func newWorld(ctx context.Context, cfg config, col Column, log *progress) (*world, error) {
 	if cfg.nodes+1 > maxNodes {
-		return nil, fmt.Errorf("at most %d nodes: the cluster CIDR %s has no more /25s", maxNodes-1, podCIDRBase)
+		return nil, fmt.Errorf("at most %d nodes: the cluster CIDR %s has no more /25s", maxNodes-1, ClusterCIDR)
 	}
-	cloud, err := col.NewCloud(CloudConfig{Nodes: cfg.nodes, PageSize: cfg.pageSize})
+	cloud, err := col.NewCloud(cfg.cloudConfig())
 	if err != nil {
 		return nil, err
 	}
-	_, cidr, err := net.ParseCIDR(podCIDRBase)
+	_, cidr, err := net.ParseCIDR(ClusterCIDR)
 	if err != nil {
 		return nil, err
 	}
 	w := &world{cfg: cfg, col: col, name: col.Name(), cloud: cloud, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), cidr: cidr}
 
-	// The provider that converges the cloud; dropped afterwards.
+	// The provider that converges the cloud; dropped afterwards. It has a client, as in a
+	// cloud-controller-manager: what it writes on the Services (ccmkit's load balancer ID
+	// annotation and LoadBalancerReady condition) is part of the converged cluster.
 	p, err := w.cloud.NewProvider(w.clock)
 	if err != nil {
 		return nil, err
 	}
+	k := newKube(nil, 0)
+	stop := make(chan struct{})
+	defer close(stop)
+	p.Initialize(clientBuilder{k}, stop)
 	iv2, ok := p.InstancesV2()
 	if !ok {
 		return nil, errors.New("the provider offers no InstancesV2")
@@ -113,11 +121,18 @@ func newWorld(ctx context.Context, cfg config, col Column, log *progress) (*worl
 	w.services = make([]*corev1.Service, cfg.services)
 	err = parallel(ctx, 4, cfg.services, func(i int) error {
 		svc := newService(i)
+		if _, err := k.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			return err
+		}
 		st, err := lbs.EnsureLoadBalancer(ctx, clusterName, svc, w.nodes)
 		if err != nil {
 			return err
 		}
+		if svc, err = k.CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{}); err != nil {
+			return err
+		}
 		// As the service controller leaves it: finalizer first, then the status.
+		svc.ResourceVersion = ""
 		svc.Finalizers = []string{servicehelpers.LoadBalancerCleanupFinalizer}
 		svc.Status.LoadBalancer = *st
 		w.services[i] = svc

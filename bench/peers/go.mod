@@ -14,6 +14,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/kms v1.41.0
 	github.com/aws/smithy-go v1.24.0
 	github.com/ccmkit/ccmkit v0.0.0
+	github.com/hetznercloud/hcloud-go/v2 v2.52.0
 	github.com/stretchr/testify v1.12.1
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -35,6 +36,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sts v1.33.19 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
+	github.com/ccmkit/ccmkit/examples/hcloud v0.0.0
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
@@ -88,7 +90,7 @@ require (
 	gopkg.in/warnings.v0 v0.1.2 // indirect
 	k8s.io/apiserver v0.37.2 // indirect
 	k8s.io/client-go v0.37.2 // indirect
-	k8s.io/component-base v0.37.2 // indirect
+	k8s.io/component-base v0.37.2
 	k8s.io/component-helpers v0.37.2 // indirect
 	k8s.io/controller-manager v0.37.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
@@ -115,3 +117,5 @@ replace (
 	golang.org/x/text => golang.org/x/text v0.41.0
 	golang.org/x/time => golang.org/x/time v0.15.0
 )
+
+replace github.com/ccmkit/ccmkit/examples/hcloud => ../../examples/hcloud

@@ -28,7 +28,7 @@ func init() {
 			}
 			return New(section, cfg.Credentials.Token, nil), nil
 		},
-	}, provider.Options{LoadBalancerSettings: Settings, LoadBalancerShape: Shape, LoadBalancerAliases: Aliases})
+	}, Options())
 }
 
 // Config is the `hcloud:` section of the cloud config.

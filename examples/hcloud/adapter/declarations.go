@@ -8,6 +8,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 // Shape is what Hetzner's load balancers do not keep of a cloudapi.LoadBalancerSpec (a
@@ -22,6 +23,13 @@ var Shape = cloudapi.LoadBalancerShape{
 		cloudapi.FeatureSourceRanges, cloudapi.FeatureRequestedIPs, cloudapi.FeatureSessionAffinity},
 	PerListener:     []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureProxyProtocol},
 	HealthCheckUnit: time.Second,
+}
+
+// Options are the provider options the adapter registers with: its name, settings, shape
+// and aliases. A program that assembles the provider itself with provider.New (with a
+// clock or a metrics registry of its own) starts from them.
+func Options() provider.Options {
+	return provider.Options{ProviderName: ProviderName, LoadBalancerSettings: Settings, LoadBalancerShape: Shape, LoadBalancerAliases: Aliases}
 }
 
 // The load balancer settings the adapter declares (annotations under ccmkit's prefix).

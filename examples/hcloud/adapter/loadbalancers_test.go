@@ -29,9 +29,9 @@ import (
 // the real one).
 func hetznerProvider(t *testing.T, cfg adapter.Config, reg metrics.KubeRegistry, clk clock.PassiveClock) *provider.Cloud {
 	t.Helper()
-	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(cfg, "token", nil),
-		provider.Options{ProviderName: adapter.ProviderName, Metrics: reg, Clock: clk,
-			LoadBalancerSettings: adapter.Settings, LoadBalancerShape: adapter.Shape, LoadBalancerAliases: adapter.Aliases})
+	opts := adapter.Options()
+	opts.Metrics, opts.Clock = reg, clk
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}}, adapter.New(cfg, "token", nil), opts)
 	require.NoError(t, err)
 	return p
 }

@@ -248,6 +248,8 @@ func TestLockedWhileActionRuns(t *testing.T) {
 	require.NoError(t, c.Action.WaitFor(ctx, res.Action))
 	require.NoError(t, writes[0].do(), "not locked once the action is done")
 	assert.Len(t, m.Inventory().LoadBalancers[0].Targets, 1)
+	assert.Equal(t, []int64{res.LoadBalancer.ID}, m.LoadBalancersTargeting(3), "the target just added")
+	assert.Empty(t, m.LoadBalancersTargeting(4), "a server no load balancer targets")
 }
 
 func TestTypedErrors(t *testing.T) {
@@ -457,6 +459,7 @@ func TestNewRefusesBadSeeds(t *testing.T) {
 		{"unknown network", hcloudmock.Config{Servers: []schema.Server{{ID: 1, Name: "a", PrivateNet: []schema.ServerPrivateNet{{Network: 9}}}}}},
 		{"bad pool", hcloudmock.Config{IPv4Pool: "2001:db8::/64"}},
 		{"bad rate", hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 10}}},
+		{"rate past one a nanosecond", hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 10, PerSecond: 2e9}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -99,8 +99,9 @@ func (s *Server) createLoadBalancer(r *http.Request) (int, any, *apiError) {
 			return 0, nil, err
 		}
 	}
+	have := map[string]bool{} // the targets so far: a create of thousands stays linear
 	for _, t := range parts.Targets {
-		if err := s.addTarget(&lb, t); err != nil {
+		if err := s.addTarget(&lb, t, have); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -224,7 +225,7 @@ var lbActions = map[string]lbChange{
 		return err
 	}),
 	"add_target": withBody(func(s *Server, lb *schema.LoadBalancer, t schema.LoadBalancerTarget) *apiError {
-		return s.addTarget(lb, t)
+		return s.addTarget(lb, t, nil)
 	}),
 	"remove_target": withBody(func(s *Server, lb *schema.LoadBalancer, t schema.LoadBalancerTarget) *apiError {
 		i := slices.IndexFunc(lb.Targets, func(have schema.LoadBalancerTarget) bool { return targetKey(have) == targetKey(t) })
@@ -391,8 +392,9 @@ func targetKey(t schema.LoadBalancerTarget) string {
 }
 
 // addTarget checks t and adds it to lb. A label selector target is kept as such: the
-// mock does not resolve it to servers.
-func (s *Server) addTarget(lb *schema.LoadBalancer, t schema.LoadBalancerTarget) *apiError {
+// mock does not resolve it to servers. have holds the keys (targetKey) of lb's targets, or
+// is nil to have them read from lb; t's is added to it.
+func (s *Server) addTarget(lb *schema.LoadBalancer, t schema.LoadBalancerTarget, have map[string]bool) *apiError {
 	t.HealthStatus, t.Targets = []schema.LoadBalancerTargetHealthStatus{}, nil
 	switch key := targetKey(t); {
 	case key == "invalid "+t.Type:
@@ -416,9 +418,17 @@ func (s *Server) addTarget(lb *schema.LoadBalancer, t schema.LoadBalancerTarget)
 			return invalidField("ip.ip", "%q is not an IP address", t.IP.IP)
 		}
 	}
-	if slices.ContainsFunc(lb.Targets, func(have schema.LoadBalancerTarget) bool { return targetKey(have) == targetKey(t) }) {
-		return errorf(codeTargetDefined, "load balancer %d already has target %s", lb.ID, targetKey(t))
+	key := targetKey(t)
+	if have == nil {
+		have = map[string]bool{}
+		for _, h := range lb.Targets {
+			have[targetKey(h)] = true
+		}
 	}
+	if have[key] {
+		return errorf(codeTargetDefined, "load balancer %d already has target %s", lb.ID, key)
+	}
+	have[key] = true
 	lb.Targets = append(lb.Targets, t)
 	return nil
 }

@@ -70,7 +70,7 @@ type Config struct {
 type RateLimit struct {
 	// Limit is the bucket's size: the requests allowed at once.
 	Limit int `json:"limit,omitempty"`
-	// PerSecond is how many requests the bucket gains back each second.
+	// PerSecond is how many requests the bucket gains back each second (at most 10^9).
 	PerSecond float64 `json:"perSecond,omitempty"`
 }
 
@@ -124,8 +124,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RateLimit == (RateLimit{}) {
 		cfg.RateLimit = DefaultRateLimit
 	}
-	if cfg.RateLimit.Limit < 1 || !(cfg.RateLimit.PerSecond > 0) {
-		return nil, fmt.Errorf("hcloudmock: rate limit %+v: limit and perSecond must be positive", cfg.RateLimit)
+	if cfg.RateLimit.Limit < 1 || !(cfg.RateLimit.PerSecond > 0) || cfg.RateLimit.PerSecond > float64(time.Second) {
+		return nil, fmt.Errorf("hcloudmock: rate limit %+v: limit and perSecond must be positive, perSecond at most %d (one request a nanosecond)", cfg.RateLimit, time.Second)
 	}
 	if cfg.ActionPolls < 0 || cfg.ActionDuration < 0 {
 		return nil, fmt.Errorf("hcloudmock: actionPolls %d, actionDuration %v: cannot be negative", cfg.ActionPolls, cfg.ActionDuration)
@@ -232,6 +232,23 @@ func (s *Server) DeleteServer(id int64) {
 	for _, n := range s.networks {
 		n.Servers = slices.DeleteFunc(n.Servers, func(sid int64) bool { return sid == id })
 	}
+}
+
+// LoadBalancersTargeting returns the IDs, in order, of the load balancers that have the
+// server with the ID id among their server targets. Like Inventory it is no API call; it
+// copies no load balancer, so it stays cheap on a project of large ones.
+func (s *Server) LoadBalancersTargeting(id int64) []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int64
+	for _, lbID := range sortedKeys(s.lbs) {
+		if slices.ContainsFunc(s.lbs[lbID].Targets, func(t schema.LoadBalancerTarget) bool {
+			return t.Type == "server" && t.Server != nil && t.Server.ID == id
+		}) {
+			out = append(out, lbID)
+		}
+	}
+	return out
 }
 
 // Inventory returns a copy of the mock's state. Reading it is no API call: it counts no
