@@ -45,7 +45,7 @@ fmt-check:
 ## library's module, in e2e, in hack/benchplot (a module of its own: gonum/plot), in
 ## examples/hcloud (a module of its own: hcloud-go, at e2e's versions of every module both
 ## build, so after e2e it compiles only hcloud-go and its own packages), and go vet in the
-## library's module. bench/peers is built by `make peers`.
+## library's module. bench/peers is built and tested by `make peers`.
 ## The nested modules are vetted by `make lint` (golangci-lint's govet runs go vet's
 ## analyzers on them, test files included): a go vet of its own there analyzed each
 ## module's whole dependency graph a second time.
@@ -57,11 +57,13 @@ vet:
 	cd hack/benchplot && go build -o /dev/null ./...
 	cd examples/hcloud && go build -o /dev/null ./...
 
-## peers: go build in bench/peers (a module of its own: the AWS cloud provider and the AWS
-## SDK, at e2e's versions of the rest, so after e2e it compiles only those).
+## peers: go build and the short tests in bench/peers (a module of its own: the AWS cloud
+## provider and the AWS SDK, and examples/hcloud's adapter and mock, at e2e's versions of the
+## rest, so after e2e it compiles only those): the AWS column's request counting and the
+## whole benchmark at a small size with the Hetzner-shaped column.
 peers:
-	@echo "==> go build in bench/peers"
-	cd bench/peers && go build ./...
+	@echo "==> go build and go test -short in bench/peers"
+	cd bench/peers && go build ./... && go test -short -count=1 ./...
 
 ## api: write api/ccmkit.txt, the description of the exported API of the public packages
 ## (docs/versioning.md), from the code; commit it with the change that changed the API.
@@ -84,7 +86,7 @@ $(BIN)/helm:
 	GOBIN=$(BIN) go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 
 ## lint: golangci-lint with .golangci.yml. bench/peers (the benchmark's peer columns, over
-## the AWS SDK) is built by `make vet` and not linted here: it is not part of the library,
+## the AWS SDK) is built and tested by `make peers` and not linted here: it is not part of the library,
 ## and its lint's cost on top of the cold run was not measured.
 lint: $(BIN)/golangci-lint
 	@echo "==> golangci-lint"
@@ -176,7 +178,7 @@ E2E = cd e2e && go test -vet=off -count=1 -timeout 20m ./...
 ## busy over its ten minutes), so they use the CPU it leaves idle instead of running
 ## after it. Their output follows e2e's; any of them failing fails the target.
 e2e-beside: vet controlplane $(BIN)/helm
-	@echo "==> e2e, with compat and the bench/peers build beside it (their output follows)"
+	@echo "==> e2e, with compat and the bench/peers build and tests beside it (their output follows)"
 	@side=$$(mktemp -d); \
 	( nice -n 19 $(MAKE) --no-print-directory compat peers >$$side/log 2>&1; echo $$? >$$side/rc ) & \
 	rc=0; ( $(E2E) ) || rc=$$?; wait; \
@@ -184,9 +186,10 @@ e2e-beside: vet controlplane $(BIN)/helm
 	echo "==> e2e exit $$rc; compat and peers exit $$src"; [ $$rc -eq 0 ] && [ $$src -eq 0 ]
 
 ## bench: ccmkit against a pass-through baseline provider and the AWS cloud provider's own
-## code (bench/peers, a module of its own) under the upstream controllers at 5,000 Nodes
-## and 1,000 Services (the AWS provider waits 100 ms of real time per instance lookup:
-## about an hour; ARGS='-nodes 1000 -services 200' takes a quarter of it); ARGS='-json FILE'
+## code, and ccmkit over the Hetzner API mock (bench/peers, a module of its own) under the
+## upstream controllers at 5,000 Nodes and 1,000 Services (the AWS provider waits 100 ms
+## of real time per instance lookup: over an hour; ARGS='-nodes 1000 -services 200' takes a
+## quarter of one, ARGS='-peers ccmkit+hcloud' leaves the AWS column out); ARGS='-json FILE'
 ## also writes JSON.
 ## ARGS=-sweep runs ccmkit and the baseline (not the peers) at 1,000, 5,000 and 20,000 Nodes with N/5 Services instead, the
 ## baseline up to 5,000 (-sweep-baseline-nodes): the cost curve, about 45 minutes on 2 busy

@@ -3,10 +3,13 @@
 // of k8s.io/cloud-provider (cloud node, node lifecycle, route and service controllers)
 // over client-go's fake clientset and informers, against ccmkit's fake cloud, whose
 // per-operation counters are where every call is counted. `make bench` runs the same
-// harness (package bench/harness) from bench/peers, a module of its own, with one more
-// column: the AWS cloud provider's own code over an in-memory AWS that counts every AWS
+// harness (package bench/harness) from bench/peers, a module of its own, with two more
+// columns: the AWS cloud provider's own code over an in-memory AWS that counts every AWS
 // API request (bench/peers/awspeer says what it models and how the provider is
-// configured). Every column's world holds the same instances, Nodes and Services.
+// configured), and ccmkit over a real cloud's API: the Hetzner adapter of examples/hcloud
+// through the hcloud-go SDK over that example's Hetzner API mock, which counts every
+// request (bench/peers/hcloudpeer). Every column's world holds the same instances, Nodes
+// and Services; -peers picks the peer columns to run.
 //
 //	go run ./bench [-json FILE] [-nodes N] [-services S] [-page-size P] ...
 //	go run ./bench -sweep [-sweep-nodes 1000,5000,20000] [-sweep-dir docs/benchmarks]
@@ -14,17 +17,22 @@
 //
 // It prints one table with each figure of every column, the ratio of ccmkit's figure to
 // the best peer's (the lowest; "=" when both are 0, "∞" when only the peer's is), ccmkit's
-// goal and whether ccmkit meets it, then the figures a peer wins with the peer's reason; with
+// goal and whether ccmkit meets it, then the P1 of a column over a cloud with a request
+// budget set against that budget, then the figures a peer wins with the peer's reason; with
 // -json the same figures as JSON, one key per figure, each {"ccmkit": n, "baseline": n,
-// "aws": n, "unit": "...", "best_peer": "...", "ccmkit_per_best_peer": r} with the goal
-// and a note where there is one (a column's figure is null where it has none).
+// "aws": n, "ccmkit+hcloud": n, "unit": "...", "best_peer": "...", "ccmkit_per_best_peer": r}
+// with the goal and a note where there is one (a column's figure is null where it has
+// none). A column of ccmkit over another cloud (harness.OnCcmkit: ccmkit+hcloud) is no
+// peer: the ratio and "best peer" leave it out.
 // Progress goes to stderr. The Nodes start as the cloud node and route controllers leave
 // them (provider ID, labels, the provider's addresses and additional labels,
 // NetworkUnavailable=False), the Services as the API server defaults them, with their
 // finalizer and load balancer status, and the cloud with a load balancer per Service and
-// a route per Node made by the provider under test; the fake clientset drops Events. A
-// provider that uses informers (cloudprovider.InformerUser) gets them, as in the
-// cloud-controller-manager. ccmkit runs without a client-side rate limit by default (-qps
+// a route per Node made by the provider under test, and what that provider wrote on the
+// Services (ccmkit's load balancer ID annotation and LoadBalancerReady condition); the fake
+// clientset drops Events. As in the cloud-controller-manager, every provider is given a
+// client of the clientset (Initialize) and, if it uses informers
+// (cloudprovider.InformerUser), the informers. ccmkit runs without a client-side rate limit by default (-qps
 // +Inf: cloudAPI.unlimited), as the peers have none. The figures:
 //
 //   - P1, P1_outage: cloud calls per minute of a quiet cluster over simulated minutes, at

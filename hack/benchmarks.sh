@@ -3,7 +3,9 @@
 # cost curve (docs/benchmarks/: sweep.json, sweep.txt and the plots), the Go benchmarks and
 # the call-budget tests, with the machine, the date and the exact commands. Never edit the
 # output by hand. BENCHMARKS_SWEEP=0 skips the cost curve's run (about 45 minutes on 2 busy
-# cores) and embeds the one committed in docs/benchmarks/ as it is, with its own date.
+# cores) and embeds the one committed in docs/benchmarks/ as it is, with its own date;
+# BENCHMARKS_AT5000=0 does the same for the side-by-side of every column at 5,000 Nodes
+# (over an hour: the AWS provider's column).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=docs/benchmarks.md
@@ -16,6 +18,7 @@ bench_cmd=(go test -run '^$' -bench . -benchmem -benchtime=2s ./fake ./instances
 # Nodes: the AWS provider waits 100 ms of real time per instance lookup, so its column
 # takes about an hour at 5,000 Nodes and a quarter of one at 1,000.
 report_cmd=(go run . -nodes 1000 -services 200) # in bench/peers
+at5000_cmd=(go run . -nodes 5000 -services 1000) # in bench/peers
 budget_cmd=(go test -count=1 -v -run 'TestCallBudgetAt5000Nodes|TestNoFalseNotExistUnderFaults|TestRouteControllerQuietReconcilesListOncePerMaxAge|TestConvergesUnderFaults' ./instances ./routes ./loadbalancer)
 
 sweep_cmd=(go run ./bench -sweep -sweep-dir "$sweep_dir")
@@ -32,6 +35,17 @@ if [[ ${BENCHMARKS_SWEEP:-1} != 0 ]]; then
 	echo "commit $commit, $((SECONDS - start)) s of wall time" > "$sweep_dir/sweep.run"
 elif [[ ! -f $sweep_dir/sweep.txt || ! -f $sweep_dir/sweep.run || ! -f $sweep_dir/sweep.json ]]; then
 	echo "BENCHMARKS_SWEEP=0, but $sweep_dir has no complete cost curve to embed: run without it" >&2
+	exit 1
+fi
+
+if [[ ${BENCHMARKS_AT5000:-1} != 0 ]]; then
+	echo "==> (cd bench/peers && ${at5000_cmd[*]})" >&2
+	start=$SECONDS
+	(cd bench/peers && "${at5000_cmd[@]}") > "$tmp.at5000"
+	mv "$tmp.at5000" "$sweep_dir/peers5000.txt"
+	echo "$(date -u +%Y-%m-%dT%H:%MZ), commit $commit, $((SECONDS - start)) s of wall time" > "$sweep_dir/peers5000.run"
+elif [[ ! -f $sweep_dir/peers5000.txt || ! -f $sweep_dir/peers5000.run ]]; then
+	echo "BENCHMARKS_AT5000=0, but $sweep_dir has no side-by-side at 5,000 Nodes to embed: run without it" >&2
 	exit 1
 fi
 
@@ -55,7 +69,7 @@ echo "==> (cd hack/benchplot && ${plot_cmd[*]})" >&2
 	echo "- machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 	echo "- $(go version)"
 	echo
-	echo "## ccmkit against the AWS cloud provider and a pass-through baseline (\`make bench\`)"
+	echo "## ccmkit against the AWS cloud provider and a pass-through baseline, and over Hetzner (\`make bench\`)"
 	echo
 	echo "The upstream node, node lifecycle, route and service controllers over client-go's"
 	echo "fake clientset, at 1,000 Nodes and 200 LoadBalancer Services (page size 500), once"
@@ -64,6 +78,10 @@ echo "==> (cd hack/benchplot && ${plot_cmd[*]})" >&2
 	echo "cloud provider's own code (k8s.io/cloud-provider-aws) over an in-memory EC2, classic"
 	echo "ELB and metadata service that count every AWS API request (bench/peers/awspeer says"
 	echo "what it models, and how the provider is configured: as its docs give a large cluster)."
+	echo "Beside them, ccmkit+hcloud: ccmkit with the Hetzner adapter of examples/hcloud over"
+	echo "that example's Hetzner Cloud API mock, every request counted at the mock"
+	echo "(bench/peers/hcloudpeer says what the mock leaves out); it is ccmkit, not a peer, and its"
+	echo "P1 is set against Hetzner's budget of 3,600 requests an hour per project."
 	echo "The ratio is ccmkit's figure over the best peer's; where a peer wins, the report says"
 	echo "why. node_add_groups is node_add once more with ccmkit over a fake cloud that offers"
 	echo "target groups from the start (the peers have none: their node_add figures stand beside"
@@ -72,6 +90,18 @@ echo "==> (cd hack/benchplot && ${plot_cmd[*]})" >&2
 	echo '```'
 	echo "\$ cd bench/peers && ${report_cmd[*]}"
 	cat "$tmp.report"
+	echo '```'
+	echo
+	echo "## Every column at 5,000 Nodes"
+	echo
+	echo "The same at N = 5,000 Nodes and S = 1,000 Services: the size of the goals for P1 and P4"
+	echo "against the best peer (at most a tenth of it)."
+	echo
+	echo "- run: $(cat "$sweep_dir/peers5000.run")"
+	echo
+	echo '```'
+	echo "\$ cd bench/peers && ${at5000_cmd[*]}"
+	cat "$sweep_dir/peers5000.txt"
 	echo '```'
 	echo
 	echo "## The cost curve (\`make bench ARGS=-sweep\`)"
