@@ -212,6 +212,8 @@ func TestChoosePeers(t *testing.T) {
 		{"b, a", []Column{b, a}, ""},
 		{"none", nil, ""},
 		{"c", nil, `"c" is not a peer column (the peers: a, b, or none)`},
+		{"a,", nil, `"" is not a peer column`},
+		{"a, a", nil, `"a" is named twice`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.only, func(t *testing.T) {
@@ -224,4 +226,26 @@ func TestChoosePeers(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// onOtherCloud is a column of ccmkit over another cloud, with a request budget.
+type onOtherCloud struct{ fakeColumn }
+
+func (onOtherCloud) Budget() (float64, string) { return 60, "sixty a minute" }
+
+// TestOnCcmkitIsNoPeer: a column of ccmkit over another cloud is left out of the best peer
+// and the ratio, and its P1 is set against its cloud's budget, in the table and the JSON.
+func TestOnCcmkitIsNoPeer(t *testing.T) {
+	cols := []Column{fakeColumn{kind: kindCcmkit}, fakeColumn{kind: kindBaseline}, onOtherCloud{fakeColumn{kind: "other"}}}
+	results := []*result{{p1: 2, p1Outage: 4}, {p1: 200, p1Outage: 400}, {p1: 30, p1Outage: 90}}
+	rep := newReport(smallConfig(), cols, results, []bool{true, true, true})
+	figs := rep.jsonFigures()
+	assert.Equal(t, "baseline", figs["P1"]["best_peer"], "the lower P1 of ccmkit over the other cloud is no peer's")
+	assert.InDelta(t, 0.01, figs["P1"]["ccmkit_per_best_peer"], 1e-9)
+	assert.Equal(t, 0.5, figs["P1"]["other_budget_share"])
+	assert.Equal(t, 1.5, figs["P1_outage"]["other_budget_share"])
+	var out bytes.Buffer
+	rep.printTable(&out)
+	assert.Contains(t, out.String(), "other budget: P1 30.0 requests a minute, 50% of 60 a minute (sixty a minute); P1_outage 90.0, 150%")
+	assert.NotContains(t, out.String(), "Where a peer wins:\n  P1:", "ccmkit over another cloud wins nothing from ccmkit")
 }

@@ -103,13 +103,18 @@ func choosePeers(peers []Column, only string) ([]Column, error) {
 		names = append(names, p.Name())
 	}
 	var out []Column
+	seen := map[string]bool{}
 	for name := range strings.SplitSeq(only, ",") {
-		i := slices.Index(names, strings.TrimSpace(name))
+		name = strings.TrimSpace(name)
+		i := slices.Index(names, name)
 		switch {
-		case strings.TrimSpace(name) == "none":
+		case name == "none":
 		case i < 0:
 			return nil, fmt.Errorf("-peers: %q is not a peer column (the peers: %s, or none)", name, strings.Join(names, ", "))
+		case seen[name]:
+			return nil, fmt.Errorf("-peers: %q is named twice", name)
 		default:
+			seen[name] = true
 			out = append(out, peers[i])
 		}
 	}

@@ -376,6 +376,16 @@ func (r *report) jsonFigures() map[string]map[string]any {
 			// The columns whose figure is scaled from a partial measurement; the note says how.
 			m["extrapolated"] = strings.Join(f.extrapolated, ",")
 		}
+		if f.key == "P1" || f.key == "P1_outage" {
+			for i, c := range r.columns {
+				if o, ok := c.(OnCcmkit); ok && r.ran[i] {
+					if budget, _ := o.Budget(); budget > 0 {
+						// The column's share of its cloud's budget of requests a minute.
+						m[c.Name()+"_budget_per_minute"], m[c.Name()+"_budget_share"] = budget, f.values[i]/budget
+					}
+				}
+			}
+		}
 		if b := f.best(r.peers); !f.count && b >= 0 {
 			m["best_peer"] = r.columns[b].Name()
 			if f.values[b] != 0 {

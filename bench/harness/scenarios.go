@@ -110,9 +110,12 @@ func restart(ctx context.Context, w *world, r *result, log *progress) error {
 	r.p4Calls = w.cloud.Calls().Sub(before)
 	r.p4Reads, r.p4Writes = r.p4Calls.Reads(), r.p4Calls.Writes()
 	log.printf("%s: P4 restart: %d reads, %d writes %v; %d kube writes", w.name, r.p4Reads, r.p4Writes, r.p4Calls, s.kube.writes.Load())
-	p := s.provider
+	p, k := s.provider, s.kube
 	s.stop()
 	s = nil // the stopped session refers to the provider: P5 must see only p
+	// The provider holds the session's client (Initialize) as a CCM's holds its client of
+	// the API server, which is no part of the provider's heap: keep it alive past P5.
+	defer runtime.KeepAlive(k)
 
 	if err := converged(ctx, w, p, r, log); err != nil {
 		return err
@@ -372,7 +375,7 @@ func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
 	log.printf("%s: P3 pass without latency: %.4fs, %d Node writes", w.name, r.p3NoLatency, r.p3Patches)
 
 	passNodes := w.nodes
-	if w.name != string(kindCcmkit) && w.cfg.p3Subset < len(w.nodes) {
+	if !w.ccmkit() && w.cfg.p3Subset < len(w.nodes) {
 		passNodes = w.nodes[:w.cfg.p3Subset]
 	}
 	sub := s

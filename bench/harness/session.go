@@ -63,28 +63,30 @@ type session struct {
 	wg     sync.WaitGroup
 }
 
-// clientBuilder gives a provider the session's clientset, as the cloud-controller-manager's
-// client builder gives it one of the API server.
-type clientBuilder struct{ k *kube }
+// ClientBuilder gives a provider a clientset, as the cloud-controller-manager's client
+// builder gives it one of the API server: the benchmark's sessions give theirs.
+type ClientBuilder struct{ Clientset clientset.Interface }
 
-var _ cloudprovider.ControllerClientBuilder = clientBuilder{}
+var _ cloudprovider.ControllerClientBuilder = ClientBuilder{}
 
 // Config fails: the clientset is in memory, there is no server to configure a client of.
-func (clientBuilder) Config(name string) (*restclient.Config, error) {
+func (ClientBuilder) Config(name string) (*restclient.Config, error) {
 	return nil, fmt.Errorf("client %s: the benchmark's clientset is in memory: no REST config", name)
 }
 
 // ConfigOrDie stops the process, as the upstream builder's does when Config fails.
-func (b clientBuilder) ConfigOrDie(name string) *restclient.Config {
+func (b ClientBuilder) ConfigOrDie(name string) *restclient.Config {
 	_, err := b.Config(name)
 	klog.ErrorS(err, "No REST config for the provider")
 	klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	return nil
 }
 
-func (b clientBuilder) Client(string) (clientset.Interface, error) { return b.k, nil }
+// Client returns the clientset, whatever the name.
+func (b ClientBuilder) Client(string) (clientset.Interface, error) { return b.Clientset, nil }
 
-func (b clientBuilder) ClientOrDie(string) clientset.Interface { return b.k }
+// ClientOrDie returns the clientset, whatever the name.
+func (b ClientBuilder) ClientOrDie(string) clientset.Interface { return b.Clientset }
 
 // start builds a new provider and the controllers over k, starts the informers, waits
 // for their caches and runs the parts asked for.
@@ -98,7 +100,7 @@ func (w *world) start(ctx context.Context, k *kube, run parts) (*session, error)
 	s.factory = informers.NewSharedInformerFactory(k, 0)
 	// As the cloud-controller-manager does before it starts the controllers: the provider
 	// gets its client (for events, and whatever else it uses it for), then the informers.
-	p.Initialize(clientBuilder{k}, s.ctx.Done())
+	p.Initialize(ClientBuilder{k}, s.ctx.Done())
 	if iu, ok := p.(cloudprovider.InformerUser); ok {
 		iu.SetInformers(s.factory)
 	}

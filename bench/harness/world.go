@@ -57,6 +57,13 @@ type world struct {
 	services []*corev1.Service
 }
 
+// ccmkit reports whether the world's provider is ccmkit's: the ccmkit column's, or a
+// column of ccmkit over another cloud (OnCcmkit).
+func (w *world) ccmkit() bool {
+	_, ours := w.col.(OnCcmkit)
+	return ours || w.name == string(kindCcmkit)
+}
+
 func podCIDR(i int) string {
 	return fmt.Sprintf("100.%d.%d.%d/25", 64+i>>9, (i>>1)&255, (i&1)*128)
 }
@@ -86,7 +93,7 @@ func newWorld(ctx context.Context, cfg config, col Column, log *progress) (*worl
 	k := newKube(nil, 0)
 	stop := make(chan struct{})
 	defer close(stop)
-	p.Initialize(clientBuilder{k}, stop)
+	p.Initialize(ClientBuilder{k}, stop)
 	iv2, ok := p.InstancesV2()
 	if !ok {
 		return nil, errors.New("the provider offers no InstancesV2")

@@ -12,6 +12,7 @@ import (
 	stscredsv2 "github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 	cloudprovider "k8s.io/cloud-provider"
 	awsv1 "k8s.io/cloud-provider-aws/pkg/providers/v1"
 	"k8s.io/cloud-provider-aws/pkg/providers/v1/config"
@@ -148,7 +149,21 @@ func clusterTagKey() string { return awsv1.TagNameKubernetesClusterPrefix + harn
 // NewProvider returns the AWS provider over the in-memory AWS, configured with Config. It
 // reads no clock of the benchmark's.
 func (c *cloud) NewProvider(*clocktesting.FakeClock) (cloudprovider.Interface, error) {
-	return awsv1.NewAWSCloud(Config(), services{c})
+	p, err := awsv1.NewAWSCloud(Config(), services{c})
+	if err != nil {
+		return nil, err
+	}
+	return provider{p}, nil
+}
+
+// provider is the AWS provider, whose Initialize is given a clientset of its own, empty:
+// the provider uses its client for events alone (and the server's version, which it
+// logs), and starts an event broadcaster that it never stops, which would keep a session's
+// clientset, every Node and Service of the world, alive for the rest of the run.
+type provider struct{ *awsv1.Cloud }
+
+func (p provider) Initialize(_ cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	p.Cloud.Initialize(harness.ClientBuilder{Clientset: k8sfake.NewClientset()}, stop)
 }
 
 // NodeName is the instance ID: resource-based naming.

@@ -179,6 +179,15 @@ func (c *cloud) Reaching(i int) (int, error) {
 // RoundTrip answers a request of the SDK with the mock's handler (which serves the API from
 // the root: the endpoint has no /v1), after the latency.
 func (c *cloud) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		var err error
+		body, err = io.ReadAll(r.Body)
+		_ = r.Body.Close() // a RoundTripper closes the body, also on an error
+		if err != nil {
+			return nil, err
+		}
+	}
 	if d := time.Duration(c.latency.Load()); d > 0 {
 		timer := time.NewTimer(d)
 		select {
@@ -188,17 +197,10 @@ func (c *cloud) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, r.Context().Err()
 		}
 	}
-	var body []byte
-	if r.Body != nil {
-		var err error
-		if body, err = io.ReadAll(r.Body); err != nil {
-			return nil, err
-		}
-		_ = r.Body.Close()
-		r.Body = io.NopCloser(bytes.NewReader(body))
-	}
+	served := r.Clone(r.Context()) // a RoundTripper does not change the request
+	served.Body = io.NopCloser(bytes.NewReader(body))
 	rec := httptest.NewRecorder()
-	c.mock.ServeHTTP(rec, r)
+	c.mock.ServeHTTP(rec, served)
 	if rec.Code/100 == 2 && r.Method == http.MethodPost {
 		c.written(r.URL.Path, body)
 	}

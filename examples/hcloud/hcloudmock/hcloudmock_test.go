@@ -282,6 +282,23 @@ func TestTypedErrors(t *testing.T) {
 		{"scripted conflict", &hcloudmock.Fault{Code: string(hcloud.ErrorCodeConflict)}, func(c *hcloud.Client) error {
 			return create(c, "x")
 		}, hcloud.ErrorCodeConflict, http.StatusConflict},
+		{"a target twice in a create", nil, func(c *hcloud.Client) error {
+			sel := hcloud.LoadBalancerCreateOptsTarget{Type: hcloud.LoadBalancerTargetTypeLabelSelector,
+				LabelSelector: hcloud.LoadBalancerCreateOptsTargetLabelSelector{Selector: "role=web"}}
+			_, _, err := c.LoadBalancer.Create(ctx, hcloud.LoadBalancerCreateOpts{Name: "x", LoadBalancerType: &hcloud.LoadBalancerType{Name: "lb11"},
+				Location: &hcloud.Location{Name: "fsn1"}, Targets: []hcloud.LoadBalancerCreateOptsTarget{sel, sel}})
+			return err
+		}, hcloud.ErrorCodeTargetAlreadyDefined, http.StatusUnprocessableEntity},
+		{"a target added twice", nil, func(c *hcloud.Client) error {
+			res, _, err := c.LoadBalancer.Create(ctx, hcloud.LoadBalancerCreateOpts{Name: "x", LoadBalancerType: &hcloud.LoadBalancerType{Name: "lb11"},
+				Location: &hcloud.Location{Name: "fsn1"}})
+			require.NoError(t, err)
+			opts := hcloud.LoadBalancerAddLabelSelectorTargetOpts{Selector: "role=web"}
+			_, _, err = c.LoadBalancer.AddLabelSelectorTarget(ctx, res.LoadBalancer, opts)
+			require.NoError(t, err)
+			_, _, err = c.LoadBalancer.AddLabelSelectorTarget(ctx, res.LoadBalancer, opts)
+			return err
+		}, hcloud.ErrorCodeTargetAlreadyDefined, http.StatusUnprocessableEntity},
 		{"unauthorized", nil, func(*hcloud.Client) error {
 			_, _, err := hcloud.NewClient(hcloud.WithEndpoint(c0URL(t)), hcloud.WithToken("")).Server.GetByID(ctx, 1)
 			return err
