@@ -154,11 +154,7 @@ func TestTapReach(t *testing.T) {
 					tp.observeGroup(w)
 				}
 			}
-			var reached []string
-			for id := range tp.reached {
-				reached = append(reached, id)
-			}
-			assert.ElementsMatch(t, tt.reached, reached)
+			assert.ElementsMatch(t, tt.reached, tp.reaches.Reached())
 			select {
 			case <-done:
 				assert.Len(t, tt.reached, tt.want, "done only once want load balancers reach the instance")

@@ -2,8 +2,10 @@ package harness
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	cloudprovider "k8s.io/cloud-provider"
@@ -34,6 +36,48 @@ type RealTimer interface {
 	Column
 	// WaitsPerCall returns how long the provider waits per call.
 	WaitsPerCall() time.Duration
+}
+
+// Reaches is what a Cloud's Watch keeps: the different load balancers written so that they
+// reach the watched instance, and a channel closed once there are as many as wanted. It is
+// safe for concurrent use.
+type Reaches struct {
+	mu      sync.Mutex
+	want    int
+	reached map[string]bool
+	done    chan struct{}
+}
+
+// NewReaches returns a Reaches that wants want load balancers (none: Done is closed).
+func NewReaches(want int) *Reaches {
+	r := &Reaches{want: want, reached: map[string]bool{}, done: make(chan struct{})}
+	if want <= 0 {
+		close(r.done)
+	}
+	return r
+}
+
+// Done is closed once Reach has noted want different load balancers.
+func (r *Reaches) Done() <-chan struct{} { return r.done }
+
+// Reach notes that the load balancer lb (any key that names it) reaches the instance.
+func (r *Reaches) Reach(lb string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reached[lb] || len(r.reached) >= r.want {
+		return
+	}
+	r.reached[lb] = true
+	if len(r.reached) == r.want {
+		close(r.done)
+	}
+}
+
+// Reached returns the load balancers noted so far, sorted.
+func (r *Reaches) Reached() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.reached))
 }
 
 // CloudConfig is what a column's cloud is built for.

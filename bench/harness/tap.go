@@ -22,11 +22,9 @@ type tap struct {
 
 	mu      sync.Mutex
 	target  string            // the instance ID being watched; empty: none
-	reached map[string]bool   // IDs of load balancers that reach target
+	reaches *Reaches          // IDs of load balancers that reach target
 	lbGroup map[string]string // load balancer ID to the target group it names
 	groups  map[string]bool   // IDs of target groups written with target
-	want    int
-	done    chan struct{}
 }
 
 var (
@@ -47,15 +45,12 @@ func (t *tap) setLatency(d time.Duration) { t.latency.Store(int64(d)) }
 func (t *tap) watch(target string, want int, lbGroups map[string]string) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.target, t.want, t.done = target, want, make(chan struct{})
-	t.reached, t.lbGroup, t.groups = map[string]bool{}, maps.Clone(lbGroups), map[string]bool{}
+	t.target, t.reaches = target, NewReaches(want)
+	t.lbGroup, t.groups = maps.Clone(lbGroups), map[string]bool{}
 	if t.lbGroup == nil {
 		t.lbGroup = map[string]string{}
 	}
-	if want <= 0 {
-		close(t.done)
-	}
-	return t.done
+	return t.reaches.Done()
 }
 
 // observe notes a load balancer as a write returned it.
@@ -71,7 +66,7 @@ func (t *tap) observe(lb *cloudapi.LoadBalancer) {
 		delete(t.lbGroup, lb.ID)
 	}
 	if slices.Contains(lb.Spec.Targets, t.target) || (lb.Spec.TargetGroup != "" && t.groups[lb.Spec.TargetGroup]) {
-		t.reach(lb.ID)
+		t.reaches.Reach(lb.ID)
 	}
 }
 
@@ -86,19 +81,8 @@ func (t *tap) observeGroup(g *cloudapi.TargetGroup) {
 	t.groups[g.ID] = true
 	for lb, group := range t.lbGroup {
 		if group == g.ID {
-			t.reach(lb)
+			t.reaches.Reach(lb)
 		}
-	}
-}
-
-// reach counts load balancer id as reaching the target; t.mu is held.
-func (t *tap) reach(id string) {
-	if t.reached[id] {
-		return
-	}
-	t.reached[id] = true
-	if len(t.reached) == t.want {
-		close(t.done)
 	}
 }
 

@@ -100,15 +100,13 @@ type cloud struct {
 	subnets    []ec2types.Subnet
 	routeTable ec2types.RouteTable
 	lbs        map[string]*loadBalancer
-	watch      *watch
+	watch      *watch // the Watch under way
 }
 
-// watch is a Watch under way.
+// watch is a Watch under way: the load balancers that have target registered.
 type watch struct {
-	target  string
-	want    int
-	reached map[string]bool
-	done    chan struct{}
+	target string
+	*harness.Reaches
 }
 
 var _ harness.Cloud = (*cloud)(nil)
@@ -255,22 +253,15 @@ func (c *cloud) AddInstance(i int) error {
 func (c *cloud) Watch(i, want int) <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.watch = &watch{target: instanceID(i), want: want, reached: map[string]bool{}, done: make(chan struct{})}
-	if want <= 0 {
-		close(c.watch.done)
-	}
-	return c.watch.done
+	c.watch = &watch{target: instanceID(i), Reaches: harness.NewReaches(want)}
+	return c.watch.Done()
 }
 
 // registered notes instances registered with load balancer name; c.mu is held.
 func (c *cloud) registered(name string, instances []elbtypes.Instance) {
 	w := c.watch
-	if w == nil || w.reached[name] || !slices.ContainsFunc(instances, func(in elbtypes.Instance) bool { return aws.ToString(in.InstanceId) == w.target }) {
-		return
-	}
-	w.reached[name] = true
-	if len(w.reached) == w.want {
-		close(w.done)
+	if w != nil && slices.ContainsFunc(instances, func(in elbtypes.Instance) bool { return aws.ToString(in.InstanceId) == w.target }) {
+		w.Reach(name)
 	}
 }
 

@@ -110,10 +110,8 @@ type cloud struct {
 
 // watch is a Watch under way: the load balancers written so that they reach server.
 type watch struct {
-	server  int64
-	want    int
-	reached map[string]bool
-	done    chan struct{}
+	server int64
+	*harness.Reaches
 }
 
 var _ harness.Cloud = (*cloud)(nil)
@@ -163,11 +161,8 @@ func (c *cloud) SetLatency(d time.Duration) { c.latency.Store(int64(d)) }
 func (c *cloud) Watch(i, want int) <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.watch = &watch{server: serverID(i), want: want, reached: map[string]bool{}, done: make(chan struct{})}
-	if want <= 0 {
-		close(c.watch.done)
-	}
-	return c.watch.done
+	c.watch = &watch{server: serverID(i), Reaches: harness.NewReaches(want)}
+	return c.watch.Done()
 }
 
 // Reaching returns how many load balancers have instance i's server as a target (every
@@ -213,7 +208,7 @@ func (c *cloud) written(path string, body []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w := c.watch
-	if w == nil || len(w.reached) >= w.want {
+	if w == nil {
 		return
 	}
 	var req struct {
@@ -236,11 +231,7 @@ func (c *cloud) written(path string, body []byte) {
 	case action == "actions/add_target" && req.Server != nil && req.Server.ID == w.server:
 		key = id
 	}
-	if key == "" || w.reached[key] {
-		return
-	}
-	w.reached[key] = true
-	if len(w.reached) == w.want {
-		close(w.done)
+	if key != "" {
+		w.Reach(key)
 	}
 }

@@ -43,3 +43,27 @@ func TestColumnSmall(t *testing.T) {
 	assert.NotEqual(t, Name, figures["P1"]["best_peer"], "ccmkit over Hetzner is no peer of ccmkit")
 	assert.Contains(t, logs.String(), "GET /servers", "the requests by route")
 }
+
+// TestWatch counts a load balancer created with the watched server among its targets and
+// one that had it added, each once, and nothing for another server's.
+func TestWatch(t *testing.T) {
+	hc, err := Column().NewCloud(harness.CloudConfig{Nodes: 2})
+	require.NoError(t, err)
+	c := hc.(*cloud)
+	done := c.Watch(1, 2)
+	c.written("/load_balancers", []byte(`{"name":"a","targets":[{"type":"server","server":{"id":1000}}]}`))
+	c.written("/load_balancers/7/actions/add_target", []byte(`{"type":"server","server":{"id":1000}}`))
+	c.written("/load_balancers/7/actions/add_target", []byte(`{"type":"server","server":{"id":1001}}`))
+	c.written("/load_balancers/7/actions/add_target", []byte(`{"type":"server","server":{"id":1001}}`))
+	select {
+	case <-done:
+		t.Fatal("done with one load balancer of two")
+	default:
+	}
+	c.written("/load_balancers", []byte(`{"name":"b","targets":[{"type":"server","server":{"id":1000}},{"type":"server","server":{"id":1001}}]}`))
+	select {
+	case <-done:
+	default:
+		t.Fatal("not done with two load balancers")
+	}
+}
