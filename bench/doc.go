@@ -76,6 +76,12 @@
 //     whose load balancer is created for it and deleted afterwards.
 //   - node_add: cloud writes, and time, from a new Node's registration until every load
 //     balancer has it.
+//   - node_delete: a Node's instance deleted in the cloud and the Node NotReady (its kubelet
+//     went with it): the cloud calls until the cloud is quiet as the node lifecycle
+//     controller (a pass every 5 s of virtual time) finds the instance gone and deletes the
+//     Node and the service controller takes it out of every load balancer; the time from
+//     the NotReady until every load balancer was written without it; and the load
+//     balancers that still have it at the end (0).
 //   - node_add_groups: node_add over a cloud with target groups (cloudapi.TargetGroupAPI),
 //     ccmkit's alone: a second converged cluster is built with the fake cloud's
 //     capabilities.targetGroups on from the start, so that ccmkit (loadBalancer.targetGroups,

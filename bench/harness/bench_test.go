@@ -39,6 +39,7 @@ func TestBenchSmall(t *testing.T) {
 	for _, key := range []string{
 		"P1", "P1_outage", "P2_ensure_reads", "P2_ensure_writes", "P2_update_writes", "P3",
 		"P4_reads", "P4_writes", "P5", "P6", "P6_allocs", "node_add_writes", "node_add_seconds",
+		"node_delete_writes", "node_delete_seconds", "node_delete_lbs",
 		"P2_settings_calls", "P6_settings", "P6_settings_allocs",
 		"node_add_groups_calls", "node_add_groups_lb_calls", "node_add_groups_seconds", "node_add_groups_lbs",
 	} {
@@ -60,6 +61,7 @@ func TestBenchSmall(t *testing.T) {
 	assert.Less(t, value("P1", "ccmkit"), value("P1", "baseline"))
 	assert.Less(t, value("P1_outage", "ccmkit"), value("P1_outage", "baseline"))
 	assert.Zero(t, value("P2_ensure_writes", "ccmkit"))
+	assert.Equal(t, float64(smallConfig().services), value("node_delete_writes", "ccmkit"), "one write per load balancer")
 	assert.Zero(t, value("P2_update_writes", "ccmkit"))
 	assert.Zero(t, value("P2_settings_calls", "ccmkit"), "a converged Service with every setting costs no call")
 	assert.Equal(t, 1.0, value("P2_ensure_writes", "baseline"), "the baseline writes every converged load balancer once")
@@ -70,6 +72,8 @@ func TestBenchSmall(t *testing.T) {
 		assert.Zero(t, value("P3_node_writes", side), "%s: a status pass over converged Nodes writes none", side)
 		assert.Equal(t, float64(smallConfig().services), value("node_add_lbs", side), "%s: every load balancer has the new Node", side)
 		assert.Positive(t, value("node_add_writes", side), side)
+		assert.Zero(t, value("node_delete_lbs", side), "%s: no load balancer keeps the deleted Node", side)
+		assert.Positive(t, value("node_delete_writes", side), side)
 		assert.Positive(t, value("P4_reads", side), side)
 	}
 	assert.Zero(t, rep.results[0].p1KubeWrites+rep.result("baseline").p1KubeWrites, "quiet passes over a converged cluster write no object")
@@ -130,22 +134,27 @@ func TestTapReach(t *testing.T) {
 		writes   []any             // *cloudapi.LoadBalancer or *cloudapi.TargetGroup, in order
 		want     int
 		reached  []string
+		removed  bool // watching for writes without the instance
 	}{
-		{"own targets", nil, []any{lb("lb-1", "", "i-0", "i-new"), lb("lb-2", "", "i-0")}, 2, []string{"lb-1"}},
+		{"own targets", nil, []any{lb("lb-1", "", "i-0", "i-new"), lb("lb-2", "", "i-0")}, 2, []string{"lb-1"}, false},
 		{"a group written with the instance reaches the load balancers that name it",
 			map[string]string{"lb-1": "tg-1", "lb-2": "tg-1", "lb-3": "tg-2"},
-			[]any{group("tg-1", "i-0", "i-new"), group("tg-2", "i-0")}, 3, []string{"lb-1", "lb-2"}},
+			[]any{group("tg-1", "i-0", "i-new"), group("tg-2", "i-0")}, 3, []string{"lb-1", "lb-2"}, false},
 		{"a load balancer written into a group that has the instance",
-			nil, []any{group("tg-1", "i-new"), lb("lb-1", "tg-1")}, 1, []string{"lb-1"}},
+			nil, []any{group("tg-1", "i-new"), lb("lb-1", "tg-1")}, 1, []string{"lb-1"}, false},
 		{"a load balancer moved out of its group before the group's write",
-			map[string]string{"lb-1": "tg-1"}, []any{lb("lb-1", ""), group("tg-1", "i-new")}, 1, nil},
+			map[string]string{"lb-1": "tg-1"}, []any{lb("lb-1", ""), group("tg-1", "i-new")}, 1, nil, false},
 		{"the same load balancer twice counts once",
-			nil, []any{lb("lb-1", "", "i-new"), lb("lb-1", "", "i-new")}, 2, []string{"lb-1"}},
+			nil, []any{lb("lb-1", "", "i-new"), lb("lb-1", "", "i-new")}, 2, []string{"lb-1"}, false},
+		{"removed: a load balancer written without the instance",
+			nil, []any{lb("lb-1", "", "i-0"), lb("lb-2", "", "i-0", "i-new")}, 2, []string{"lb-1"}, true},
+		{"removed: a group written without the instance takes it from the load balancers that name it",
+			map[string]string{"lb-1": "tg-1", "lb-2": "tg-2"}, []any{group("tg-1", "i-0"), group("tg-2", "i-0", "i-new")}, 1, []string{"lb-1"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tp := newTap(nil)
-			done := tp.watch("i-new", tt.want, tt.lbGroups)
+			done := tp.watch("i-new", tt.want, tt.removed, tt.lbGroups)
 			for _, w := range tt.writes {
 				switch w := w.(type) {
 				case *cloudapi.LoadBalancer:

@@ -104,11 +104,14 @@ type Cloud interface {
 	Calls() Calls
 	// AddInstance adds instance i of the world, running (node_add).
 	AddInstance(i int) error
+	// RemoveInstance deletes instance i, as the cloud does some time after it terminated:
+	// from then on it is not found (node_delete).
+	RemoveInstance(i int) error
 	// SetLatency makes every following call wait d before the cloud answers it.
 	SetLatency(d time.Duration)
 	// Watch returns a channel that is closed once want different load balancers have been
-	// written so that they reach instance i.
-	Watch(i, want int) <-chan struct{}
+	// written so that they reach instance i, or with removed, so that they no longer do.
+	Watch(i, want int, removed bool) <-chan struct{}
 	// Reaching returns how many of the cluster's load balancers reach instance i now.
 	Reaching(i int) (int, error)
 }

@@ -125,18 +125,20 @@ func (c *fakeCloud) AddInstance(i int) error {
 	return c.cloud.AddInstance(inst)
 }
 
+func (c *fakeCloud) RemoveInstance(i int) error { return c.cloud.DeleteInstance(instanceID(i)) }
+
 func (c *fakeCloud) SetLatency(d time.Duration) { c.tap.setLatency(d) }
 
-// Watch watches the tap for writes that reach instance i, through the load balancer's own
-// targets or the target group it names (as the cloud holds them now).
-func (c *fakeCloud) Watch(i, want int) <-chan struct{} {
+// Watch watches the tap for writes that reach instance i, or no longer do, through the
+// load balancer's own targets or the target group it names (as the cloud holds them now).
+func (c *fakeCloud) Watch(i, want int, removed bool) <-chan struct{} {
 	lbGroups := map[string]string{}
 	for _, lb := range c.cloud.Inventory().LoadBalancers {
 		if lb.Spec.TargetGroup != "" {
 			lbGroups[lb.ID] = lb.Spec.TargetGroup
 		}
 	}
-	return c.tap.watch(instanceID(i), want, lbGroups)
+	return c.tap.watch(instanceID(i), want, removed, lbGroups)
 }
 
 func (c *fakeCloud) Reaching(i int) (int, error) {

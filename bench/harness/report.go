@@ -175,6 +175,14 @@ func newReport(cfg config, columns []Column, results []*result, ran []bool) *rep
 	add(figure{key: "node_add_lbs", unit: "load balancers", count: true,
 		note: fmt.Sprintf("load balancers that have the new Node at the end, of %d", cfg.services)},
 		func(r *result) float64 { return float64(r.nodeAddLBs) })
+	add(figure{key: "node_delete_writes", unit: "calls", goal: atMost(s),
+		note: "a Node's instance deleted in the cloud and the Node NotReady: every cloud write until the cloud is quiet, as the lifecycle controller (a pass every 5 virtual seconds) deletes the Node and the service controller takes it out of every load balancer"},
+		count(func(r *result) int64 { return r.nodeDeleteWrites }))
+	add(figure{key: "node_delete_seconds", unit: "s", digits: 2, note: "from the Node's NotReady until every load balancer was written without it"},
+		func(r *result) float64 { return r.nodeDeleteSeconds })
+	add(figure{key: "node_delete_lbs", unit: "load balancers", count: true,
+		note: fmt.Sprintf("load balancers that still have the deleted Node's instance at the end, of %d (0: every one)", cfg.services)},
+		func(r *result) float64 { return float64(r.nodeDeleteLBs) })
 	// The peers have no target groups: their figures beside node_add_groups are their
 	// node_add's, what a Node added costs them on any cloud.
 	// The goal: the instance list that initializes the new Node (node_add's too; N + 1
@@ -290,6 +298,7 @@ func (r *report) printTable(out io.Writer) {
 		{"P1_outage calls in all", func(x *result) Calls { return x.p1OutCalls }},
 		{"P4 calls", func(x *result) Calls { return x.p4Calls }},
 		{"node_add calls", func(x *result) Calls { return x.nodeAddCalls }},
+		{"node_delete calls", func(x *result) Calls { return x.nodeDeleteCalls }},
 	} {
 		parts := make([]string, len(names))
 		for i, x := range r.results {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 )
@@ -44,6 +45,10 @@ type result struct {
 	nodeAddLBs          int // load balancers that have the new Node's instance at the end
 	nodeAddCalls        Calls
 	nodeAddKubeWrites   int64
+	nodeDeleteWrites    int64
+	nodeDeleteSeconds   float64
+	nodeDeleteLBs       int // load balancers that still have the deleted Node's instance at the end
+	nodeDeleteCalls     Calls
 	setup, total        time.Duration
 
 	// node_add_groups, ccmkit's only (measureGroups); groups says it was measured.
@@ -74,6 +79,7 @@ func measure(ctx context.Context, cfg config, col Column, log *progress) (*resul
 		{"P1_outage", outage},
 		{"P3 (node status pass)", statusPass},
 		{"node_add", nodeAdd},
+		{"node_delete", nodeDelete},
 	}
 	for _, s := range steps {
 		log.printf("%s: %s", k, s.name)
@@ -418,6 +424,98 @@ func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
 	return nil
 }
 
+// nodeDelete measures node_delete: with the service controller running and synced, the
+// world's last instance is deleted in the cloud and its Node goes NotReady (its kubelet
+// stopped with it); the node lifecycle controller's passes, every 5 s of virtual time, find
+// the instance gone and delete the Node, and the service controller takes it out of every
+// load balancer. It counts the cloud calls from the instance's deletion until the cloud is
+// quiet, times the Node's NotReady until every load balancer was written without the
+// instance, and counts the load balancers that still have it at the end.
+func nodeDelete(ctx context.Context, w *world, r *result, log *progress) error {
+	k := newKube(w.nodes, 0)
+	s, err := w.start(ctx, k, parts{service: true, lifecycleOnce: true})
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	if err := s.waitSynced(ctx, true); err != nil {
+		return err
+	}
+	i := len(w.nodes) - 1
+	done := w.cloud.Watch(i, len(w.services), true)
+	before := w.cloud.Calls()
+	if err := w.cloud.RemoveInstance(i); err != nil {
+		return err
+	}
+	name := w.nodes[i].Name
+	n, err := k.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for j := range n.Status.Conditions {
+		if c := &n.Status.Conditions[j]; c.Type == corev1.NodeReady {
+			c.Status, c.Reason = corev1.ConditionUnknown, "NodeStatusUnknown"
+		}
+	}
+	start := time.Now()
+	if _, err := k.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, func() bool {
+		n, err := s.factory.Core().V1().Nodes().Lister().Get(name)
+		return err == nil && !isReady(n)
+	}); err != nil {
+		return fmt.Errorf("waiting for the informer to see Node %s NotReady: %w", name, err)
+	}
+	deleted := false
+	for pass := 0; pass < 120 && !deleted; pass++ { // 10 virtual minutes
+		s.life.MonitorNodes(s.ctx)
+		_, err := k.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			deleted = true
+		case err != nil:
+			return err
+		default:
+			w.clock.Step(nodeMonitorPeriod)
+		}
+	}
+	if !deleted {
+		return fmt.Errorf("Node %s of the deleted instance %s is still there after 10 virtual minutes of the lifecycle controller", name, w.cloud.ProviderID(i))
+	}
+	timeout := time.NewTimer(waitTimeout)
+	defer timeout.Stop()
+	select {
+	case <-done:
+	case <-timeout.C:
+		return fmt.Errorf("the deleted Node left only some load balancers in %v", waitTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.nodeDeleteSeconds = time.Since(start).Seconds()
+	if err := w.waitQuiet(ctx); err != nil {
+		return err
+	}
+	r.nodeDeleteCalls = w.cloud.Calls().Sub(before)
+	r.nodeDeleteWrites = r.nodeDeleteCalls.Writes()
+	if r.nodeDeleteLBs, err = w.cloud.Reaching(i); err != nil {
+		return err
+	}
+	log.printf("%s: node_delete: %d cloud writes in %.2fs %v; %d of %d load balancers still have %s",
+		w.name, r.nodeDeleteWrites, r.nodeDeleteSeconds, r.nodeDeleteCalls, r.nodeDeleteLBs, len(w.services), w.cloud.ProviderID(i))
+	return nil
+}
+
+// isReady reports whether the Node's Ready condition is True.
+func isReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // measureGroups measures node_add_groups into r, ccmkit's result: it builds ccmkit's world
 // again over a fake cloud with target groups, so that the load balancers are created in
 // their groups, and adds a Node as nodeAdd does.
@@ -485,7 +583,7 @@ func addNode(ctx context.Context, w *world) (*nodeAdded, error) {
 	// provider's last instance list (the node controller's status pass at start): move the
 	// provider's clock on as real time would, or a lookup by name would trust that list.
 	w.clock.Step(time.Second)
-	done := w.cloud.Watch(i, len(w.services))
+	done := w.cloud.Watch(i, len(w.services), false)
 	before, writesBefore := w.cloud.Calls(), k.writes.Load()
 	start := time.Now()
 	if _, err := k.CoreV1().Nodes().Create(ctx, w.registeredNode(i), metav1.CreateOptions{}); err != nil {

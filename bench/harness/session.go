@@ -43,7 +43,11 @@ const (
 type parts struct {
 	nodeController bool // RunWithContext: the initialization workers and a status pass at once
 	lifecycle      bool // Run: MonitorNodes at once and every 5 s of real time
-	service        bool // Run: a sync of every Service and the node sync
+	// lifecycleOnce runs the node lifecycle controller with a period of an hour: its Run
+	// sets up its event recorder (which MonitorNodes needs to delete a Node) and makes
+	// one pass at once; the scenario calls MonitorNodes itself.
+	lifecycleOnce bool
+	service       bool // Run: a sync of every Service and the node sync
 }
 
 // session is the upstream controllers over a fake clientset and a new provider of
@@ -113,7 +117,11 @@ func (w *world) start(ctx context.Context, k *kube, run parts) (*session, error)
 	if s.node, err = nodecontrollers.NewNode(nodes, k, s.obs, nodeStatusUpdateFrequency, concurrentSyncs, concurrentSyncs); err != nil {
 		return fail(err)
 	}
-	if s.life, err = nodecontrollers.NewLifecycle(nodes, k, s.obs, nodeMonitorPeriod, concurrentSyncs); err != nil {
+	monitorPeriod := nodeMonitorPeriod
+	if run.lifecycleOnce {
+		monitorPeriod = time.Hour
+	}
+	if s.life, err = nodecontrollers.NewLifecycle(nodes, k, s.obs, monitorPeriod, concurrentSyncs); err != nil {
 		return fail(err)
 	}
 	routes, ok := p.Routes()
@@ -143,7 +151,7 @@ func (w *world) start(ctx context.Context, k *kube, run parts) (*session, error)
 	if run.nodeController {
 		s.wg.Go(func() { s.node.RunWithContext(s.ctx, metrics) })
 	}
-	if run.lifecycle {
+	if run.lifecycle || run.lifecycleOnce {
 		s.wg.Go(func() { s.life.Run(s.ctx, metrics) })
 	}
 	if run.service {

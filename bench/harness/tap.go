@@ -22,6 +22,7 @@ type tap struct {
 
 	mu      sync.Mutex
 	target  string            // the instance ID being watched; empty: none
+	removed bool              // watching for writes without target instead
 	reaches *Reaches          // IDs of load balancers that reach target
 	lbGroup map[string]string // load balancer ID to the target group it names
 	groups  map[string]bool   // IDs of target groups written with target
@@ -41,11 +42,12 @@ func (t *tap) setLatency(d time.Duration) { t.latency.Store(int64(d)) }
 // the load balancers that name a target group (cloudapi.LoadBalancerSpec.TargetGroup) to
 // it, as the cloud held them before; writes update it. The returned channel is closed once
 // want different load balancers reach target: created or updated with target among their
-// own targets, or naming a target group that was created or updated with it.
-func (t *tap) watch(target string, want int, lbGroups map[string]string) <-chan struct{} {
+// own targets, or naming a target group that was created or updated with it; with removed,
+// once want load balancers were written so that they no longer do.
+func (t *tap) watch(target string, want int, removed bool, lbGroups map[string]string) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.target, t.reaches = target, NewReaches(want)
+	t.target, t.removed, t.reaches = target, removed, NewReaches(want)
 	t.lbGroup, t.groups = maps.Clone(lbGroups), map[string]bool{}
 	if t.lbGroup == nil {
 		t.lbGroup = map[string]string{}
@@ -65,17 +67,20 @@ func (t *tap) observe(lb *cloudapi.LoadBalancer) {
 	} else {
 		delete(t.lbGroup, lb.ID)
 	}
-	if slices.Contains(lb.Spec.Targets, t.target) || (lb.Spec.TargetGroup != "" && t.groups[lb.Spec.TargetGroup]) {
+	// t.groups holds the groups written as watched: with target, or without when removed.
+	inGroup := lb.Spec.TargetGroup != "" && t.groups[lb.Spec.TargetGroup]
+	if own := slices.Contains(lb.Spec.Targets, t.target); (!t.removed && (own || inGroup)) ||
+		(t.removed && (inGroup || lb.Spec.TargetGroup == "" && !own)) {
 		t.reaches.Reach(lb.ID)
 	}
 }
 
-// observeGroup notes a target group as a write returned it: with target, every load
-// balancer that names it reaches target.
+// observeGroup notes a target group as a write returned it: with target (without, when
+// removed), every load balancer that names it reaches target (no longer does).
 func (t *tap) observeGroup(g *cloudapi.TargetGroup) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.target == "" || t.groups[g.ID] || !slices.Contains(g.Spec.Targets, t.target) {
+	if t.target == "" || t.groups[g.ID] || slices.Contains(g.Spec.Targets, t.target) == t.removed {
 		return
 	}
 	t.groups[g.ID] = true

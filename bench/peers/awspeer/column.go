@@ -103,9 +103,11 @@ type cloud struct {
 	watch      *watch // the Watch under way
 }
 
-// watch is a Watch under way: the load balancers that have target registered.
+// watch is a Watch under way: the load balancers that have target registered, or
+// deregistered with removed.
 type watch struct {
-	target string
+	target  string
+	removed bool
 	*harness.Reaches
 }
 
@@ -214,6 +216,19 @@ func (c *cloud) request(ctx context.Context, op harness.Op) (unlock func(), err 
 
 func (c *cloud) SetLatency(d time.Duration) { c.latency.Store(int64(d)) }
 
+// RemoveInstance deletes instance i: DescribeInstances no longer answers it.
+func (c *cloud) RemoveInstance(i int) error {
+	id := instanceID(i)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.instances[id]; !ok {
+		return fmt.Errorf("no instance %s", id)
+	}
+	delete(c.instances, id)
+	c.order = slices.DeleteFunc(c.order, func(o string) bool { return o == id })
+	return nil
+}
+
 // AddInstance adds instance i, running, with the cluster tag.
 func (c *cloud) AddInstance(i int) error {
 	wi := harness.WorldInstance(i)
@@ -249,18 +264,20 @@ func (c *cloud) AddInstance(i int) error {
 }
 
 // Watch returns a channel closed once want different load balancers have instance i
-// registered by a write.
-func (c *cloud) Watch(i, want int) <-chan struct{} {
+// registered by a write, or deregistered with removed.
+func (c *cloud) Watch(i, want int, removed bool) <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.watch = &watch{target: instanceID(i), Reaches: harness.NewReaches(want)}
+	c.watch = &watch{target: instanceID(i), removed: removed, Reaches: harness.NewReaches(want)}
 	return c.watch.Done()
 }
 
-// registered notes instances registered with load balancer name; c.mu is held.
-func (c *cloud) registered(name string, instances []elbtypes.Instance) {
+// registered notes instances registered with load balancer name, or deregistered from it
+// with deregistered; c.mu is held.
+func (c *cloud) registered(name string, instances []elbtypes.Instance, deregistered bool) {
 	w := c.watch
-	if w != nil && slices.ContainsFunc(instances, func(in elbtypes.Instance) bool { return aws.ToString(in.InstanceId) == w.target }) {
+	if w != nil && w.removed == deregistered &&
+		slices.ContainsFunc(instances, func(in elbtypes.Instance) bool { return aws.ToString(in.InstanceId) == w.target }) {
 		w.Reach(name)
 	}
 }

@@ -211,7 +211,7 @@ func (a elbAPI) RegisterInstancesWithLoadBalancer(ctx context.Context, in *elb.R
 			}
 		}
 		instances = slices.Clone(lb.desc.Instances)
-		a.c.registered(aws.ToString(in.LoadBalancerName), in.Instances)
+		a.c.registered(aws.ToString(in.LoadBalancerName), in.Instances, false)
 	})
 	if err != nil {
 		return nil, err
@@ -226,6 +226,7 @@ func (a elbAPI) DeregisterInstancesFromLoadBalancer(ctx context.Context, in *elb
 			return slices.ContainsFunc(in.Instances, func(r elbtypes.Instance) bool { return aws.ToString(r.InstanceId) == aws.ToString(h.InstanceId) })
 		})
 		instances = slices.Clone(lb.desc.Instances)
+		a.c.registered(aws.ToString(in.LoadBalancerName), in.Instances, true)
 	})
 	if err != nil {
 		return nil, err

@@ -108,9 +108,11 @@ type cloud struct {
 	watch *watch
 }
 
-// watch is a Watch under way: the load balancers written so that they reach server.
+// watch is a Watch under way: the load balancers written so that they reach server, or
+// no longer do with removed.
 type watch struct {
-	server int64
+	server  int64
+	removed bool
 	*harness.Reaches
 }
 
@@ -154,14 +156,22 @@ func (c *cloud) Calls() harness.Calls {
 // AddInstance adds instance i's server to the project.
 func (c *cloud) AddInstance(i int) error { return c.mock.AddServer(server(i)) }
 
+// RemoveInstance deletes instance i's server; the mock keeps it a target of its load
+// balancers until they are written without it.
+func (c *cloud) RemoveInstance(i int) error {
+	c.mock.DeleteServer(serverID(i))
+	return nil
+}
+
 func (c *cloud) SetLatency(d time.Duration) { c.latency.Store(int64(d)) }
 
 // Watch returns a channel closed once want different load balancers were created with
-// instance i's server among their targets or had it added.
-func (c *cloud) Watch(i, want int) <-chan struct{} {
+// instance i's server among their targets or had it added, or with removed, had it
+// removed.
+func (c *cloud) Watch(i, want int, removed bool) <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.watch = &watch{server: serverID(i), Reaches: harness.NewReaches(want)}
+	c.watch = &watch{server: serverID(i), removed: removed, Reaches: harness.NewReaches(want)}
 	return c.watch.Done()
 }
 
@@ -203,7 +213,8 @@ func (c *cloud) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // written notes a successful write of a load balancer for the Watch under way: a create
-// whose targets include the watched server, or an add_target of it.
+// whose targets include the watched server, or an add_target of it; or with removed, a
+// remove_target of it.
 func (c *cloud) written(path string, body []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -222,6 +233,10 @@ func (c *cloud) written(path string, body []byte) {
 	}
 	var key string
 	switch id, action, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/"); {
+	case w.removed:
+		if action == "actions/remove_target" && req.Server != nil && req.Server.ID == w.server {
+			key = id
+		}
 	case rest == "":
 		for _, t := range req.Targets {
 			if t.Server != nil && t.Server.ID == w.server {

@@ -38,6 +38,8 @@ func TestColumnSmall(t *testing.T) {
 	}
 	assert.Equal(t, float64(services), hc("node_add_writes"), "one add_target per load balancer")
 	assert.Equal(t, float64(services), hc("node_add_lbs"), "every load balancer has the new server")
+	assert.Equal(t, float64(services), hc("node_delete_writes"), "one remove_target per load balancer")
+	assert.Equal(t, 0.0, hc("node_delete_lbs"), "no load balancer keeps the deleted server")
 	assert.Nil(t, hc("P2_settings_calls"), "Hetzner has no client-IP session affinity: n/a")
 	assert.Contains(t, figures["P2_settings_calls"]["note"], Name+" refuses the Service")
 	assert.NotEqual(t, Name, figures["P1"]["best_peer"], "ccmkit over Hetzner is no peer of ccmkit")
@@ -45,12 +47,13 @@ func TestColumnSmall(t *testing.T) {
 }
 
 // TestWatch counts a load balancer created with the watched server among its targets and
-// one that had it added, each once, and nothing for another server's.
+// one that had it added, each once, and nothing for another server's; watching for the
+// server's removal, only a remove_target of it.
 func TestWatch(t *testing.T) {
 	hc, err := Column().NewCloud(harness.CloudConfig{Nodes: 2})
 	require.NoError(t, err)
 	c := hc.(*cloud)
-	done := c.Watch(1, 2)
+	done := c.Watch(1, 2, false)
 	c.written("/load_balancers", []byte(`{"name":"a","targets":[{"type":"server","server":{"id":1000}}]}`))
 	c.written("/load_balancers/7/actions/add_target", []byte(`{"type":"server","server":{"id":1000}}`))
 	c.written("/load_balancers/7/actions/add_target", []byte(`{"type":"server","server":{"id":1001}}`))
@@ -65,5 +68,20 @@ func TestWatch(t *testing.T) {
 	case <-done:
 	default:
 		t.Fatal("not done with two load balancers")
+	}
+
+	gone := c.Watch(1, 1, true)
+	c.written("/load_balancers/7/actions/add_target", []byte(`{"type":"server","server":{"id":1001}}`))
+	c.written("/load_balancers/7/actions/remove_target", []byte(`{"type":"server","server":{"id":1000}}`))
+	select {
+	case <-gone:
+		t.Fatal("done with another server removed")
+	default:
+	}
+	c.written("/load_balancers/7/actions/remove_target", []byte(`{"type":"server","server":{"id":1001}}`))
+	select {
+	case <-gone:
+	default:
+		t.Fatal("not done with the server removed")
 	}
 }
