@@ -22,6 +22,8 @@
 //     real API answers most with a running action, which the adapter polls (a read or
 //     more per write), so the column's reads, total requests and times are a floor; its
 //     writes are what they would be.
+//   - A deleted server stays a target of its load balancers until they are written
+//     without it (node_delete: one remove_target per load balancer).
 //   - The project's rate limit (3,600 requests an hour, one more each second) is off: the
 //     figures count requests, and the report sets P1 against the budget instead.
 //   - Hetzner's limits on sizes: a load balancer holds at most 150 targets (lb31), a
