@@ -62,9 +62,16 @@
 // After the history the faults stop, the controllers run for the settle window (the
 // longest back-off of the service and cloud node controllers, 300s and 1000s, plus the
 // instance snapshot's maximum age, plus two rounds of the lifecycle and route
-// controllers, plus two windows of the deletion brake, which lets the Nodes of instances
-// deleted in a burst go a few a window; with target groups 34 minutes more: a collection keeps a group made less
-// than 32 cache.maxAge ago), and the end state is checked:
+// controllers, plus the windows of the deletion brake that the Nodes of gone instances
+// left by the history need, as it lets them go nodes.deletionBrake.minimum a window in a
+// cluster of a few Nodes: ceil(gone/minimum) windows and one more, at least two;
+// with target groups 34 minutes more: a collection keeps a group made less than 32
+// cache.maxAge ago). Then the operator acknowledges (instances.AnnotationAcknowledgeGone)
+// every Node whose instance is gone in the cloud while the brake is engaged (a cluster
+// whose every instance went within one list, which the brake cannot tell from another
+// project), as the brake's event asks, and the controllers run the settle window once
+// more; a Node the brake holds only for its allowance is left to it. The end state is
+// then checked:
 //
 //   - no Service ever had two load balancers at once (fake.Cloud.LoadBalancerHistory is
 //     replayed), and every update's Changes were its real diff, also for the client's

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -21,7 +22,9 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/internal/clocktest"
+	"github.com/ccmkit/ccmkit/internal/instancecache"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/provider/providertest"
 )
@@ -29,20 +32,32 @@ import (
 // clusterID is the cluster ID of the provider's config: the ownership tag value.
 const clusterID = "soak"
 
-// settleWindow is how long the controllers run after the faults stop before the checks:
-// the longest back-off of the service and cloud node controllers (a retry scheduled by the
-// last failure may wait that long), plus the instance snapshot's maximum age (the
-// lifecycle controller may see a deleted instance that long), plus two lifecycle rounds
-// and two route rounds for the work that follows a Node's deletion or initialization,
-// plus brakeSettle.
+// settleWindow is how long the controllers run after the faults stop before the checks,
+// beside brakeSettle: the longest back-off of the service and cloud node controllers (a
+// retry scheduled by the last failure may wait that long), plus the instance snapshot's
+// maximum age (the lifecycle controller may see a deleted instance that long), plus two
+// lifecycle rounds and two route rounds for the work that follows a Node's deletion or
+// initialization.
 const settleWindow = max(serviceMaxRetryDelay, nodeInitMaxRetryDelay) + provider.DefaultCacheMaxAge +
-	2*nodeMonitorPeriod + 2*routeReconcilePeriod + brakeSettle
+	2*nodeMonitorPeriod + 2*routeReconcilePeriod
 
-// brakeSettle is how long the deletion brake may hold back the Nodes of instances deleted
-// at the end of the history: the history deletes instances of a cluster of a few Nodes
-// faster than the brake lets them go (nodes.deletionBrake.minimum a window), so the last
-// ones go a window or two later (one is enough for the default runs).
-const brakeSettle = 2 * provider.DefaultDeletionBrakeWindow
+// brakeSettle is how long the deletion brake may hold back the Nodes of the gone instances
+// (deleted or terminated) that the history leaves: the brake lets at least
+// nodes.deletionBrake.minimum of them go a window, and no more than that in a cluster of a
+// few Nodes, so the last of gone go ceil(gone/minimum) windows later, one more for a window
+// whose allowance the history spent already; never less than two windows.
+//
+// It was two windows whatever the history left, on the belief that a history leaves only
+// a few such Nodes. It may leave many more: seed 5 of 1000 operations deletes instances of
+// a cluster of a few Nodes faster than two a window until its end, and the brake lets them
+// go two a window, as it should; the Nodes still there after two windows read as not
+// deleted, and the load balancers that the cloud refused while their instances were
+// targets, as missing.
+func brakeSettle(gone int) time.Duration {
+	minimum := provider.DefaultDeletionBrakeMinimum
+	windows := max(2, (gone+minimum-1)/minimum+1)
+	return time.Duration(windows) * provider.DefaultDeletionBrakeWindow
+}
 
 // groupSettle is how much longer the controllers run after the faults stop on a cloud with
 // target groups: a collection keeps a group made less than 32 cache.maxAge ago, and its
@@ -152,6 +167,9 @@ type result struct {
 	adoptions, groupAdoptions, releases int
 	// nodeDeletions counts the Nodes the lifecycle controller deleted.
 	nodeDeletions int
+	// acknowledged counts the Nodes the operator annotated to acknowledge that their
+	// instance is gone while the deletion brake was engaged (see acknowledgeGone).
+	acknowledged int
 	// sharedWrites counts the writes of shared load balancers; sharedByMany those that
 	// left one with the listeners of two Services or more.
 	sharedWrites, sharedByMany int
@@ -223,15 +241,61 @@ func (s *sim) execute(ops []op) error {
 		s.addGroupFaults(counts)
 	}
 	s.sw.set(s.watched)
-	settle := settleWindow
+	settle := settleWindow + brakeSettle(len(s.goneNodes()))
 	if s.p.targetGroups {
 		settle += groupSettle
 	}
 	if err := s.ccm.runUntil(s.clock.Now().Add(settle)); err != nil {
 		return fmt.Errorf("while settling: %w", err)
 	}
+	if s.acknowledgeGone() > 0 {
+		if err := s.ccm.runUntil(s.clock.Now().Add(settleWindow)); err != nil {
+			return fmt.Errorf("while settling after acknowledging gone instances: %w", err)
+		}
+	}
 	s.res.virtual = s.clock.Now().Sub(s.start)
 	return nil
+}
+
+// goneNodes returns the Nodes whose instance is gone (deleted or terminated) in the cloud.
+func (s *sim) goneNodes() []*corev1.Node {
+	inv := s.cloud.Inventory()
+	var out []*corev1.Node
+	for _, n := range s.w.listNodes() {
+		if inst := instanceOf(n, inv.Instances); inst == nil || inst.State == cloudapi.InstanceTerminated {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// acknowledgeGone is the operator who reads the InstanceGoneRefused event of a Node whose
+// instance is gone while the deletion brake is engaged, makes sure in the cloud that it is
+// gone, and annotates the Node instances.AnnotationAcknowledgeGone, as the event asks. It
+// returns how many Nodes it annotated.
+//
+// The brake engages when a list has none of the instances live that the list before had
+// (more than nodes.deletionBrake.minimum): a cluster whose every instance goes within one
+// list, as a history may make one (seed 6 of 1000 operations: of three Nodes, the
+// autoscaler removes one while the other two instances are deleted behind the cluster's
+// back), looks to the brake like a cloud answering for another project, and it holds
+// every answer "gone" until a list has one of those instances live again or the operator
+// acknowledges. That is the brake's rule; without the operator such Nodes stay for good.
+// A Node the brake holds only for its allowance is left to it (brakeSettle).
+func (s *sim) acknowledgeGone() int {
+	acknowledged := 0
+	for _, n := range s.goneNodes() {
+		var braked *instancecache.BrakeError
+		if _, err := s.ccm.inst.InstanceExists(s.ctx, n); !errors.As(err, &braked) || !braked.Engaged {
+			continue
+		}
+		s.w.updateNode(n.Name, func(n *corev1.Node) {
+			metav1.SetMetaDataAnnotation(&n.ObjectMeta, instances.AnnotationAcknowledgeGone, "true")
+		})
+		acknowledged++
+	}
+	s.res.acknowledged += acknowledged
+	return acknowledged
 }
 
 // faultinjectWrap returns the fault injector of the step of o: seeded by the run's seed
