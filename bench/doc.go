@@ -77,7 +77,8 @@
 //   - node_add: cloud writes, and time, from a new Node's registration until every load
 //     balancer has it.
 //   - node_delete: a Node's instance deleted in the cloud and the Node NotReady (its kubelet
-//     went with it): the cloud calls until the cloud is quiet as the node lifecycle
+//     went with it): the cloud writes until the cloud is quiet (the calls by operation in
+//     the report) as the node lifecycle
 //     controller (a pass every 5 s of virtual time) finds the instance gone and deletes the
 //     Node and the service controller takes it out of every load balancer; the time from
 //     the NotReady until every load balancer was written without it; and the load

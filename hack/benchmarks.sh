@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 out=docs/benchmarks.md
 sweep_dir=docs/benchmarks
 tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
+trap 'rm -f "$tmp" "$tmp".*' EXIT
 
 bench_cmd=(go test -run '^$' -bench . -benchmem -benchtime=2s ./fake ./instances ./internal/cloudclient ./internal/instancecache ./loadbalancer)
 # The side-by-side with every column runs in bench/peers (a module of its own), at 1,000
@@ -26,7 +26,8 @@ sweep_cmd=(go run ./bench -sweep -sweep-dir "$sweep_dir")
 plot_cmd=(go run . -in "../../$sweep_dir/sweep.json") # in hack/benchplot
 
 # Before anything is written: the output files themselves must not count as a change.
-commit="$(git rev-parse --short HEAD)$(git diff --quiet -- . ":(exclude)$out" ":(exclude)$sweep_dir" || echo ' (with uncommitted changes)')"
+# Staged and untracked changes count too (git status, not git diff).
+commit="$(git rev-parse --short HEAD)$([[ -z $(git status --porcelain -- . ":(exclude)$out" ":(exclude)$sweep_dir") ]] || echo ' (with uncommitted changes)')"
 
 if [[ ${BENCHMARKS_SWEEP:-1} != 0 ]]; then
 	echo "==> ${sweep_cmd[*]}" >&2

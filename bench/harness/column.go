@@ -39,8 +39,8 @@ type RealTimer interface {
 }
 
 // Reaches is what a Cloud's Watch keeps: the different load balancers written so that they
-// reach the watched instance, and a channel closed once there are as many as wanted. It is
-// safe for concurrent use.
+// reach the watched instance (or, watching its removal, no longer do), and a channel closed
+// once there are as many as wanted. It is safe for concurrent use.
 type Reaches struct {
 	mu      sync.Mutex
 	want    int

@@ -176,7 +176,7 @@ func (c fakeColumn) Why(key string) string {
 	case "P6", "P6_cpu", "P6_sorted_nodes", "P6_settings":
 		return "its call is one read and one whole write of the load balancer, which cost nothing in memory; ccmkit builds the desired load balancer and compares it, to write nothing (over a cloud, the baseline's write is a request: P2_ensure_writes)"
 	case "P3_no_latency", "node_add_seconds", "node_add_groups_seconds", "node_delete_seconds":
-		return "wall time over an in-memory cloud that answers at once: within run-to-run noise at this size, nothing to win; with latency per call (P3) and in calls (node_add_writes, node_delete_writes, node_add_groups_calls) ccmkit's fewer calls show"
+		return "wall time over an in-memory cloud that answers at once: within run-to-run noise at this size, nothing to win; with latency per call (P3) and in calls (node_add_writes, node_add_groups_calls, the node_delete calls below) ccmkit's fewer calls show"
 	}
 	return ""
 }

@@ -14,7 +14,7 @@ import (
 // tap sits between a provider and the fake cloud. It delays every call by a latency that
 // can be changed between measurements (the node-status pass at 100 ms per call), and it
 // watches load balancer and target group writes for one target instance, to time how
-// long a new Node takes to reach every load balancer. Calls are counted at the fake, not
+// long a new Node takes to reach every load balancer, or a deleted one to leave them. Calls are counted at the fake, not
 // here. It offers the cloud's target groups when the cloud has them.
 type tap struct {
 	inner   cloudapi.Client
@@ -25,7 +25,7 @@ type tap struct {
 	removed bool              // watching for writes without target instead
 	reaches *Reaches          // IDs of load balancers that reach target
 	lbGroup map[string]string // load balancer ID to the target group it names
-	groups  map[string]bool   // IDs of target groups written with target
+	groups  map[string]bool   // IDs of target groups written with target (without it, when removed)
 }
 
 var (

@@ -27,6 +27,7 @@ const (
 	checkDuplicateLB = "duplicate-load-balancer" // two load balancers of one Service existed at once
 	checkStaleDiff   = "stale-diff"              // an update's Changes did not describe what it changed
 	checkNodeDeleted = "node-deleted"            // a Node was deleted while its instance existed
+	checkBrakeStuck  = "brake-stuck"             // the deletion brake stayed engaged though a Node's instance ran
 	checkNotOurs     = "not-ours-changed"        // a load balancer without this cluster's tags was changed (but by an adoption) or deleted, or a target group without them written
 	// In a run with shares (share_test.go).
 	checkShareDeleted  = "share-deleted"  // a share's last load balancer was deleted while a Service of the share existed

@@ -269,10 +269,17 @@ func (s *sim) goneNodes() []*corev1.Node {
 	return out
 }
 
-// acknowledgeGone is the operator who reads the InstanceGoneRefused event of a Node whose
-// instance is gone while the deletion brake is engaged, makes sure in the cloud that it is
-// gone, and annotates the Node instances.AnnotationAcknowledgeGone, as the event asks. It
-// returns how many Nodes it annotated.
+// acknowledgeGone is the operator who, told by the InstanceGoneRefused event that the
+// deletion brake holds a Node whose instance is gone (the soak drops events: it asks the
+// provider, as the event's lookup does), makes sure in the cloud that it is gone, and
+// annotates the Node instances.AnnotationAcknowledgeGone, as the event asks. It returns how
+// many Nodes it annotated.
+//
+// It acknowledges only a brake that cannot release by itself: one whose cluster has no Node
+// with a running instance. A Node's instance is looked up by every status pass, and the
+// brake releases at the first list that has an instance live that it was asked about; so
+// after settling, an engaged brake beside a Node with a live instance is a brake that did not
+// release when it should have: a violation (checkBrakeStuck), which the operator must not hide.
 //
 // The brake engages when a list has none of the instances live that the list before had
 // (more than nodes.deletionBrake.minimum): a cluster whose every instance goes within one
@@ -284,9 +291,22 @@ func (s *sim) goneNodes() []*corev1.Node {
 // A Node the brake holds only for its allowance is left to it (brakeSettle).
 func (s *sim) acknowledgeGone() int {
 	acknowledged := 0
+	inv := s.cloud.Inventory()
+	var live string // a Node whose instance runs
+	for _, n := range s.w.listNodes() {
+		if inst := instanceOf(n, inv.Instances); inst != nil && inst.State != cloudapi.InstanceTerminated {
+			live = n.Name
+			break
+		}
+	}
 	for _, n := range s.goneNodes() {
 		var braked *instancecache.BrakeError
 		if _, err := s.ccm.inst.InstanceExists(s.ctx, n); !errors.As(err, &braked) || !braked.Engaged {
+			continue
+		}
+		if live != "" {
+			s.rec.violations = append(s.rec.violations, violation{Check: checkBrakeStuck, Msg: fmt.Sprintf(
+				"the deletion brake still holds Node %s as engaged after settling, though Node %s's instance runs", n.Name, live)})
 			continue
 		}
 		s.w.updateNode(n.Name, func(n *corev1.Node) {

@@ -23,7 +23,8 @@
 //     more per write), so the column's reads, total requests and times are a floor; its
 //     writes are what they would be.
 //   - A deleted server stays a target of its load balancers until they are written
-//     without it (node_delete: one remove_target per load balancer).
+//     without it, which counts against the column: node_delete's remove_target per load
+//     balancer is a ceiling (the real API may drop a deleted server's targets itself).
 //   - The project's rate limit (3,600 requests an hour, one more each second) is off: the
 //     figures count requests, and the report sets P1 against the budget instead.
 //   - Hetzner's limits on sizes: a load balancer holds at most 150 targets (lb31), a
