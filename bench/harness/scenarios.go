@@ -481,7 +481,7 @@ func nodeDelete(ctx context.Context, w *world, r *result, log *progress) error {
 		}
 	}
 	if !deleted {
-		return fmt.Errorf("Node %s of the deleted instance %s is still there after 10 virtual minutes of the lifecycle controller", name, w.cloud.ProviderID(i))
+		return fmt.Errorf("the Node %s of the deleted instance %s is still there after 10 virtual minutes of the lifecycle controller", name, w.cloud.ProviderID(i))
 	}
 	timeout := time.NewTimer(waitTimeout)
 	defer timeout.Stop()
