@@ -107,7 +107,9 @@ echo "==> (cd hack/benchplot && ${plot_cmd[*]})" >&2
 	echo "## Every column at 5,000 Nodes"
 	echo
 	echo "The same at N = 5,000 Nodes and S = 1,000 Services: the size of the goals for P1 and P4"
-	echo "against the best peer (at most a tenth of it)."
+	echo "against the best peer (at most a tenth of it). The run takes over an hour, so it"
+	echo "shares the machine with whatever else runs then: call counts are exact, wall-time"
+	echo "figures (P6, the seconds) move with the load (P6_cpu beside P6 shows how much)."
 	echo
 	echo "- run: $(cat "$sweep_dir/peers5000.run")"
 	echo
