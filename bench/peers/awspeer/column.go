@@ -65,7 +65,7 @@ func (column) Why(key string) string {
 	case "P5":
 		return "it keeps no instance snapshot between calls but the last full instance list its load balancers use, and a cache of zones; what it keeps of the Nodes is the shared informer's; to win it ccmkit would drop the instance snapshot that makes its P1 and P4 a list per pass, a trade it does not make"
 	case "node_add_seconds", "node_delete_seconds":
-		return "wall time: its in-memory ELB registers or deregisters the one instance per call, while ccmkit's fake cloud takes each load balancer's whole target list (N targets) per write and checks every target; in writes they are even (node_add_writes, node_delete_writes); to win it ccmkit's load balancers would name a target group, one write per Node added (node_add_groups_seconds), or cloudapi would need a write of the targets that changed"
+		return "wall time: its in-memory ELB registers or deregisters the one instance per call, while ccmkit plans each write from the load balancer's whole target list (N targets) and its fake cloud takes and checks that whole list; in writes they are even (node_add_writes, node_delete_writes); to win it ccmkit's load balancers would name a target group, one write per Node added (node_add_groups_seconds), or cloudapi would need a write of the targets that changed"
 	case "P6_allocs", "P6_settings_allocs":
 		return "it compares the load balancer it reads field by field with what the Service asks, without building a desired load balancer first; to win it ccmkit would need that second comparison beside the one every write is planned from"
 	}
