@@ -57,7 +57,7 @@ done < <(git ls-files -s -z | sed -z 's/^\([0-9]*\) [0-9a-f]* [0-9]\t/\1 \t/')
 while IFS= read -r hit; do
 	echo "unresolved merge conflict marker: $hit"
 	problems=$((problems + 1))
-done < <(git grep -n -I -E '^(<<<<<<< |>>>>>>> |=======$)' -- . || true)
+done < <(git grep -n -I -E '^(<<<<<<<|>>>>>>>) ' -- . || true)
 if ((problems > 0)); then
 	echo "$problems tracked file(s) the repository must not carry"
 	exit 1
