@@ -68,9 +68,11 @@
 // ErrInvalidRequest, ErrTransient), for example with NewError or Throttled, keeping the
 // cloud's own error as the cause; ErrorCodes classifies the typed error codes of an API
 // that has them, and what is not the API's answer. A cloud whose IDs are numbers refuses
-// any other ID before a call (NumericID). The one rule that matters most: return ErrNotFound only
-// when the cloud says, with certainty, that the resource does not exist. A timeout or a
-// 5xx is ErrTransient; reading it as "not found" makes Kubernetes delete a healthy Node.
+// any other ID before a call (NumericID; PartwiseLoadBalancers.IDs and Refs with
+// IsNumericID do it for load balancers). The one rule that matters most: return
+// ErrNotFound only when the cloud says, with certainty, that the resource does not exist.
+// A timeout or a 5xx is ErrTransient; reading it as "not found" makes Kubernetes delete
+// a healthy Node.
 //
 // Only the API's own typed not-found answer is authoritative: over HTTP, a 404 whose body
 // is the API's error with its not-found code (for example {"code": "not_found"}). A bare

@@ -2,6 +2,7 @@ package cloudapi
 
 import (
 	"maps"
+	"net"
 	"slices"
 )
 
@@ -69,6 +70,19 @@ type Address struct {
 	Type AddressType
 	// Address is the IP address in its canonical text form, or the host or DNS name.
 	Address string
+}
+
+// IPAddresses returns ips as addresses of type t, each in its canonical text form, without
+// the nil, malformed and unspecified ones (0.0.0.0, ::): an SDK's structs hold those
+// where the cloud answered none.
+func IPAddresses(t AddressType, ips ...net.IP) []Address {
+	var out []Address
+	for _, ip := range ips {
+		if ip.To16() != nil && !ip.IsUnspecified() {
+			out = append(out, Address{Type: t, Address: ip.String()})
+		}
+	}
+	return out
 }
 
 // InstanceState is the lifecycle state of an instance.

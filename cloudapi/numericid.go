@@ -15,3 +15,10 @@ func NumericID(id string) (n int64, ok bool) {
 	}
 	return n, true
 }
+
+// IsNumericID reports whether id is one NumericID reads: the form of
+// PartwiseLoadBalancers.IDs and Refs for a cloud of numbered resources.
+func IsNumericID(id string) bool {
+	_, ok := NumericID(id)
+	return ok
+}

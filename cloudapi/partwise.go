@@ -3,6 +3,8 @@ package cloudapi
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 )
 
 // PartwiseLoadBalancers is the LoadBalancerAPI of a cloud whose API changes a load
@@ -37,13 +39,22 @@ type PartwiseLoadBalancers[L any] struct {
 	// Delete deletes the load balancer id: an error matching ErrNotFound when there was
 	// nothing to delete.
 	Delete func(ctx context.Context, id string) error
+	// IDs, when set, tells the IDs the cloud gives its load balancers (IsNumericID for
+	// numbered ones): one it refuses names none, so a read, update or delete of it answers
+	// ErrNotFound before any call, Get and Delete included (a context that has ended
+	// answers ErrTransient first: no answer is "not found").
+	IDs func(id string) bool
+	// Refs, when set, tells the references the cloud takes for a spec's targets and
+	// certificates (IsNumericID for numbered ones): a spec with one it refuses is
+	// ErrInvalidRequest before any call.
+	Refs func(ref string) bool
 }
 
 var _ LoadBalancerAPI = PartwiseLoadBalancers[struct{}]{}
 
 // GetLoadBalancer reads the load balancer id (Get, Read).
 func (p PartwiseLoadBalancers[L]) GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error) {
-	lb, err := p.Get(ctx, OpGetLoadBalancer, id)
+	lb, err := p.get(ctx, OpGetLoadBalancer, id)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +100,7 @@ func (p PartwiseLoadBalancers[L]) UpdateLoadBalancer(ctx context.Context, id str
 	if err := p.check(op, id, update.Spec); err != nil {
 		return nil, err
 	}
-	lb, err := p.Get(ctx, op, id)
+	lb, err := p.get(ctx, op, id)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +109,31 @@ func (p PartwiseLoadBalancers[L]) UpdateLoadBalancer(ctx context.Context, id str
 
 // DeleteLoadBalancer deletes the load balancer id (Delete).
 func (p PartwiseLoadBalancers[L]) DeleteLoadBalancer(ctx context.Context, id string) error {
+	if err := p.known(ctx, OpDeleteLoadBalancer, id); err != nil {
+		return err
+	}
 	return p.Delete(ctx, id)
+}
+
+// get reads the load balancer id for op (Get), an ID that IDs refuses as not found.
+func (p PartwiseLoadBalancers[L]) get(ctx context.Context, op Operation, id string) (L, error) {
+	if err := p.known(ctx, op, id); err != nil {
+		var none L
+		return none, err
+	}
+	return p.Get(ctx, op, id)
+}
+
+// known refuses, for op, an ID that IDs refuses: ErrNotFound, or ErrTransient when ctx
+// has ended.
+func (p PartwiseLoadBalancers[L]) known(ctx context.Context, op Operation, id string) error {
+	switch {
+	case p.IDs == nil || p.IDs(id):
+		return nil
+	case ctx.Err() != nil:
+		return NewError(ErrTransient, op, id, ctx.Err())
+	}
+	return NewError(ErrNotFound, op, id, errors.New("not an ID the cloud gives its load balancers"))
 }
 
 // update makes lb, as last read, what spec says with the steps, and reads it again.
@@ -114,13 +149,28 @@ func (p PartwiseLoadBalancers[L]) update(ctx context.Context, op Operation, lb L
 	return p.GetLoadBalancer(ctx, cur.ID)
 }
 
-// check refuses, for op on id, what Shape.Check and Check refuse.
+// check refuses, for op on id, what Shape.Check, Refs and Check refuse.
 func (p PartwiseLoadBalancers[L]) check(op Operation, id string, spec LoadBalancerSpec) error {
 	err := p.Shape.Check(op, id, spec)
-	if p.Check == nil {
-		return err
+	var more []error
+	if p.Refs != nil {
+		for _, t := range slices.Compact(slices.Sorted(slices.Values(spec.Targets))) {
+			if !p.Refs(t) {
+				more = append(more, fmt.Errorf("target %q is not a reference the cloud takes", t))
+			}
+		}
+		for _, l := range spec.Listeners {
+			for _, c := range l.Certificates {
+				if !p.Refs(c) {
+					more = append(more, fmt.Errorf("certificate %q of listener %s/%d is not a reference the cloud takes", c, l.Protocol, l.Port))
+				}
+			}
+		}
 	}
-	if more := p.Check(op, spec); more != nil {
+	if p.Check != nil {
+		more = append(more, p.Check(op, spec))
+	}
+	if more := errors.Join(more...); more != nil {
 		return NewError(ErrInvalidRequest, op, id, errors.Join(err, more))
 	}
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"testing"
 
@@ -142,4 +143,55 @@ func TestPartwiseLoadBalancers(t *testing.T) {
 
 	require.NoError(t, api.DeleteLoadBalancer(ctx, "a"))
 	assert.NotContains(t, c.lbs, "a")
+}
+
+// TestPartwiseLoadBalancersIDsAndRefs: an ID that IDs refuses names no load balancer, so
+// a read, an update and a delete of it are not found before any call (transient when the
+// context has ended: no answer is "not found"); a target or certificate that Refs refuses
+// is an invalid request before any call.
+func TestPartwiseLoadBalancersIDsAndRefs(t *testing.T) {
+	c := &partCloud{lbs: map[string]*cloudapi.LoadBalancerSpec{}}
+	api := c.api()
+	api.IDs = func(id string) bool { return len(id) == 1 }
+	api.Refs = cloudapi.IsNumericID
+	ctx := t.Context()
+	spec := cloudapi.LoadBalancerSpec{Name: "a", Listeners: []cloudapi.Listener{tcp(80)}, Targets: []string{"1"}}
+
+	_, err := api.GetLoadBalancer(ctx, "bm-1")
+	require.ErrorIs(t, err, cloudapi.ErrNotFound)
+	_, err = api.UpdateLoadBalancer(ctx, "bm-1", cloudapi.LoadBalancerUpdate{Spec: spec})
+	require.ErrorIs(t, err, cloudapi.ErrNotFound)
+	require.ErrorIs(t, api.DeleteLoadBalancer(ctx, "bm-1"), cloudapi.ErrNotFound)
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = api.GetLoadBalancer(done, "bm-1")
+	require.ErrorIs(t, err, cloudapi.ErrTransient)
+	require.NotErrorIs(t, err, cloudapi.ErrNotFound)
+	err = api.DeleteLoadBalancer(done, "bm-1")
+	require.ErrorIs(t, err, cloudapi.ErrTransient)
+	require.NotErrorIs(t, err, cloudapi.ErrNotFound)
+	assert.Empty(t, c.calls, "an ID IDs refuses reaches no call")
+
+	for name, refs := range map[string]cloudapi.LoadBalancerSpec{
+		"target":      {Name: "a", Listeners: []cloudapi.Listener{tcp(80)}, Targets: []string{"1", "i-2"}},
+		"certificate": {Name: "a", Listeners: []cloudapi.Listener{{Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443, AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: []string{"cert-a"}}}},
+	} {
+		_, err := api.CreateLoadBalancer(ctx, refs)
+		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, name)
+		require.ErrorContains(t, err, "is not a reference the cloud takes", name)
+	}
+	assert.Empty(t, c.calls, "a reference Refs refuses reaches no call")
+
+	_, err = api.CreateLoadBalancer(ctx, spec)
+	require.NoError(t, err)
+	require.NoError(t, api.DeleteLoadBalancer(ctx, "a"))
+	assert.Equal(t, []string{"create a", "add listener 80", "add target 1", "get a", "delete a"}, c.calls, "IDs and references it takes")
+}
+
+func TestIPAddresses(t *testing.T) {
+	got := cloudapi.IPAddresses(cloudapi.AddressExternalIP, nil, net.IPv4zero, net.IPv6unspecified, net.IP{1, 2, 3},
+		net.ParseIP("203.0.113.7"), net.ParseIP("2001:DB8::0001"))
+	assert.Equal(t, []cloudapi.Address{{Type: cloudapi.AddressExternalIP, Address: "203.0.113.7"}, {Type: cloudapi.AddressExternalIP, Address: "2001:db8::1"}}, got,
+		"nil, unspecified and malformed left out, the rest canonical")
+	assert.Nil(t, cloudapi.IPAddresses(cloudapi.AddressInternalIP))
 }

@@ -48,6 +48,12 @@ type Setting struct {
 	// the default, and a value the cloud does not report or Parse cannot read never
 	// causes a replacement. False: a change is one in-place update.
 	Replace bool
+	// ServiceOnly, when not empty, keeps the setting to a Service's annotation: the cloud
+	// config's loadBalancer.settings may not set it, and the text says what to do
+	// instead, for the error. For a setting that excludes another (a location and a
+	// network zone): a default merged into every Service would stop a Service from
+	// asking for the other. It takes no Default.
+	ServiceOnly string
 }
 
 // Settings are the load balancer settings an adapter declares.
@@ -57,7 +63,8 @@ var settingNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // Validate reports every problem of the declarations at once: a name that is empty, no DNS
 // label, declared twice or one of ccmkit's own annotations; neither or both of Values and
-// Parse; Parse without Allowed; duplicate or empty values; a default that is not allowed.
+// Parse; Parse without Allowed; duplicate or empty values; a default that is not allowed,
+// or set beside ServiceOnly.
 func (ss Settings) Validate() error {
 	own := map[string]bool{}
 	for _, a := range Annotations() {
@@ -92,6 +99,9 @@ func (ss Settings) Validate() error {
 				bad("value %q is empty, has surrounding white space, or is listed twice (ignoring case)", v)
 			}
 			lower[strings.ToLower(v)] = true
+		}
+		if s.Default != "" && s.ServiceOnly != "" {
+			bad("a ServiceOnly setting takes no Default")
 		}
 		if s.Default != "" && (len(s.Values) > 0) != (s.Parse != nil) {
 			if canon, err := s.parse(s.Default); err != nil {
@@ -129,21 +139,46 @@ func (s Setting) parse(v string) (string, error) {
 // Defaults checks values (setting name to value, such as the cloud config's
 // loadBalancer.settings) against the declarations and returns the defaults every Service
 // starts from: each setting's Default, overridden by values, canonical. It reports every
-// problem at once: a name no setting has, a value a setting does not allow.
+// problem at once: those of Check, and a setting that is ServiceOnly.
 func (ss Settings) Defaults(values map[string]string) (map[string]string, error) {
 	out := map[string]string{}
-	byName := map[string]Setting{}
 	for _, s := range ss {
-		byName[s.Name] = s
 		if s.Default != "" {
 			out[s.Name] = s.Default
 		}
 	}
+	canon, err := ss.checked(values, true)
+	maps.Copy(out, canon)
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, err
+}
+
+// Check checks the settings of a load balancer spec (setting name to value, as a
+// backend gets them) against the declarations, reporting every problem at once: a name
+// no setting has, a value a setting does not allow. A backend checks a spec with it
+// before it writes.
+func (ss Settings) Check(values map[string]string) error {
+	_, err := ss.checked(values, false)
+	return err
+}
+
+// checked returns values in their canonical form, leaving out and reporting, all at
+// once, a name no setting has, a value a setting does not allow and, when asDefaults, a
+// setting that is ServiceOnly.
+func (ss Settings) checked(values map[string]string, asDefaults bool) (map[string]string, error) {
+	out := map[string]string{}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(values)) {
-		s, ok := byName[name]
-		if !ok {
+		i := slices.IndexFunc(ss, func(s Setting) bool { return s.Name == name })
+		if i < 0 {
 			errs = append(errs, fmt.Errorf("%s: no such setting (the adapter declares: %s)", quote.Text(name), strings.Join(ss.names(), ", ")))
+			continue
+		}
+		s := ss[i]
+		if asDefaults && s.ServiceOnly != "" {
+			errs = append(errs, fmt.Errorf("%s: only a Service's annotation may set it: %s", name, s.ServiceOnly))
 			continue
 		}
 		canon, err := s.parse(values[name])
@@ -152,9 +187,6 @@ func (ss Settings) Defaults(values map[string]string) (map[string]string, error)
 			continue
 		}
 		out[name] = canon
-	}
-	if len(out) == 0 {
-		out = nil
 	}
 	return out, errors.Join(errs...)
 }
@@ -277,6 +309,9 @@ func (ss Settings) Reference(prefix string) string {
 			doc = strings.TrimSpace(doc + " Changing it replaces the load balancer (new address).")
 		} else {
 			doc = strings.TrimSpace(doc + " Changed in place.")
+		}
+		if s.ServiceOnly != "" {
+			doc += " Only a Service's annotation sets it, not the cloud config's loadBalancer.settings: " + s.ServiceOnly + "."
 		}
 		rows = append(rows, [4]string{prefix + s.Name, s.allowed(), def, doc})
 	}

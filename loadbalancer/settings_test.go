@@ -75,6 +75,8 @@ func TestSettingsValidate(t *testing.T) {
 		{"parse without allowed", loadbalancer.Settings{{Name: "size", Parse: parse}}, []string{"Parse needs Allowed"}},
 		{"values twice ignoring case", loadbalancer.Settings{{Name: "size", Values: []string{"a", "A", ""}}},
 			[]string{`value "A" is empty`, `value "" is empty`}},
+		{"service-only with a default", loadbalancer.Settings{{Name: "zone", Values: []string{"a"}, Default: "a", ServiceOnly: "set the zone in the section"}},
+			[]string{"a ServiceOnly setting takes no Default"}},
 		{"every problem at once", loadbalancer.Settings{ok, ok, {Name: "name", Values: []string{"x"}}},
 			[]string{"declared twice", "one of ccmkit's own annotations"}},
 	} {
@@ -113,6 +115,28 @@ func TestSettingsDefaults(t *testing.T) {
 
 	_, err = loadbalancer.Settings(nil).Defaults(map[string]string{"size": "large"})
 	assert.ErrorContains(t, err, "size: no such setting (the adapter declares: none)")
+}
+
+// TestServiceOnlySetting: a ServiceOnly setting is refused as a default (the cloud
+// config's loadBalancer.settings), with the declaration's advice, and checked like any
+// other in a spec (Check), which refuses what Defaults refuses but that.
+func TestServiceOnlySetting(t *testing.T) {
+	decls := loadbalancer.Settings{
+		{Name: "size", Values: []string{"small", "large"}},
+		{Name: "zone", Values: []string{"a", "b"}, ServiceOnly: "set the default zone in the adapter's section"},
+	}
+	require.NoError(t, decls.Validate())
+	_, err := decls.Defaults(map[string]string{"zone": "a", "size": "large"})
+	require.EqualError(t, err, "zone: only a Service's annotation may set it: set the default zone in the adapter's section")
+	got, err := decls.Defaults(map[string]string{"size": "Large"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"size": "large"}, got)
+
+	require.NoError(t, decls.Check(map[string]string{"zone": "a", "size": "large"}), "a Service may set it")
+	err = decls.Check(map[string]string{"zone": "c", "sise": "large"})
+	require.ErrorContains(t, err, `zone: "c": not an allowed value (allowed: a, b)`)
+	require.ErrorContains(t, err, "sise: no such setting (the adapter declares: size, zone)")
+	assert.Contains(t, decls.Reference(""), "Only a Service's annotation sets it, not the cloud config's loadBalancer.settings: set the default zone in the adapter's section.")
 }
 
 func TestNewRefusesBadSettings(t *testing.T) {

@@ -21,11 +21,6 @@ const ProviderName = "hcloud"
 func init() {
 	provider.Register(ProviderName, provider.Backend[Config]{
 		Name: ProviderName, NeedsToken: true, New: func(cfg *provider.Config, section Config) (cloudapi.Client, error) {
-			for _, name := range []string{SettingLocation, SettingNetworkZone} {
-				if _, ok := cfg.LoadBalancer.Settings[name]; ok {
-					return nil, fmt.Errorf("loadBalancer.settings.%s: set the default location in the hcloud section's location instead: a default location or network zone in loadBalancer.settings would be merged into every Service's, so a Service could not ask for the other", name)
-				}
-			}
 			return New(section, cfg.Credentials.Token, nil), nil
 		},
 	}, Options())
@@ -78,17 +73,17 @@ type Client struct {
 // default), each through cloudapi.Transport. The SDK retries nothing: ccmkit's decorator
 // does. It makes no request.
 func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
+	// Every request passes through ccmkit's gate (cloudapi.Transport): an action's polls
+	// wait for the rate limiter and are counted like the call that started it.
 	opts := []hcloud.ClientOption{
 		hcloud.WithToken(token.Reveal()),
 		hcloud.WithApplication("ccmkit", ""),
 		hcloud.WithRetryOpts(hcloud.RetryOpts{MaxRetries: 0}),
+		hcloud.WithHTTPClient(cloudapi.GatedClient(hc)),
 	}
 	if cfg.Endpoint != "" {
 		opts = append(opts, hcloud.WithEndpoint(cfg.Endpoint))
 	}
-	// Every request passes through ccmkit's gate (cloudapi.Transport): an action's polls
-	// wait for the rate limiter and are counted like the call that started it.
-	opts = append(opts, hcloud.WithHTTPClient(cloudapi.GatedClient(hc)))
 	return &Client{api: hcloud.NewClient(opts...), cfg: cfg}
 }
 

@@ -49,11 +49,16 @@ var Settings = loadbalancer.Settings{
 		Doc: "The Hetzner load balancer type (a new one is lb11); changed in place when annotated."},
 	{Name: SettingAlgorithm, Values: []string{"round_robin", "least_connections"},
 		Doc: "How the load balancer picks a target (a new one uses round_robin); changed in place when annotated."},
-	{Name: SettingLocation, Parse: parseName, Allowed: "a location, such as fsn1, nbg1 or hel1", Replace: true,
+	// location and network zone exclude each other: a default of one in the cloud config's
+	// loadBalancer.settings would stop a Service from asking for the other.
+	{Name: SettingLocation, Parse: parseName, Allowed: "a location, such as fsn1, nbg1 or hel1", Replace: true, ServiceOnly: serviceOnly,
 		Doc: "Where the load balancer runs (set this or network-zone, not both); only a new load balancer changes it."},
-	{Name: SettingNetworkZone, Parse: parseName, Allowed: "a network zone, such as eu-central", Replace: true,
+	{Name: SettingNetworkZone, Parse: parseName, Allowed: "a network zone, such as eu-central", Replace: true, ServiceOnly: serviceOnly,
 		Doc: "The network zone the load balancer runs in when no location is set; only a new load balancer changes it."},
 }
+
+// serviceOnly says where the default location goes instead of loadBalancer.settings.
+const serviceOnly = "set the default location in the hcloud section's location instead"
 
 // LegacyPrefix is the annotation prefix of Hetzner's own cloud-controller-manager.
 const LegacyPrefix = "load-balancer.hetzner.cloud/"

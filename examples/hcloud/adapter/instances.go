@@ -22,7 +22,7 @@ type instances struct{ api *hcloud.Client }
 // ErrInvalidRequest: it names no server of this API (a bare-metal "bm-..." one, another
 // cloud's), which is not the certainty that it is gone.
 func (in instances) GetInstance(ctx context.Context, id string) (*cloudapi.Instance, error) {
-	srv, err := getByID(ctx, cloudapi.OpGetInstance, id, "server", cloudapi.ErrInvalidRequest, in.api.Server.GetByID)
+	srv, err := getByID(ctx, cloudapi.OpGetInstance, id, "server", cloudapi.ErrInvalidRequest, cloudapi.ErrNotFound, in.api.Server.GetByID)
 	if err != nil {
 		return nil, err
 	}
@@ -48,21 +48,23 @@ func (in instances) ListInstances(ctx context.Context, opts cloudapi.ListOptions
 	return out, nil
 }
 
-// getByID reads the resource what of the numeric ID id with get, an SDK's GetByID: nil,
-// the SDK's answer to the API's typed not_found for one ID, is ErrNotFound; an ID that is
-// not a number names none, which is class (the caller's choice).
-func getByID[T any](ctx context.Context, op cloudapi.Operation, id, what string, class error,
+// getByID reads the resource what of the numeric ID id with get, an SDK's GetByID. An ID
+// that is not a number names none, which is bad; nil, the SDK's answer to the API's typed
+// not_found for one ID, is missing (each the caller's choice of sentinel: ErrNotFound
+// where the cloud is certain that nothing of the ID exists, ErrInvalidRequest where the
+// ID may name something outside this API).
+func getByID[T any](ctx context.Context, op cloudapi.Operation, id, what string, bad, missing error,
 	get func(context.Context, int64) (*T, *hcloud.Response, error)) (*T, error) {
 	n, ok := cloudapi.NumericID(id)
 	if !ok {
-		return nil, cloudapi.NewError(class, op, id, fmt.Errorf("%q is not a Hetzner Cloud %s ID (a positive number)", id, what))
+		return nil, cloudapi.NewError(bad, op, id, fmt.Errorf("%q is not a Hetzner Cloud %s ID (a positive number)", id, what))
 	}
 	v, resp, err := get(ctx, n)
 	switch {
 	case err != nil:
 		return nil, errorOf(op, id, resp, err)
 	case v == nil:
-		return nil, cloudapi.NewError(cloudapi.ErrNotFound, op, id, fmt.Errorf("no such %s", what))
+		return nil, cloudapi.NewError(missing, op, id, fmt.Errorf("%s %s does not exist", what, id))
 	}
 	return v, nil
 }
@@ -95,18 +97,14 @@ func instanceOf(ctx context.Context, srv *hcloud.Server) cloudapi.Instance {
 	if srv.Location != nil {
 		inst.Zone, inst.Region = srv.Location.Name, string(srv.Location.NetworkZone)
 	}
-	if ip := srv.PublicNet.IPv4.IP; ip != nil && !ip.IsUnspecified() {
-		inst.Addresses = append(inst.Addresses, cloudapi.Address{Type: cloudapi.AddressExternalIP, Address: ip.String()})
-	}
+	var v6 net.IP
 	if n := srv.PublicNet.IPv6.Network; n != nil && !n.IP.IsUnspecified() {
-		ip := append(net.IP(nil), n.IP.To16()...) // the network's ::1, as Hetzner's own CCM reports
-		ip[len(ip)-1] |= 1
-		inst.Addresses = append(inst.Addresses, cloudapi.Address{Type: cloudapi.AddressExternalIP, Address: ip.String()})
+		v6 = append(net.IP(nil), n.IP.To16()...) // the network's ::1, as Hetzner's own CCM reports
+		v6[len(v6)-1] |= 1
 	}
+	inst.Addresses = cloudapi.IPAddresses(cloudapi.AddressExternalIP, srv.PublicNet.IPv4.IP, v6)
 	for _, pn := range srv.PrivateNet {
-		if pn.IP != nil && !pn.IP.IsUnspecified() {
-			inst.Addresses = append(inst.Addresses, cloudapi.Address{Type: cloudapi.AddressInternalIP, Address: pn.IP.String()})
-		}
+		inst.Addresses = append(inst.Addresses, cloudapi.IPAddresses(cloudapi.AddressInternalIP, pn.IP)...)
 	}
 	tags, err := cloudapi.DecodeLabels(srv.Labels, cloudapi.HetznerLabelRules)
 	if err != nil {

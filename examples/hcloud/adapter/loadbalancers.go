@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -21,27 +20,12 @@ type lbAPI struct{ c *Client }
 // api is the cloudapi.LoadBalancerAPI of the project's load balancers.
 func (a lbAPI) api() cloudapi.PartwiseLoadBalancers[*hcloud.LoadBalancer] {
 	return cloudapi.PartwiseLoadBalancers[*hcloud.LoadBalancer]{Shape: Shape, Check: check, Get: a.get, Read: toLB,
-		List: a.list, Create: a.create, Steps: a.steps, Delete: a.delete}
-}
-
-// lbID parses a load balancer ID; anything but a positive number names none.
-func lbID(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.LoadBalancer, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
-	}
-	n, ok := cloudapi.NumericID(id)
-	if !ok {
-		return nil, cloudapi.NewError(cloudapi.ErrNotFound, op, id, errors.New("not a Hetzner load balancer ID"))
-	}
-	return &hcloud.LoadBalancer{ID: n}, nil
+		List: a.list, Create: a.create, Steps: a.steps, Delete: a.delete, IDs: cloudapi.IsNumericID, Refs: cloudapi.IsNumericID}
 }
 
 // get reads one load balancer.
 func (a lbAPI) get(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.LoadBalancer, error) {
-	if _, err := lbID(ctx, op, id); err != nil {
-		return nil, err
-	}
-	return getByID(ctx, op, id, "load balancer", cloudapi.ErrNotFound, a.c.api.LoadBalancer.GetByID)
+	return getByID(ctx, op, id, "load balancer", cloudapi.ErrNotFound, cloudapi.ErrNotFound, a.c.api.LoadBalancer.GetByID)
 }
 
 // list reads one page, by ID, of the load balancers whose labels carry opts.Tags; the
@@ -142,40 +126,26 @@ func (a lbAPI) steps(ctx context.Context, op cloudapi.Operation, cur *hcloud.Loa
 	}, nil
 }
 
-// delete deletes the load balancer and waits for the delete's action; the API's not_found
-// answer to the delete of one ID is certain.
+// delete deletes the load balancer (an ID that IDs took) and waits for the delete's
+// action; the API's not_found answer to the delete of one ID is certain.
 func (a lbAPI) delete(ctx context.Context, id string) error {
 	const op = cloudapi.OpDeleteLoadBalancer
-	ref, err := lbID(ctx, op, id)
-	if err != nil {
-		return err
-	}
-	res, resp, err := a.c.api.LoadBalancer.DeleteWithResult(ctx, ref)
+	res, resp, err := a.c.api.LoadBalancer.DeleteWithResult(ctx, &hcloud.LoadBalancer{ID: number(id)})
 	if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
 		return cloudapi.NewError(cloudapi.ErrNotFound, op, id, err)
 	}
 	return a.c.wait(ctx, op, id, res.Action, resp, err)
 }
 
-// check returns what Hetzner's load balancers cannot build of spec beyond the Shape.
+// check returns what Hetzner's load balancers cannot build of spec beyond the Shape and
+// the references by ID (IDs, Refs).
 func check(op cloudapi.Operation, spec cloudapi.LoadBalancerSpec) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	refs := slices.Clone(spec.Targets)
-	for _, l := range spec.Listeners {
-		refs = append(refs, l.Certificates...)
-	}
-	for _, ref := range refs {
-		if _, ok := cloudapi.NumericID(ref); !ok {
-			bad("%q is not a Hetzner server or certificate ID", ref)
-		}
-	}
 	if spec.TargetGroup != "" {
 		bad("target groups are not Hetzner's")
 	}
-	if _, err := Settings.Defaults(spec.Settings); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, Settings.Check(spec.Settings)) // errors.Join leaves out a nil
 	if spec.Settings[SettingLocation] != "" && spec.Settings[SettingNetworkZone] != "" && op == cloudapi.OpCreateLoadBalancer {
 		bad("set location or network-zone, not both")
 	}
@@ -258,10 +228,8 @@ func toLB(lb *hcloud.LoadBalancer) cloudapi.LoadBalancer {
 			ips = append(ips, pn.IP)
 		}
 	}
-	for _, ip := range ips {
-		if ip != nil && !ip.IsUnspecified() {
-			out.Addresses = append(out.Addresses, ip.String())
-		}
+	for _, a := range cloudapi.IPAddresses("", ips...) {
+		out.Addresses = append(out.Addresses, a.Address)
 	}
 	if len(out.Addresses) > 0 {
 		out.Status = cloudapi.LoadBalancerActive
@@ -282,7 +250,7 @@ func healthCheckFrom(hc hcloud.LoadBalancerServiceHealthCheck) *cloudapi.HealthC
 	return out
 }
 
-// number is the ID a checked reference names.
+// number is the ID a checked reference or ID names.
 func number(ref string) int64 {
 	n, _ := cloudapi.NumericID(ref)
 	return n

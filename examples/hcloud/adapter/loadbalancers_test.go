@@ -293,5 +293,5 @@ func TestReviewedEdges(t *testing.T) {
 
 	_, err = cloudprovider.GetCloudProvider(adapter.ProviderName, strings.NewReader(
 		"cluster: {id: c1}\nhcloud: {endpoint: "+url+"}\ncredentials: {token: t}\nloadBalancer: {settings: {location: nbg1}}\n"))
-	require.ErrorContains(t, err, "loadBalancer.settings.location: set the default location in the hcloud section's location")
+	require.ErrorContains(t, err, "loadBalancer.settings.location: only a Service's annotation may set it: set the default location in the hcloud section's location")
 }

@@ -55,25 +55,16 @@ func (c *Client) holders(ctx context.Context, n *hcloud.Network) (map[string]str
 	return holder, nil
 }
 
-// gateway is the private IP in network n of the server target.
+// gateway is the private IP in network n of the server target; a target that names no
+// server is ErrInvalidRequest.
 func (c *Client) gateway(ctx context.Context, op cloudapi.Operation, n *hcloud.Network, target string) (string, error) {
-	invalid := func(format string, args ...any) error {
-		return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, target, fmt.Errorf(format, args...))
-	}
-	sid, ok := cloudapi.NumericID(target)
-	if !ok {
-		return "", invalid("target %q is not a Hetzner Cloud server ID", target)
-	}
-	srv, resp, err := c.api.Server.GetByID(ctx, sid)
-	switch {
-	case err != nil:
-		return "", errorOf(op, target, resp, err)
-	case srv == nil:
-		return "", invalid("target server %d does not exist", sid)
+	srv, err := getByID(ctx, op, target, "server", cloudapi.ErrInvalidRequest, cloudapi.ErrInvalidRequest, c.api.Server.GetByID)
+	if err != nil {
+		return "", err
 	}
 	i := slices.IndexFunc(srv.PrivateNet, func(pn hcloud.ServerPrivateNet) bool { return pn.Network != nil && pn.Network.ID == n.ID })
 	if i < 0 {
-		return "", invalid("target server %d is not attached to network %q", sid, c.cfg.Network)
+		return "", cloudapi.NewError(cloudapi.ErrInvalidRequest, op, target, fmt.Errorf("server %s is not attached to network %q", target, c.cfg.Network))
 	}
 	return srv.PrivateNet[i].IP.String(), nil
 }

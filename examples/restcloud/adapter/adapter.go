@@ -232,7 +232,7 @@ func writeLB(ctx context.Context, c *Client, op cloudapi.Operation, id, method, 
 		w.HealthCheck = &healthCheck{hc.Protocol, hc.Port, hc.Path, hc.Interval.Milliseconds(),
 			hc.Timeout.Milliseconds(), hc.HealthyThreshold, hc.UnhealthyThreshold}
 	}
-	if _, err := Settings.Defaults(s.Settings); err != nil {
+	if err := Settings.Check(s.Settings); err != nil {
 		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
 	}
 	return call(ctx, c, op, id, method, path, w, loadBalancer.cloud)
