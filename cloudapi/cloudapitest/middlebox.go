@@ -46,14 +46,21 @@ type NewRESTBackend func(t testing.TB, f Fixture) (baseURL string, newClient fun
 // Build the adapter's client so that it follows no redirect (CheckRedirect returning
 // http.ErrUseLastResponse), map a 3xx to ErrInvalidRequest, and read at most a bound of
 // every answer, failing beyond it.
-func RunMiddlebox(t *testing.T, newBackend NewRESTBackend, maxAnswerBytes int64) {
+//
+// Of the options, RunMiddlebox honours WithInstanceShape (the instance the load balancer
+// and the route target, as the backend's cloud holds it); the others do not apply.
+func RunMiddlebox(t *testing.T, newBackend NewRESTBackend, maxAnswerBytes int64, opts ...Option) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	modes := make([]middleboxMode, 0, len(RedirectStatuses)+1)
 	for _, code := range RedirectStatuses {
 		modes = append(modes, middleboxMode{name: fmt.Sprintf("redirect %d", code), redirect: code})
 	}
 	modes = append(modes, middleboxMode{name: fmt.Sprintf("200 with more than %d bytes", maxAnswerBytes), longBody: maxAnswerBytes + 1})
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) { m.run(t, newBackend) })
+		t.Run(m.name, func(t *testing.T) { m.run(t, newBackend, o) })
 	}
 }
 
@@ -70,8 +77,8 @@ const redirectedPrefix = "/redirected"
 
 // run seeds a backend with a load balancer and a route, then makes every write through a
 // middlebox and checks that each failed and that nothing changed.
-func (m middleboxMode) run(t *testing.T, newBackend NewRESTBackend) {
-	instances := makeInstances(1)
+func (m middleboxMode) run(t *testing.T, newBackend NewRESTBackend, o options) {
+	instances := (&suite{opts: o}).makeInstances(1)
 	f := Fixture{Instances: []cloudapi.Instance{instances[0].Clone()}}
 	baseURL, newClient := newBackend(t, f)
 	direct := newClient(baseURL)

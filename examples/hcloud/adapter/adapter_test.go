@@ -117,14 +117,21 @@ func newMock(t testing.TB, cfg hcloudmock.Config, wrap func(http.Handler) http.H
 // (its endpoint the mock's). The mock's rate limit is off: the suite counts no time.
 func contractClient(t testing.TB, f cloudapitest.Fixture, cfg adapter.Config) *adapter.Client {
 	t.Helper()
+	cfg.Endpoint = contractMock(t, f)
+	return adapter.New(cfg, "token", nil)
+}
+
+// contractMock serves a mock holding f's instances as servers, without a rate limit to
+// speak of, and returns its base URL.
+func contractMock(t testing.TB, f cloudapitest.Fixture) string {
+	t.Helper()
 	var mc hcloudmock.Config
 	for _, inst := range f.Instances {
 		mc.Servers = append(mc.Servers, serverOf(t, inst))
 	}
 	mc.RateLimit = hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20}
 	_, url := newMock(t, mc, nil)
-	cfg.Endpoint = url
-	return adapter.New(cfg, "token", nil)
+	return url
 }
 
 func TestContract(t *testing.T) {
