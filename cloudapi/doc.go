@@ -69,7 +69,7 @@
 // cloud's own error as the cause; ErrorCodes classifies the typed error codes of an API
 // that has them, and what is not the API's answer. A cloud whose IDs are numbers refuses
 // any other ID before a call (NumericID; PartwiseLoadBalancers.IDs and Refs with
-// IsNumericID do it for load balancers). The one rule that matters most: return
+// CheckNumericID do it for load balancers). The one rule that matters most: return
 // ErrNotFound only when the cloud says, with certainty, that the resource does not exist.
 // A timeout or a 5xx is ErrTransient; reading it as "not found" makes Kubernetes delete
 // a healthy Node.

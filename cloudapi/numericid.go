@@ -1,6 +1,9 @@
 package cloudapi
 
-import "strconv"
+import (
+	"errors"
+	"strconv"
+)
 
 // NumericID returns the number that id names, for a cloud whose IDs are positive decimal
 // numbers (Hetzner's, DigitalOcean's, Linode's): ok is false for anything else (zero, a
@@ -16,9 +19,11 @@ func NumericID(id string) (n int64, ok bool) {
 	return n, true
 }
 
-// IsNumericID reports whether id is one NumericID reads: the form of
+// CheckNumericID refuses an ID that NumericID does not read, saying so: the check of
 // PartwiseLoadBalancers.IDs and Refs for a cloud of numbered resources.
-func IsNumericID(id string) bool {
-	_, ok := NumericID(id)
-	return ok
+func CheckNumericID(id string) error {
+	if _, ok := NumericID(id); !ok {
+		return errors.New("not a positive decimal number: the cloud names its resources by their numeric IDs")
+	}
+	return nil
 }

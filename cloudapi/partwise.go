@@ -10,7 +10,8 @@ import (
 // PartwiseLoadBalancers is the LoadBalancerAPI of a cloud whose API changes a load
 // balancer part by part (a call per listener, per target, per setting: Hetzner's, AWS's
 // ELBv2, OpenStack's Octavia), made of an adapter's functions over L, its SDK's load
-// balancer as read. It refuses a spec before any call (Shape.Check, then Check); it
+// balancer as read. It refuses a spec before any call (Shape.Check, Refs, then Check),
+// and an ID that IDs refuses as not found; it
 // creates with Create what the cloud's create call takes and the rest with the steps of
 // Shape.Update, as it updates a load balancer that Get read; it answers every create and
 // update with the load balancer read again.
@@ -39,15 +40,15 @@ type PartwiseLoadBalancers[L any] struct {
 	// Delete deletes the load balancer id: an error matching ErrNotFound when there was
 	// nothing to delete.
 	Delete func(ctx context.Context, id string) error
-	// IDs, when set, tells the IDs the cloud gives its load balancers (IsNumericID for
-	// numbered ones): one it refuses names none, so a read, update or delete of it answers
-	// ErrNotFound before any call, Get and Delete included (a context that has ended
-	// answers ErrTransient first: no answer is "not found").
-	IDs func(id string) bool
-	// Refs, when set, tells the references the cloud takes for a spec's targets and
-	// certificates (IsNumericID for numbered ones): a spec with one it refuses is
-	// ErrInvalidRequest before any call.
-	Refs func(ref string) bool
+	// IDs, when set, checks an ID as one the cloud could have given a load balancer
+	// (CheckNumericID for numbered ones): one it refuses names none, so a read, update or
+	// delete of it answers ErrNotFound before any call, Get and Delete included (a context
+	// that has ended answers ErrTransient first: no answer is "not found").
+	IDs func(id string) error
+	// Refs, when set, checks a reference of a spec's targets and certificates as one the
+	// cloud takes (CheckNumericID for numbered ones): a spec with one it refuses is
+	// ErrInvalidRequest before any call, its error saying why.
+	Refs func(ref string) error
 }
 
 var _ LoadBalancerAPI = PartwiseLoadBalancers[struct{}]{}
@@ -127,13 +128,17 @@ func (p PartwiseLoadBalancers[L]) get(ctx context.Context, op Operation, id stri
 // known refuses, for op, an ID that IDs refuses: ErrNotFound, or ErrTransient when ctx
 // has ended.
 func (p PartwiseLoadBalancers[L]) known(ctx context.Context, op Operation, id string) error {
+	if p.IDs == nil {
+		return nil
+	}
+	bad := p.IDs(id)
 	switch {
-	case p.IDs == nil || p.IDs(id):
+	case bad == nil:
 		return nil
 	case ctx.Err() != nil:
 		return NewError(ErrTransient, op, id, ctx.Err())
 	}
-	return NewError(ErrNotFound, op, id, errors.New("not an ID the cloud gives its load balancers"))
+	return NewError(ErrNotFound, op, id, fmt.Errorf("not an ID the cloud gives its load balancers: %w", bad))
 }
 
 // update makes lb, as last read, what spec says with the steps, and reads it again.
@@ -155,14 +160,19 @@ func (p PartwiseLoadBalancers[L]) check(op Operation, id string, spec LoadBalanc
 	var more []error
 	if p.Refs != nil {
 		for _, t := range slices.Compact(slices.Sorted(slices.Values(spec.Targets))) {
-			if !p.Refs(t) {
-				more = append(more, fmt.Errorf("target %q is not a reference the cloud takes", t))
+			if bad := p.Refs(t); bad != nil {
+				more = append(more, fmt.Errorf("target %q: %w", t, bad))
 			}
 		}
+		seen := map[string]bool{}
 		for _, l := range spec.Listeners {
 			for _, c := range l.Certificates {
-				if !p.Refs(c) {
-					more = append(more, fmt.Errorf("certificate %q of listener %s/%d is not a reference the cloud takes", c, l.Protocol, l.Port))
+				if seen[c] {
+					continue
+				}
+				seen[c] = true
+				if bad := p.Refs(c); bad != nil {
+					more = append(more, fmt.Errorf("certificate %q (listener %s/%d): %w", c, l.Protocol, l.Port, bad))
 				}
 			}
 		}
@@ -170,8 +180,13 @@ func (p PartwiseLoadBalancers[L]) check(op Operation, id string, spec LoadBalanc
 	if p.Check != nil {
 		more = append(more, p.Check(op, spec))
 	}
-	if more := errors.Join(more...); more != nil {
-		return NewError(ErrInvalidRequest, op, id, errors.Join(err, more))
+	more = slices.DeleteFunc(more, func(e error) bool { return e == nil })
+	if len(more) == 0 {
+		return err
 	}
-	return err
+	var shaped *Error
+	if errors.As(err, &shaped) {
+		more = append([]error{shaped.Err}, more...) // one "op id: invalid request:" for all
+	}
+	return NewError(ErrInvalidRequest, op, id, errors.Join(more...))
 }

@@ -152,8 +152,13 @@ func TestPartwiseLoadBalancers(t *testing.T) {
 func TestPartwiseLoadBalancersIDsAndRefs(t *testing.T) {
 	c := &partCloud{lbs: map[string]*cloudapi.LoadBalancerSpec{}}
 	api := c.api()
-	api.IDs = func(id string) bool { return len(id) == 1 }
-	api.Refs = cloudapi.IsNumericID
+	api.IDs = func(id string) error {
+		if len(id) != 1 {
+			return errors.New("one letter")
+		}
+		return nil
+	}
+	api.Refs = cloudapi.CheckNumericID
 	ctx := t.Context()
 	spec := cloudapi.LoadBalancerSpec{Name: "a", Listeners: []cloudapi.Listener{tcp(80)}, Targets: []string{"1"}}
 
@@ -172,13 +177,24 @@ func TestPartwiseLoadBalancersIDsAndRefs(t *testing.T) {
 	require.NotErrorIs(t, err, cloudapi.ErrNotFound)
 	assert.Empty(t, c.calls, "an ID IDs refuses reaches no call")
 
-	for name, refs := range map[string]cloudapi.LoadBalancerSpec{
-		"target":      {Name: "a", Listeners: []cloudapi.Listener{tcp(80)}, Targets: []string{"1", "i-2"}},
-		"certificate": {Name: "a", Listeners: []cloudapi.Listener{{Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443, AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: []string{"cert-a"}}}},
+	https := func(port int32, certs ...string) cloudapi.Listener {
+		return cloudapi.Listener{Protocol: cloudapi.ProtocolTCP, Port: port, TargetPort: 30443, AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: certs}
+	}
+	for name, tc := range map[string]struct {
+		spec cloudapi.LoadBalancerSpec
+		want string
+	}{
+		"target": {cloudapi.LoadBalancerSpec{Name: "a", Listeners: []cloudapi.Listener{tcp(80)}, Targets: []string{"1", "i-2"}},
+			`CreateLoadBalancer: invalid request: target "i-2": not a positive decimal number: the cloud names its resources by their numeric IDs`},
+		"certificate, once for two listeners": {cloudapi.LoadBalancerSpec{Name: "a", Listeners: []cloudapi.Listener{https(443, "cert-a", "7"), https(8443, "cert-a")}},
+			`CreateLoadBalancer: invalid request: certificate "cert-a" (listener TCP/443): not a positive decimal number: the cloud names its resources by their numeric IDs`},
+		"with the shape's and the adapter's problems": {cloudapi.LoadBalancerSpec{Name: "a-long-name", Listeners: []cloudapi.Listener{{Protocol: cloudapi.ProtocolUDP, Port: 53, TargetPort: 30053}}, Targets: []string{"x"}},
+			"CreateLoadBalancer: invalid request: the cloud's load balancers do not support [udp]\n" +
+				`target "x": not a positive decimal number: the cloud names its resources by their numeric IDs` + "\nnames are at most 10 characters"},
 	} {
-		_, err := api.CreateLoadBalancer(ctx, refs)
+		_, err := api.CreateLoadBalancer(ctx, tc.spec)
 		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, name)
-		require.ErrorContains(t, err, "is not a reference the cloud takes", name)
+		assert.EqualError(t, err, tc.want, name)
 	}
 	assert.Empty(t, c.calls, "a reference Refs refuses reaches no call")
 

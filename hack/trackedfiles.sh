@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fails when the repository tracks what it must not carry: a compiled executable (ELF, Mach-O,
 # PE or a Go test binary), a file with the executable bit that is not on the list below, a
-# file over 1 MiB that is not on the list below, or a merge's conflict markers. Every clone downloads every tracked byte,
-# and a build output that is tracked goes stale beside the code it was built from.
+# file over 1 MiB that is not on the list below, or a merge's conflict markers. Every clone
+# downloads every tracked byte, and a build output that is tracked goes stale beside the
+# code it was built from.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,10 +55,12 @@ while IFS= read -r -d '' entry; do
 	fi
 done < <(git ls-files -s -z | sed -z 's/^\([0-9]*\) [0-9a-f]* [0-9]\t/\1 \t/')
 # A merge whose conflict was committed unresolved: git's markers at the start of a line.
+markers=$(git grep -n -I -E '^(<<<<<<<|>>>>>>>) ' -- .) || (($? == 1)) # 1: none found
 while IFS= read -r hit; do
+	[[ -n $hit ]] || continue
 	echo "unresolved merge conflict marker: $hit"
 	problems=$((problems + 1))
-done < <(git grep -n -I -E '^(<<<<<<<|>>>>>>>) ' -- . || true)
+done <<<"$markers"
 if ((problems > 0)); then
 	echo "$problems tracked file(s) the repository must not carry"
 	exit 1

@@ -181,7 +181,7 @@ type Options struct {
 	Settings Settings
 	// SettingDefaults override the declared defaults of Settings for every Service
 	// (setting name to value, as the cloud config's loadBalancer.settings). New refuses a
-	// name not declared or a value not allowed.
+	// name not declared, a value not allowed and a setting declared ServiceOnly.
 	SettingDefaults map[string]string
 	// Shape declares what the cloud's load balancers do not keep (never compared, so a
 	// converged load balancer costs no write) and do not support (a Service asking for

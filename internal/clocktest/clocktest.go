@@ -141,6 +141,21 @@ func (t *Ticking) Now() time.Time {
 	return t.fake.Now()
 }
 
+// Hold stops the steps of Now: the clock then moves only by Step, so that a test
+// decides how much time passes whatever the code under test reads.
+func (t *Ticking) Hold() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.step = 0
+}
+
+// Step moves the clock by d.
+func (t *Ticking) Step(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.fake.SetTime(t.fake.Now().Add(d))
+}
+
 // Since returns the time from ts to the clock's time, without a step.
 func (t *Ticking) Since(ts time.Time) time.Duration {
 	t.mu.Lock()

@@ -57,8 +57,10 @@ var Settings = loadbalancer.Settings{
 		Doc: "The network zone the load balancer runs in when no location is set; only a new load balancer changes it."},
 }
 
-// serviceOnly says where the default location goes instead of loadBalancer.settings.
-const serviceOnly = "set the default location in the hcloud section's location instead"
+// serviceOnly says why location and network zone are not defaults in loadBalancer.settings,
+// and where the default location goes instead.
+const serviceOnly = "a default location or network zone would be merged into every Service's, so that a Service could not ask for the other; " +
+	"set the default location in the hcloud section's location instead"
 
 // LegacyPrefix is the annotation prefix of Hetzner's own cloud-controller-manager.
 const LegacyPrefix = "load-balancer.hetzner.cloud/"

@@ -20,7 +20,7 @@ type lbAPI struct{ c *Client }
 // api is the cloudapi.LoadBalancerAPI of the project's load balancers.
 func (a lbAPI) api() cloudapi.PartwiseLoadBalancers[*hcloud.LoadBalancer] {
 	return cloudapi.PartwiseLoadBalancers[*hcloud.LoadBalancer]{Shape: Shape, Check: check, Get: a.get, Read: toLB,
-		List: a.list, Create: a.create, Steps: a.steps, Delete: a.delete, IDs: cloudapi.IsNumericID, Refs: cloudapi.IsNumericID}
+		List: a.list, Create: a.create, Steps: a.steps, Delete: a.delete, IDs: cloudapi.CheckNumericID, Refs: cloudapi.CheckNumericID}
 }
 
 // get reads one load balancer.

@@ -251,7 +251,8 @@ func TestQuietProjectCalls(t *testing.T) {
 // load balancer does) and keeps its labels; a Service that drops its type annotation keeps
 // the type it has (no change back to lb11); a health check interval that is not whole
 // seconds is refused before any write (Hetzner would round it and every sync would write
-// again); a default location in loadBalancer.settings is refused at startup.
+// again); a default location or network zone in loadBalancer.settings is refused at
+// startup.
 func TestReviewedEdges(t *testing.T) {
 	cfg := hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20},
 		Servers: []schema.Server{{ID: 100, Name: "node-0"}}}
@@ -291,7 +292,11 @@ func TestReviewedEdges(t *testing.T) {
 	require.ErrorContains(t, err, "the cloud keeps whole multiples of 1s")
 	assert.Zero(t, m.Calls().Sub(before).Writes())
 
-	_, err = cloudprovider.GetCloudProvider(adapter.ProviderName, strings.NewReader(
-		"cluster: {id: c1}\nhcloud: {endpoint: "+url+"}\ncredentials: {token: t}\nloadBalancer: {settings: {location: nbg1}}\n"))
-	require.ErrorContains(t, err, "loadBalancer.settings.location: only a Service's annotation may set it: set the default location in the hcloud section's location")
+	for _, setting := range []string{"location: nbg1", "network-zone: eu-central"} {
+		_, err = cloudprovider.GetCloudProvider(adapter.ProviderName, strings.NewReader(
+			"cluster: {id: c1}\nhcloud: {endpoint: "+url+"}\ncredentials: {token: t}\nloadBalancer: {settings: {"+setting+"}}\n"))
+		name, _, _ := strings.Cut(setting, ":")
+		require.ErrorContains(t, err, "loadBalancer.settings."+name+": only a Service's annotation may set it: a default location or network zone would be merged")
+		require.ErrorContains(t, err, "set the default location in the hcloud section's location instead")
+	}
 }
