@@ -11,10 +11,10 @@ import (
 // balancer part by part (a call per listener, per target, per setting: Hetzner's, AWS's
 // ELBv2, OpenStack's Octavia), made of an adapter's functions over L, its SDK's load
 // balancer as read. It refuses a spec before any call (Shape.Check, Refs, then Check),
-// and an ID that IDs refuses as not found; it
-// creates with Create what the cloud's create call takes and the rest with the steps of
-// Shape.Update, as it updates a load balancer that Get read; it answers every create and
-// update with the load balancer read again.
+// and answers an ID that IDs refuses as not found; it creates with Create what the
+// cloud's create call takes and the rest with the steps of Shape.Update, as it updates a
+// load balancer that Get read; it answers every create and update with the load balancer
+// read again.
 type PartwiseLoadBalancers[L any] struct {
 	// Shape is what the cloud's load balancers do not keep or support, and keep per
 	// listener.
