@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -144,18 +146,39 @@ func smallConfig() config {
 	}
 }
 
-// RunSmall runs every measurement of ccmkit, the baseline and peers at a size that runs
-// in a minute (30 Nodes, 6 Services, page size 10, 2 virtual minutes, 5 Nodes in a
-// peer's subsets), for a peer's tests. It returns the figures as the JSON report has
-// them: by figure key, each column's value under its name, and the unit, goal and note.
-func RunSmall(ctx context.Context, log io.Writer, peers ...Column) (map[string]map[string]any, error) {
+// SmallServices is how many Services RunSmall's cluster has.
+const SmallServices = 6
+
+// RunSmall runs every measurement of ccmkit, the baseline and peer at a size that runs in
+// a minute (30 Nodes, SmallServices Services, page size 10, 2 virtual minutes, 5 Nodes in
+// a peer's subsets), for the peer's test t, which fails if the run does; the run's log
+// goes to t when t fails. It returns the figures as the JSON report has them (by figure
+// key, each column's value under its name, and the unit, goal and note), value, the
+// peer's value of a figure, failing t when the report has no such figure, and the log.
+func RunSmall(t testing.TB, peer Column) (figures map[string]map[string]any, value func(key string) any, log string) {
+	t.Helper()
+	var logs bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
 	cfg := smallConfig()
-	cfg.nodes, cfg.services, cfg.p3Subset, cfg.quiet = 30, 6, 5, 300*time.Millisecond
-	rep, err := run(ctx, cfg, log, peers)
+	cfg.nodes, cfg.services, cfg.p3Subset, cfg.quiet = 30, SmallServices, 5, 300*time.Millisecond
+	rep, err := run(context.Background(), cfg, &logs, []Column{peer})
 	if err != nil {
-		return nil, err
+		t.Fatalf("the small run: %v", err)
 	}
-	return rep.jsonFigures(), nil
+	figures = rep.jsonFigures()
+	value = func(key string) any {
+		t.Helper()
+		f, ok := figures[key]
+		if !ok {
+			t.Fatalf("the report has no figure %s", key)
+		}
+		return f[peer.Name()]
+	}
+	return figures, value, logs.String()
 }
 
 // run measures ccmkit, the baseline and the peers and returns the report; progress goes

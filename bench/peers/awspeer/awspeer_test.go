@@ -1,7 +1,6 @@
 package awspeer
 
 import (
-	"bytes"
 	"context"
 	"reflect"
 	"strings"
@@ -112,21 +111,8 @@ func TestColumnSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of wall time: the provider's batcher waits 100 ms per instance lookup")
 	}
-	var logs bytes.Buffer
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	})
-	figures, err := harness.RunSmall(context.Background(), &logs, Column())
-	require.NoError(t, err)
-	aws := func(key string) any {
-		t.Helper()
-		f, ok := figures[key]
-		require.True(t, ok, key)
-		return f[Name]
-	}
-	const services = 6
+	figures, aws, logs := harness.RunSmall(t, Column())
+	const services = harness.SmallServices
 	for _, key := range []string{"P1", "P1_outage", "P4_reads", "P3", "P3_no_latency", "P6", "node_add_writes"} {
 		assert.Positive(t, aws(key), key)
 	}
@@ -141,5 +127,5 @@ func TestColumnSmall(t *testing.T) {
 	assert.Nil(t, aws("P2_settings_calls"), "the provider refuses session affinity: n/a")
 	assert.Contains(t, figures["P2_settings_calls"]["note"], "aws refuses the Service")
 	assert.Contains(t, figures["P1_outage"]["extrapolated"], Name, "the MonitorNodes passes are counted over a subset")
-	assert.Contains(t, logs.String(), "ec2:DescribeInstances", "the calls by operation")
+	assert.Contains(t, logs, "ec2:DescribeInstances", "the calls by operation")
 }

@@ -1,8 +1,6 @@
 package hcloudpeer
 
 import (
-	"bytes"
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,21 +13,8 @@ import (
 // ccmkit with the hcloud adapter under the upstream controllers, every figure taken,
 // requests counted at the mock.
 func TestColumnSmall(t *testing.T) {
-	var logs bytes.Buffer
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	})
-	figures, err := harness.RunSmall(context.Background(), &logs, Column())
-	require.NoError(t, err)
-	hc := func(key string) any {
-		t.Helper()
-		f, ok := figures[key]
-		require.True(t, ok, key)
-		return f[Name]
-	}
-	const services = 6
+	figures, hc, logs := harness.RunSmall(t, Column())
+	const services = harness.SmallServices
 	for _, key := range []string{"P1", "P1_outage", "P4_reads", "P3", "P6"} {
 		assert.Positive(t, hc(key), key)
 	}
@@ -43,7 +28,7 @@ func TestColumnSmall(t *testing.T) {
 	assert.Nil(t, hc("P2_settings_calls"), "Hetzner has no client-IP session affinity: n/a")
 	assert.Contains(t, figures["P2_settings_calls"]["note"], Name+" refuses the Service")
 	assert.NotEqual(t, Name, figures["P1"]["best_peer"], "ccmkit over Hetzner is no peer of ccmkit")
-	assert.Contains(t, logs.String(), "GET /servers", "the requests by route")
+	assert.Contains(t, logs, "GET /servers", "the requests by route")
 }
 
 // TestWatch counts a load balancer created with the watched server among its targets and
@@ -58,30 +43,24 @@ func TestWatch(t *testing.T) {
 	c.written("/load_balancers/7/actions/add_target", []byte(`{"type":"server","server":{"id":1000}}`))
 	c.written("/load_balancers/7/actions/add_target", []byte(`{"type":"server","server":{"id":1001}}`))
 	c.written("/load_balancers/7/actions/add_target", []byte(`{"type":"server","server":{"id":1001}}`))
-	select {
-	case <-done:
-		t.Fatal("done with one load balancer of two")
-	default:
-	}
+	assert.False(t, closed(done), "done with one load balancer of two")
 	c.written("/load_balancers", []byte(`{"name":"b","targets":[{"type":"server","server":{"id":1000}},{"type":"server","server":{"id":1001}}]}`))
-	select {
-	case <-done:
-	default:
-		t.Fatal("not done with two load balancers")
-	}
+	assert.True(t, closed(done), "not done with two load balancers")
 
 	gone := c.Watch(1, 1, true)
 	c.written("/load_balancers/7/actions/add_target", []byte(`{"type":"server","server":{"id":1001}}`))
 	c.written("/load_balancers/7/actions/remove_target", []byte(`{"type":"server","server":{"id":1000}}`))
-	select {
-	case <-gone:
-		t.Fatal("done with another server removed")
-	default:
-	}
+	assert.False(t, closed(gone), "done with another server removed")
 	c.written("/load_balancers/7/actions/remove_target", []byte(`{"type":"server","server":{"id":1001}}`))
+	assert.True(t, closed(gone), "not done with the server removed")
+}
+
+// closed reports whether ch is closed (or has a value ready).
+func closed(ch <-chan struct{}) bool {
 	select {
-	case <-gone:
+	case <-ch:
+		return true
 	default:
-		t.Fatal("not done with the server removed")
+		return false
 	}
 }
