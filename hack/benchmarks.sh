@@ -40,27 +40,25 @@ elif [[ ! -f $sweep_dir/sweep.txt || ! -f $sweep_dir/sweep.run || ! -f $sweep_di
 	exit 1
 fi
 
-if [[ ${BENCHMARKS_AT5000:-1} != 0 ]]; then
-	echo "==> (cd bench/peers && ${at5000_cmd[*]})" >&2
-	start=$SECONDS
-	(cd bench/peers && "${at5000_cmd[@]}") > "$tmp.at5000"
-	mv "$tmp.at5000" "$sweep_dir/peers5000.txt"
-	echo "$(date -u +%Y-%m-%dT%H:%MZ), commit $commit, $((SECONDS - start)) s of wall time" > "$sweep_dir/peers5000.run"
-elif [[ ! -f $sweep_dir/peers5000.txt || ! -f $sweep_dir/peers5000.run ]]; then
-	echo "BENCHMARKS_AT5000=0, but $sweep_dir has no side-by-side at 5,000 Nodes to embed: run without it" >&2
-	exit 1
-fi
-
-if [[ ${BENCHMARKS_AT1000:-1} != 0 ]]; then
-	echo "==> (cd bench/peers && ${report_cmd[*]})" >&2
-	start=$SECONDS
-	(cd bench/peers && "${report_cmd[@]}") > "$tmp.report"
-	mv "$tmp.report" "$sweep_dir/peers1000.txt"
-	echo "$(date -u +%Y-%m-%dT%H:%MZ), commit $commit, $((SECONDS - start)) s of wall time" > "$sweep_dir/peers1000.run"
-elif [[ ! -f $sweep_dir/peers1000.txt || ! -f $sweep_dir/peers1000.run ]]; then
-	echo "BENCHMARKS_AT1000=0, but $sweep_dir has no side-by-side at 1,000 Nodes to embed: run without it" >&2
-	exit 1
-fi
+# peers_run SKIP NAME WHAT CMD...: unless SKIP is 0, runs CMD in bench/peers into
+# $sweep_dir/NAME.txt, with its date, commit and wall time in NAME.run; with SKIP 0, the
+# committed pair (WHAT, for the error) must be there to embed.
+peers_run() {
+	local skip=$1 name=$2 what=$3
+	shift 3
+	if [[ $skip != 0 ]]; then
+		echo "==> (cd bench/peers && $*)" >&2
+		local start=$SECONDS
+		(cd bench/peers && "$@") > "$tmp.$name"
+		mv "$tmp.$name" "$sweep_dir/$name.txt"
+		echo "$(date -u +%Y-%m-%dT%H:%MZ), commit $commit, $((SECONDS - start)) s of wall time" > "$sweep_dir/$name.run"
+	elif [[ ! -f $sweep_dir/$name.txt || ! -f $sweep_dir/$name.run ]]; then
+		echo "$what=0, but $sweep_dir has no $name.txt and $name.run to embed: run without it" >&2
+		exit 1
+	fi
+}
+peers_run "${BENCHMARKS_AT5000:-1}" peers5000 BENCHMARKS_AT5000 "${at5000_cmd[@]}"
+peers_run "${BENCHMARKS_AT1000:-1}" peers1000 BENCHMARKS_AT1000 "${report_cmd[@]}"
 echo "==> ${bench_cmd[*]}" >&2
 "${bench_cmd[@]}" 2>&1 | grep -E '^(Benchmark|goos|goarch|pkg|cpu)' > "$tmp.bench"
 echo "==> ${budget_cmd[*]}" >&2
