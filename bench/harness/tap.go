@@ -14,8 +14,9 @@ import (
 // tap sits between a provider and the fake cloud. It delays every call by a latency that
 // can be changed between measurements (the node-status pass at 100 ms per call), and it
 // watches load balancer and target group writes for one target instance, to time how
-// long a new Node takes to reach every load balancer, or a deleted one to leave them. Calls are counted at the fake, not
-// here. It offers the cloud's target groups when the cloud has them.
+// long a new Node takes to reach every load balancer, or a deleted one to leave them.
+// Calls are counted at the fake, not here. It offers the cloud's target groups when the
+// cloud has them.
 type tap struct {
 	inner   cloudapi.Client
 	latency atomic.Int64 // time.Duration

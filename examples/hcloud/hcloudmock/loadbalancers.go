@@ -396,7 +396,8 @@ func targetKey(t schema.LoadBalancerTarget) string {
 // is nil to have them read from lb; t's is added to it.
 func (s *Server) addTarget(lb *schema.LoadBalancer, t schema.LoadBalancerTarget, have map[string]bool) *apiError {
 	t.HealthStatus, t.Targets = []schema.LoadBalancerTargetHealthStatus{}, nil
-	switch key := targetKey(t); {
+	key := targetKey(t)
+	switch {
 	case key == "invalid "+t.Type:
 		return invalidField("type", "target type %q needs its %s field", t.Type, t.Type)
 	case t.Type == "server":
@@ -418,7 +419,6 @@ func (s *Server) addTarget(lb *schema.LoadBalancer, t schema.LoadBalancerTarget,
 			return invalidField("ip.ip", "%q is not an IP address", t.IP.IP)
 		}
 	}
-	key := targetKey(t)
 	if have == nil {
 		have = map[string]bool{}
 		for _, h := range lb.Targets {
