@@ -22,7 +22,11 @@ type GatewayRoutes[T any] struct {
 	// ErrNotFound.
 	Table func(ctx context.Context, op Operation, id string) (T, []GatewayRoute, error)
 	// Holders reads which instance holds each address in table's network (one read of
-	// the instances): address to instance ID.
+	// the instances): address to instance ID. It must miss no instance that holds one:
+	// a route whose gateway has no holder reads as a blackhole, which the route
+	// controller deletes, so a list that can miss an item (pages by number shifting
+	// under a change) must be completed, as examples/hcloud's is from the network's
+	// members.
 	Holders func(ctx context.Context, table T) (map[string]string, error)
 	// Gateway returns the address in table's network of the instance instanceID, the
 	// gateway of a route to it; ErrInvalidRequest for op when it names no instance or one

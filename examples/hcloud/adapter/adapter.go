@@ -91,7 +91,7 @@ func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 func (c *Client) Instances() cloudapi.InstanceAPI { return instances{c.api} }
 
 // LoadBalancers returns the load balancer API, over the project's load balancers.
-func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return lbAPI{c}.api(), true }
+func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return c.loadBalancers(), true }
 
 // Routes returns the routes of Config.Network (a cloudapi.TaglessRouteAPI), or (nil,
 // false) without one.
@@ -129,14 +129,10 @@ func (c *Client) wait(ctx context.Context, op cloudapi.Operation, id string, act
 	case err != nil:
 		return errorOf(op, id, resp, err)
 	case action == nil || action.ID == 0:
-		err = errors.New("the API answered without an action")
-	default:
-		if err = c.api.Action.WaitFor(ctx, action); err != nil {
-			err = fmt.Errorf("action %d (%s): %w", action.ID, action.Command, err)
-		}
+		return cloudapi.NewError(cloudapi.ErrTransient, op, id, errors.New("the API answered without an action"))
 	}
-	if err != nil {
-		return cloudapi.NewError(cloudapi.ErrTransient, op, id, err)
+	if err := c.api.Action.WaitFor(ctx, action); err != nil {
+		return cloudapi.NewError(cloudapi.ErrTransient, op, id, fmt.Errorf("action %d (%s): %w", action.ID, action.Command, err))
 	}
 	return nil
 }

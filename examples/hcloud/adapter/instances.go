@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -90,7 +91,7 @@ func page[T any](op cloudapi.Operation, opts cloudapi.ListOptions,
 // instanceOf is the instance of a server. Its tags are the labels the codec reads; a
 // label it leaves out is logged.
 func instanceOf(ctx context.Context, srv *hcloud.Server) cloudapi.Instance {
-	inst := cloudapi.Instance{ID: strconv.FormatInt(srv.ID, 10), Name: srv.Name, State: stateOf(srv.Status)}
+	inst := cloudapi.Instance{ID: strconv.FormatInt(srv.ID, 10), Name: srv.Name, State: cmp.Or(states[srv.Status], cloudapi.InstanceUnknown)}
 	if srv.ServerType != nil {
 		inst.Type = srv.ServerType.Name
 	}
@@ -114,21 +115,12 @@ func instanceOf(ctx context.Context, srv *hcloud.Server) cloudapi.Instance {
 	return inst
 }
 
-// stateOf maps a server's status: starting, initializing and rebuilding servers are
+// states map a server's status: starting, initializing and rebuilding servers are
 // pending, migrating ones run (they are moved live), deleting ones terminate; a status
-// the API adds later is unknown (exists, not shut down).
-func stateOf(s hcloud.ServerStatus) cloudapi.InstanceState {
-	switch s {
-	case hcloud.ServerStatusRunning, hcloud.ServerStatusMigrating:
-		return cloudapi.InstanceRunning
-	case hcloud.ServerStatusInitializing, hcloud.ServerStatusStarting, hcloud.ServerStatusRebuilding:
-		return cloudapi.InstancePending
-	case hcloud.ServerStatusStopping:
-		return cloudapi.InstanceStopping
-	case hcloud.ServerStatusOff:
-		return cloudapi.InstanceStopped
-	case hcloud.ServerStatusDeleting:
-		return cloudapi.InstanceTerminating
-	}
-	return cloudapi.InstanceUnknown
+// missing here, one the API adds later, is unknown (exists, not shut down).
+var states = map[hcloud.ServerStatus]cloudapi.InstanceState{
+	hcloud.ServerStatusRunning: cloudapi.InstanceRunning, hcloud.ServerStatusMigrating: cloudapi.InstanceRunning,
+	hcloud.ServerStatusInitializing: cloudapi.InstancePending, hcloud.ServerStatusStarting: cloudapi.InstancePending,
+	hcloud.ServerStatusRebuilding: cloudapi.InstancePending, hcloud.ServerStatusStopping: cloudapi.InstanceStopping,
+	hcloud.ServerStatusOff: cloudapi.InstanceStopped, hcloud.ServerStatusDeleting: cloudapi.InstanceTerminating,
 }

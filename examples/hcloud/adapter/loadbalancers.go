@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 
@@ -13,32 +12,28 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
 
-// lbAPI is the functions of the project's load balancers that api makes a
-// cloudapi.LoadBalancerAPI of.
-type lbAPI struct{ c *Client }
-
-// api is the cloudapi.LoadBalancerAPI of the project's load balancers.
-func (a lbAPI) api() cloudapi.PartwiseLoadBalancers[*hcloud.LoadBalancer] {
-	return cloudapi.PartwiseLoadBalancers[*hcloud.LoadBalancer]{Shape: Shape, Check: check, Get: a.get, Read: toLB,
-		List: a.list, Create: a.create, Steps: a.steps, Delete: a.delete, IDs: cloudapi.CheckNumericID, Refs: cloudapi.CheckNumericID}
+// loadBalancers is the cloudapi.LoadBalancerAPI of the project's load balancers.
+func (c *Client) loadBalancers() cloudapi.PartwiseLoadBalancers[*hcloud.LoadBalancer] {
+	return cloudapi.PartwiseLoadBalancers[*hcloud.LoadBalancer]{Shape: Shape, Check: check, Get: c.getLB, Read: toLB,
+		List: c.listLBs, Create: c.createLB, Steps: c.lbSteps, Delete: c.deleteLB, IDs: cloudapi.CheckNumericID, Refs: cloudapi.CheckNumericID}
 }
 
-// get reads one load balancer.
-func (a lbAPI) get(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.LoadBalancer, error) {
-	return getByID(ctx, op, id, "load balancer", cloudapi.ErrNotFound, cloudapi.ErrNotFound, a.c.api.LoadBalancer.GetByID)
+// getLB reads one load balancer.
+func (c *Client) getLB(ctx context.Context, op cloudapi.Operation, id string) (*hcloud.LoadBalancer, error) {
+	return getByID(ctx, op, id, "load balancer", cloudapi.ErrNotFound, cloudapi.ErrNotFound, c.api.LoadBalancer.GetByID)
 }
 
-// list reads one page, by ID, of the load balancers whose labels carry opts.Tags; the
+// listLBs reads one page, by ID, of the load balancers whose labels carry opts.Tags; the
 // page token is the page number.
-func (a lbAPI) list(ctx context.Context, opts cloudapi.ListOptions) ([]*hcloud.LoadBalancer, string, error) {
+func (c *Client) listLBs(ctx context.Context, opts cloudapi.ListOptions) ([]*hcloud.LoadBalancer, string, error) {
 	return page(cloudapi.OpListLoadBalancers, opts, func(o hcloud.ListOpts, sort []string) ([]*hcloud.LoadBalancer, *hcloud.Response, error) {
-		return a.c.api.LoadBalancer.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: o, Sort: sort})
+		return c.api.LoadBalancer.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: o, Sort: sort})
 	})
 }
 
-// create creates the load balancer with its labels and targets in one call; the steps
+// createLB creates the load balancer with its labels and targets in one call; the steps
 // add its services.
-func (a lbAPI) create(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*hcloud.LoadBalancer, error) {
+func (c *Client) createLB(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*hcloud.LoadBalancer, error) {
 	const op = cloudapi.OpCreateLoadBalancer
 	opts := hcloud.LoadBalancerCreateOpts{
 		Name:             spec.Name,
@@ -47,7 +42,7 @@ func (a lbAPI) create(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*hcl
 		NetworkZone:      hcloud.NetworkZone(spec.Settings[SettingNetworkZone]),
 		PublicInterface:  hcloud.Ptr(!spec.Internal),
 	}
-	if loc := cmp.Or(spec.Settings[SettingLocation], a.c.cfg.Location); opts.NetworkZone == "" || spec.Settings[SettingLocation] != "" {
+	if loc := cmp.Or(spec.Settings[SettingLocation], c.cfg.Location); opts.NetworkZone == "" || spec.Settings[SettingLocation] != "" {
 		if loc == "" {
 			return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", errors.New(
 				"no location: annotate location or network-zone, or set one in the cloud config's loadBalancer.settings or the hcloud section's location"))
@@ -58,34 +53,34 @@ func (a lbAPI) create(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*hcl
 	if opts.Labels, err = cloudapi.EncodeLabels(cloudapi.TagsWithSettings(spec), cloudapi.HetznerLabelRules); err != nil {
 		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", err)
 	}
-	if spec.Internal || a.c.cfg.UsePrivateIP {
-		if opts.Network, err = a.c.network(ctx, op, ""); err != nil {
+	if spec.Internal || c.cfg.UsePrivateIP {
+		if opts.Network, err = c.network(ctx, op, ""); err != nil {
 			return nil, err
 		}
 	}
 	for _, t := range spec.Targets {
 		opts.Targets = append(opts.Targets, hcloud.LoadBalancerCreateOptsTarget{Type: hcloud.LoadBalancerTargetTypeServer,
-			Server: hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: number(t)}}, UsePrivateIP: hcloud.Ptr(a.c.cfg.UsePrivateIP)})
+			Server: hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: number(t)}}, UsePrivateIP: hcloud.Ptr(c.cfg.UsePrivateIP)})
 	}
-	res, resp, err := a.c.api.LoadBalancer.Create(ctx, opts)
-	if err := a.c.wait(ctx, op, "", res.Action, resp, err); err != nil {
+	res, resp, err := c.api.LoadBalancer.Create(ctx, opts)
+	if err := c.wait(ctx, op, "", res.Action, resp, err); err != nil {
 		return nil, err
 	}
 	return res.LoadBalancer, nil
 }
 
-// steps are the calls that make cur (as last read) what want says, one call per
+// lbSteps are the calls that make cur (as last read) what want says, one call per
 // difference, each action waited for before the next (the API locks a load balancer
 // while an action runs).
-func (a lbAPI) steps(ctx context.Context, op cloudapi.Operation, cur *hcloud.LoadBalancer, want cloudapi.LoadBalancerSpec) (cloudapi.LoadBalancerSteps, error) {
-	id, lbs := strconv.FormatInt(cur.ID, 10), a.c.api.LoadBalancer
+func (c *Client) lbSteps(ctx context.Context, op cloudapi.Operation, cur *hcloud.LoadBalancer, want cloudapi.LoadBalancerSpec) (cloudapi.LoadBalancerSteps, error) {
+	id, lbs := strconv.FormatInt(cur.ID, 10), c.api.LoadBalancer
 	loc, zone := want.Settings[SettingLocation], want.Settings[SettingNetworkZone]
 	if cur.Location != nil && (loc != "" && loc != cur.Location.Name || zone != "" && zone != string(cur.Location.NetworkZone)) {
 		return cloudapi.LoadBalancerSteps{}, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id,
 			errors.New("location and network zone cannot change in place"))
 	}
 	do := func(action *hcloud.Action, resp *hcloud.Response, err error) error {
-		return a.c.wait(ctx, op, id, action, resp, err)
+		return c.wait(ctx, op, id, action, resp, err)
 	}
 	return cloudapi.LoadBalancerSteps{
 		Properties: func(ctx context.Context) error {
@@ -121,33 +116,32 @@ func (a lbAPI) steps(ctx context.Context, op cloudapi.Operation, cur *hcloud.Loa
 		},
 		AddTarget: func(ctx context.Context, t string) error {
 			return do(lbs.AddServerTarget(ctx, cur, hcloud.LoadBalancerAddServerTargetOpts{Server: &hcloud.Server{ID: number(t)},
-				UsePrivateIP: hcloud.Ptr(a.c.cfg.UsePrivateIP)}))
+				UsePrivateIP: hcloud.Ptr(c.cfg.UsePrivateIP)}))
 		},
 	}, nil
 }
 
-// delete deletes the load balancer (an ID that IDs took) and waits for the delete's
+// deleteLB deletes the load balancer (an ID that IDs took) and waits for the delete's
 // action; the API's not_found answer to the delete of one ID is certain.
-func (a lbAPI) delete(ctx context.Context, id string) error {
+func (c *Client) deleteLB(ctx context.Context, id string) error {
 	const op = cloudapi.OpDeleteLoadBalancer
-	res, resp, err := a.c.api.LoadBalancer.DeleteWithResult(ctx, &hcloud.LoadBalancer{ID: number(id)})
+	res, resp, err := c.api.LoadBalancer.DeleteWithResult(ctx, &hcloud.LoadBalancer{ID: number(id)})
 	if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
 		return cloudapi.NewError(cloudapi.ErrNotFound, op, id, err)
 	}
-	return a.c.wait(ctx, op, id, res.Action, resp, err)
+	return c.wait(ctx, op, id, res.Action, resp, err)
 }
 
 // check returns what Hetzner's load balancers cannot build of spec beyond the Shape and
 // the references by ID (IDs, Refs).
 func check(op cloudapi.Operation, spec cloudapi.LoadBalancerSpec) error {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if spec.TargetGroup != "" {
-		bad("target groups are not Hetzner's")
+		errs = append(errs, errors.New("target groups are not Hetzner's"))
 	}
 	errs = append(errs, Settings.Check(spec.Settings)) // errors.Join leaves out a nil
 	if spec.Settings[SettingLocation] != "" && spec.Settings[SettingNetworkZone] != "" && op == cloudapi.OpCreateLoadBalancer {
-		bad("set location or network-zone, not both")
+		errs = append(errs, errors.New("set location or network-zone, not both"))
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -16,7 +17,7 @@ import (
 // route is a destination and a gateway, the private IP of a server in the network, without
 // labels (a cloudapi.GatewayRoutes: a route's ID is its destination, which the network
 // holds one route for; its target the server that holds the gateway, found in one list
-// of the servers per list of routes). Hetzner's networks route IPv4.
+// of the servers per list of routes, see holders). Hetzner's networks route IPv4.
 func (c *Client) routes() cloudapi.GatewayRoutes[*hcloud.Network] {
 	return cloudapi.GatewayRoutes[*hcloud.Network]{IPv4Only: true, Table: c.routeTable, Holders: c.holders, Gateway: c.gateway,
 		Add: c.addRoute, Delete: c.deleteRoute}
@@ -37,12 +38,29 @@ func (c *Client) routeTable(ctx context.Context, op cloudapi.Operation, id strin
 	return n, table, nil
 }
 
-// holders are the servers that hold each private IP in network n, from one list of the
-// servers.
+// holders are the servers that hold each private IP in network n: one list of the
+// servers, and a GET of each of n's servers that the list missed (pages by number shift
+// when a server is created or deleted between two page reads, and a gateway without its
+// holder would read as a blackhole, which the route controller deletes); one deleted
+// since holds none.
 func (c *Client) holders(ctx context.Context, n *hcloud.Network) (map[string]string, error) {
 	servers, err := c.api.Server.AllWithOpts(ctx, hcloud.ServerListOpts{ListOpts: hcloud.ListOpts{PerPage: maxPerPage}})
 	if err != nil {
 		return nil, errorOf(cloudapi.OpListRoutes, "", nil, err)
+	}
+	listed := map[int64]bool{}
+	for _, srv := range servers {
+		listed[srv.ID] = true
+	}
+	for _, m := range n.Servers {
+		if listed[m.ID] {
+			continue
+		}
+		if srv, err := getByID(ctx, cloudapi.OpListRoutes, strconv.FormatInt(m.ID, 10), "server", cloudapi.ErrTransient, cloudapi.ErrNotFound, c.api.Server.GetByID); err == nil {
+			servers = append(servers, srv)
+		} else if !errors.Is(err, cloudapi.ErrNotFound) {
+			return nil, err
+		}
 	}
 	holder := map[string]string{}
 	for _, srv := range servers {

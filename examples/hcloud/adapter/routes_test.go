@@ -2,8 +2,11 @@ package adapter_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -65,6 +68,40 @@ func TestListRoutesReadsTargetsBackInOneServerList(t *testing.T) {
 	page, err = api.ListRoutes(t.Context(), cloudapi.ListOptions{Tags: map[string]string{cloudapi.TagCluster: "c1"}})
 	require.NoError(t, err)
 	assert.Empty(t, page.Items, "no route carries a tag")
+}
+
+// TestListRoutesKeepsTheHoldersAShiftedPageMissed deletes two servers of the first page of
+// three while the route list reads the second: the first two servers of the second page
+// shift onto the first and the server list misses them. Their routes must keep their
+// targets (a blackhole would make the route controller delete a live Node's route): the
+// network's members the list missed are read one by one.
+func TestListRoutesKeepsTheHoldersAShiftedPageMissed(t *testing.T) {
+	n := schema.Network{ID: 900001, Name: "k8s-seeded", IPRange: "10.0.0.0/8"}
+	srvs := servers(120)
+	for i := range srvs {
+		srvs[i].PrivateNet = []schema.ServerPrivateNet{{Network: n.ID, IP: fmt.Sprintf("10.0.%d.%d", i/200, 2+i%200)}}
+	}
+	n.Routes = []schema.NetworkRoute{{Destination: "10.244.51.0/24", Gateway: "10.0.0.52"}, {Destination: "10.244.52.0/24", Gateway: "10.0.0.53"}}
+	var once sync.Once
+	var m *hcloudmock.Server
+	m, url := newMock(t, hcloudmock.Config{Servers: srvs, Networks: []schema.Network{n}}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/servers" && r.URL.Query().Get("page") == "2" {
+				once.Do(func() { m.DeleteServer(1010); m.DeleteServer(1011) })
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	api, ok := adapter.New(adapter.Config{Endpoint: url, Network: "900001"}, "token", nil).Routes()
+	require.True(t, ok)
+	page, err := api.ListRoutes(t.Context(), cloudapi.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 2)
+	for i, want := range []string{"1051", "1052"} {
+		assert.False(t, page.Items[i].Blackhole, "route %s", page.Items[i].ID)
+		assert.Equal(t, want, page.Items[i].TargetInstanceID, "route %s", page.Items[i].ID)
+	}
+	assert.Equal(t, 2, m.Calls()["GET /servers/{id}"], "the two servers the shifted list missed, read one by one")
 }
 
 func TestRouteWritesWaitForTheirAction(t *testing.T) {
