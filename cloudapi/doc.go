@@ -85,13 +85,21 @@
 // URL"). The same holds for an SDK: trust its typed not-found error, not the HTTP status
 // under it.
 //
+// # Answers that look like success
+//
 // No write may succeed on a redirect. Go's http.Client follows a 301, 302 or 303 answer to
 // a POST, PUT or DELETE with a GET; an adapter that reads that GET's 200 as success
 // "deletes" a load balancer behind an HTTP-to-HTTPS redirect while the cloud keeps it.
 // Follow no redirect (CheckRedirect returning http.ErrUseLastResponse) and map any 3xx to
-// ErrInvalidRequest naming its Location. Read every answer's body up to a bound, the
-// successful ones too: a longer answer is an error, never decoded in part.
-// cloudapitest.RunMiddlebox checks both from in front of the adapter's API.
+// ErrInvalidRequest naming its Location. Read every answer's body whole, up to a bound,
+// the successful ones too, and check it is the one JSON value it claims to be: a longer
+// answer, or one with data after its first JSON value, is an error (ErrTransient: a
+// write's outcome is unknown), never decoded in part. An SDK does not do this for you:
+// many look only at a write's status and close its body unread, or decode the first JSON
+// value and ignore the rest, and take a proxy's 16 MiB page or {"action":{}}<html>... for
+// success. GatedClient does all of it below the SDK, whatever the SDK reads.
+// cloudapitest.RunMiddlebox checks the redirects and the bound from in front of the
+// adapter's API.
 //
 // # Paging
 //

@@ -44,7 +44,9 @@ type FailedRequest[C ~string] struct {
 //	no code, a 3xx or 4xx answer        ErrInvalidRequest: not the API's answer (a wrong base
 //	                                    URL, a proxy), never "gone"; so is a redirect a
 //	                                    GatedClient followed not
-//	no code, no or any other answer     ErrTransient: the outcome is unknown
+//	no code, no or any other answer     ErrTransient: the outcome is unknown; so is an
+//	                                    answer a GatedClient refused as too long, unread
+//	                                    or not one JSON value
 func (c ErrorCodes[C]) Classify(op Operation, id string, r FailedRequest[C], err error) *Error {
 	e := NewError(ErrTransient, op, id, err)
 	switch {
