@@ -329,8 +329,10 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 		return nil, err
 	}
 	defer func() {
-		if err == nil {
-			err = l.leaveOthers(ctx, logger, svc, owner, false)
+		if err == nil || errors.Is(err, ErrPortsTaken) { // written: what it left goes
+			if lerr := l.leaveOthers(ctx, logger, svc, owner, false); lerr != nil {
+				err = lerr
+			}
 		}
 	}()
 	var current *cloudapi.LoadBalancer
@@ -345,9 +347,8 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 			if !l.diff(lb.Spec, want).Empty() {
 				return false, nil
 			}
-			said = outcome{id: lb.ID, known: true}
-			st, err = l.publish(logger, svc, lb)
-			return true, err
+			current = lb
+			return true, nil
 		},
 		write: func(found []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
 			lb, err := l.ensure(ctx, logger, svc, owner, nodes, found)
@@ -358,14 +359,23 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 			return []*cloudapi.LoadBalancer{lb}, nil
 		},
 	})
-	if err != nil || current == nil {
-		return st, err
+	if err != nil {
+		return nil, err
 	}
 	said = outcome{id: current.ID, known: true}
-	if err := notReady(svc, current); err != nil {
+	if err := l.readiness(svc, owner, current); err != nil {
 		return nil, err
 	}
 	return l.publish(logger, svc, current)
+}
+
+// readiness is notReady, then, for a Service of a share, what keeps the share's load
+// balancer lb from serving it (unserved).
+func (l *LoadBalancer) readiness(svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) error {
+	if err := notReady(svc, lb); err != nil {
+		return err
+	}
+	return l.unserved(svc, owner, lb)
 }
 
 // notReady returns what keeps the Service's load balancer from being ready, nil when it
@@ -423,7 +433,13 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 				l.mu.Lock()
 				svc = l.selecting[uid]
 				l.mu.Unlock()
-				return svc != nil // deleted, or no longer selecting, since SyncNodeLabels began
+				if svc == nil {
+					return false // deleted, or no longer selecting, since SyncNodeLabels began
+				}
+				// The Service may have moved to another share since owner was read: its
+				// sync there (under that share's lock) does what this one would.
+				now, err := l.owner(svc)
+				return err == nil && now == owner
 			}
 			l.track(svc)
 			since, tracked = l.nodeSets.observe(nodes, l.snap.tick) // first, as the call arrives
@@ -439,7 +455,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			}
 			release()
 			serr = s
-			said = outcome{id: current.ID, known: true} // trusted: ready
+			said = outcome{id: current.ID, known: true, notReady: l.unserved(svc, owner, current)} // trusted: active
 			return l.diff(current.Spec, want).Empty(), nil
 		},
 		listedSince: func() (uint64, bool) { return since, tracked },
@@ -459,7 +475,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			if err != nil {
 				return nil, err
 			}
-			said = outcome{id: lb.ID, known: true, notReady: notReady(svc, lb)}
+			said = outcome{id: lb.ID, known: true, notReady: l.readiness(svc, owner, lb)}
 			found[0] = *lb
 			return pointers(found), nil
 		},
@@ -536,7 +552,11 @@ func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *c
 			}
 			var stay []*cloudapi.LoadBalancer // a share's load balancers other Services keep
 			if shared {
-				l.leaveMember(uid, "")
+				if untrack {
+					l.leaveMember(uid, "") // deleted, or wants no load balancer: in no share
+				} else {
+					l.leftShare(owner, uid) // it left this share, and may be in another already
+				}
 				var last []cloudapi.LoadBalancer
 				for i := range found { // each: duplicates of a share may hold other Services' listeners
 					lb, err := l.leaveShare(ctx, logger, svc, owner, &found[i])

@@ -60,7 +60,7 @@ func (l *LoadBalancer) untrack(uid string) {
 // service controller's sync, which reports it; the other failures are returned, joined.
 func (l *LoadBalancer) SyncNodeLabels(ctx context.Context, nodes []*corev1.Node) error {
 	l.mu.Lock()
-	uids := slices.Collect(maps.Keys(l.selecting))
+	uids := slices.Sorted(maps.Keys(l.selecting)) // one order: each sync in turn, by UID
 	l.mu.Unlock()
 	var errs []error
 	for _, uid := range uids {

@@ -180,6 +180,8 @@ func (l *LoadBalancer) condition(svc *corev1.Service, have *metav1.Condition, o 
 		}
 	case errors.Is(err, ErrOwnedElsewhere):
 		c.Reason = ReasonOwnedElsewhere
+	case errors.Is(err, ErrPortsTaken):
+		c.Reason = ReasonPortsTaken
 	case errors.As(err, &annotation):
 		c.Reason = ReasonAnnotationError
 	case errors.As(err, &retry):
@@ -291,6 +293,9 @@ const (
 	// ReasonOwnedElsewhere: the load balancer named for adoption is owned elsewhere
 	// (ErrOwnedElsewhere).
 	ReasonOwnedElsewhere = "OwnedElsewhere"
+	// ReasonPortsTaken: the Service is in a share, and another Service of the share has
+	// every port it asks for (ErrPortsTaken); the message names the holders.
+	ReasonPortsTaken = "PortsTaken"
 	// ReasonSyncFailed: any other failure; the message says which.
 	ReasonSyncFailed = "SyncFailed"
 )

@@ -37,6 +37,13 @@ const shareOwnerPrefix = "share:"
 // nothing of the others changes; a Warning event ShareConflict names the other Service.
 var ErrShareConflict = errors.New("the Service disagrees with another Service of its share")
 
+// ErrPortsTaken is matched (errors.Is) by the error of a sync of a Service of a share
+// whose every port (protocol and number) another Service of the share has on the share's
+// load balancer: nothing of the load balancer serves it. The error names the holders. The
+// Service gets the ports in the write that frees them (see handOver); its condition
+// ConditionLoadBalancerReady says ReasonPortsTaken until then.
+var ErrPortsTaken = errors.New("another Service of the share has every port the Service asks for")
+
 // reasonShareConflict is the reason of the Warning event about a Service of a share whose
 // listeners, or some of them, could not be added to the share's load balancer.
 const reasonShareConflict = "ShareConflict"
@@ -90,6 +97,18 @@ func (l *LoadBalancer) shareKey(namespace, name string) string {
 		namespace = "*"
 	}
 	return namespace + "/" + name
+}
+
+// shareScope is the namespace whose Services may be in the share owner: the namespace of
+// its key, or every namespace (metav1.NamespaceAll) for a key of
+// Options.ShareAcrossNamespaces ("*/name") or one that names no namespace, so that a
+// share's members are never looked for in too few places.
+func shareScope(owner string) string {
+	ns, _, ok := strings.Cut(strings.TrimPrefix(owner, shareOwnerPrefix), "/")
+	if !ok || ns == "*" {
+		return metav1.NamespaceAll
+	}
+	return ns
 }
 
 // shareName is the cloud name of a share's load balancer without a name annotation: the
@@ -207,6 +226,8 @@ func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner strin
 		}
 		out.Listeners = append(out.Listeners, ls)
 	}
+	// The ports the Service freed (it changed them) go to the members waiting for them.
+	out.Listeners = append(out.Listeners, handOver(known, out.Listeners)...)
 	sortListeners(out.Listeners)
 	msg := ""
 	if len(taken) > 0 {
@@ -282,15 +303,15 @@ func (l *LoadBalancer) otherMembers(owner, uid string) map[string]member {
 	return known
 }
 
-// freed returns the listeners that members of the share owner other than the Service
-// with UID uid asked for and did not get because another Service had their port, and
-// that are free in others (the listeners that stay): a Service leaving a share hands its
-// ports to those that asked for them, in the same write. Only members that agreed with
-// the share at their last sync get them, each port once, by UID order.
-func (l *LoadBalancer) freed(owner, uid string, others []cloudapi.Listener) []cloudapi.Listener {
-	known := l.otherMembers(owner, uid)
+// handOver returns the listeners that members of a share (known: all but the Service
+// whose sync this is) asked for and did not get because another Service had their port,
+// and that are free in stay (the listeners the share's load balancer keeps): a Service
+// that leaves a share, or changes its ports, hands the ports it frees to those that asked
+// for them, in the same write. Only members that agreed with the share at their last
+// sync get them, each port once, by UID order.
+func handOver(known map[string]member, stay []cloudapi.Listener) []cloudapi.Listener {
 	taken := map[cloudapi.ListenerKey]bool{}
-	for _, ls := range others {
+	for _, ls := range stay {
 		taken[ls.Key()] = true
 	}
 	var out []cloudapi.Listener
@@ -305,6 +326,37 @@ func (l *LoadBalancer) freed(owner, uid string, others []cloudapi.Listener) []cl
 		}
 	}
 	return out
+}
+
+// unserved returns an error matching ErrPortsTaken when the Service with svc's UID is a
+// member of the share owner that agreed with it and asked for listeners, and lb (the
+// share's load balancer as written) has none of them as the Service's: another Service
+// holds every port it asks for. The error names the holders. It is nil for a Service
+// that is no member of a share.
+func (l *LoadBalancer) unserved(svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) error {
+	if !isShare(owner) {
+		return nil
+	}
+	uid := string(svc.UID)
+	l.mu.Lock()
+	me, ok := l.members[owner][uid]
+	l.mu.Unlock()
+	if !ok || !me.agreed || len(me.listeners) == 0 {
+		return nil
+	}
+	known := l.otherMembers(owner, uid)
+	var holders []string
+	for _, want := range me.listeners {
+		i := slices.IndexFunc(lb.Spec.Listeners, func(ls cloudapi.Listener) bool { return ls.Key() == want.Key() })
+		switch {
+		case i < 0, listenerOwner(lb.Spec.Listeners[i].Name) == uid:
+			return nil // served, or not written yet: not a port another Service holds
+		default:
+			holders = append(holders, fmt.Sprintf("%d/%s (%s)", want.Port, want.Protocol, l.memberName(known, listenerOwner(lb.Spec.Listeners[i].Name))))
+		}
+	}
+	return fmt.Errorf("service %s/%s is not served by the load balancer %s of its share %s: its port(s) %s are another Service's; it gets each in the write that frees it, or choose other ports: %w",
+		svc.Namespace, svc.Name, lb.ID, strings.TrimPrefix(owner, shareOwnerPrefix), strings.Join(holders, ", "), ErrPortsTaken)
 }
 
 // sortListeners sorts listeners by protocol, then port: the order of every spec ccmkit
@@ -324,6 +376,19 @@ func (l *LoadBalancer) leaveMember(uid, keep string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.forgetMember(uid, keep)
+}
+
+// leftShare forgets the Service with UID uid among the members of the share owner only:
+// it left that share, and may be a member of another already.
+func (l *LoadBalancer) leftShare(owner, uid string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ms := l.members[owner]; ms != nil {
+		delete(ms, uid)
+		if len(ms) == 0 {
+			delete(l.members, owner)
+		}
+	}
 }
 
 // forgetMember is leaveMember with l.mu held.
@@ -349,17 +414,15 @@ func shareNodes(want *cloudapi.LoadBalancerSpec, a parsedAnnotations) {
 // othersInShare reports whether a Service of the share owner other than svc exists:
 // with Options.Services, one of type LoadBalancer that this LoadBalancer serves
 // (Options.Serves), not being deleted, whose share annotation names the share (the API server's word: a Service not synced yet counts);
-// without it, a member this LoadBalancer synced. An error of the API server is returned:
-// the caller deletes nothing then.
+// without it, a member this LoadBalancer synced. The Services are looked for in the
+// share's own scope (shareScope), whoever svc is: a sync of a Service of another
+// namespace or share may revisit the share's load balancer. An error of the API server
+// is returned: the caller deletes nothing then.
 func (l *LoadBalancer) othersInShare(ctx context.Context, svc *corev1.Service, owner string) (bool, error) {
 	var services []corev1.Service
 	asked := false
 	if l.opts.Services != nil {
-		ns := svc.Namespace
-		if l.opts.ShareAcrossNamespaces {
-			ns = metav1.NamespaceAll
-		}
-		if api := l.opts.Services.Services(ns); api != nil {
+		if api := l.opts.Services.Services(shareScope(owner)); api != nil {
 			list, err := api.List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, fmt.Errorf("listing the Services that may share load balancer of share %s: %w", strings.TrimPrefix(owner, shareOwnerPrefix), err)
@@ -409,7 +472,7 @@ func (l *LoadBalancer) leaveShare(ctx context.Context, logger klog.Logger, svc *
 		return lb, nil
 	}
 	want := lb.Spec.Clone()
-	want.Listeners = append(slices.Clone(others), l.freed(owner, string(svc.UID), others)...)
+	want.Listeners = append(slices.Clone(others), handOver(l.otherMembers(owner, string(svc.UID)), others)...)
 	sortListeners(want.Listeners)
 	if len(want.Listeners) == 0 {
 		// No listener left to serve: no targets either (a cloud may refuse targets whose

@@ -42,3 +42,14 @@ func (l *Locks[K]) Lock(k K) (unlock func()) {
 		l.mu.Unlock()
 	}
 }
+
+// Users returns how many callers hold or wait for the lock of k: for tests that must
+// know a caller is waiting.
+func (l *Locks[K]) Users(k K) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.locks[k]; e != nil {
+		return e.users
+	}
+	return 0
+}
