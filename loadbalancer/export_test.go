@@ -6,3 +6,18 @@ var AnnotationReference = annotationReference
 // LockUsers is how many calls hold or wait for the lock of owner (a Service's UID, or
 // "share:" and a share's key).
 func (l *LoadBalancer) LockUsers(owner string) int { return l.services.Users(owner) }
+
+// Remembered returns how many entries each of the LoadBalancer's per-Service memories
+// holds, by name, and the snapshot's entries.
+func (l *LoadBalancer) Remembered() map[string]int {
+	l.mu.Lock()
+	out := map[string]int{
+		"selecting": len(l.selecting), "reported": len(l.reported), "told": len(l.told),
+		"throttledAt": len(l.throttledAt), "members": len(l.members),
+	}
+	l.mu.Unlock()
+	l.snap.mu.Lock()
+	out["snapshot"] = len(l.snap.services)
+	l.snap.mu.Unlock()
+	return out
+}

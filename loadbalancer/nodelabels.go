@@ -45,10 +45,28 @@ func (l *LoadBalancer) track(svc *corev1.Service) {
 func (l *LoadBalancer) untrack(uid string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.untrackLocked(uid)
+}
+
+// untrackLocked is untrack with l.mu held.
+func (l *LoadBalancer) untrackLocked(uid string) {
 	delete(l.selecting, uid)
 	for _, reason := range []string{reasonUnknownAnnotation, reasonConflictingAnnotations, reasonShareConflict} {
 		delete(l.reported, reported{uid: uid, reason: reason})
 	}
+}
+
+// forget forgets everything the LoadBalancer remembers of the Service with UID uid (it
+// wants no load balancer, and has none left): untrack's, what tell last wrote on it, its
+// last CloudThrottled event, its membership of every share. Called once its cleanup
+// succeeded, so that what is kept per Service does not grow with churn.
+func (l *LoadBalancer) forget(uid string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.untrackLocked(uid)
+	delete(l.told, uid)
+	delete(l.throttledAt, uid)
+	l.forgetMember(uid, "")
 }
 
 // SyncNodeLabels brings the targets of the Services that select their Nodes by label in

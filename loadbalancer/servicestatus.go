@@ -39,6 +39,9 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 	if errors.Is(o.err, cloudapi.ErrThrottled) || note.Count() > 0 {
 		l.reportThrottled(logger, svc, o.err)
 	}
+	if o.cleanup && o.err == nil && svc.UID != "" {
+		defer l.forget(string(svc.UID)) // after the writes below: it wants no load balancer
+	}
 	if l.opts.Services == nil || svc.UID == "" || o.cleanup && o.err != nil {
 		return
 	}
@@ -119,10 +122,7 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 		}
 		last.failedAt = now
 		l.told[uid] = last
-	case o.cleanup:
-		delete(l.told, uid)
-		delete(l.throttledAt, uid)
-	case wrote && svc.ResourceVersion != "":
+	case wrote && !o.cleanup && svc.ResourceVersion != "":
 		l.told[uid] = next
 	}
 }
