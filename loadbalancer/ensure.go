@@ -59,6 +59,9 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 
 	switch {
 	case current == nil:
+		if err := l.mayCreate(ctx, logger, svc, owner); err != nil {
+			return nil, keptEntry{err} // nothing written: the read stands
+		}
 		return l.create(ctx, logger, svc, owner, want)
 	case current.Spec.Internal != want.Internal:
 		keep, err := l.keepOnDelete(svc)

@@ -53,6 +53,8 @@ type LoadBalancer struct {
 	told        map[string]told              // by UID: what tell last wrote on the Service
 	throttledAt map[string]time.Time         // by UID: when the last CloudThrottled event was recorded
 	members     map[string]map[string]member // by share owner, by UID: what the share's Services last asked for (see join)
+
+	cbrake creationBrake // see CreationBrake
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
@@ -92,6 +94,9 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	if err := opts.Aliases.Validate(opts.AnnotationPrefix, opts.Settings); err != nil {
 		return nil, fmt.Errorf("loadbalancer: the adapter's annotation aliases: %w", err)
 	}
+	if err := opts.CreationBrake.Validate(); err != nil {
+		return nil, fmt.Errorf("loadbalancer: %w", err)
+	}
 	defaults, err := opts.Settings.Defaults(opts.SettingDefaults)
 	if err != nil {
 		return nil, fmt.Errorf("loadbalancer: the defaults of the adapter's settings: %w", err)
@@ -107,6 +112,7 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		snap:            snap,
 		selecting:       map[string]*corev1.Service{},
 		members:         map[string]map[string]member{},
+		cbrake:          creationBrake{passed: map[string]time.Time{}, asked: map[string]time.Time{}},
 	}
 	if opts.TargetGroups != nil {
 		l.groups = targetgroups.New(targetgroups.Config{
@@ -211,6 +217,12 @@ type Options struct {
 	// another's. Changing it moves every share to a new load balancer (the shares' keys,
 	// cloudapi.TagShare, change); delete the old ones with the sweeper.
 	ShareAcrossNamespaces bool
+	// CreationBrake bounds how many Services whose status already holds an address may
+	// each get a new load balancer (see CreationBrake); the zero value is off. New
+	// refuses one that CreationBrake.Validate refuses.
+	CreationBrake CreationBrake
+	// OnCreationHeld, when set, is called each time the creation brake holds a create.
+	OnCreationHeld func()
 }
 
 // ErrOwnedElsewhere is matched (errors.Is) by the error of EnsureLoadBalancer when the

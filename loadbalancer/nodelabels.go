@@ -51,7 +51,7 @@ func (l *LoadBalancer) untrack(uid string) {
 // untrackLocked is untrack with l.mu held.
 func (l *LoadBalancer) untrackLocked(uid string) {
 	delete(l.selecting, uid)
-	for _, reason := range []string{reasonUnknownAnnotation, reasonConflictingAnnotations, reasonShareConflict} {
+	for _, reason := range []string{reasonUnknownAnnotation, reasonConflictingAnnotations, reasonShareConflict, ReasonCreationHeld} {
 		delete(l.reported, reported{uid: uid, reason: reason})
 	}
 }

@@ -182,6 +182,8 @@ func (l *LoadBalancer) condition(svc *corev1.Service, have *metav1.Condition, o 
 		c.Reason = ReasonOwnedElsewhere
 	case errors.Is(err, ErrPortsTaken):
 		c.Reason = ReasonPortsTaken
+	case errors.Is(err, ErrCreationHeld):
+		c.Reason = ReasonCreationHeld
 	case errors.As(err, &annotation):
 		c.Reason = ReasonAnnotationError
 	case errors.As(err, &retry):

@@ -144,6 +144,15 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			groups = g
 			c.groups = true
 		}
+		held, err := creationsHeld(opts)
+		if err != nil {
+			return nil, err
+		}
+		var brake loadbalancer.CreationBrake
+		if cfg.CreationBrakeEnabled() {
+			b := cfg.LoadBalancer.CreationBrake
+			brake = loadbalancer.CreationBrake{Window: b.Window, Share: b.Share, Minimum: b.Minimum}
+		}
 		c.lbs, err = loadbalancer.New(api, loadbalancer.Options{
 			ClusterID:             cfg.Cluster.ID,
 			ProviderID:            format,
@@ -161,6 +170,8 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			Shape:                 opts.LoadBalancerShape,
 			Aliases:               opts.LoadBalancerAliases,
 			TargetGroups:          groups,
+			CreationBrake:         brake,
+			OnCreationHeld:        held,
 		})
 		if err != nil {
 			errs = append(errs, err)

@@ -67,6 +67,15 @@ const (
 	DefaultDeletionBrakeShare = instances.DefaultBrakeShare
 	// DefaultDeletionBrakeMinimum is the default nodes.deletionBrake.minimum.
 	DefaultDeletionBrakeMinimum = instances.DefaultBrakeMinimum
+	// DefaultCreationBrakeWindow is the default loadBalancer.creationBrake.window: the
+	// deletion brake's.
+	DefaultCreationBrakeWindow = DefaultDeletionBrakeWindow
+	// DefaultCreationBrakeShare is the default loadBalancer.creationBrake.share: the
+	// deletion brake's.
+	DefaultCreationBrakeShare = DefaultDeletionBrakeShare
+	// DefaultCreationBrakeMinimum is the default loadBalancer.creationBrake.minimum: the
+	// deletion brake's.
+	DefaultCreationBrakeMinimum = DefaultDeletionBrakeMinimum
 )
 
 // Config is a provider's cloud config, the YAML file given to the cloud-controller-manager
@@ -275,6 +284,30 @@ type DeletionBrakeConfig struct {
 	Minimum int `yaml:"minimum"`
 }
 
+// CreationBrakeConfig configures the creation brake: within any Window, at most Share of
+// the load balancers of Services that have an address (and at least Minimum) may be made
+// anew. With a Kubernetes client (the cloud-controller-manager's), the brake counts every
+// Service that would get a new load balancer at once, so a wrong project is held from its
+// first create; without one it counts them as they come. A held Service keeps its
+// address in its status, its sync fails with condition reason CreationHeld and a Warning
+// event CreationHeld says what to do: correct the cloud config, or annotate the Service
+// ccmkit.io/acknowledge-new-load-balancer=<the address it gives up>. A Service without an
+// address is never held. The rule is package loadbalancer's CreationBrake.
+type CreationBrakeConfig struct {
+	// Enabled switches the brake on (YAML "enabled"); default true.
+	Enabled *bool `yaml:"enabled"`
+	// Window is the time over which new load balancers of Services with an address are
+	// counted (YAML "window"); default 10m.
+	Window time.Duration `yaml:"window"`
+	// Share is the share of the Services with an address (counted by load balancer: a
+	// share's Services once) that may get a new load balancer within a window (YAML
+	// "share"), more than 0 and at most 1; default 0.5.
+	Share float64 `yaml:"share"`
+	// Minimum is how many may get a new load balancer within a window whatever Share
+	// allows (YAML "minimum"); default 2.
+	Minimum int `yaml:"minimum"`
+}
+
 // LoadBalancerConfig configures Service load balancers.
 type LoadBalancerConfig struct {
 	// AnnotationPrefix is the prefix of the Service annotations ccmkit reads (YAML
@@ -295,6 +328,11 @@ type LoadBalancerConfig struct {
 	// address: an operator's decision. Changing it moves every share to a new load
 	// balancer; the sweeper deletes the old ones.
 	ShareAcrossNamespaces bool `yaml:"shareAcrossNamespaces"`
+	// CreationBrake bounds how many Services whose status already holds an address may
+	// each get a new load balancer, so that a config pointed at another project or
+	// account (where none of the cluster's load balancers is found) does not replace
+	// every published address (YAML "creationBrake"); on by default.
+	CreationBrake CreationBrakeConfig `yaml:"creationBrake"`
 	// Class is the load balancer class ccmkit serves (YAML "class"): Services of type
 	// LoadBalancer whose spec.loadBalancerClass is Class get their load balancer from
 	// ccmkit, through the class controller service-lb-class-controller (package lbclass)
@@ -412,6 +450,12 @@ func (c *Config) TargetGroupsEnabled() bool { return enabled(c.LoadBalancer.Targ
 // default true).
 func (c *Config) DeletionBrakeEnabled() bool { return enabled(c.Nodes.DeletionBrake.Enabled, true) }
 
+// CreationBrakeEnabled reports whether the creation brake is on
+// (loadBalancer.creationBrake.enabled, default true).
+func (c *Config) CreationBrakeEnabled() bool {
+	return enabled(c.LoadBalancer.CreationBrake.Enabled, true)
+}
+
 // SetDefaults fills every zero field that has a default. It is idempotent; ReadConfig and
 // New call it.
 func (c *Config) SetDefaults() {
@@ -456,6 +500,29 @@ func (c *Config) SetDefaults() {
 	}
 	if b := &c.Nodes.DeletionBrake; b.Minimum == 0 {
 		b.Minimum = DefaultDeletionBrakeMinimum
+	}
+	if b := &c.LoadBalancer.CreationBrake; b.Window == 0 {
+		b.Window = DefaultCreationBrakeWindow
+	}
+	if b := &c.LoadBalancer.CreationBrake; b.Share == 0 {
+		b.Share = DefaultCreationBrakeShare
+	}
+	if b := &c.LoadBalancer.CreationBrake; b.Minimum == 0 {
+		b.Minimum = DefaultCreationBrakeMinimum
+	}
+}
+
+// checkBrake reports through bad what is wrong with a brake's window, share and minimum,
+// at key (the YAML path); of is what the share is of, for the message.
+func checkBrake(bad func(string, ...any), key, of string, window time.Duration, share float64, minimum int, defShare float64, defMinimum int) {
+	if window < 0 {
+		bad("%s.window: %s must be positive", key, window)
+	}
+	if math.IsNaN(share) || share < 0 || share > 1 {
+		bad("%s.share: %v must be more than 0 and at most 1 (0.5: half %s within a window; unset: the default %v)", key, share, of, defShare)
+	}
+	if minimum < 0 {
+		bad("%s.minimum: %d must be at least 1 (unset: the default %d)", key, minimum, defMinimum)
 	}
 }
 
@@ -518,15 +585,10 @@ func (c *Config) Validate() error {
 		}
 		bad("%s: %s", field, p.Msg)
 	}
-	if b := c.Nodes.DeletionBrake; b.Window < 0 {
-		bad("nodes.deletionBrake.window: %s must be positive", b.Window)
-	}
-	if b := c.Nodes.DeletionBrake; math.IsNaN(b.Share) || b.Share < 0 || b.Share > 1 {
-		bad("nodes.deletionBrake.share: %v must be more than 0 and at most 1 (0.5: half the known instances within a window; unset: the default %v)", b.Share, DefaultDeletionBrakeShare)
-	}
-	if b := c.Nodes.DeletionBrake; b.Minimum < 0 {
-		bad("nodes.deletionBrake.minimum: %d must be at least 1 (unset: the default %d)", b.Minimum, DefaultDeletionBrakeMinimum)
-	}
+	b := c.Nodes.DeletionBrake
+	checkBrake(bad, "nodes.deletionBrake", "the known instances", b.Window, b.Share, b.Minimum, DefaultDeletionBrakeShare, DefaultDeletionBrakeMinimum)
+	cb := c.LoadBalancer.CreationBrake
+	checkBrake(bad, "loadBalancer.creationBrake", "the load balancers of Services with an address", cb.Window, cb.Share, cb.Minimum, DefaultCreationBrakeShare, DefaultCreationBrakeMinimum)
 	if c.Cache.MaxAge < 0 {
 		bad("cache.maxAge: %s must be positive", c.Cache.MaxAge)
 	}

@@ -34,6 +34,17 @@ func TestReadConfigDefaults(t *testing.T) {
 	assert.Equal(t, SweeperConfig{GracePeriod: DefaultSweeperGracePeriod, Interval: DefaultSweeperInterval}, cfg.Sweeper, "the sweeper is off unless asked for")
 	assert.True(t, cfg.DeletionBrakeEnabled(), "the deletion brake is on unless switched off")
 	assert.Equal(t, DeletionBrakeConfig{Window: DefaultDeletionBrakeWindow, Share: DefaultDeletionBrakeShare, Minimum: DefaultDeletionBrakeMinimum}, cfg.Nodes.DeletionBrake)
+	assert.True(t, cfg.CreationBrakeEnabled(), "the creation brake is on unless switched off")
+	assert.Equal(t, CreationBrakeConfig{Window: DefaultDeletionBrakeWindow, Share: DefaultDeletionBrakeShare, Minimum: DefaultDeletionBrakeMinimum}, cfg.LoadBalancer.CreationBrake,
+		"the creation brake's defaults are the deletion brake's")
+}
+
+func TestReadConfigCreationBrake(t *testing.T) {
+	cfg, err := ReadConfig(strings.NewReader("cluster: {id: a}\nloadBalancer:\n  creationBrake: {enabled: false, window: 30m, share: 0.25, minimum: 5}\n"), "ccmkit")
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	assert.False(t, cfg.CreationBrakeEnabled())
+	assert.Equal(t, CreationBrakeConfig{Enabled: cfg.LoadBalancer.CreationBrake.Enabled, Window: 30 * time.Minute, Share: 0.25, Minimum: 5}, cfg.LoadBalancer.CreationBrake)
 }
 
 func TestReadConfigDeletionBrake(t *testing.T) {
@@ -184,6 +195,15 @@ func TestConfigErrors(t *testing.T) {
 				`routes.clusterCIDRs[4]: "pods" is not a CIDR such as 10.244.0.0/16`,
 				"routes.clusterCIDRs[5]: 10.0.0.0/8 overlaps routes.clusterCIDRs[0] 10.244.0.0/16",
 				"routes.clusterCIDRs[5]: 10.0.0.0/8 overlaps routes.clusterCIDRs[1] 10.244.1.0/24",
+			},
+		},
+		{
+			name: "creation brake",
+			file: "cluster: {id: a}\nloadBalancer:\n  creationBrake: {window: -1m, share: 1.5, minimum: -1}\n",
+			want: []string{
+				"loadBalancer.creationBrake.window: -1m0s must be positive",
+				"loadBalancer.creationBrake.share: 1.5 must be more than 0 and at most 1 (0.5: half the load balancers of Services with an address within a window; unset: the default 0.5)",
+				"loadBalancer.creationBrake.minimum: -1 must be at least 1 (unset: the default 2)",
 			},
 		},
 		{

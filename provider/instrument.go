@@ -80,6 +80,30 @@ func instanceChecks(opts Options) (func(reason, result string), error) {
 	}, nil
 }
 
+// CreationsHeldMetric is the name, after cloudprovider_<provider>_, of the counter of the
+// creates of load balancers that the creation brake (loadBalancer.creationBrake) held:
+// Services whose status has an address while the cloud has no load balancer of theirs,
+// more of them at once than the brake allows. A rising count means the cloud config
+// points at another project or account than the cluster's load balancers are in (or
+// they were deleted behind the cluster's back): look at the CreationHeld events.
+// Registered only when load balancers are on.
+const CreationsHeldMetric = "loadbalancer_creations_held_total"
+
+// creationsHeld returns the hook that counts the creation brake's holds in
+// CreationsHeldMetric.
+func creationsHeld(opts Options) (func(), error) {
+	var reg cloudclient.Registerer
+	if opts.Metrics != nil {
+		reg = opts.Metrics
+	}
+	counter, err := cloudclient.NewCounterVec(reg, opts.ProviderName, CreationsHeldMetric,
+		"Creates of load balancers that the creation brake held: Services with an address in their status whose load balancer the cloud does not have, more at once than the brake allows.")
+	if err != nil {
+		return nil, fmt.Errorf("provider: %w", err)
+	}
+	return func() { counter.WithLabelValues().Inc() }, nil
+}
+
 // SweptMetric is the name, after cloudprovider_<provider>_, of the counter of the
 // sweeper's deletes of orphaned resources, by kind (load_balancer, route, target_group)
 // and result (deleted, failed, kept: a target group the cloud refused to delete as in

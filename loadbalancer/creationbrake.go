@@ -1,0 +1,211 @@
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/internal/quote"
+)
+
+// CreationBrake bounds how many Services whose status already holds an address may each
+// get a new load balancer, so that a cloud-controller-manager pointed at another project
+// or account (which finds none of the cluster's load balancers) does not create one for
+// every Service and publish new addresses in place of the ones clients use.
+//
+// A re-creation is a create for a Service whose fresh read found no load balancer of its
+// owner (the Service, or its share) while its status.loadBalancer.ingress holds an
+// address or hostname; a Service without one (a new Service) is never held, and neither
+// is an adoption, nor a replacement the Service asked for. Within any Window at most
+// max(Minimum, floor(Share × the owners of Services with an address)) owners may be
+// re-created. With Options.Services the brake counts at once every owner that would be
+// re-created (the Services of every namespace whose owner the snapshot of the cluster's
+// load balancers has none of), so that the first create of a wrong project is already
+// held; without it, it counts the owners as their syncs ask, and allows Minimum.
+//
+// A held create writes nothing: the sync fails with an error matching ErrCreationHeld,
+// the Service's condition says ReasonCreationHeld, a Warning event ReasonCreationHeld
+// says why (once per change), and Options.OnCreationHeld counts it. It goes on once the
+// config points at the cluster's project again (the load balancers are found), or once
+// the Service acknowledges the new address (AnnotationAcknowledgeNewLoadBalancer). The
+// zero CreationBrake is off.
+type CreationBrake struct {
+	// Window is the time over which re-creations are counted; zero turns the brake off.
+	Window time.Duration
+	// Share is the share of the owners of Services with an address that may be
+	// re-created within the window; in (0, 1].
+	Share float64
+	// Minimum is how many owners may be re-created within the window whatever Share
+	// allows; at least 0.
+	Minimum int
+}
+
+// Validate reports what is wrong with b.
+func (b CreationBrake) Validate() error {
+	switch {
+	case b.Window < 0:
+		return fmt.Errorf("the creation brake's window %s is negative", b.Window)
+	case b.Window > 0 && (math.IsNaN(b.Share) || b.Share <= 0 || b.Share > 1):
+		return fmt.Errorf("the creation brake's share %v must be more than 0 and at most 1", b.Share)
+	case b.Minimum < 0:
+		return fmt.Errorf("the creation brake's minimum %d is negative", b.Minimum)
+	}
+	return nil
+}
+
+// AnnotationAcknowledgeNewLoadBalancer is the Service annotation by which an operator lets
+// the creation brake pass a new load balancer for the Service: its value is the address
+// (or hostname) in the Service's status that the new load balancer gives up. It counts
+// only while the status still holds that address, so it acknowledges one re-creation:
+// once the new address is published, it acknowledges nothing. It is outside the
+// annotation prefix, as an operator's word, not a user's request.
+const AnnotationAcknowledgeNewLoadBalancer = "ccmkit.io/acknowledge-new-load-balancer"
+
+// ErrCreationHeld is matched (errors.Is) by the error of EnsureLoadBalancer when the
+// creation brake (Options.CreationBrake) holds the new load balancer of a Service whose
+// status already holds an address. Nothing is written then.
+var ErrCreationHeld = errors.New("the creation brake holds a new load balancer for a Service that has an address")
+
+// ReasonCreationHeld is the reason of the condition ConditionLoadBalancerReady and of the
+// Warning event of a Service whose new load balancer the creation brake holds.
+const ReasonCreationHeld = "CreationHeld"
+
+// creationBrake is the brake's memory.
+type creationBrake struct {
+	mu sync.Mutex
+	// passed holds the owners re-created within the window, with when.
+	passed map[string]time.Time
+	// asked holds the owners whose re-creation was asked for within the window, with
+	// when: the count without a Services client.
+	asked map[string]time.Time
+}
+
+// prune forgets what is not after since. b.mu is held.
+func (b *creationBrake) prune(since time.Time) {
+	for _, m := range []map[string]time.Time{b.passed, b.asked} {
+		for k, at := range m {
+			if !at.After(since) {
+				delete(m, k)
+			}
+		}
+	}
+}
+
+// mayCreate returns nil when the Service's load balancer (of owner, which a fresh read
+// found none of) may be created, and an error matching ErrCreationHeld when the creation
+// brake holds it (see CreationBrake), or an error when it cannot tell.
+func (l *LoadBalancer) mayCreate(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string) error {
+	b := l.opts.CreationBrake
+	addrs := ingressAddresses(svc)
+	if b.Window <= 0 || len(addrs) == 0 {
+		return nil
+	}
+	if ack := svc.Annotations[AnnotationAcknowledgeNewLoadBalancer]; ack != "" && slices.Contains(addrs, ack) {
+		logger.Info("Creating a new load balancer for a Service with an address: the Service acknowledges it", "address", quote.Text(ack), "annotation", AnnotationAcknowledgeNewLoadBalancer)
+		l.changed(svc, ReasonCreationHeld, "")
+		return nil
+	}
+	now := l.opts.Clock.Now()
+	l.cbrake.mu.Lock()
+	l.cbrake.prune(now.Add(-b.Window))
+	l.cbrake.asked[owner] = now
+	asked := 0 // the owners asked for and not passed
+	for k := range l.cbrake.asked {
+		if _, ok := l.cbrake.passed[k]; !ok {
+			asked++
+		}
+	}
+	_, passedBefore := l.cbrake.passed[owner]
+	passed := len(l.cbrake.passed)
+	l.cbrake.mu.Unlock()
+
+	missing, addressed, counted, err := l.recreations(ctx, owner)
+	switch {
+	case err != nil:
+		return fmt.Errorf("service %s/%s has an address but no load balancer: counting the Services that would get a new one at once (the creation brake): %w", svc.Namespace, svc.Name, err)
+	case !counted:
+		missing, addressed = asked, 0
+	}
+	allowed := max(b.Minimum, int(math.Floor(b.Share*float64(addressed))))
+	if passedBefore || missing+passed <= allowed {
+		l.cbrake.mu.Lock()
+		l.cbrake.passed[owner] = now
+		l.cbrake.mu.Unlock()
+		l.changed(svc, ReasonCreationHeld, "")
+		return nil
+	}
+	err = fmt.Errorf("service %s/%s has address %s but the cloud has no load balancer of it (tags %s): %d load balancers of Services with an address would be made at once, more than the creation brake allows within %s (%d): %w; if the cloud config points at another project or account, correct it; to give this Service a new load balancer and a new address, annotate it %s=%s",
+		svc.Namespace, svc.Name, quote.Value(addrs[0]), tagsText(ownerTags(l.opts.ClusterID, owner)), missing+passed, b.Window, allowed, ErrCreationHeld,
+		AnnotationAcknowledgeNewLoadBalancer, addrs[0])
+	if l.opts.OnCreationHeld != nil {
+		l.opts.OnCreationHeld()
+	}
+	if l.changed(svc, ReasonCreationHeld, err.Error()) {
+		logger.Info("Not creating a load balancer for a Service that has an address: the creation brake holds it", "address", quote.Text(addrs[0]), "wouldCreate", missing+passed, "allowed", allowed)
+		l.event(svc, corev1.EventTypeWarning, ReasonCreationHeld, err.Error())
+	}
+	return err
+}
+
+// recreations counts, with Options.Services, the owners of the Services this LoadBalancer
+// serves, of type LoadBalancer, not being deleted, with an address in their status
+// (addressed), and those of them that the snapshot of the cluster's load balancers (as
+// fresh as Options.MaxAge) has no load balancer of and that no acknowledgement lets pass
+// (missing), owner among them. counted is false without Options.Services.
+func (l *LoadBalancer) recreations(ctx context.Context, owner string) (missing, addressed int, counted bool, _ error) {
+	if l.opts.Services == nil {
+		return 0, 0, false, nil
+	}
+	api := l.opts.Services.Services(metav1.NamespaceAll)
+	if api == nil {
+		return 0, 0, false, nil
+	}
+	list, err := api.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("listing the Services: %w", err)
+	}
+	owners := map[string]bool{} // by owner: whether it would be re-created
+	owners[owner] = true
+	for i := range list.Items {
+		o := &list.Items[i]
+		addrs := ingressAddresses(o)
+		if o.DeletionTimestamp != nil || o.Spec.Type != corev1.ServiceTypeLoadBalancer || len(addrs) == 0 || (l.opts.Serves != nil && !l.opts.Serves(o)) {
+			continue
+		}
+		theirs, err := l.owner(o)
+		if err != nil || owners[theirs] {
+			continue
+		}
+		lbs, ok := l.snap.lookup(ctx, theirs)
+		acknowledged := slices.Contains(addrs, o.Annotations[AnnotationAcknowledgeNewLoadBalancer])
+		owners[theirs] = ok && len(lbs) == 0 && !acknowledged
+	}
+	for _, recreated := range owners {
+		if recreated {
+			missing++
+		}
+	}
+	return missing, len(owners), true, nil
+}
+
+// ingressAddresses returns the IPs and hostnames of the Service's status.loadBalancer.
+func ingressAddresses(svc *corev1.Service) []string {
+	var out []string
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		for _, a := range []string{in.IP, in.Hostname} {
+			if a = strings.TrimSpace(a); a != "" {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
