@@ -45,8 +45,11 @@
 //     error matching ErrDeletionBrake (the Node is kept), a Warning event
 //     EventDeletionBrake on the Node once per window (Options.Recorder), and
 //     reason="brake",result="refused" in the metric. The brake lets go when the cloud
-//     lists the instances again; a Node annotated AnnotationAcknowledgeGone="true" has its
-//     answer passed on (and is deleted).
+//     lists the instances again, or an instance that InstancesV2 looked up by a Node's
+//     provider ID (a new Node's); a Node annotated AnnotationAcknowledgeGone="true" has
+//     its answer passed on (and is deleted). Only InstancesV2's reads, with the Node in
+//     hand, count so: the Lookup's own methods (package routes' ownership checks, package
+//     zones) and the legacy Instances methods, given a name or a provider ID, never do.
 //
 // How instance states map (also in docs/architecture.md):
 //

@@ -29,8 +29,12 @@ import (
 // over a Lookup: InstanceExists answers false only on the cloud's certain word (see the
 // package documentation), every other failure is an error and the Node is kept.
 type Instances struct {
+	// lookup is the legacy methods' reads, which are no Node's: they get a name or a
+	// provider ID, not a Node (see Lookup).
 	lookup Lookup
-	opts   Options
+	// nodes is InstancesV2's reads, each for the Node it is given.
+	nodes nodeLookup
+	opts  Options
 }
 
 var (
@@ -66,7 +70,7 @@ func New(lookup Lookup, opts Options) (*Instances, error) {
 	if len(opts.IPFamilies) == 0 {
 		opts.IPFamilies = []cloudapi.IPFamily{cloudapi.IPv4, cloudapi.IPv6}
 	}
-	return &Instances{lookup: lookup, opts: opts}, nil
+	return &Instances{lookup: lookup, nodes: forNodes(lookup), opts: opts}, nil
 }
 
 // Options configure Instances.
@@ -115,8 +119,8 @@ func (i *Instances) find(ctx context.Context, node *corev1.Node) (*cloudapi.Inst
 	var inst *cloudapi.Instance
 	var err error
 	if node.Spec.ProviderID != "" {
-		inst, err = i.byProviderID(ctx, node.Spec.ProviderID)
-	} else if inst, err = i.lookup.ByName(ctx, node.Name); err != nil {
+		inst, err = i.byProviderID(ctx, node.Spec.ProviderID, i.nodes.ByIDForNode)
+	} else if inst, err = i.nodes.ByNameForNode(ctx, node.Name); err != nil {
 		err = fmt.Errorf("finding the instance of Node %q by name: %w", node.Name, err)
 	}
 	var braked *instancecache.BrakeError
@@ -137,12 +141,13 @@ func (i *Instances) find(ctx context.Context, node *corev1.Node) (*cloudapi.Inst
 	return inst, err
 }
 
-func (i *Instances) byProviderID(ctx context.Context, providerID string) (*cloudapi.Instance, error) {
+// byProviderID returns the instance of providerID, read with byID.
+func (i *Instances) byProviderID(ctx context.Context, providerID string, byID func(context.Context, string) (*cloudapi.Instance, error)) (*cloudapi.Instance, error) {
 	id, err := i.opts.ProviderID.InstanceID(providerID)
 	if err != nil {
 		return nil, err
 	}
-	inst, err := i.lookup.ByID(ctx, id)
+	inst, err := byID(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("finding instance %q: %w", id, err)
 	}
@@ -447,7 +452,7 @@ func (i *Instances) CurrentNodeName(_ context.Context, hostname string) (types.N
 
 // InstanceExistsByProviderID reports whether the instance exists; see InstanceExists.
 func (i *Instances) InstanceExistsByProviderID(ctx context.Context, providerID string) (bool, error) {
-	inst, err := i.byProviderID(ctx, providerID)
+	inst, err := i.byProviderID(ctx, providerID, i.lookup.ByID)
 	if gone(inst, err) {
 		return false, nil
 	}
@@ -479,7 +484,7 @@ func (i *Instances) legacyByName(ctx context.Context, name types.NodeName) (*clo
 }
 
 func (i *Instances) legacyByProviderID(ctx context.Context, providerID string) (*cloudapi.Instance, error) {
-	inst, err := i.byProviderID(ctx, providerID)
+	inst, err := i.byProviderID(ctx, providerID, i.lookup.ByID)
 	if gone(inst, err) {
 		return nil, cloudprovider.InstanceNotFound
 	}

@@ -18,12 +18,52 @@ import (
 // routes reach them, so that all three share one snapshot (NewLookup). Both methods
 // return an error matching cloudapi.ErrNotFound only when the cloud is certain the
 // instance does not exist; a terminated instance is returned with its state.
+//
+// Its methods are the reads for any purpose but a Node's own (a route's ownership check,
+// a zone): however many instances they find running, they never release the deletion
+// brake (LookupOptions.Brake). Only Instances' reads for a Node may, which it makes
+// through reads of NewLookup's Lookup that this interface does not offer; over any other
+// Lookup (one that wraps NewLookup's too), Instances reads through these methods, and
+// only a list that has the cluster's instances again releases the brake.
 type Lookup interface {
 	// ByID returns the instance with the given cloud ID.
 	ByID(ctx context.Context, id string) (*cloudapi.Instance, error)
 	// ByName returns the instance of the Node named name. Names compare as the kubelet
 	// derives Node names from hostnames: trimmed and in lower case.
 	ByName(ctx context.Context, name string) (*cloudapi.Instance, error)
+}
+
+// nodeLookup is the reads of NewLookup's Lookup for one of the cluster's Nodes, the node
+// controllers' (internal/instancecache's "Which reads count"): Instances makes them, and
+// nothing else.
+type nodeLookup interface {
+	// ByIDForNode is Lookup.ByID for a Node, by the instance ID of its provider ID.
+	ByIDForNode(ctx context.Context, id string) (*cloudapi.Instance, error)
+	// ByNameForNode is Lookup.ByName for a Node without a provider ID.
+	ByNameForNode(ctx context.Context, name string) (*cloudapi.Instance, error)
+}
+
+// NewLookup's Lookup has the Node reads: without them, Instances' reads would be plain ones.
+var _ nodeLookup = (*instancecache.Cache)(nil)
+
+// forNodes returns the Node reads of lookup: its own when it is NewLookup's, else its
+// plain ones.
+func forNodes(lookup Lookup) nodeLookup {
+	if n, ok := lookup.(nodeLookup); ok {
+		return n
+	}
+	return plainReads{lookup}
+}
+
+// plainReads reads for Nodes through a Lookup that has no reads of its own for them.
+type plainReads struct{ lookup Lookup }
+
+func (p plainReads) ByIDForNode(ctx context.Context, id string) (*cloudapi.Instance, error) {
+	return p.lookup.ByID(ctx, id)
+}
+
+func (p plainReads) ByNameForNode(ctx context.Context, name string) (*cloudapi.Instance, error) {
+	return p.lookup.ByName(ctx, name)
 }
 
 // NewLookup returns the shared instance snapshot over api: a Lookup that answers from one

@@ -34,6 +34,10 @@
 // Config validation refuses what it can see (overlapping or all-covering
 // routes.clusterCIDRs); it cannot see another cluster's.
 //
+// A route's target instance is found with instances.Lookup's ByID, a read that never
+// counts for the instance lookup's deletion brake: after a project switch the route table
+// and its targets are the other project's, and finding them running must not release it.
+//
 // # Calls
 //
 // ListRoutes answers from a snapshot of the cluster's routes, so that the route

@@ -46,6 +46,8 @@ type env struct {
 	// nodeLists counts its calls.
 	nodes     sync.Map
 	nodeLists atomic.Int64
+	// lookup is the instance snapshot the routes find Nodes' instances in.
+	lookup *instancecache.Cache
 }
 
 // maxAge is the snapshots' maximum age in these tests.
@@ -56,8 +58,14 @@ const maxAge = time.Minute
 // snapshots age by env.clock.
 func newEnv(t testing.TB, n int, cfg fake.Config) *env {
 	t.Helper()
+	return newEnvWithBrake(t, n, cfg, instancecache.Brake{})
+}
+
+// newEnvWithBrake is newEnv with the instance snapshot's deletion brake.
+func newEnvWithBrake(t testing.TB, n int, cfg fake.Config, brake instancecache.Brake) *env {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	e := newEnvWithClock(t, n, cfg, clk)
+	e := buildEnv(t, n, cfg, instancecache.Options{MaxAge: maxAge, Clock: clk, Brake: brake})
 	e.clock = clk
 	return e
 }
@@ -65,6 +73,14 @@ func newEnv(t testing.TB, n int, cfg fake.Config) *env {
 // newEnvWithClock is newEnv with the snapshots aging by clk.
 func newEnvWithClock(t testing.TB, n int, cfg fake.Config, clk clock.PassiveClock) *env {
 	t.Helper()
+	return buildEnv(t, n, cfg, instancecache.Options{MaxAge: maxAge, Clock: clk})
+}
+
+// buildEnv is newEnv with the instance snapshot's options; the route snapshot ages by
+// their clock.
+func buildEnv(t testing.TB, n int, cfg fake.Config, lookupOpts instancecache.Options) *env {
+	t.Helper()
+	clk := lookupOpts.Clock
 	for i := range n {
 		cfg.Instances = append(cfg.Instances, fake.Instance{ID: fmt.Sprintf("i-%05d", i), Name: nodeName(i)})
 	}
@@ -73,8 +89,8 @@ func newEnvWithClock(t testing.TB, n int, cfg fake.Config, clk clock.PassiveCloc
 	chaos := faultinject.Wrap(cloud, faultinject.Config{})
 	api, ok := chaos.Routes()
 	require.True(t, ok)
-	lookup := instancecache.New(chaos.Instances(), instancecache.Options{MaxAge: maxAge, Clock: clk})
-	e := &env{cloud: cloud, chaos: chaos}
+	lookup := instancecache.New(chaos.Instances(), lookupOpts)
+	e := &env{cloud: cloud, chaos: chaos, lookup: lookup}
 	for i := range n {
 		e.nodes.Store(nodeName(i), true)
 	}

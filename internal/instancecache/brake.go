@@ -56,9 +56,10 @@ type BrakeError struct {
 	Allowed int
 	// Window is the brake's window.
 	Window time.Duration
-	// Report is true for the first refusal of this instance within a window: the one to
-	// tell the operator about (an event), so that a lookup repeated every few seconds is
-	// not an event storm.
+	// Report is true for the first refusal of this instance within a window to a Node's
+	// read (ByIDForNode, ByNameForNode): the one to tell the operator about (an event on
+	// the Node), so that a lookup repeated every few seconds is not an event storm. It is
+	// false for every other read, which takes no report from the Node.
 	Report bool
 	// answer is the cloud's answer, quoted.
 	answer string
@@ -83,14 +84,15 @@ type brakeState struct {
 	// passed holds the instances (ID, or "name:" and the name key) let go as gone within
 	// the last window, with when.
 	passed map[string]time.Time
-	// reported holds when a refusal of an instance was last reported.
+	// reported holds when a refusal of an instance to a Node's read was last reported.
 	reported map[string]time.Time
 	// baseline is set while the brake is engaged: the instances live before the list that
 	// engaged it. A list that has one of them live releases it.
 	baseline map[string]bool
-	// askedSince holds the IDs looked up while the brake is engaged: a list that has one
-	// of them live (a new Node's instance after a node pool was replaced between two
-	// lists) shows the project is the cluster's, and releases the brake too.
+	// askedSince holds the IDs a Node's read by ID (ByIDForNode) looked up while the
+	// brake is engaged: a list that has one of them live (a new Node's instance after a
+	// node pool was replaced between two lists) shows the project is the cluster's, and
+	// releases the brake too. No other read adds to it.
 	askedSince map[string]bool
 	engaged    bool
 }
@@ -98,6 +100,22 @@ type brakeState struct {
 type listedLive struct {
 	at   time.Time
 	live int
+}
+
+// brakeLive returns the IDs of the instances live in the snapshot that a list must lose
+// all of to engage the brake: those the last list had live, and those a GetInstance added
+// for a Node's read by ID. An instance a GetInstance added for any other read is not one
+// of them: it may be another project's (a route's target, looked up after a project
+// switch and before the next list), and would keep that list from engaging the brake.
+// c.mu is held.
+func (c *Cache) brakeLive() map[string]bool {
+	live := liveIDs(c.byID)
+	for id := range c.fetched {
+		if !c.nodeFetched[id] {
+			delete(live, id)
+		}
+	}
+	return live
 }
 
 // liveIDs returns the IDs of the instances of m that are not terminated.
@@ -132,7 +150,7 @@ func (c *Cache) brakeOnList(ctx context.Context, started time.Time, next map[str
 		}
 		return
 	}
-	before := liveIDs(c.byID)
+	before := c.brakeLive()
 	switch {
 	case c.byID == nil && len(live) > 0:
 		return // the first list has instances
@@ -149,7 +167,7 @@ func (c *Cache) brakeOnList(ctx context.Context, started time.Time, next map[str
 		"before", len(before), "live", len(live))
 }
 
-// askedByID records, while the brake is engaged, that the cluster looks up the instance
+// askedByID records, while the brake is engaged, that a Node's read looks up the instance
 // id (see brakeState.askedSince).
 func (c *Cache) askedByID(id string) {
 	if c.opts.Brake.Window <= 0 {
@@ -165,6 +183,28 @@ func (c *Cache) askedByID(id string) {
 	defer c.mu.Unlock()
 	if c.brake.engaged {
 		c.brake.askedSince[id] = true
+	}
+}
+
+// nodeFound records that a Node's read by ID found inst, so that an instance a GetInstance
+// added to the snapshot counts for the brake (see brakeLive).
+func (c *Cache) nodeFound(inst *cloudapi.Instance) {
+	if c.opts.Brake.Window <= 0 || inst == nil || inst.State == cloudapi.InstanceTerminated {
+		return
+	}
+	c.mu.RLock() // every Node's read passes here: the write lock only for a fetched instance
+	todo := c.fetched[inst.ID] && !c.nodeFetched[inst.ID]
+	c.mu.RUnlock()
+	if !todo {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fetched[inst.ID] { // not a list since
+		if c.nodeFetched == nil {
+			c.nodeFetched = map[string]bool{}
+		}
+		c.nodeFetched[inst.ID] = true
 	}
 }
 
@@ -198,10 +238,11 @@ func (c *Cache) allowed() int {
 }
 
 // braked passes a lookup's answer through the brake: an answer that the instance is gone
-// (key names it: the ID, or "name:" and the name key; shown is what the error quotes) is returned as it is while the
-// brake lets it go, and is a *BrakeError otherwise. Any other answer is returned as it
+// (key names it: the ID, or "name:" and the name key; shown is what the error quotes) is
+// returned as it is while the brake lets it go, and is a *BrakeError otherwise, reported
+// (BrakeError.Report) only to a Node's read (forNode). Any other answer is returned as it
 // is.
-func (c *Cache) braked(ctx context.Context, key, shown string, inst *cloudapi.Instance, err error) (*cloudapi.Instance, error) {
+func (c *Cache) braked(ctx context.Context, key, shown string, inst *cloudapi.Instance, err error, forNode bool) (*cloudapi.Instance, error) {
 	b := c.opts.Brake
 	if b.Window <= 0 || !isGone(inst, err) {
 		return inst, err
@@ -222,12 +263,13 @@ func (c *Cache) braked(ctx context.Context, key, shown string, inst *cloudapi.In
 		c.mu.Unlock()
 		return inst, err
 	}
-	_, reported := s.reported[key]
-	if !reported {
+	report := false
+	if _, reported := s.reported[key]; forNode && !reported {
 		if s.reported == nil {
 			s.reported = map[string]time.Time{}
 		}
 		s.reported[key] = now
+		report = true
 	}
 	engaged := s.engaged
 	c.mu.Unlock()
@@ -236,7 +278,7 @@ func (c *Cache) braked(ctx context.Context, key, shown string, inst *cloudapi.In
 	if err != nil {
 		answer = err.Error()
 	}
-	berr := &BrakeError{Instance: shown, Engaged: engaged, Allowed: allowed, Window: b.Window, Report: !reported, answer: answer}
+	berr := &BrakeError{Instance: shown, Engaged: engaged, Allowed: allowed, Window: b.Window, Report: report, answer: answer}
 	c.observe(CheckBrake, CheckRefused)
 	klog.FromContext(ctx).V(2).Info("The deletion brake refuses an answer that an instance is gone", "instance", shown, "engaged", engaged, "allowed", allowed, "window", b.Window)
 	return nil, berr

@@ -31,12 +31,12 @@ func newBraked(t *testing.T, n int) (*cloud, *Cache, *clocktesting.FakeClock, *c
 	return c, cache, clk, seen
 }
 
-// goneAnswers looks up each ID after the snapshot aged and returns how many read as gone
-// and how many the brake refused; any other answer fails the test.
+// goneAnswers looks up each ID for its Node after the snapshot aged and returns how many
+// read as gone and how many the brake refused; any other answer fails the test.
 func goneAnswers(t *testing.T, cache *Cache, ids []string) (gone, refused int) {
 	t.Helper()
 	for _, id := range ids {
-		_, err := cache.ByID(context.Background(), id)
+		_, err := cache.ByIDForNode(context.Background(), id)
 		switch {
 		case cloudapi.IsNotFound(err):
 			gone++
@@ -122,7 +122,7 @@ func TestBrakeEngagedByAForeignOrEmptyList(t *testing.T) {
 			var reports int
 			for round := range 3 {
 				for _, id := range append(ids(0, 3), ids(0, 3)...) {
-					_, err := cache.ByID(ctx, id)
+					_, err := cache.ByIDForNode(ctx, id)
 					var braked *BrakeError
 					require.ErrorAs(t, err, &braked, "round %d: %s", round, id)
 					require.NotErrorIs(t, err, cloudapi.ErrNotFound)
@@ -134,7 +134,7 @@ func TestBrakeEngagedByAForeignOrEmptyList(t *testing.T) {
 				clk.Step(testBrake.Window) // a window later still nothing
 			}
 			assert.Equal(t, 9, reports, "one report per instance and window, not one per lookup")
-			_, err := cache.ByName(ctx, "node-00004")
+			_, err := cache.ByNameForNode(ctx, "node-00004")
 			require.ErrorIs(t, err, ErrBrake, "by name too")
 			assert.Equal(t, 19, seen.counts()["brake/refused"])
 
@@ -165,7 +165,7 @@ func TestBrakeReleasedByTheNewPoolsInstances(t *testing.T) {
 	_, err := cache.ByID(ctx, "i-00000")
 	require.ErrorIs(t, err, ErrBrake, "a list with none of the instances before: engaged")
 	for i := range 3 {
-		_, err := cache.ByID(ctx, fmt.Sprintf("n-%d", i)) // the new Nodes' status updates
+		_, err := cache.ByIDForNode(ctx, fmt.Sprintf("n-%d", i)) // the new Nodes' status updates
 		require.NoError(t, err)
 	}
 	clk.Step(2 * time.Minute)
@@ -191,4 +191,134 @@ func TestBrakeEngagedByAnEmptyFirstList(t *testing.T) {
 	clk.Step(2 * time.Minute)
 	gone, _ := goneAnswers(t, cache, []string{"i-00001"})
 	assert.Equal(t, 1, gone)
+}
+
+// reads are the Cache's reads of the brake's tests: the Node's (package instances') and
+// those for another purpose (routes, zones).
+var reads = []struct {
+	name    string
+	forNode bool
+	byName  bool
+	read    func(c *Cache, ctx context.Context, key string) (*cloudapi.Instance, error)
+}{
+	{name: "another purpose's read by ID (a route's ownership check)", read: (*Cache).ByID},
+	{name: "another purpose's read by name (the Node of a route to create)", byName: true, read: (*Cache).ByName},
+	{name: "a Node's read by name", forNode: true, byName: true, read: (*Cache).ByNameForNode},
+	{name: "a Node's read by ID", forNode: true, read: (*Cache).ByIDForNode},
+}
+
+// switchProject makes the cloud of newBraked(t, 10) another project's: none of the
+// cluster's instances, five others (x-0 to x-4, named other-0 to other-4) running.
+func switchProject(c *cloud) {
+	for _, id := range ids(0, 10) {
+		c.remove(id)
+	}
+	for i := range 5 {
+		c.add(fmt.Sprintf("x-%d", i), fmt.Sprintf("other-%d", i), cloudapi.InstanceRunning)
+	}
+}
+
+// requireEngaged requires that a Node's read of the cluster's gone instance i-00000 is
+// refused by the engaged brake.
+func requireEngaged(t *testing.T, cache *Cache, msg string) {
+	t.Helper()
+	_, err := cache.ByIDForNode(context.Background(), "i-00000")
+	var braked *BrakeError
+	require.ErrorAs(t, err, &braked, msg)
+	require.True(t, braked.Engaged, msg)
+}
+
+// After a project switch, the other project's instances are found running by every kind
+// of read, and are live in every later list: only a Node's read by ID releases the brake
+// (its instance is the cluster's); a read for another purpose (a route's target after the
+// switch is the other project's instance) or by name (another project may have an
+// instance of the Node's name) leaves it engaged.
+func TestBrakeReleasedOnlyByANodesReadByID(t *testing.T) {
+	for _, tc := range reads {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c, cache, clk, _ := newBraked(t, 10)
+			switchProject(c)
+			clk.Step(2 * time.Minute)
+			requireEngaged(t, cache, "the list of the other project engages the brake")
+
+			key := "x-0"
+			if tc.byName {
+				key = "other-0"
+			}
+			inst, err := tc.read(cache, ctx, key)
+			require.NoError(t, err)
+			require.Equal(t, cloudapi.InstanceRunning, inst.State)
+
+			clk.Step(2 * time.Minute) // a list that has x-0 live
+			_, err = cache.ByIDForNode(ctx, "i-00000")
+			if tc.forNode && !tc.byName {
+				require.True(t, cloudapi.IsNotFound(err), "released: the Node's instance reads as gone, got %v", err)
+				return
+			}
+			requireEngaged(t, cache, "still engaged")
+		})
+	}
+}
+
+// A read for another purpose, between a project switch and the next list, finds an
+// instance of the other project that the snapshot lacks (GetInstance adds it): the next
+// list still engages the brake, as the instance is not one of the cluster's. A Node's
+// read by ID that finds one counts it, as before (a new Node's instance).
+func TestBrakeCountsNoInstanceAnotherReadFetched(t *testing.T) {
+	for _, tc := range reads {
+		if tc.byName {
+			continue // a read by name asks GetInstance only for an instance a list lost
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c, cache, clk, _ := newBraked(t, 10)
+			switchProject(c)
+			gets := c.gets.Load()
+			inst, err := tc.read(cache, ctx, "x-0") // the snapshot is still the cluster's
+			require.NoError(t, err)
+			require.Equal(t, "x-0", inst.ID)
+			require.Equal(t, gets+1, c.gets.Load(), "found by GetInstance, not in a list")
+
+			clk.Step(2 * time.Minute) // the other project's list
+			if tc.forNode {
+				_, err = cache.ByIDForNode(ctx, "i-00000")
+				require.True(t, cloudapi.IsNotFound(err), "not engaged: a Node's instance was live before, got %v", err)
+				return
+			}
+			requireEngaged(t, cache, "engaged: no instance of the cluster's is live")
+		})
+	}
+}
+
+// A refusal is reported (BrakeError.Report, the event on the Node) to the Node's read
+// first to ask, never to another read: a route's check that was refused first takes no
+// event from the Node.
+func TestBrakeReportGoesToTheNodesRead(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		key         string
+		other, node func(c *Cache, ctx context.Context, key string) (*cloudapi.Instance, error)
+	}{
+		{name: "by ID", key: "i-00001", other: (*Cache).ByID, node: (*Cache).ByIDForNode},
+		{name: "by name", key: "node-00001", other: (*Cache).ByName, node: (*Cache).ByNameForNode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c, cache, clk, _ := newBraked(t, 10)
+			switchProject(c)
+			clk.Step(2 * time.Minute)
+			report := func(read func(c *Cache, ctx context.Context, key string) (*cloudapi.Instance, error)) bool {
+				_, err := read(cache, ctx, tc.key)
+				var braked *BrakeError
+				require.ErrorAs(t, err, &braked)
+				return braked.Report
+			}
+			assert.False(t, report(tc.other), "another read is not reported")
+			assert.False(t, report(tc.other))
+			assert.True(t, report(tc.node), "the Node's first refusal is reported")
+			assert.False(t, report(tc.node), "once a window")
+			assert.False(t, report(tc.other))
+		})
+	}
 }

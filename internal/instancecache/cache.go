@@ -46,6 +46,10 @@ type Cache struct {
 	// the cloud vouched for them, so a list that does not have them live again loses them,
 	// whatever share of the whole that is.
 	fetched map[string]bool
+	// nodeFetched holds the IDs of fetched that a Node's read by ID (ByIDForNode) found
+	// live: of the instances a GetInstance added, only these count for the deletion brake
+	// (see brakeLive).
+	nodeFetched map[string]bool
 	// afterNameRead, when set (by tests only), is called by lookupName once it has read
 	// the snapshot, with no lock held: a test runs another lookup there, at the one
 	// moment that lookup could move an instance between what lookupName reads.
@@ -146,10 +150,33 @@ func NameKey(name string) string { return strings.ToLower(strings.TrimSpace(name
 // and the list fails (or failed moments ago), it asks the cloud for this one instance
 // instead, and a not-found answer then fails with ErrUnconfirmed. An answer "gone" past
 // the deletion brake (Options.Brake) is a *BrakeError instead.
+//
+// ByID is the read for any purpose but a Node's own (a route's ownership check, a zone):
+// it never counts for the brake (the package documentation's "Which reads count"). A
+// Node's read is ByIDForNode.
 func (c *Cache) ByID(ctx context.Context, id string) (*cloudapi.Instance, error) {
-	c.askedByID(id)
+	return c.idRead(ctx, id, false)
+}
+
+// ByIDForNode is ByID for one of the cluster's Nodes, by the instance ID of its provider
+// ID: the read package instances makes for the node controllers. It is the one read that
+// counts for the deletion brake: an instance it finds live is one of the cluster's, and a
+// list that has it live releases the engaged brake (the package documentation's "Which
+// reads count"). A refusal's BrakeError.Report is for it alone.
+func (c *Cache) ByIDForNode(ctx context.Context, id string) (*cloudapi.Instance, error) {
+	return c.idRead(ctx, id, true)
+}
+
+// idRead is ByID, or ByIDForNode when forNode.
+func (c *Cache) idRead(ctx context.Context, id string, forNode bool) (*cloudapi.Instance, error) {
+	if forNode {
+		c.askedByID(id)
+	}
 	inst, err := c.byIDUnbraked(ctx, id)
-	return c.braked(ctx, id, id, inst, err)
+	if forNode && err == nil {
+		c.nodeFound(inst)
+	}
+	return c.braked(ctx, id, id, inst, err, forNode)
 }
 
 // byIDUnbraked is ByID before the deletion brake.
@@ -260,13 +287,29 @@ func (c *Cache) store(inst *cloudapi.Instance) {
 // cloudapi.ErrNotFound, only when a list that started after this lookup began has no
 // live instance of that name (and, after a shrunken list, GetInstance agreed); past the
 // deletion brake (Options.Brake), it is a *BrakeError instead.
+//
+// ByName is the read for any purpose but a Node's own (a route's target Node, a zone): it
+// never counts for the brake. A Node's read is ByNameForNode.
 func (c *Cache) ByName(ctx context.Context, name string) (*cloudapi.Instance, error) {
+	return c.nameRead(ctx, name, false)
+}
+
+// ByNameForNode is ByName for one of the cluster's Nodes that has no provider ID yet: the
+// read package instances makes for the node controllers. A refusal's BrakeError.Report is
+// for it alone; like ByName, it never releases the brake (a name is no proof that the
+// instance is the cluster's: another project may have one of that name).
+func (c *Cache) ByNameForNode(ctx context.Context, name string) (*cloudapi.Instance, error) {
+	return c.nameRead(ctx, name, true)
+}
+
+// nameRead is ByName, or ByNameForNode when forNode.
+func (c *Cache) nameRead(ctx context.Context, name string, forNode bool) (*cloudapi.Instance, error) {
 	inst, err := c.byNameUnbraked(ctx, name)
 	key := "name:" + NameKey(name)
 	if err == nil && inst != nil {
 		key = inst.ID
 	}
-	return c.braked(ctx, key, name, inst, err)
+	return c.braked(ctx, key, name, inst, err, forNode)
 }
 
 // byNameUnbraked is ByName before the deletion brake.
@@ -421,7 +464,7 @@ func (c *Cache) beginList() sharedlist.List {
 		return func() { // c.mu is held
 			c.brakeOnList(ctx, started, byID)
 			c.vanished = c.lost(ctx, byID)
-			c.byID, c.byName, c.pages, c.misses, c.fetched = byID, byName, pages, 0, nil
+			c.byID, c.byName, c.pages, c.misses, c.fetched, c.nodeFetched = byID, byName, pages, 0, nil, nil
 			c.listedAt = started
 			c.gen++
 		}, nil

@@ -53,13 +53,33 @@
 //     that the snapshot before had live (an empty project, or another's), when that
 //     snapshot had more than Minimum, engages it; so does a first list with no live
 //     instance. A list that has one of those instances live again (any, after an empty
-//     first list), or an instance the cluster looked up by ID since (a new Node's: a node
-//     pool replaced between two lists), releases it.
+//     first list), or an instance a Node's read looked up by ID since (a new Node's: a
+//     node pool replaced between two lists), releases it.
 //
 // A refused answer is a *BrakeError (errors.Is ErrBrake, never cloudapi.ErrNotFound), so
 // the Node is kept; its Report is set once per instance and window, for one event, not
 // one per lookup. Package instances passes the answer on for a Node the operator
 // annotated, and the refusal is counted by Options.OnCheck (CheckBrake, CheckRefused).
+//
+// # Which reads count
+//
+// Only the cluster's own Nodes show that the project is the cluster's. The reads for a
+// Node, ByIDForNode and ByNameForNode, are package instances' InstancesV2 reads, which the
+// node controllers make with the Node in hand. Every other read is ByID or ByName: a
+// route's ownership check where routes carry no tags, the Node of a route to create, a
+// zone, instances' legacy methods (given a name or a provider ID, not a Node), any reader
+// to come; package sweeper and load balancer adoption read no instance. So:
+//
+//   - Only a list releases the engaged brake, as above: one that has live an instance
+//     the snapshot had live when the brake engaged, or one that ByIDForNode looked up
+//     since. No read by name counts (another project may have an instance of the Node's
+//     name), nor any read for another purpose, whatever it finds running (after a
+//     project switch, a route's target is the other project's instance).
+//   - The instances live in the snapshot before a list, whose absence from it engages
+//     the brake, are the last list's and those a GetInstance added for ByIDForNode; not
+//     one a GetInstance added for another read.
+//   - Every read's answer "gone" is braked alike and spends the same allowance; a
+//     refusal's Report (the event on the Node) goes to a Node's read alone.
 //
 // Why these defaults: the window is two node status updates (5 min each) and ten list
 // ages (cache.maxAge, 1 min), so the known count always comes from lists that saw the

@@ -32,6 +32,9 @@ import (
 type brakeCluster struct {
 	c    *providertest.Cloud
 	kube *kubefake.Clientset
+	// taglessRoutes is set on a cloud whose routes carry no tags: every pass lists the
+	// routes, as the route controller does every 10 s.
+	taglessRoutes bool
 	// lastStatus is when the cloud node controller's status update last asked for
 	// every Node's instance metadata; it does every statusPeriod, so the provider lists
 	// the cloud that often.
@@ -43,7 +46,9 @@ const statusPeriod = 5 * time.Minute
 
 const brakeNodes = 10
 
-func newBrakeCluster(t *testing.T) *brakeCluster {
+// newBrakeCluster builds a brakeCluster; with taglessRoutes, on a cloud whose routes carry
+// no tags, pod CIDRs 10.244.0.0/16.
+func newBrakeCluster(t *testing.T, taglessRoutes bool) *brakeCluster {
 	t.Helper()
 	var insts []fake.Instance
 	var objs []runtime.Object
@@ -51,7 +56,14 @@ func newBrakeCluster(t *testing.T) *brakeCluster {
 		insts = append(insts, fake.Instance{ID: fmt.Sprintf("i-%d", i), Name: fmt.Sprintf("node-%d", i)})
 		objs = append(objs, newNode(fmt.Sprintf("node-%d", i), fmt.Sprintf("ccmkit://i-%d", i), corev1.ConditionTrue))
 	}
-	b := &brakeCluster{c: providertest.New(t, providertest.WithFake(fake.Config{Instances: insts})), kube: kubefake.NewClientset(objs...)}
+	cloud := fake.Config{Instances: insts, Capabilities: fake.Capabilities{TaglessRoutes: taglessRoutes}}
+	cidrs := func(c *provider.Config) {
+		if taglessRoutes {
+			c.Routes.ClusterCIDRs = []string{"10.244.0.0/16"}
+		}
+	}
+	b := &brakeCluster{c: providertest.New(t, providertest.WithFake(cloud), providertest.WithConfig(cidrs)),
+		kube: kubefake.NewClientset(objs...), taglessRoutes: taglessRoutes}
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
 	b.c.Provider.Initialize(&providertest.ClientBuilder{Kube: b.kube}, stop)
@@ -73,6 +85,11 @@ func (b *brakeCluster) pass(t *testing.T) {
 			_, _ = iv2.InstanceMetadata(context.Background(), &list.Items[i])
 		}
 		b.lastStatus = b.c.Now()
+	}
+	if b.taglessRoutes {
+		routes, _ := b.c.Provider.Routes()
+		_, err := routes.ListRoutes(context.Background(), providertest.DefaultClusterID)
+		require.NoError(t, err)
 	}
 	providertest.MonitorNodes(t, b.c.Provider, b.kube)
 }
@@ -158,14 +175,19 @@ func TestDeletionBrakeKeepsNodesWhenTheProjectSwitches(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		foreign int
-		release string // "list" or "acknowledge"
+		// taglessRoutes: the cloud's routes carry no tags, and the foreign project has a
+		// route into the cluster's pod CIDRs to each of its instances, which the route
+		// controller's lists check (they never release the brake).
+		taglessRoutes bool
+		release       string // "list" or "acknowledge"
 	}{
 		{name: "empty project, released by the list", release: "list"},
 		{name: "foreign project, released by the list", foreign: 4, release: "list"},
+		{name: "foreign project with routes the route controller checks, released by the list", foreign: 4, taglessRoutes: true, release: "list"},
 		{name: "empty project, acknowledged", release: "acknowledge"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBrakeCluster(t)
+			b := newBrakeCluster(t, tc.taglessRoutes)
 			outage := nodeNames(0, 3)
 			b.notReady(t, outage...)
 			b.pass(t)
@@ -176,6 +198,11 @@ func TestDeletionBrakeKeepsNodesWhenTheProjectSwitches(t *testing.T) {
 			}
 			for i := range tc.foreign {
 				require.NoError(t, b.c.Fake.AddInstance(cloudapi.Instance{ID: fmt.Sprintf("x-%d", i), Name: fmt.Sprintf("other-%d", i), State: cloudapi.InstanceRunning}))
+				if tc.taglessRoutes {
+					api, _ := b.c.Fake.Routes()
+					_, err := api.CreateRoute(context.Background(), cloudapi.RouteSpec{DestinationCIDR: fmt.Sprintf("10.244.%d.0/24", 100+i), TargetInstanceID: fmt.Sprintf("x-%d", i)})
+					require.NoError(t, err)
+				}
 			}
 			windows := 3
 			b.run(t, time.Duration(windows)*provider.DefaultDeletionBrakeWindow)
@@ -216,7 +243,7 @@ func TestDeletionBrakeKeepsNodesWhenTheProjectSwitches(t *testing.T) {
 // one in the next: every Node of a deleted instance is gone within two brake windows, and
 // no other Node is touched.
 func TestDeletionBrakeLetsAScaleDownThroughWithinTwoWindows(t *testing.T) {
-	b := newBrakeCluster(t)
+	b := newBrakeCluster(t, false)
 	removed := nodeNames(4, brakeNodes)
 	for i := 4; i < brakeNodes; i++ {
 		require.NoError(t, b.c.Fake.DeleteInstance(fmt.Sprintf("i-%d", i)))
