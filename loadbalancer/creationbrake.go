@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -87,6 +88,13 @@ type creationBrake struct {
 	// asked holds the owners whose re-creation was asked for within the window, with
 	// when: the count without a Services client.
 	asked map[string]time.Time
+	// counted is the last count of recreations, reused for Options.MaxAge, so that the
+	// held Services' retries do not each list every Service of the cluster.
+	counted struct {
+		at        time.Time
+		missing   map[string]bool
+		addressed int
+	}
 }
 
 // prune forgets what is not after since. b.mu is held.
@@ -115,66 +123,81 @@ func (l *LoadBalancer) mayCreate(ctx context.Context, logger klog.Logger, svc *c
 		return nil
 	}
 	now := l.opts.Clock.Now()
+	missing, addressed, err := l.recreations(ctx, owner)
+	if err != nil {
+		return fmt.Errorf("service %s/%s has an address but no load balancer: counting the Services that would get a new one at once (the creation brake): %w", svc.Namespace, svc.Name, err)
+	}
 	l.cbrake.mu.Lock()
 	l.cbrake.prune(now.Add(-b.Window))
 	l.cbrake.asked[owner] = now
-	asked := 0 // the owners asked for and not passed
-	for k := range l.cbrake.asked {
-		if _, ok := l.cbrake.passed[k]; !ok {
-			asked++
+	if missing == nil { // no Services client: the owners asked for within the window
+		missing = map[string]bool{}
+		for k := range l.cbrake.asked {
+			missing[k] = true
+		}
+	}
+	would := len(missing) // the owners that get a new load balancer within the window: missing and passed
+	for k := range l.cbrake.passed {
+		if !missing[k] {
+			would++
 		}
 	}
 	_, passedBefore := l.cbrake.passed[owner]
-	passed := len(l.cbrake.passed)
-	l.cbrake.mu.Unlock()
-
-	missing, addressed, counted, err := l.recreations(ctx, owner)
-	switch {
-	case err != nil:
-		return fmt.Errorf("service %s/%s has an address but no load balancer: counting the Services that would get a new one at once (the creation brake): %w", svc.Namespace, svc.Name, err)
-	case !counted:
-		missing, addressed = asked, 0
-	}
 	allowed := max(b.Minimum, int(math.Floor(b.Share*float64(addressed))))
-	if passedBefore || missing+passed <= allowed {
-		l.cbrake.mu.Lock()
+	pass := passedBefore || would <= allowed
+	if pass {
 		l.cbrake.passed[owner] = now
-		l.cbrake.mu.Unlock()
+	}
+	l.cbrake.mu.Unlock()
+	if pass {
 		l.changed(svc, ReasonCreationHeld, "")
 		return nil
 	}
-	err = fmt.Errorf("service %s/%s has address %s but the cloud has no load balancer of it (tags %s): %d load balancers of Services with an address would be made at once, more than the creation brake allows within %s (%d): %w; if the cloud config points at another project or account, correct it; to give this Service a new load balancer and a new address, annotate it %s=%s",
-		svc.Namespace, svc.Name, quote.Value(addrs[0]), tagsText(ownerTags(l.opts.ClusterID, owner)), missing+passed, b.Window, allowed, ErrCreationHeld,
+	err = fmt.Errorf("service %s/%s has address %s but the cloud has no load balancer of it (tags %s): %d load balancers of Services with an address would be made within %s, more than the creation brake allows (%d): %w; if the cloud config points at another project or account, correct it; to give this Service a new load balancer and a new address, annotate it %s=%s",
+		svc.Namespace, svc.Name, quote.Value(addrs[0]), tagsText(ownerTags(l.opts.ClusterID, owner)), would, b.Window, allowed, ErrCreationHeld,
 		AnnotationAcknowledgeNewLoadBalancer, addrs[0])
 	if l.opts.OnCreationHeld != nil {
 		l.opts.OnCreationHeld()
 	}
 	if l.changed(svc, ReasonCreationHeld, err.Error()) {
-		logger.Info("Not creating a load balancer for a Service that has an address: the creation brake holds it", "address", quote.Text(addrs[0]), "wouldCreate", missing+passed, "allowed", allowed)
+		logger.Info("Not creating a load balancer for a Service that has an address: the creation brake holds it", "address", quote.Text(addrs[0]), "wouldCreate", would, "allowed", allowed)
 		l.event(svc, corev1.EventTypeWarning, ReasonCreationHeld, err.Error())
 	}
 	return err
 }
 
-// recreations counts, with Options.Services, the owners of the Services this LoadBalancer
-// serves, of type LoadBalancer, not being deleted, with an address in their status
-// (addressed), and those of them that the snapshot of the cluster's load balancers (as
-// fresh as Options.MaxAge) has no load balancer of and that no acknowledgement lets pass
-// (missing), owner among them. counted is false without Options.Services.
-func (l *LoadBalancer) recreations(ctx context.Context, owner string) (missing, addressed int, counted bool, _ error) {
+// recreations returns, with Options.Services, the owners of the Services this
+// LoadBalancer serves, of type LoadBalancer, not being deleted, with an address in their
+// status (addressed, how many), and those of them (missing, owner among them) that the
+// snapshot of the cluster's load balancers (as fresh as Options.MaxAge) has no load
+// balancer of and that no acknowledgement lets pass. It lists the Services at most once
+// per Options.MaxAge, so that the held Services' retries do not each list every Service of
+// the cluster. missing is nil without Options.Services. The caller must not change
+// missing.
+func (l *LoadBalancer) recreations(ctx context.Context, owner string) (missing map[string]bool, addressed int, _ error) {
 	if l.opts.Services == nil {
-		return 0, 0, false, nil
+		return nil, 0, nil
 	}
 	api := l.opts.Services.Services(metav1.NamespaceAll)
 	if api == nil {
-		return 0, 0, false, nil
+		return nil, 0, nil
+	}
+	now := l.opts.Clock.Now()
+	l.cbrake.mu.Lock()
+	last := l.cbrake.counted
+	l.cbrake.mu.Unlock()
+	if last.missing != nil && now.Sub(last.at) < l.opts.MaxAge {
+		if !last.missing[owner] {
+			last.missing = maps.Clone(last.missing)
+			last.missing[owner] = true
+		}
+		return last.missing, last.addressed, nil
 	}
 	list, err := api.List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("listing the Services: %w", err)
+		return nil, 0, fmt.Errorf("listing the Services: %w", err)
 	}
-	owners := map[string]bool{} // by owner: whether it would be re-created
-	owners[owner] = true
+	owners := map[string]bool{owner: true} // by owner: whether it would get a new load balancer
 	for i := range list.Items {
 		o := &list.Items[i]
 		addrs := ingressAddresses(o)
@@ -189,12 +212,16 @@ func (l *LoadBalancer) recreations(ctx context.Context, owner string) (missing, 
 		acknowledged := slices.Contains(addrs, o.Annotations[AnnotationAcknowledgeNewLoadBalancer])
 		owners[theirs] = ok && len(lbs) == 0 && !acknowledged
 	}
-	for _, recreated := range owners {
+	missing = map[string]bool{}
+	for k, recreated := range owners {
 		if recreated {
-			missing++
+			missing[k] = true
 		}
 	}
-	return missing, len(owners), true, nil
+	l.cbrake.mu.Lock()
+	l.cbrake.counted.at, l.cbrake.counted.missing, l.cbrake.counted.addressed = now, missing, len(owners)
+	l.cbrake.mu.Unlock()
+	return missing, len(owners), nil
 }
 
 // ingressAddresses returns the IPs and hostnames of the Service's status.loadBalancer.
