@@ -188,11 +188,10 @@ func FuzzNames(f *testing.F) {
 		kept := keptName(name, lbID)
 		checkName(t, cloud, kept, "the kept name of %q", name)
 		require.NotEqual(t, name, kept)
-		if shareValue != "" {
-			// The share's name annotation takes what the share annotation does.
-			checkName(t, cloud, keptName(shareValue, lbID), "the kept name of %q", shareValue)
-			require.NotEqual(t, shareValue, keptName(shareValue, lbID))
-		}
+		// The name annotation takes what the share annotation does: a share's name.
+		annotated := key[strings.LastIndex(key, "/")+1:]
+		checkName(t, cloud, keptName(annotated, lbID), "the kept name of %q", annotated)
+		require.NotEqual(t, annotated, keptName(annotated, lbID))
 		if strings.Contains(uid, ":") {
 			return // the API server's UIDs have none
 		}
