@@ -213,9 +213,11 @@ FUZZTIME ?= 30s
 FUZZ = go test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -fuzz
 fuzz:
 	$(FUZZ) '^FuzzReadConfig$$' ./provider
+	$(FUZZ) '^FuzzClusterID$$' ./provider
 	$(FUZZ) '^FuzzParse$$' ./providerid
 	$(FUZZ) '^FuzzFormat$$' ./providerid
 	$(FUZZ) '^FuzzParseAnnotations$$' ./loadbalancer
+	$(FUZZ) '^FuzzNames$$' ./loadbalancer
 	$(FUZZ) '^FuzzAll$$' ./internal/paging
 	$(FUZZ) '^FuzzListPageTokens$$' ./internal/instancecache
 

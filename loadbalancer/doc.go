@@ -60,6 +60,10 @@
 //     added or removed is one write per group. Unused groups are deleted at once when
 //     their last load balancer leaves, and otherwise by a collection at the end of a call
 //     or from CollectGroups, by the one rule the sweeper applies too.
+//   - Names (names.go): the cloud names of the cluster's load balancers and target
+//     groups, valid names for any cluster ID and never another cluster's; a share's load
+//     balancer released with keep-on-delete is renamed, so that the share's next one
+//     takes its name. Ownership is by tags, never by name.
 //   - The admission policy (admission.go): AdmissionPolicy writes ValidatingAdmissionPolicies
 //     with which the API server refuses malformed annotations at apply time, from the
 //     same declarations the translation checks (each Annotation's CEL check beside its

@@ -181,8 +181,7 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 	}
 	if len(found) == 0 {
 		if errors.Is(err, cloudapi.ErrConflict) {
-			return nil, fmt.Errorf("creating load balancer %q: %w; no load balancer of this service exists, so the name or a requested address belongs to another: choose another with annotation %s or %s, or, if it is a load balancer kept by keep-on-delete, adopt it with annotation %s",
-				want.Name, err, l.key(svc, AnnotationName), l.key(svc, AnnotationIPAddresses), l.key(svc, AnnotationLoadBalancerID))
+			return nil, fmt.Errorf("creating load balancer %q: %w; %s", want.Name, err, l.nameTakenAdvice(svc, owner))
 		}
 		return nil, fmt.Errorf("creating load balancer %q: %w", want.Name, err)
 	}
@@ -344,8 +343,8 @@ func (l *LoadBalancer) remove(ctx context.Context, logger klog.Logger, svc *core
 // release lets go of the Service's load balancer lb, read by owner tags just before: one
 // update removes ccmkit's ownership tags and every target, and keeps everything else (the
 // name, listeners, health check, requested addresses, other tags) and the addresses; a
-// share's load balancer with the share's name is renamed (keptName), so that the share
-// can make a new one. The
+// share's load balancer is renamed (keptName), so that the share's next one can take its
+// name, the share's or the name annotation's. The
 // targets go because they are this cluster's nodes, whose node ports another Service may
 // get next: a kept load balancer must not send traffic into the cluster.
 func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) error {
@@ -354,7 +353,7 @@ func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *cor
 	for _, k := range append(ownershipTags, cloudapi.TagShareNodes) {
 		delete(want.Tags, k)
 	}
-	if isShare(owner) && want.Name == shareName(l.opts.ClusterID, strings.TrimPrefix(owner, shareOwnerPrefix)) {
+	if isShare(owner) {
 		want.Name = keptName(want.Name, lb.ID) // the share's next load balancer takes its name
 	}
 	want.Targets = nil

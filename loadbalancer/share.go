@@ -515,14 +515,6 @@ func (l *LoadBalancer) leaveOthers(ctx context.Context, logger klog.Logger, svc 
 	return nil
 }
 
-// keptName is the name of a share's load balancer named name (its default, shareName)
-// once it is released (keep-on-delete): the share may make a new one, which takes the
-// share's name; the kept one's name says it was kept, and is unique by its cloud ID.
-func keptName(name, id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return name[:min(len(name), maxNameLength-10)] + "-kept" + hex.EncodeToString(sum[:3])
-}
-
 // ShareKey returns the share the Service's load balancer belongs to, as the value of
 // cloudapi.TagShare on it: the key of the share its share annotation names (read as this
 // LoadBalancer reads it: its annotation prefix, aliases and

@@ -386,33 +386,6 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations) (*clou
 	return hc, nil
 }
 
-// defaultName is the cloud name of the Service's load balancer without a name annotation:
-// the cluster ID (shortened) and the Service UID, so that it is unique, stable and within
-// 63 characters.
-func defaultName(clusterID string, svc *corev1.Service) string {
-	uid := strings.ReplaceAll(string(svc.UID), "-", "")
-	return namePrefix(clusterID) + "-a" + uid
-}
-
-// namePrefix is the cluster ID made fit for a cloud name: lower case letters, digits and
-// '-', at most 24 characters, "k8s" when nothing is left.
-func namePrefix(clusterID string) string {
-	cluster := strings.ToLower(clusterID)
-	cluster = strings.Map(func(r rune) rune {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			return r
-		}
-		return '-'
-	}, cluster)
-	if len(cluster) > 24 {
-		cluster = cluster[:24]
-	}
-	if cluster = strings.Trim(cluster, "-"); cluster == "" {
-		cluster = "k8s" // a cluster ID without letters or digits
-	}
-	return cluster
-}
-
 // adapterValues returns the adapter's settings of the spec: the defaults, overridden by
 // the Service's annotations (annotated); nil for none. The settings of current (the load
 // balancer found, or nil) whose names decls does not declare are kept as they are, as

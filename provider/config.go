@@ -124,7 +124,10 @@ type ClusterConfig struct {
 	// ID is the cluster's unique ID in the cloud account (YAML "id"). ccmkit tags every
 	// load balancer and route it creates with it, and touches nothing without it. Required
 	// when load balancers or routes are enabled; letters, digits, '.', '_' and '-', at most
-	// 63 characters.
+	// 63 characters. The cloud names of its load balancers and target groups begin with
+	// it when it is at most 24 lower-case letters, digits and '-' (beginning and ending
+	// with a letter or digit); any other is shortened and ends with a hash of the ID, so
+	// that two clusters' names never meet.
 	ID string `yaml:"id"`
 	// Name is the cluster's name (YAML "name"), reported by Clusters.ListClusters.
 	// Defaults to cluster.id.

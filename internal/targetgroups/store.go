@@ -90,8 +90,9 @@ type Config struct {
 	API cloudapi.TargetGroupAPI
 	// ClusterID is the cluster's ID: the groups carry it in cloudapi.TagCluster.
 	ClusterID string
-	// NamePrefix begins the cloud name of every group (the cluster ID made fit for a
-	// cloud name, as in the load balancers' names).
+	// NamePrefix begins the cloud name of every group: the cluster's own prefix of at
+	// most 24 characters that begins the load balancers' names too (package
+	// loadbalancer's namePrefix), so that two clusters' groups never share a name.
 	NamePrefix string
 	// PageSize is the page size of the lists; zero means the backend's default.
 	PageSize int
