@@ -11,12 +11,14 @@
 //     changed or deleted, but a load balancer without any of ccmkit's tags that the
 //     Service adopts with its load-balancer-id annotation; one owned elsewhere is
 //     ErrOwnedElsewhere. Every write passes one guard (owned.go).
-//   - Sharing (share.go): Services that name one share (AnnotationShare) get one load
-//     balancer, owned by the share (cloudapi.TagShare), each listener by its Service
-//     (its name begins with the Service's UID). What is not a listener must agree
-//     (ErrShareConflict); a port another Service of the share has is not added; the
-//     last Service out deletes it. The calls of a share's Services run as the share:
-//     one lock, one snapshot entry, one write per node sync.
+//   - Sharing (share.go; its rules are internal/plan's pure functions): Services that
+//     name one share (AnnotationShare) get one load balancer, owned by the share
+//     (cloudapi.TagShare), each listener by its Service (its name begins with the
+//     Service's UID). What is not a listener must agree (ErrShareConflict); a port
+//     another Service of the share has is not added (a Service holding none of its
+//     ports is ErrPortsTaken) and goes to it in the write that frees it; the last
+//     Service out, counted in the share's own scope, deletes it. The calls of a share's
+//     Services run as the share: one lock, one snapshot entry, one write per node sync.
 //   - One load balancer per Service (or share): a create is never repeated after an ambiguous answer
 //     or a conflict; the Service's load balancer is looked up again and adopted, and
 //     duplicates a backend made anyway are deleted, never the one kept.

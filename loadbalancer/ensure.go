@@ -14,6 +14,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/paging"
 	"github.com/ccmkit/ccmkit/internal/quote"
+	"github.com/ccmkit/ccmkit/loadbalancer/internal/plan"
 )
 
 // ensure is EnsureLoadBalancer's write, from found, the Service's load balancers as read
@@ -24,7 +25,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	adoptID := l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID // malformed: desired reports it
 	var extras []cloudapi.LoadBalancer                                    // a share's duplicates: deleted once the one kept has their Services' listeners
 	if isShare(owner) {
-		found, extras = duplicates(svc, found, "")
+		found, extras = plan.Duplicates(found, "", ingressAddresses(svc))
 		defer func() {
 			if err == nil {
 				err = l.dropExtras(ctx, logger, owner, extras)
@@ -115,35 +116,11 @@ func (l *LoadBalancer) ensureWant(ctx context.Context, logger klog.Logger, svc *
 // (the load balancer the Service's load-balancer-id annotation names), else the one whose
 // address or hostname the Service's status publishes, else the first by ID.
 func (l *LoadBalancer) dropDuplicates(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, found []cloudapi.LoadBalancer, prefer string) ([]cloudapi.LoadBalancer, error) {
-	kept, extras := duplicates(svc, found, prefer)
+	kept, extras := plan.Duplicates(found, prefer, ingressAddresses(svc))
 	if err := l.dropExtras(ctx, logger, owner, extras); err != nil {
 		return nil, err
 	}
 	return kept, nil
-}
-
-// duplicates splits found, the load balancers of one owner, into the one to keep (none
-// when found is empty: dropDuplicates says which) and the others, each once.
-func duplicates(svc *corev1.Service, found []cloudapi.LoadBalancer, prefer string) (kept, extras []cloudapi.LoadBalancer) {
-	if len(found) < 2 || !slices.ContainsFunc(found, func(lb cloudapi.LoadBalancer) bool { return lb.ID != found[0].ID }) {
-		return found[:min(len(found), 1)], nil
-	}
-	keep := slices.IndexFunc(found, func(lb cloudapi.LoadBalancer) bool { return prefer != "" && lb.ID == prefer })
-	if keep < 0 {
-		keep = max(0, slices.IndexFunc(found, func(lb cloudapi.LoadBalancer) bool {
-			return slices.ContainsFunc(svc.Status.LoadBalancer.Ingress, func(in corev1.LoadBalancerIngress) bool {
-				return (in.IP != "" && slices.Contains(lb.Addresses, in.IP)) || (in.Hostname != "" && in.Hostname == lb.Hostname)
-			})
-		}))
-	}
-	seen := map[string]bool{found[keep].ID: true} // the one kept, however often the cloud listed it
-	for _, extra := range found {
-		if !seen[extra.ID] {
-			seen[extra.ID] = true
-			extras = append(extras, extra)
-		}
-	}
-	return found[keep : keep+1], extras
 }
 
 // dropExtras deletes extras, duplicates of owner's load balancer.

@@ -13,7 +13,7 @@ func (l *LoadBalancer) Remembered() map[string]int {
 	l.mu.Lock()
 	out := map[string]int{
 		"selecting": len(l.selecting), "reported": len(l.reported), "told": len(l.told),
-		"throttledAt": len(l.throttledAt), "members": len(l.members),
+		"throttledAt": len(l.throttledAt), "members": l.shares.shares(),
 	}
 	l.mu.Unlock()
 	l.snap.mu.Lock()

@@ -20,6 +20,7 @@ import (
 	"github.com/ccmkit/ccmkit/internal/keyedlock"
 	"github.com/ccmkit/ccmkit/internal/targetgroups"
 	"github.com/ccmkit/ccmkit/internal/throttlenote"
+	"github.com/ccmkit/ccmkit/loadbalancer/internal/plan"
 	"github.com/ccmkit/ccmkit/providerid"
 )
 
@@ -48,11 +49,11 @@ type LoadBalancer struct {
 	services, loadBalancers keyedlock.Locks[string]
 
 	mu          sync.Mutex
-	selecting   map[string]*corev1.Service   // by UID: the Services last seen with a node selector
-	reported    map[reported]string          // what was last reported in an event about a Service's annotations (see changed)
-	told        map[string]told              // by UID: what tell last wrote on the Service
-	throttledAt map[string]time.Time         // by UID: when the last CloudThrottled event was recorded
-	members     map[string]map[string]member // by share owner, by UID: what the share's Services last asked for (see join)
+	selecting   map[string]*corev1.Service // by UID: the Services last seen with a node selector
+	reported    map[reported]string        // what was last reported in an event about a Service's annotations (see changed)
+	told        map[string]told            // by UID: what tell last wrote on the Service
+	throttledAt map[string]time.Time       // by UID: when the last CloudThrottled event was recorded
+	shares      shareBook                  // the shares' members (see join)
 
 	cbrake creationBrake // see CreationBrake
 }
@@ -111,7 +112,7 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		opts:            opts,
 		snap:            snap,
 		selecting:       map[string]*corev1.Service{},
-		members:         map[string]map[string]member{},
+		shares:          shareBook{members: map[string]map[string]plan.Member{}},
 		cbrake:          creationBrake{passed: map[string]time.Time{}, asked: map[string]time.Time{}},
 	}
 	if opts.TargetGroups != nil {
@@ -565,9 +566,9 @@ func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *c
 			var stay []*cloudapi.LoadBalancer // a share's load balancers other Services keep
 			if shared {
 				if untrack {
-					l.leaveMember(uid, "") // deleted, or wants no load balancer: in no share
+					l.shares.leaveAllBut(uid, "") // deleted, or wants no load balancer: in no share
 				} else {
-					l.leftShare(owner, uid) // it left this share, and may be in another already
+					l.shares.leave(owner, uid) // it left this share, and may be in another already
 				}
 				var last []cloudapi.LoadBalancer
 				for i := range found { // each: duplicates of a share may hold other Services' listeners

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer/internal/plan"
 )
 
 // nameUID is a Service UID as the API server makes them: the longest defaultName.
@@ -111,15 +112,15 @@ func TestNamesFitForAnyClusterID(t *testing.T) {
 	longPort := "p" + strings.Repeat("-x", 7)
 	require.Empty(t, validation.IsValidPortName(longPort))
 	spec := cloudapi.LoadBalancerSpec{Name: "listeners", Listeners: []cloudapi.Listener{
-		{Name: shareListenerName(nameUID, longPort), Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080},
-		{Name: shareListenerName(nameUID, "sctp-65535"), Protocol: cloudapi.ProtocolSCTP, Port: 65535, TargetPort: 30081},
+		{Name: plan.ListenerName(nameUID, longPort), Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080},
+		{Name: plan.ListenerName(nameUID, "sctp-65535"), Protocol: cloudapi.ProtocolSCTP, Port: 65535, TargetPort: 30081},
 	}}
 	require.NoError(t, spec.Validate())
 	api, _ := cloud.LoadBalancers()
 	made, err := api.CreateLoadBalancer(t.Context(), spec)
 	require.NoError(t, err)
 	for _, l := range made.Spec.Listeners {
-		assert.Equal(t, nameUID, listenerOwner(l.Name))
+		assert.Equal(t, nameUID, plan.ListenerOwner(l.Name))
 		assert.LessOrEqual(t, len(l.Name), maxNameLength)
 	}
 }
@@ -195,6 +196,6 @@ func FuzzNames(f *testing.F) {
 		if strings.Contains(uid, ":") {
 			return // the API server's UIDs have none
 		}
-		require.Equal(t, uid, listenerOwner(shareListenerName(uid, port)))
+		require.Equal(t, uid, plan.ListenerOwner(plan.ListenerName(uid, port)))
 	})
 }

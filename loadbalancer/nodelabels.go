@@ -66,7 +66,7 @@ func (l *LoadBalancer) forget(uid string) {
 	l.untrackLocked(uid)
 	delete(l.told, uid)
 	delete(l.throttledAt, uid)
-	l.forgetMember(uid, "")
+	l.shares.leaveAllBut(uid, "")
 }
 
 // SyncNodeLabels brings the targets of the Services that select their Nodes by label in

@@ -6,9 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/targetgroups"
+	"github.com/ccmkit/ccmkit/loadbalancer/internal/plan"
 )
 
 // A load balancer several Services share (AnnotationShare) belongs to the share, not to
@@ -24,7 +24,8 @@ import (
 // calls about a Service of a share run as the share (its owner, see owner): under one
 // lock, with one entry in the snapshot, so that a node sync writes a shared load
 // balancer once. What is not a listener is the share's and must agree between its
-// Services (see join); the last Service out deletes the load balancer (see leave).
+// Services (see join); the last Service out deletes the load balancer (see leaveShare). The rules
+// are package plan's; this file reads, writes and reports.
 
 // shareOwnerPrefix begins the owner of a share's load balancer; a Service's own load
 // balancer's owner is the Service's UID, which never begins with it.
@@ -40,7 +41,7 @@ var ErrShareConflict = errors.New("the Service disagrees with another Service of
 // ErrPortsTaken is matched (errors.Is) by the error of a sync of a Service of a share
 // whose every port (protocol and number) another Service of the share has on the share's
 // load balancer: nothing of the load balancer serves it. The error names the holders. The
-// Service gets the ports in the write that frees them (see handOver); its condition
+// Service gets the ports in the write that frees them (plan.HandOver); its condition
 // ConditionLoadBalancerReady says ReasonPortsTaken until then.
 var ErrPortsTaken = errors.New("another Service of the share has every port the Service asks for")
 
@@ -119,183 +120,20 @@ func shareName(clusterID, share string) string {
 	return namePrefix(clusterID) + "-s" + hex.EncodeToString(sum[:16])
 }
 
-// shareListenerName is the name of the listener name of the Service with UID uid on a
-// share's load balancer: the UID, ':' and the listener's name.
-func shareListenerName(uid, name string) string { return uid + ":" + name }
-
-// listenerOwner is the UID of the Service a listener of a share's load balancer belongs
-// to, read from its name; empty when the name names none (a listener somebody added by
-// hand, or one a cloud renamed: nobody's, and gone with the next write).
-func listenerOwner(name string) string {
-	uid, _, ok := strings.Cut(name, ":")
-	if !ok {
-		return ""
-	}
-	return uid
+// shareBook is what this process knows of the shares' members: what each Service of a
+// share asked for at its last sync (plan.Member), by share owner and UID. A Service is a
+// member of one share at a time. It has its own lock.
+type shareBook struct {
+	mu      sync.Mutex
+	members map[string]map[string]plan.Member
 }
 
-// member is what a Service of a share last asked for: beside its listeners (part, see
-// sharedPart), and its own listeners; whether it agreed with the share then (see join),
-// and its namespace/name, for messages.
-type member struct {
-	name      string
-	part      cloudapi.LoadBalancerSpec
-	listeners []cloudapi.Listener
-	agreed    bool
-}
-
-// sharedPart is spec without what is not the share's to agree on: listeners (each
-// Service's own), tags but cloudapi.TagShareNodes, and targets (the Nodes of
-// TagShareNodes, which change with the node set).
-func sharedPart(spec cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerSpec {
-	p := spec.Clone()
-	p.Listeners, p.Tags, p.Targets, p.TargetGroup = nil, nil, nil, ""
-	if nodes, ok := spec.Tags[cloudapi.TagShareNodes]; ok {
-		p.Tags = map[string]string{cloudapi.TagShareNodes: nodes}
-	}
-	return p
-}
-
-// split returns the listeners of lb that belong to the Service with UID uid, and those of
-// other Services; listeners of no Service (see listenerOwner) are in neither.
-func split(lb *cloudapi.LoadBalancer, uid string) (mine, others []cloudapi.Listener) {
-	if lb == nil {
-		return nil, nil
-	}
-	for _, ls := range lb.Spec.Listeners {
-		switch listenerOwner(ls.Name) {
-		case "":
-		case uid:
-			mine = append(mine, ls)
-		default:
-			others = append(others, ls)
-		}
-	}
-	return mine, others
-}
-
-// join is what the Service, of the share owner, makes of the share's load balancer
-// current (nil: none yet), given want, the load balancer the Service asks for (its
-// listeners, those want has of the Service's, and cloudapi.TagShareNodes, see
-// shareNodes): current with the Service's listeners replaced by want's, carry's listeners
-// of other Services added (those of a duplicate of current about to be deleted), and
-// everything that is not a listener as want asks; listeners of no Service are dropped. It
-// records what the Service asks for among the share's members first.
-//
-// A Service disagrees with the share when a Service of the share that this LoadBalancer
-// has synced asks for another part (or node selector), or when current has listeners of
-// a Service not synced since the start and current's part is not want's: then join
-// returns an error matching ErrShareConflict (and records a Warning event naming the
-// other, once per change), and nothing is to be written. So a share changes what it
-// shares once its last Service asks for it, and a Service that asks alone is refused.
-// A port (protocol and number) another Service's listener has is not added: its
-// listener is left out, with a Warning event naming the other Service; the others are
-// added.
-func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner string, want cloudapi.LoadBalancerSpec, current *cloudapi.LoadBalancer, carry ...cloudapi.Listener) (cloudapi.LoadBalancerSpec, error) {
-	uid := string(svc.UID)
-	mine, _ := split(&cloudapi.LoadBalancer{Spec: want}, uid)
-	me := member{name: svc.Namespace + "/" + svc.Name, part: sharedPart(want), listeners: mine}
-	known := l.otherMembers(owner, uid)
-	defer func() { l.register(owner, uid, me) }()
-
-	_, others := split(current, uid)
-	for _, ls := range carry {
-		if o := listenerOwner(ls.Name); o != "" && o != uid && !slices.ContainsFunc(others, func(x cloudapi.Listener) bool { return x.Key() == ls.Key() }) {
-			others = append(others, ls)
-		}
-	}
-	if other := l.disagreeing(me, known, others, current); other != "" {
-		err := fmt.Errorf("service %s/%s cannot join the load balancer of its share %s: it asks for other addresses, targets, health check, source ranges or settings than %s; every Service of a share must ask for the same beside its ports: %w",
-			svc.Namespace, svc.Name, strings.TrimPrefix(owner, shareOwnerPrefix), other, ErrShareConflict)
-		if l.changed(svc, reasonShareConflict, err.Error()) {
-			logger.Info("Not adding the Service to its share's load balancer: it disagrees with another Service of the share", "other", other)
-			l.event(svc, corev1.EventTypeWarning, reasonShareConflict, err.Error())
-		}
-		return cloudapi.LoadBalancerSpec{}, err
-	}
-	me.agreed = true
-
-	out := want
-	out.Listeners = slices.Clone(others)
-	var taken []string
-	for _, ls := range mine {
-		i := slices.IndexFunc(others, func(o cloudapi.Listener) bool { return o.Key() == ls.Key() })
-		if i >= 0 {
-			taken = append(taken, fmt.Sprintf("%d/%s (%s)", ls.Port, ls.Protocol, l.memberName(known, listenerOwner(others[i].Name))))
-			continue
-		}
-		out.Listeners = append(out.Listeners, ls)
-	}
-	// The ports the Service freed (it changed them) go to the members waiting for them.
-	out.Listeners = append(out.Listeners, handOver(known, out.Listeners)...)
-	sortListeners(out.Listeners)
-	msg := ""
-	if len(taken) > 0 {
-		msg = fmt.Sprintf("Not adding port(s) %s to the load balancer of share %s: another Service of the share has them; choose other ports", strings.Join(taken, ", "), strings.TrimPrefix(owner, shareOwnerPrefix))
-	}
-	if l.changed(svc, reasonShareConflict, msg) {
-		logger.Info("Not adding ports another Service of the share has", "ports", taken)
-		l.event(svc, corev1.EventTypeWarning, reasonShareConflict, msg)
-	}
-	return out, nil
-}
-
-// disagreeing returns who the Service me disagrees with (see join), empty for none. A
-// Service that asks for what current (the share's load balancer) has agrees: the share
-// keeps working as it is. Otherwise it disagrees with a synced member (known) that asks
-// for another part, and, when others (the other Services' listeners on current) belong
-// to a Service not synced since the start, with that Service, which asked for current's.
-func (l *LoadBalancer) disagreeing(me member, known map[string]member, others []cloudapi.Listener, current *cloudapi.LoadBalancer) string {
-	if len(others) == 0 || l.diff(sharedPart(current.Spec), me.part).Empty() {
-		return ""
-	}
-	names := make([]string, 0, len(known))
-	for uid := range known {
-		names = append(names, uid)
-	}
-	slices.Sort(names)
-	for _, uid := range names {
-		if m := known[uid]; !l.diff(m.part, me.part).Empty() {
-			return "Service " + m.name
-		}
-	}
-	for _, ls := range others {
-		uid := listenerOwner(ls.Name)
-		if _, ok := known[uid]; !ok {
-			return fmt.Sprintf("load balancer %s as Service with UID %s has it", current.ID, uid)
-		}
-	}
-	return ""
-}
-
-// memberName names the Service with UID uid for a message: its namespace/name when it is
-// a synced member (known), else its UID.
-func (l *LoadBalancer) memberName(known map[string]member, uid string) string {
-	if m, ok := known[uid]; ok {
-		return "Service " + m.name
-	}
-	return "Service with UID " + uid
-}
-
-// register records me as what the Service with UID uid asks for in the share owner, and
-// forgets it among the members of every other share (a Service is in one share at a
-// time).
-func (l *LoadBalancer) register(owner, uid string, me member) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.forgetMember(uid, owner)
-	if l.members[owner] == nil {
-		l.members[owner] = map[string]member{}
-	}
-	l.members[owner][uid] = me
-}
-
-// otherMembers returns the members of the share owner but the Service with UID uid.
-func (l *LoadBalancer) otherMembers(owner, uid string) map[string]member {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	known := make(map[string]member, len(l.members[owner]))
-	for k, m := range l.members[owner] {
+// others returns the members of the share owner but the Service with UID uid.
+func (b *shareBook) others(owner, uid string) map[string]plan.Member {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	known := make(map[string]plan.Member, len(b.members[owner]))
+	for k, m := range b.members[owner] {
 		if k != uid {
 			known[k] = m
 		}
@@ -303,105 +141,136 @@ func (l *LoadBalancer) otherMembers(owner, uid string) map[string]member {
 	return known
 }
 
-// handOver returns the listeners that members of a share (known: all but the Service
-// whose sync this is) asked for and did not get because another Service had their port,
-// and that are free in stay (the listeners the share's load balancer keeps): a Service
-// that leaves a share, or changes its ports, hands the ports it frees to those that asked
-// for them, in the same write. Only members that agreed with the share at their last
-// sync get them, each port once, by UID order.
-func handOver(known map[string]member, stay []cloudapi.Listener) []cloudapi.Listener {
-	taken := map[cloudapi.ListenerKey]bool{}
-	for _, ls := range stay {
-		taken[ls.Key()] = true
-	}
-	var out []cloudapi.Listener
-	for _, k := range slices.Sorted(maps.Keys(known)) {
-		if m := known[k]; m.agreed {
-			for _, ls := range m.listeners {
-				if !taken[ls.Key()] {
-					taken[ls.Key()] = true
-					out = append(out, ls.Clone())
-				}
-			}
-		}
-	}
-	return out
+// member returns what the Service with UID uid asked for as a member of the share owner.
+func (b *shareBook) member(owner, uid string) (plan.Member, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m, ok := b.members[owner][uid]
+	return m, ok
 }
 
-// unserved returns an error matching ErrPortsTaken when the Service with svc's UID is a
-// member of the share owner that agreed with it and asked for listeners, and lb (the
-// share's load balancer as written) has none of them as the Service's: another Service
-// holds every port it asks for. The error names the holders. It is nil for a Service
-// that is no member of a share.
-func (l *LoadBalancer) unserved(svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) error {
-	if !isShare(owner) {
-		return nil
+// join records me as what the Service with UID uid asks for in the share owner, and
+// forgets it in every other share.
+func (b *shareBook) join(owner, uid string, me plan.Member) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.forget(uid, owner)
+	if b.members[owner] == nil {
+		b.members[owner] = map[string]plan.Member{}
 	}
-	uid := string(svc.UID)
-	l.mu.Lock()
-	me, ok := l.members[owner][uid]
-	l.mu.Unlock()
-	if !ok || !me.agreed || len(me.listeners) == 0 {
-		return nil
-	}
-	known := l.otherMembers(owner, uid)
-	var holders []string
-	for _, want := range me.listeners {
-		i := slices.IndexFunc(lb.Spec.Listeners, func(ls cloudapi.Listener) bool { return ls.Key() == want.Key() })
-		switch {
-		case i < 0, listenerOwner(lb.Spec.Listeners[i].Name) == uid:
-			return nil // served, or not written yet: not a port another Service holds
-		default:
-			holders = append(holders, fmt.Sprintf("%d/%s (%s)", want.Port, want.Protocol, l.memberName(known, listenerOwner(lb.Spec.Listeners[i].Name))))
-		}
-	}
-	return fmt.Errorf("service %s/%s is not served by the load balancer %s of its share %s: its port(s) %s are another Service's; it gets each in the write that frees it, or choose other ports: %w",
-		svc.Namespace, svc.Name, lb.ID, strings.TrimPrefix(owner, shareOwnerPrefix), strings.Join(holders, ", "), ErrPortsTaken)
+	b.members[owner][uid] = me
 }
 
-// sortListeners sorts listeners by protocol, then port: the order of every spec ccmkit
-// writes.
-func sortListeners(ls []cloudapi.Listener) {
-	slices.SortFunc(ls, func(x, y cloudapi.Listener) int {
-		if x.Protocol != y.Protocol {
-			return strings.Compare(string(x.Protocol), string(y.Protocol))
-		}
-		return int(x.Port) - int(y.Port)
-	})
-}
-
-// leaveMember forgets the Service with UID uid among the members of every share but
-// keep (empty: of every share).
-func (l *LoadBalancer) leaveMember(uid, keep string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.forgetMember(uid, keep)
-}
-
-// leftShare forgets the Service with UID uid among the members of the share owner only:
-// it left that share, and may be a member of another already.
-func (l *LoadBalancer) leftShare(owner, uid string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if ms := l.members[owner]; ms != nil {
+// leave forgets the Service with UID uid in the share owner only: it left that share,
+// and may be a member of another already.
+func (b *shareBook) leave(owner, uid string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ms := b.members[owner]; ms != nil {
 		delete(ms, uid)
 		if len(ms) == 0 {
-			delete(l.members, owner)
+			delete(b.members, owner)
 		}
 	}
 }
 
-// forgetMember is leaveMember with l.mu held.
-func (l *LoadBalancer) forgetMember(uid, keep string) {
-	for owner, ms := range l.members {
+// leaveAllBut forgets the Service with UID uid in every share but keep (empty: in
+// every share).
+func (b *shareBook) leaveAllBut(uid, keep string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.forget(uid, keep)
+}
+
+// forget is leaveAllBut with b.mu held.
+func (b *shareBook) forget(uid, keep string) {
+	for owner, ms := range b.members {
 		if owner == keep {
 			continue
 		}
 		delete(ms, uid)
 		if len(ms) == 0 {
-			delete(l.members, owner)
+			delete(b.members, owner)
 		}
 	}
+}
+
+// shares returns how many shares have members, for tests of what is remembered.
+func (b *shareBook) shares() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.members)
+}
+
+// join is what the Service, of the share owner, makes of the share's load balancer
+// current (nil: none yet), given want, the load balancer the Service asks for (its
+// listeners, and cloudapi.TagShareNodes, see shareNodes), and carry, the listeners of a
+// duplicate of current about to be deleted: plan.Join decides, join reports. It records
+// what the Service asks for among the share's members. A Service that disagrees with the
+// share gets an error matching ErrShareConflict (and a Warning event naming the other,
+// once per change), and nothing is to be written; a port another Service has is left
+// out, with a Warning event naming it.
+func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner string, want cloudapi.LoadBalancerSpec, current *cloudapi.LoadBalancer, carry ...cloudapi.Listener) (cloudapi.LoadBalancerSpec, error) {
+	uid := string(svc.UID)
+	known := l.shares.others(owner, uid)
+	j := plan.Join(plan.JoinInput{UID: uid, Want: want, Current: current, Carry: carry, Known: known,
+		Same: func(a, b cloudapi.LoadBalancerSpec) bool { return l.diff(a, b).Empty() }})
+	j.Me.Name = svc.Namespace + "/" + svc.Name
+	l.shares.join(owner, uid, j.Me)
+	share := strings.TrimPrefix(owner, shareOwnerPrefix)
+	if j.Disagrees != "" {
+		err := fmt.Errorf("service %s/%s cannot join the load balancer of its share %s: it asks for other addresses, targets, health check, source ranges or settings than %s; every Service of a share must ask for the same beside its ports: %w",
+			svc.Namespace, svc.Name, share, j.Disagrees, ErrShareConflict)
+		if l.changed(svc, reasonShareConflict, err.Error()) {
+			logger.Info("Not adding the Service to its share's load balancer: it disagrees with another Service of the share", "other", j.Disagrees)
+			l.event(svc, corev1.EventTypeWarning, reasonShareConflict, err.Error())
+		}
+		return cloudapi.LoadBalancerSpec{}, err
+	}
+	msg := ""
+	if len(j.Taken) > 0 {
+		msg = fmt.Sprintf("Not adding port(s) %s to the load balancer of share %s: another Service of the share has them; choose other ports", heldText(known, j.Taken), share)
+	}
+	if l.changed(svc, reasonShareConflict, msg) {
+		logger.Info("Not adding ports another Service of the share has", "ports", len(j.Taken))
+		l.event(svc, corev1.EventTypeWarning, reasonShareConflict, msg)
+	}
+	return j.Spec, nil
+}
+
+// heldText names the ports of held and their holders for a message: "80/TCP (Service
+// ns/name)", or the holder's UID when it is not a member this process synced (known).
+func heldText(known map[string]plan.Member, held []plan.Held) string {
+	out := make([]string, len(held))
+	for i, h := range held {
+		who := "Service with UID " + h.Holder
+		if m, ok := known[h.Holder]; ok {
+			who = "Service " + m.Name
+		}
+		out[i] = fmt.Sprintf("%d/%s (%s)", h.Listener.Port, h.Listener.Protocol, who)
+	}
+	return strings.Join(out, ", ")
+}
+
+// unserved returns an error matching ErrPortsTaken, naming the holders, when the Service
+// is a member of the share owner and another Service holds every port it asks for on lb,
+// the share's load balancer as written (plan.Unserved); nil otherwise, and for a Service
+// in no share.
+func (l *LoadBalancer) unserved(svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) error {
+	if !isShare(owner) {
+		return nil
+	}
+	uid := string(svc.UID)
+	me, ok := l.shares.member(owner, uid)
+	if !ok {
+		return nil
+	}
+	held := plan.Unserved(uid, me, *lb)
+	if len(held) == 0 {
+		return nil
+	}
+	return fmt.Errorf("service %s/%s is not served by the load balancer %s of its share %s: its port(s) %s are another Service's; it gets each in the write that frees it, or choose other ports: %w",
+		svc.Namespace, svc.Name, lb.ID, strings.TrimPrefix(owner, shareOwnerPrefix), heldText(l.shares.others(owner, uid), held), ErrPortsTaken)
 }
 
 // shareNodes records in want which Nodes its targets are (cloudapi.TagShareNodes, the
@@ -431,14 +300,7 @@ func (l *LoadBalancer) othersInShare(ctx context.Context, svc *corev1.Service, o
 		}
 	}
 	if !asked {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		for uid := range l.members[owner] {
-			if uid != string(svc.UID) {
-				return true, nil
-			}
-		}
-		return false, nil
+		return len(l.shares.others(owner, string(svc.UID))) > 0, nil
 	}
 	for i := range services {
 		o := &services[i]
@@ -453,38 +315,33 @@ func (l *LoadBalancer) othersInShare(ctx context.Context, svc *corev1.Service, o
 }
 
 // leaveShare removes the Service's listeners (and those of no Service) from lb, its
-// share's load balancer as read just before, and returns lb as the cloud then answered;
-// nil when the Service is the last of its share (no other Service's listener on lb, and
-// no other Service of the share exists: othersInShare), for the caller to delete or
-// release lb.
+// share's load balancer as read just before, handing the ports it frees to the members
+// waiting for them, and returns lb as the cloud then answered; nil when the Service is
+// the last of its share, for the caller to delete or release lb. plan.Leave decides; the
+// Services of the share are asked for (othersInShare) only when no other Service has a
+// listener on lb.
 func (l *LoadBalancer) leaveShare(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) (*cloudapi.LoadBalancer, error) {
-	mine, others := split(lb, string(svc.UID))
-	if len(others) == 0 {
-		stay, err := l.othersInShare(ctx, svc, owner)
-		if err != nil {
+	uid := string(svc.UID)
+	exist := true
+	if plan.NeedsMembers(*lb, uid) {
+		var err error
+		if exist, err = l.othersInShare(ctx, svc, owner); err != nil {
 			return nil, err
 		}
-		if !stay {
-			return nil, nil
-		}
 	}
-	if len(mine)+len(others) == len(lb.Spec.Listeners) && len(mine) == 0 {
+	left := plan.Leave(uid, *lb, l.shares.others(owner, uid), exist)
+	switch left.Op {
+	case plan.Last:
+		return nil, nil
+	case plan.Stay:
 		return lb, nil
 	}
-	want := lb.Spec.Clone()
-	want.Listeners = append(slices.Clone(others), handOver(l.otherMembers(owner, string(svc.UID)), others)...)
-	sortListeners(want.Listeners)
-	if len(want.Listeners) == 0 {
-		// No listener left to serve: no targets either (a cloud may refuse targets whose
-		// instances are gone by now); the next Service of the share sets them.
-		want.Targets, want.TargetGroup = nil, ""
-	}
-	left, err := l.update(ctx, logger, owner, false, lb, want)
+	written, err := l.update(ctx, logger, owner, false, lb, left.Spec)
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("Removed the Service's listeners from its share's load balancer", "loadBalancer", lb.ID, "listeners", len(mine), "othersListeners", len(others))
-	return left, nil
+	logger.Info("Removed the Service's listeners from its share's load balancer", "loadBalancer", lb.ID, "listeners", left.Mine, "othersListeners", left.Others)
+	return written, nil
 }
 
 // leaveOthers removes the Service's listeners from the load balancers of the shares it is
@@ -497,7 +354,7 @@ func (l *LoadBalancer) leaveShare(ctx context.Context, logger klog.Logger, svc *
 // snapshot that cannot be refreshed is an error: nothing of the Service may stay behind
 // when its deletion succeeds.
 func (l *LoadBalancer) leaveOthers(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, deleting bool) error {
-	l.leaveMember(string(svc.UID), owner)
+	l.shares.leaveAllBut(string(svc.UID), owner)
 	others, err := l.snap.elsewhere(ctx, string(svc.UID), owner)
 	if err != nil {
 		if deleting {

@@ -15,6 +15,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/paging"
 	"github.com/ccmkit/ccmkit/internal/sharedlist"
+	"github.com/ccmkit/ccmkit/loadbalancer/internal/plan"
 )
 
 // DefaultMaxAge is how old the snapshot of the cluster's load balancers may get when
@@ -386,7 +387,7 @@ func (s *snapshot) elsewhere(ctx context.Context, uid, owner string) ([]string, 
 			continue
 		}
 		if slices.ContainsFunc(e.lbs, func(lb *cloudapi.LoadBalancer) bool {
-			return slices.ContainsFunc(lb.Spec.Listeners, func(ls cloudapi.Listener) bool { return listenerOwner(ls.Name) == uid })
+			return slices.ContainsFunc(lb.Spec.Listeners, func(ls cloudapi.Listener) bool { return plan.ListenerOwner(ls.Name) == uid })
 		}) {
 			out = append(out, key)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/quote"
+	"github.com/ccmkit/ccmkit/loadbalancer/internal/plan"
 )
 
 // translate is the translation of a Service into the load balancer it asks for: pure, no
@@ -94,7 +95,7 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 	ps = append(ps, lps...)
 	if shared {
 		for i := range spec.Listeners {
-			spec.Listeners[i].Name = shareListenerName(string(svc.UID), spec.Listeners[i].Name)
+			spec.Listeners[i].Name = plan.ListenerName(string(svc.UID), spec.Listeners[i].Name)
 		}
 		if a.loadBalancerID != "" {
 			fail(a.key(prefix, AnnotationShare), fmt.Errorf("annotations %s and %s cannot be combined: a shared load balancer is one ccmkit makes; remove one of them",
@@ -250,7 +251,7 @@ func listeners(prefix string, a parsedAnnotations, ports []corev1.ServicePort) (
 		fail(a.key(prefix, AnnotationTLSCertificates), fmt.Errorf("annotation %s is set, but no port terminates TLS: name the ports in %s, or set their appProtocol (tls, https) or annotation %s",
 			a.key(prefix, AnnotationTLSCertificates), a.key(prefix, AnnotationTLSPorts), a.key(prefix, AnnotationProtocol)))
 	}
-	sortListeners(out)
+	plan.SortListeners(out)
 
 	return out, ps
 }
