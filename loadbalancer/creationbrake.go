@@ -119,7 +119,7 @@ func (l *LoadBalancer) mayCreate(ctx context.Context, logger klog.Logger, svc *c
 	}
 	if ack := svc.Annotations[AnnotationAcknowledgeNewLoadBalancer]; ack != "" && slices.Contains(addrs, ack) {
 		logger.Info("Creating a new load balancer for a Service with an address: the Service acknowledges it", "address", quote.Text(ack), "annotation", AnnotationAcknowledgeNewLoadBalancer)
-		l.changed(svc, ReasonCreationHeld, "")
+		l.report.changed(svc, ReasonCreationHeld, "")
 		return nil
 	}
 	now := l.opts.Clock.Now()
@@ -150,7 +150,7 @@ func (l *LoadBalancer) mayCreate(ctx context.Context, logger klog.Logger, svc *c
 	}
 	l.cbrake.mu.Unlock()
 	if pass {
-		l.changed(svc, ReasonCreationHeld, "")
+		l.report.changed(svc, ReasonCreationHeld, "")
 		return nil
 	}
 	err = fmt.Errorf("service %s/%s has address %s but the cloud has no load balancer of it (tags %s): %d load balancers of Services with an address would be made within %s, more than the creation brake allows (%d): %w; if the cloud config points at another project or account, correct it; to give this Service a new load balancer and a new address, annotate it %s=%s",
@@ -159,9 +159,9 @@ func (l *LoadBalancer) mayCreate(ctx context.Context, logger klog.Logger, svc *c
 	if l.opts.OnCreationHeld != nil {
 		l.opts.OnCreationHeld()
 	}
-	if l.changed(svc, ReasonCreationHeld, err.Error()) {
+	if l.report.changed(svc, ReasonCreationHeld, err.Error()) {
 		logger.Info("Not creating a load balancer for a Service that has an address: the creation brake holds it", "address", quote.Text(addrs[0]), "wouldCreate", would, "allowed", allowed)
-		l.event(svc, corev1.EventTypeWarning, ReasonCreationHeld, err.Error())
+		l.report.event(svc, corev1.EventTypeWarning, ReasonCreationHeld, err.Error())
 	}
 	return err
 }

@@ -220,7 +220,7 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 	}
 	if !owned {
 		logger.Info("Adopted load balancer", "loadBalancer", id, "addresses", adopted.Addresses)
-		l.event(svc, corev1.EventTypeNormal, "AdoptedLoadBalancer", fmt.Sprintf("Adopted load balancer %s (addresses [%s]), named by annotation %s", id, strings.Join(adopted.Addresses, ", "), key))
+		l.report.event(svc, corev1.EventTypeNormal, "AdoptedLoadBalancer", fmt.Sprintf("Adopted load balancer %s (addresses [%s]), named by annotation %s", id, strings.Join(adopted.Addresses, ", "), key))
 	}
 	return adopted, nil
 }
@@ -340,7 +340,7 @@ func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *cor
 		return fmt.Errorf("releasing load balancer %s (keep-on-delete): %w", lb.ID, err)
 	}
 	logger.Info("Released load balancer: kept in the cloud without this cluster's ownership tags and targets", "loadBalancer", lb.ID, "addresses", released.Addresses)
-	l.event(svc, corev1.EventTypeNormal, "KeptLoadBalancer", fmt.Sprintf("Kept load balancer %s (addresses [%s]) in the cloud without this Service's ownership tags and targets; a Service adopts it with annotation %s%s: %s",
+	l.report.event(svc, corev1.EventTypeNormal, "KeptLoadBalancer", fmt.Sprintf("Kept load balancer %s (addresses [%s]) in the cloud without this Service's ownership tags and targets; a Service adopts it with annotation %s%s: %s",
 		lb.ID, strings.Join(released.Addresses, ", "), l.opts.AnnotationPrefix, AnnotationLoadBalancerID, lb.ID))
 	return nil
 }

@@ -11,11 +11,11 @@ func (l *LoadBalancer) LockUsers(owner string) int { return l.services.Users(own
 // holds, by name, and the snapshot's entries.
 func (l *LoadBalancer) Remembered() map[string]int {
 	l.mu.Lock()
-	out := map[string]int{
-		"selecting": len(l.selecting), "reported": len(l.reported), "told": len(l.told),
-		"throttledAt": len(l.throttledAt), "members": l.shares.shares(),
-	}
+	out := map[string]int{"selecting": len(l.selecting), "members": l.shares.shares()}
 	l.mu.Unlock()
+	l.report.mu.Lock()
+	out["reported"], out["told"], out["throttledAt"] = len(l.report.reported), len(l.report.told), len(l.report.throttledAt)
+	l.report.mu.Unlock()
 	l.snap.mu.Lock()
 	out["snapshot"] = len(l.snap.services)
 	l.snap.mu.Unlock()

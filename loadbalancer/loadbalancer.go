@@ -48,12 +48,11 @@ type LoadBalancer struct {
 	// release of one load balancer (by cloud ID); see lock.
 	services, loadBalancers keyedlock.Locks[string]
 
-	mu          sync.Mutex
-	selecting   map[string]*corev1.Service // by UID: the Services last seen with a node selector
-	reported    map[reported]string        // what was last reported in an event about a Service's annotations (see changed)
-	told        map[string]told            // by UID: what tell last wrote on the Service
-	throttledAt map[string]time.Time       // by UID: when the last CloudThrottled event was recorded
-	shares      shareBook                  // the shares' members (see join)
+	report *reporter // the one that tells Services what their syncs found out
+	shares shareBook // the shares' members (see join)
+
+	mu        sync.Mutex
+	selecting map[string]*corev1.Service // by UID: the Services last seen with a node selector
 
 	cbrake creationBrake // see CreationBrake
 }
@@ -104,10 +103,12 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	}
 	snap := newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock)
 	l := &LoadBalancer{
+		report: &reporter{
+			services: opts.Services, recorder: opts.Recorder, clock: opts.Clock,
+			prefixes: strings.Join(append([]string{opts.AnnotationPrefix}, opts.Aliases.Prefixes...), " or "),
+			reported: map[reported]string{}, told: map[string]told{}, throttledAt: map[string]time.Time{},
+		},
 		adapterDefaults: defaults,
-		reported:        map[reported]string{},
-		told:            map[string]told{},
-		throttledAt:     map[string]time.Time{},
 		api:             api,
 		opts:            opts,
 		snap:            snap,
@@ -115,6 +116,7 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		shares:          shareBook{members: map[string]map[string]plan.Member{}},
 		cbrake:          creationBrake{passed: map[string]time.Time{}, asked: map[string]time.Time{}},
 	}
+	l.report.lock = l.lock
 	if opts.TargetGroups != nil {
 		l.groups = targetgroups.New(targetgroups.Config{
 			API: opts.TargetGroups, ClusterID: opts.ClusterID, NamePrefix: namePrefix(l.opts.ClusterID), PageSize: opts.PageSize, MaxAge: opts.MaxAge, Clock: opts.Clock,
@@ -304,7 +306,8 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 		if len(others) > 0 {
 			return &corev1.LoadBalancerStatus{}, true, nil
 		}
-		l.tell(ctx, svc, &throttlenote.Note{}, outcome{cleanup: true})
+		l.report.tell(ctx, svc, &throttlenote.Note{}, outcome{cleanup: true})
+		l.forget(string(svc.UID))
 	}
 	if err != nil || len(found) == 0 {
 		return nil, false, err
@@ -335,7 +338,7 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (st *corev1.LoadBalancerStatus, err error) {
 	ctx, note := throttlenote.With(ctx)
 	var said outcome
-	defer func() { said.err = err; l.tell(ctx, svc, note, said) }()
+	defer func() { said.err = err; l.report.tell(ctx, svc, note, said) }()
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	owner, err := l.owner(svc)
 	if err != nil {
@@ -417,7 +420,7 @@ func notReady(svc *corev1.Service, lb *cloudapi.LoadBalancer) error {
 func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (err error) {
 	ctx, note := throttlenote.With(ctx)
 	said, serr, err := l.updateNodes(ctx, svc, nodes, true)
-	defer func() { said.err = err; l.tell(ctx, svc, note, said) }()
+	defer func() { said.err = err; l.report.tell(ctx, svc, note, said) }()
 	if err != nil {
 		return err
 	}
@@ -515,7 +518,12 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 // deleted while it is unclear whether to keep it.
 func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) (err error) {
 	ctx, note := throttlenote.With(ctx)
-	defer func() { l.tell(ctx, svc, note, outcome{cleanup: true, err: err}) }()
+	defer func() {
+		l.report.tell(ctx, svc, note, outcome{cleanup: true, err: err})
+		if err == nil {
+			l.forget(string(svc.UID)) // it has no load balancer left
+		}
+	}()
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	owner := l.ownerOnDelete(svc)
 	if err := l.deleteFor(ctx, logger, svc, owner, true); err != nil {

@@ -40,32 +40,21 @@ func (l *LoadBalancer) track(svc *corev1.Service) {
 	}
 }
 
-// untrack forgets the Service with UID uid, and what was last reported about its
-// annotations. The caller holds the Service's lock.
+// untrack forgets the Service with UID uid, and what was last reported about it. The
+// caller holds the Service's lock.
 func (l *LoadBalancer) untrack(uid string) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.untrackLocked(uid)
-}
-
-// untrackLocked is untrack with l.mu held.
-func (l *LoadBalancer) untrackLocked(uid string) {
 	delete(l.selecting, uid)
-	for _, reason := range []string{reasonUnknownAnnotation, reasonConflictingAnnotations, reasonShareConflict, ReasonCreationHeld} {
-		delete(l.reported, reported{uid: uid, reason: reason})
-	}
+	l.mu.Unlock()
+	l.report.untrack(uid)
 }
 
 // forget forgets everything the LoadBalancer remembers of the Service with UID uid (it
-// wants no load balancer, and has none left): untrack's, what tell last wrote on it, its
-// last CloudThrottled event, its membership of every share. Called once its cleanup
-// succeeded, so that what is kept per Service does not grow with churn.
+// wants no load balancer, and has none left): untrack's, and its membership of every
+// share; the reporter forgets what it told the Service itself (reporter.tell). Called
+// once its cleanup succeeded, so that what is kept per Service does not grow with churn.
 func (l *LoadBalancer) forget(uid string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.untrackLocked(uid)
-	delete(l.told, uid)
-	delete(l.throttledAt, uid)
+	l.untrack(uid)
 	l.shares.leaveAllBut(uid, "")
 }
 

@@ -31,31 +31,31 @@ import (
 // Service costs no Kubernetes API write. A condition whose message alone changes (an
 // error that repeats with another Retry-After) is written at most once per
 // minRepeatInterval; its lastTransitionTime changes only when its status does. It records a
-// Warning event CloudThrottled when the cloud throttled the call (see reportThrottled). A
+// Warning event CloudThrottled when the cloud throttled the call (see throttled). A
 // failed write is logged, never the call's error, and holds the Service's writes for
 // minRepeatInterval. svc is not changed.
-func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *throttlenote.Note, o outcome) {
+func (r *reporter) tell(ctx context.Context, svc *corev1.Service, note *throttlenote.Note, o outcome) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	if errors.Is(o.err, cloudapi.ErrThrottled) || note.Count() > 0 {
-		l.reportThrottled(logger, svc, o.err)
+		r.throttled(logger, svc, o.err)
 	}
 	if o.cleanup && o.err == nil && svc.UID != "" {
-		defer l.forget(string(svc.UID)) // after the writes below: it wants no load balancer
+		defer r.forget(string(svc.UID)) // after the writes below: it wants no load balancer
 	}
-	if l.opts.Services == nil || svc.UID == "" || o.cleanup && o.err != nil {
+	if r.services == nil || svc.UID == "" || o.cleanup && o.err != nil {
 		return
 	}
-	services := l.opts.Services.Services(svc.Namespace)
+	services := r.services.Services(svc.Namespace)
 	if services == nil {
 		return
 	}
 	uid := string(svc.UID)
-	defer l.lock(uid)() // one call's writes at a time per Service
+	defer r.lock(uid)() // one call's writes at a time per Service
 	have := meta.FindStatusCondition(svc.Status.Conditions, ConditionLoadBalancerReady)
-	l.mu.Lock()
-	last := l.told[uid]
-	l.mu.Unlock()
-	now := l.opts.Clock.Now()
+	r.mu.Lock()
+	last := r.told[uid]
+	r.mu.Unlock()
+	now := r.clock.Now()
 	if now.Before(last.failedAt.Add(minRepeatInterval)) {
 		logger.V(4).Info("Not writing on the Service for a while after a write failed")
 		return
@@ -80,7 +80,7 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 			if want.annotation != "" {
 				value = want.annotation
 			}
-			applied, err := l.patch(ctx, logger, services, svc, types.MergePatchType, "", map[string]any{
+			applied, err := r.patch(ctx, logger, services, svc, types.MergePatchType, "", map[string]any{
 				"metadata": map[string]any{"uid": svc.UID, "annotations": map[string]any{StatusAnnotationLoadBalancerID: value}},
 			})
 			failed = err != nil
@@ -91,7 +91,7 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 	}
 
 	var cond any // what the status patch writes: the condition, or its removal
-	switch want := l.condition(svc, next.condition, o); {
+	switch want := r.condition(svc, next.condition, o); {
 	case want == nil && next.condition != nil:
 		cond = map[string]any{"type": ConditionLoadBalancerReady, "$patch": "delete"}
 	case want != nil && !sameCondition(next.condition, want):
@@ -102,7 +102,7 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 		cond = want
 	}
 	if cond != nil && !failed {
-		applied, err := l.patch(ctx, logger, services, svc, types.StrategicMergePatchType, "status", map[string]any{
+		applied, err := r.patch(ctx, logger, services, svc, types.StrategicMergePatchType, "status", map[string]any{
 			"metadata": map[string]any{"uid": svc.UID},
 			"status":   map[string]any{"conditions": []any{cond}},
 		})
@@ -113,17 +113,17 @@ func (l *LoadBalancer) tell(ctx context.Context, svc *corev1.Service, note *thro
 		}
 	}
 
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	switch {
 	case failed:
 		if wrote && svc.ResourceVersion != "" {
 			last = next
 		}
 		last.failedAt = now
-		l.told[uid] = last
+		r.told[uid] = last
 	case wrote && !o.cleanup && svc.ResourceVersion != "":
-		l.told[uid] = next
+		r.told[uid] = next
 	}
 }
 
@@ -161,7 +161,7 @@ type told struct {
 
 // condition returns the condition ConditionLoadBalancerReady that o calls for (nil: none),
 // have being the Service's: its lastTransitionTime is have's when the status is the same.
-func (l *LoadBalancer) condition(svc *corev1.Service, have *metav1.Condition, o outcome) *metav1.Condition {
+func (r *reporter) condition(svc *corev1.Service, have *metav1.Condition, o outcome) *metav1.Condition {
 	if o.cleanup {
 		return nil
 	}
@@ -198,7 +198,7 @@ func (l *LoadBalancer) condition(svc *corev1.Service, have *metav1.Condition, o 
 	if err != nil {
 		c.Message = quote.Text(err.Error())
 	}
-	c.LastTransitionTime = metav1.NewTime(l.opts.Clock.Now())
+	c.LastTransitionTime = metav1.NewTime(r.clock.Now())
 	if have != nil && have.Status == c.Status {
 		c.LastTransitionTime = have.LastTransitionTime
 	}
@@ -216,7 +216,7 @@ func sameCondition(have, want *metav1.Condition) bool {
 // UID as a precondition, and reports whether it was applied. A failure is logged and
 // returned, for tell to hold its writes; a Service already gone needs nothing written and
 // is no failure.
-func (l *LoadBalancer) patch(ctx context.Context, logger klog.Logger, services typedcorev1.ServiceInterface, svc *corev1.Service, pt types.PatchType, subresource string, body map[string]any) (applied bool, _ error) {
+func (r *reporter) patch(ctx context.Context, logger klog.Logger, services typedcorev1.ServiceInterface, svc *corev1.Service, pt types.PatchType, subresource string, body map[string]any) (applied bool, _ error) {
 	data, err := json.Marshal(body)
 	if err == nil {
 		var subresources []string
@@ -236,19 +236,19 @@ func (l *LoadBalancer) patch(ctx context.Context, logger klog.Logger, services t
 	return true, nil
 }
 
-// reportThrottled records a Warning event CloudThrottled on the Service, at most one per
+// throttled records a Warning event CloudThrottled on the Service, at most one per
 // minRepeatInterval per Service (by Options.Clock), so that a cloud that throttles
 // every sync makes no storm of events. err is the call's error, when it failed.
-func (l *LoadBalancer) reportThrottled(logger klog.Logger, svc *corev1.Service, err error) {
+func (r *reporter) throttled(logger klog.Logger, svc *corev1.Service, err error) {
 	uid := string(svc.UID)
-	now := l.opts.Clock.Now()
-	l.mu.Lock()
-	last, seen := l.throttledAt[uid]
+	now := r.clock.Now()
+	r.mu.Lock()
+	last, seen := r.throttledAt[uid]
 	due := !seen || now.Sub(last) >= minRepeatInterval
 	if due {
-		l.throttledAt[uid] = now
+		r.throttledAt[uid] = now
 	}
-	l.mu.Unlock()
+	r.mu.Unlock()
 	logger.V(2).Info("The cloud throttled the calls of the Service's sync", "failed", err != nil, "eventRecorded", due)
 	if !due {
 		return
@@ -257,7 +257,7 @@ func (l *LoadBalancer) reportThrottled(logger klog.Logger, svc *corev1.Service, 
 	if err != nil {
 		msg = "The cloud throttled the calls for this Service's load balancer; the sync is retried: " + quote.Text(err.Error())
 	}
-	l.event(svc, corev1.EventTypeWarning, EventCloudThrottled, msg)
+	r.event(svc, corev1.EventTypeWarning, EventCloudThrottled, msg)
 }
 
 // minRepeatInterval is the least time between two CloudThrottled events on one Service,

@@ -221,9 +221,9 @@ func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner strin
 	if j.Disagrees != "" {
 		err := fmt.Errorf("service %s/%s cannot join the load balancer of its share %s: it asks for other addresses, targets, health check, source ranges or settings than %s; every Service of a share must ask for the same beside its ports: %w",
 			svc.Namespace, svc.Name, share, j.Disagrees, ErrShareConflict)
-		if l.changed(svc, reasonShareConflict, err.Error()) {
+		if l.report.changed(svc, reasonShareConflict, err.Error()) {
 			logger.Info("Not adding the Service to its share's load balancer: it disagrees with another Service of the share", "other", j.Disagrees)
-			l.event(svc, corev1.EventTypeWarning, reasonShareConflict, err.Error())
+			l.report.event(svc, corev1.EventTypeWarning, reasonShareConflict, err.Error())
 		}
 		return cloudapi.LoadBalancerSpec{}, err
 	}
@@ -231,9 +231,9 @@ func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner strin
 	if len(j.Taken) > 0 {
 		msg = fmt.Sprintf("Not adding port(s) %s to the load balancer of share %s: another Service of the share has them; choose other ports", heldText(known, j.Taken), share)
 	}
-	if l.changed(svc, reasonShareConflict, msg) {
+	if l.report.changed(svc, reasonShareConflict, msg) {
 		logger.Info("Not adding ports another Service of the share has", "ports", len(j.Taken))
-		l.event(svc, corev1.EventTypeWarning, reasonShareConflict, msg)
+		l.report.event(svc, corev1.EventTypeWarning, reasonShareConflict, msg)
 	}
 	return j.Spec, nil
 }

@@ -76,7 +76,7 @@ func (l *LoadBalancer) publish(logger klog.Logger, svc *corev1.Service, lb *clou
 	st, refused, err := l.status(svc, lb)
 	if len(refused) > 0 {
 		logger.Info("Not publishing what the cloud reports and a Service's status cannot hold", "loadBalancer", lb.ID, "refused", len(refused), "published", st != nil)
-		l.event(svc, corev1.EventTypeWarning, "AddressNotPublished", fmt.Sprintf("Load balancer %s: the cloud reports %s, which a Service's status cannot hold: not published",
+		l.report.event(svc, corev1.EventTypeWarning, "AddressNotPublished", fmt.Sprintf("Load balancer %s: the cloud reports %s, which a Service's status cannot hold: not published",
 			lb.ID, listRefused(refused)))
 	}
 	return st, err
