@@ -3,6 +3,7 @@ package loadbalancer_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -143,4 +144,35 @@ func TestNewRefusesABadShape(t *testing.T) {
 	_, err = loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format,
 		Shape: cloudapi.LoadBalancerShape{NotKept: []cloudapi.Feature{cloudapi.FeatureUDP}}})
 	require.ErrorContains(t, err, `"udp" is not one of`)
+}
+
+// TestHealthCheckTimesTheCloudCannotKeepAreRefused: on a cloud that keeps a health
+// check's times in whole seconds, an interval or timeout of 1500ms fails the sync with an
+// error naming the annotation and the unit, before any write (the cloud would round it,
+// and every sync would write it again); whole seconds pass.
+func TestHealthCheckTimesTheCloudCannotKeepAreRefused(t *testing.T) {
+	shape := cloudapi.LoadBalancerShape{HealthCheckUnit: time.Second}
+	for _, tc := range []struct {
+		annotation, value string
+		refused           bool
+	}{
+		{loadbalancer.AnnotationHealthCheckInterval, "1500ms", true},
+		{loadbalancer.AnnotationHealthCheckTimeout, "2500ms", true},
+		{loadbalancer.AnnotationHealthCheckInterval, "15s", false},
+		{loadbalancer.AnnotationHealthCheckTimeout, "2s", false},
+	} {
+		t.Run(tc.annotation+"="+tc.value, func(t *testing.T) {
+			e := newEnvWith(t, fake.Config{}, withShape(shape))
+			_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", newService("web", withAnnotation(tc.annotation, tc.value)), e.nodes)
+			if !tc.refused {
+				require.NoError(t, err)
+				return
+			}
+			var aerr *loadbalancer.AnnotationError
+			require.ErrorAs(t, err, &aerr)
+			assert.Equal(t, prefix+tc.annotation, aerr.Key)
+			assert.ErrorContains(t, err, "whole number of 1s")
+			assert.Zero(t, e.cloud.Calls().Writes(), "nothing created")
+		})
+	}
 }

@@ -113,6 +113,17 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 	if err != nil {
 		fail(a.key(prefix, AnnotationHealthCheckTimeout), err)
 	}
+	for _, d := range []struct {
+		name string
+		set  time.Duration
+	}{{AnnotationHealthCheckInterval, a.hcInterval}, {AnnotationHealthCheckTimeout, a.hcTimeout}} {
+		if unit := in.shape.HealthCheckUnit; unit > 0 && d.set%unit != 0 {
+			key := a.key(prefix, d.name)
+			fail(key, &AnnotationError{Key: key, Value: svc.Annotations[key],
+				Allowed: fmt.Sprintf("a whole number of %s, the unit this cloud keeps a health check's times in", unit),
+				Err:     fmt.Errorf("%s is not a whole number of %s", d.set, unit)})
+		}
+	}
 	spec.HealthCheck = hc
 
 	ranges, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
