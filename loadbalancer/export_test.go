@@ -10,9 +10,7 @@ func (l *LoadBalancer) LockUsers(owner string) int { return l.services.Users(own
 // Remembered returns how many entries each of the LoadBalancer's per-Service memories
 // holds, by name, and the snapshot's entries.
 func (l *LoadBalancer) Remembered() map[string]int {
-	l.mu.Lock()
-	out := map[string]int{"selecting": len(l.selecting), "members": l.shares.shares()}
-	l.mu.Unlock()
+	out := map[string]int{"selecting": l.tracked.size(), "members": l.shares.shares()}
 	l.report.mu.Lock()
 	out["reported"], out["told"], out["throttledAt"] = len(l.report.reported), len(l.report.told), len(l.report.throttledAt)
 	l.report.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,8 +50,7 @@ type LoadBalancer struct {
 	report *reporter // the one that tells Services what their syncs found out
 	shares shareBook // the shares' members (see join)
 
-	mu        sync.Mutex
-	selecting map[string]*corev1.Service // by UID: the Services last seen with a node selector
+	tracked tracked // the Services that select their Nodes by label (see SyncNodeLabels)
 
 	cbrake creationBrake // see CreationBrake
 }
@@ -112,11 +110,13 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		api:             api,
 		opts:            opts,
 		snap:            snap,
-		selecting:       map[string]*corev1.Service{},
 		shares:          shareBook{members: map[string]map[string]plan.Member{}},
 		cbrake:          creationBrake{passed: map[string]time.Time{}, asked: map[string]time.Time{}},
 	}
 	l.report.lock = l.lock
+	l.tracked = tracked{selecting: map[string]*corev1.Service{}, selects: func(svc *corev1.Service) bool {
+		return len(opts.Aliases.spellings(opts.AnnotationPrefix, AnnotationNodeSelector, svc.Annotations)) > 0
+	}}
 	if opts.TargetGroups != nil {
 		l.groups = targetgroups.New(targetgroups.Config{
 			API: opts.TargetGroups, ClusterID: opts.ClusterID, NamePrefix: namePrefix(l.opts.ClusterID), PageSize: opts.PageSize, MaxAge: opts.MaxAge, Clock: opts.Clock,
@@ -353,7 +353,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	}()
 	var current *cloudapi.LoadBalancer
 	err = l.reconcile(ctx, svc, owner, step{
-		enter: func() bool { l.track(svc); return true },
+		enter: func() bool { l.tracked.track(svc); return true },
 		fromSnapshot: func(lb *cloudapi.LoadBalancer) (done bool, err error) {
 			want, release, err := l.ensureWant(ctx, logger, svc, owner, nodes, lb)
 			if err != nil {
@@ -446,10 +446,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 	err = l.reconcile(ctx, svc, owner, step{
 		enter: func() bool {
 			if !nodeSync {
-				l.mu.Lock()
-				svc = l.selecting[uid]
-				l.mu.Unlock()
-				if svc == nil {
+				if svc = l.tracked.get(uid); svc == nil {
 					return false // deleted, or no longer selecting, since SyncNodeLabels began
 				}
 				// The Service may have moved to another share since owner was read: its
@@ -457,7 +454,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 				now, err := l.owner(svc)
 				return err == nil && now == owner
 			}
-			l.track(svc)
+			l.tracked.track(svc)
 			since, tracked = l.nodeSets.observe(nodes, l.snap.tick) // first, as the call arrives
 			if !tracked {
 				since = 0 // a group write then reads the group after this call began
@@ -561,7 +558,8 @@ func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *c
 	return l.reconcile(ctx, svc, owner, step{
 		enter: func() bool {
 			if untrack {
-				l.untrack(uid)
+				l.tracked.untrack(uid)
+				l.report.untrack(uid)
 			}
 			return true
 		},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,9 +16,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/ccmkit/ccmkit/internal/servicenodes"
-
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/servicenodes"
 )
 
 // A Service's node-selector annotation makes its targets depend on the Nodes' labels. The
@@ -27,34 +27,68 @@ import (
 // Service or the node set next changes. SyncNodeLabels, and WatchNodeLabels, which calls
 // it on every label change, close that gap for the Services that select their Nodes.
 
+// tracked holds the Services last seen with a node-selector annotation, by UID: those
+// whose targets SyncNodeLabels keeps in line with their Nodes' labels. It has its own
+// lock.
+type tracked struct {
+	// selects reports whether a Service has a node-selector annotation (as the
+	// LoadBalancer reads it: its prefix and aliases).
+	selects func(svc *corev1.Service) bool
+
+	mu        sync.Mutex
+	selecting map[string]*corev1.Service
+}
+
 // track remembers svc when it has a node-selector annotation, else forgets its UID. The
 // caller holds the Service's lock.
-func (l *LoadBalancer) track(svc *corev1.Service) {
-	selects := len(l.opts.Aliases.spellings(l.opts.AnnotationPrefix, AnnotationNodeSelector, svc.Annotations)) > 0
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (t *tracked) track(svc *corev1.Service) {
+	selects := t.selects(svc)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if selects {
-		l.selecting[string(svc.UID)] = svc
+		t.selecting[string(svc.UID)] = svc
 	} else {
-		delete(l.selecting, string(svc.UID))
+		delete(t.selecting, string(svc.UID))
 	}
 }
 
-// untrack forgets the Service with UID uid, and what was last reported about it. The
-// caller holds the Service's lock.
-func (l *LoadBalancer) untrack(uid string) {
-	l.mu.Lock()
-	delete(l.selecting, uid)
-	l.mu.Unlock()
-	l.report.untrack(uid)
+// untrack forgets the Service with UID uid.
+func (t *tracked) untrack(uid string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.selecting, uid)
+}
+
+// get returns the Service with UID uid as last tracked; nil when it is not.
+func (t *tracked) get(uid string) *corev1.Service {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.selecting[uid]
+}
+
+// uids returns the UIDs of the tracked Services, sorted: each sync in turn, by UID.
+func (t *tracked) uids() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Sorted(maps.Keys(t.selecting))
+}
+
+// size returns how many Services are tracked, for tests of what is remembered.
+func (t *tracked) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.selecting)
 }
 
 // forget forgets everything the LoadBalancer remembers of the Service with UID uid (it
-// wants no load balancer, and has none left): untrack's, and its membership of every
-// share; the reporter forgets what it told the Service itself (reporter.tell). Called
-// once its cleanup succeeded, so that what is kept per Service does not grow with churn.
+// wants no load balancer, and has none left or is being deleted): whether it selects its
+// Nodes, what was last reported about it, and its membership of every share; the
+// reporter forgets what it told the Service itself (reporter.tell). Called once its
+// cleanup succeeded (and as its deletion begins), so that what is kept per Service does
+// not grow with churn.
 func (l *LoadBalancer) forget(uid string) {
-	l.untrack(uid)
+	l.tracked.untrack(uid)
+	l.report.untrack(uid)
 	l.shares.leaveAllBut(uid, "")
 }
 
@@ -66,34 +100,22 @@ func (l *LoadBalancer) forget(uid string) {
 // skipped, and what is wrong with a Service (a malformed annotation) is left to the
 // service controller's sync, which reports it; the other failures are returned, joined.
 func (l *LoadBalancer) SyncNodeLabels(ctx context.Context, nodes []*corev1.Node) error {
-	l.mu.Lock()
-	uids := slices.Sorted(maps.Keys(l.selecting)) // one order: each sync in turn, by UID
-	l.mu.Unlock()
 	var errs []error
-	for _, uid := range uids {
-		if err := l.syncNodeLabels(ctx, uid, nodes); err != nil {
+	for _, uid := range l.tracked.uids() {
+		// The Service as last tracked (its sync is not the service controller's node sync:
+		// its Node objects are WatchNodeLabels' own, and counting them as a node set that
+		// arrived would make the service controller's next node set arrive again, a new
+		// list, for nothing); nothing when it is tracked no more.
+		svc := l.tracked.get(uid)
+		if svc == nil {
+			continue
+		}
+		_, _, err := l.updateNodes(ctx, svc, nodes, false)       // what is wrong with the Service is the service controller's to report
+		if err != nil && !errors.Is(err, cloudapi.ErrNotFound) { // none yet: the service controller creates it
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// syncNodeLabels is SyncNodeLabels for one Service: the one last seen with this UID, unless
-// it is no longer tracked. It is not a node sync of the service controller: its Node
-// objects are WatchNodeLabels' own, and counting them as a node set that arrived would
-// make the service controller's next node set arrive again (a new list) for nothing.
-func (l *LoadBalancer) syncNodeLabels(ctx context.Context, uid string, nodes []*corev1.Node) error {
-	l.mu.Lock()
-	svc := l.selecting[uid]
-	l.mu.Unlock()
-	if svc == nil {
-		return nil
-	}
-	_, _, err := l.updateNodes(ctx, svc, nodes, false) // what is wrong with the Service is the service controller's to report
-	if errors.Is(err, cloudapi.ErrNotFound) {
-		return nil // the service controller creates it
-	}
-	return err
 }
 
 // serviceControllerNodes returns the nodes that the service controller passes to
@@ -146,15 +168,15 @@ func (l *LoadBalancer) WatchNodeLabels(ctx context.Context, client kubernetes.In
 			return
 		}
 		queue.Add(nodeLabelsKey) // a change before the first list came as no update
-		for l.syncNext(ctx, logger, queue, lister.List) {
+		for syncNext(ctx, logger, queue, lister.List, l.SyncNodeLabels) {
 		}
 	}()
 }
 
-// syncNext takes the next request off the queue and syncs; false when the queue is shut
-// down.
-func (l *LoadBalancer) syncNext(ctx context.Context, logger klog.Logger, queue workqueue.TypedRateLimitingInterface[string],
-	list func(labels.Selector) ([]*corev1.Node, error),
+// syncNext takes the next request off the queue and syncs the Nodes list lists (those
+// the service controller would pass); false when the queue is shut down.
+func syncNext(ctx context.Context, logger klog.Logger, queue workqueue.TypedRateLimitingInterface[string],
+	list func(labels.Selector) ([]*corev1.Node, error), sync func(context.Context, []*corev1.Node) error,
 ) bool {
 	key, quit := queue.Get()
 	if quit {
@@ -163,7 +185,7 @@ func (l *LoadBalancer) syncNext(ctx context.Context, logger klog.Logger, queue w
 	defer queue.Done(key)
 	all, err := list(labels.Everything())
 	if err == nil {
-		err = l.SyncNodeLabels(ctx, serviceControllerNodes(all))
+		err = sync(ctx, serviceControllerNodes(all))
 	}
 	if err != nil {
 		logger.Error(err, "Syncing the targets of Services with a node selector after Node labels changed; retrying", "retries", queue.NumRequeues(key))
