@@ -204,7 +204,7 @@ func (l *LoadBalancer) recreations(ctx context.Context, owner string) (missing m
 		if o.DeletionTimestamp != nil || o.Spec.Type != corev1.ServiceTypeLoadBalancer || len(addrs) == 0 || (l.opts.Serves != nil && !l.opts.Serves(o)) {
 			continue
 		}
-		theirs, err := l.owner(o)
+		theirs, err := l.intents.owner(o)
 		if err != nil || owners[theirs] {
 			continue
 		}

@@ -22,8 +22,8 @@ import (
 // annotation names), replaces or updates the load balancer. It returns the load balancer
 // as the cloud last answered.
 func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, found []cloudapi.LoadBalancer) (_ *cloudapi.LoadBalancer, err error) {
-	adoptID := l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID // malformed: desired reports it
-	var extras []cloudapi.LoadBalancer                                    // a share's duplicates: deleted once the one kept has their Services' listeners
+	adoptID := l.intents.annotation(svc, AnnotationLoadBalancerID).loadBalancerID // malformed: desired reports it
+	var extras []cloudapi.LoadBalancer                                            // a share's duplicates: deleted once the one kept has their Services' listeners
 	if isShare(owner) {
 		found, extras = plan.Duplicates(found, "", ingressAddresses(svc))
 		defer func() {
@@ -65,25 +65,25 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 		}
 		return l.create(ctx, logger, svc, owner, want)
 	case current.Spec.Internal != want.Internal:
-		keep, err := l.keepOnDelete(svc)
+		keep, err := l.intents.keepOnDelete(svc)
 		if err != nil {
 			return nil, err
 		}
 		if keep {
 			return nil, fmt.Errorf("load balancer %s is %s, and annotation %s asks for %s, which takes a new load balancer with a new address: with keep-on-delete, ccmkit deletes none; set annotation %s to replace it, or set %s back",
-				current.ID, reach(current.Spec.Internal), l.key(svc, AnnotationInternal), reach(want.Internal), l.annotation(svc, AnnotationKeepOnDelete).setTo(l.opts.AnnotationPrefix, AnnotationKeepOnDelete, `"false"`), l.key(svc, AnnotationInternal))
+				current.ID, reach(current.Spec.Internal), l.intents.key(svc, AnnotationInternal), reach(want.Internal), l.intents.annotation(svc, AnnotationKeepOnDelete).setTo(l.opts.AnnotationPrefix, AnnotationKeepOnDelete, `"false"`), l.intents.key(svc, AnnotationInternal))
 		}
 		logger.Info("Replacing load balancer: internal and public cannot be switched in place", "loadBalancer", current.ID, "internal", want.Internal)
 		return l.replace(ctx, logger, svc, owner, current, want)
 	case l.opts.Settings.replaced(current.Spec, want) != "":
 		name := l.opts.Settings.replaced(current.Spec, want)
-		keep, err := l.keepOnDelete(svc)
+		keep, err := l.intents.keepOnDelete(svc)
 		if err != nil {
 			return nil, err
 		}
 		if keep {
 			return nil, fmt.Errorf("load balancer %s has %s %s, and annotation %s asks for %s, which takes a new load balancer with a new address: with keep-on-delete, ccmkit deletes none; set annotation %s to replace it, or set %s back",
-				current.ID, name, quote.Value(current.Spec.Settings[name]), l.key(svc, name), quote.Value(want.Settings[name]), l.annotation(svc, AnnotationKeepOnDelete).setTo(l.opts.AnnotationPrefix, AnnotationKeepOnDelete, `"false"`), l.key(svc, name))
+				current.ID, name, quote.Value(current.Spec.Settings[name]), l.intents.key(svc, name), quote.Value(want.Settings[name]), l.intents.annotation(svc, AnnotationKeepOnDelete).setTo(l.opts.AnnotationPrefix, AnnotationKeepOnDelete, `"false"`), l.intents.key(svc, name))
 		}
 		logger.Info("Replacing load balancer: the cloud cannot change this setting in place", "loadBalancer", current.ID, "setting", name, "from", quote.Text(current.Spec.Settings[name]), "to", quote.Text(want.Settings[name]))
 		return l.replace(ctx, logger, svc, owner, current, want)
@@ -184,7 +184,7 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 // sync reports the owner's tags.
 func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, id string) (*cloudapi.LoadBalancer, error) {
 	defer l.lockLB(id)()
-	key := l.key(svc, AnnotationLoadBalancerID)
+	key := l.intents.key(svc, AnnotationLoadBalancerID)
 	lb, err := l.api.GetLoadBalancer(ctx, id)
 	switch {
 	case cloudapi.IsNotFound(err):
@@ -343,48 +343,4 @@ func (l *LoadBalancer) release(ctx context.Context, logger klog.Logger, svc *cor
 	l.report.event(svc, corev1.EventTypeNormal, "KeptLoadBalancer", fmt.Sprintf("Kept load balancer %s (addresses [%s]) in the cloud without this Service's ownership tags and targets; a Service adopts it with annotation %s%s: %s",
 		lb.ID, strings.Join(released.Addresses, ", "), l.opts.AnnotationPrefix, AnnotationLoadBalancerID, lb.ID))
 	return nil
-}
-
-// keepOnDelete reports whether the Service's load balancer is kept in the cloud when the
-// Service no longer wants it: its keep-on-delete annotation, else Options.KeepOnDelete.
-// While it is true, a change that only a replacement can make (internal, a setting
-// declared Replace) is an error rather than a replacement.
-func (l *LoadBalancer) keepOnDelete(svc *corev1.Service) (bool, error) {
-	a, errs := l.only(svc, AnnotationKeepOnDelete)
-	if len(errs) > 0 {
-		return false, fmt.Errorf("service %s/%s: %w; nothing is deleted until it says whether to keep the load balancer", svc.Namespace, svc.Name, errs[0])
-	}
-	if a.keepOnDelete == nil {
-		return l.opts.KeepOnDelete, nil
-	}
-	return *a.keepOnDelete, nil
-}
-
-// annotation returns the Service's annotation name alone, parsed (zero when it is absent,
-// malformed or spelled twice with values that disagree: desired reports those).
-func (l *LoadBalancer) annotation(svc *corev1.Service, name string) parsedAnnotations {
-	a, _ := l.only(svc, name)
-	return a
-}
-
-// key returns the key the Service spells the annotation name with, for messages: its alias,
-// else its key under the prefix.
-func (l *LoadBalancer) key(svc *corev1.Service, name string) string {
-	return l.annotation(svc, name).key(l.opts.AnnotationPrefix, name)
-}
-
-// only parses the Service's annotation name alone, in every spelling (its key under the
-// prefix and its aliases), and returns what is wrong with it.
-func (l *LoadBalancer) only(svc *corev1.Service, name string) (parsedAnnotations, []*AnnotationError) {
-	spelled := map[string]string{}
-	for _, s := range l.opts.Aliases.spellings(l.opts.AnnotationPrefix, name, svc.Annotations) {
-		spelled[s.key] = s.value
-	}
-	a, _, errs := l.parse(spelled)
-	return a, errs
-}
-
-// parse is parseAnnotations with the LoadBalancer's prefix, settings and aliases.
-func (l *LoadBalancer) parse(annotations map[string]string) (parsedAnnotations, []string, []*AnnotationError) {
-	return parseAnnotations(l.opts.AnnotationPrefix, l.opts.Settings, l.opts.Aliases, annotations)
 }

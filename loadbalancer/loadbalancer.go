@@ -50,6 +50,7 @@ type LoadBalancer struct {
 	report *reporter // the one that tells Services what their syncs found out
 	shares shareBook // the shares' members (see join)
 
+	intents intents // reads what each Service asks (its annotations, its owner)
 	tracked tracked // the Services that select their Nodes by label (see SyncNodeLabels)
 
 	cbrake creationBrake // see CreationBrake
@@ -101,6 +102,7 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	}
 	snap := newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock)
 	l := &LoadBalancer{
+		intents: intents{prefix: opts.AnnotationPrefix, settings: opts.Settings, aliases: opts.Aliases, keepByDefault: opts.KeepOnDelete, shareAcross: opts.ShareAcrossNamespaces},
 		report: &reporter{
 			services: opts.Services, recorder: opts.Recorder, clock: opts.Clock,
 			prefixes: strings.Join(append([]string{opts.AnnotationPrefix}, opts.Aliases.Prefixes...), " or "),
@@ -256,11 +258,11 @@ func (l *LoadBalancer) lockLB(id string) (unlock func()) { return l.loadBalancer
 // annotation if it is valid, else a name made of the cluster ID and the Service UID (or,
 // for a Service of a share, the share).
 func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *corev1.Service) string {
-	a, _, errs := l.parse(svc.Annotations)
+	a, _, errs := l.intents.parse(svc.Annotations)
 	if len(errs) == 0 && a.name != "" {
 		return a.name
 	}
-	if owner, err := l.owner(svc); err == nil {
+	if owner, err := l.intents.owner(svc); err == nil {
 		if share, ok := strings.CutPrefix(owner, shareOwnerPrefix); ok {
 			return shareName(l.opts.ClusterID, share)
 		}
@@ -284,12 +286,12 @@ func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *cor
 // would have removed (see Options.Services).
 func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	wantsNone := svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer
-	owner, err := l.owner(svc)
+	owner, err := l.intents.owner(svc)
 	if err != nil {
 		if !wantsNone {
 			return nil, false, err
 		}
-		owner = l.ownerOnDelete(svc)
+		owner = l.intents.ownerOnDelete(svc)
 	}
 	var found []cloudapi.LoadBalancer
 	err = l.reconcile(ctx, svc, owner, step{write: func(read []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
@@ -340,7 +342,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	var said outcome
 	defer func() { said.err = err; l.report.tell(ctx, svc, note, said) }()
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	owner, err := l.owner(svc)
+	owner, err := l.intents.owner(svc)
 	if err != nil {
 		return nil, err
 	}
@@ -439,7 +441,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 	uid := string(svc.UID)
 	var since uint64 // the arrival of the node set, for the reads the writes are based on
 	tracked := false
-	owner, err := l.owner(svc)
+	owner, err := l.intents.owner(svc)
 	if err != nil {
 		return said, nil, err
 	}
@@ -451,7 +453,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 				}
 				// The Service may have moved to another share since owner was read: its
 				// sync there (under that share's lock) does what this one would.
-				now, err := l.owner(svc)
+				now, err := l.intents.owner(svc)
 				return err == nil && now == owner
 			}
 			l.tracked.track(svc)
@@ -522,21 +524,11 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 		}
 	}()
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	owner := l.ownerOnDelete(svc)
+	owner := l.intents.ownerOnDelete(svc)
 	if err := l.deleteFor(ctx, logger, svc, owner, true); err != nil {
 		return err
 	}
 	return l.leaveOthers(ctx, logger, svc, owner, true)
-}
-
-// ownerOnDelete is owner for a Service that wants no load balancer: its UID when its
-// share annotation is malformed (its listeners on any share's load balancer are found by
-// leaveOthers all the same), so that a malformed value never holds a deletion.
-func (l *LoadBalancer) ownerOnDelete(svc *corev1.Service) string {
-	if owner, err := l.owner(svc); err == nil {
-		return owner
-	}
-	return string(svc.UID)
 }
 
 // deleteFor is EnsureLoadBalancerDeleted for the load balancers of owner: the Service's
@@ -549,7 +541,7 @@ func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *c
 	if err != nil {
 		return err
 	}
-	keep, err := l.keepOnDelete(svc)
+	keep, err := l.intents.keepOnDelete(svc)
 	if err != nil {
 		return err
 	}
@@ -565,7 +557,7 @@ func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *c
 		},
 		write: func(found []cloudapi.LoadBalancer) (_ []*cloudapi.LoadBalancer, err error) {
 			if keep && !shared && len(found) > 0 {
-				if found, err = l.dropDuplicates(ctx, logger, svc, owner, found, l.annotation(svc, AnnotationLoadBalancerID).loadBalancerID); err != nil {
+				if found, err = l.dropDuplicates(ctx, logger, svc, owner, found, l.intents.annotation(svc, AnnotationLoadBalancerID).loadBalancerID); err != nil {
 					return nil, err
 				}
 			}

@@ -70,9 +70,8 @@ func TestNamesFitForAnyClusterID(t *testing.T) {
 	cloud, err := fake.New(fake.Config{})
 	require.NoError(t, err)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: strings.Repeat("n", 63), Name: strings.Repeat("s", 63), UID: nameUID}}
-	lb := &LoadBalancer{opts: Options{ShareAcrossNamespaces: false}}
-	share := lb.shareKey(svc.Namespace, strings.Repeat("f", maxNameLength))
-	across := (&LoadBalancer{opts: Options{ShareAcrossNamespaces: true}}).shareKey(svc.Namespace, strings.Repeat("f", maxNameLength))
+	share := (&intents{shareAcross: false}).shareKey(svc.Namespace, strings.Repeat("f", maxNameLength))
+	across := (&intents{shareAcross: true}).shareKey(svc.Namespace, strings.Repeat("f", maxNameLength))
 	lbIDs := []string{"lb-1", "lb-2", strings.Repeat("x", maxIDLength), "arn:aws:elasticloadbalancing:eu-1:1:loadbalancer/net/x/1"}
 
 	prefixes := map[string]string{} // namePrefix → cluster ID
@@ -166,7 +165,7 @@ func FuzzNames(f *testing.F) {
 		if id != other {
 			require.NotEqual(t, namePrefix(id), namePrefix(other), "cluster IDs %q and %q", id, other)
 		}
-		l := &LoadBalancer{opts: Options{ClusterID: id, ShareAcrossNamespaces: across, AnnotationPrefix: DefaultAnnotationPrefix}}
+		l := &LoadBalancer{intents: intents{shareAcross: across, prefix: DefaultAnnotationPrefix}}
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "svc", UID: types.UID(uid),
 			Annotations: map[string]string{DefaultAnnotationPrefix + AnnotationShare: shareValue}}}
 		key, err := l.ShareKey(svc)
@@ -175,7 +174,7 @@ func FuzzNames(f *testing.F) {
 			return
 		}
 		require.NotEmpty(t, key)
-		owner, err := l.owner(svc)
+		owner, err := l.intents.owner(svc)
 		if uid == "" {
 			require.Error(t, err, "a Service without a UID has no owner")
 			return

@@ -71,35 +71,6 @@ func ownerTags(clusterID, owner string) map[string]string {
 	return map[string]string{cloudapi.TagCluster: clusterID, cloudapi.TagService: owner}
 }
 
-// owner returns whom the Service's load balancer belongs to: its share when its share
-// annotation names one (see ShareKey), else the Service itself (its UID). A malformed
-// share annotation is an error: which load balancer is the Service's is then unclear, and
-// nothing is read or written for it.
-func (l *LoadBalancer) owner(svc *corev1.Service) (string, error) {
-	uid, err := serviceUID(svc)
-	if err != nil {
-		return "", err
-	}
-	share, err := l.ShareKey(svc)
-	if err != nil {
-		return "", fmt.Errorf("%w; nothing is read or written for it until it says which share it is in", err)
-	}
-	if share == "" {
-		return uid, nil
-	}
-	return shareOwnerPrefix + share, nil
-}
-
-// shareKey is the value of cloudapi.TagShare for the share name of a Service in
-// namespace: "namespace/name", or "*/name" when Options.ShareAcrossNamespaces makes a
-// share's name the same in every namespace.
-func (l *LoadBalancer) shareKey(namespace, name string) string {
-	if l.opts.ShareAcrossNamespaces {
-		namespace = "*"
-	}
-	return namespace + "/" + name
-}
-
 // shareScope is the namespace whose Services may be in the share owner: the namespace of
 // its key, or every namespace (metav1.NamespaceAll) for a key of
 // Options.ShareAcrossNamespaces ("*/name") or one that names no namespace, so that a
@@ -307,7 +278,7 @@ func (l *LoadBalancer) othersInShare(ctx context.Context, svc *corev1.Service, o
 		if o.UID == svc.UID || o.DeletionTimestamp != nil || o.Spec.Type != corev1.ServiceTypeLoadBalancer || (l.opts.Serves != nil && !l.opts.Serves(o)) {
 			continue
 		}
-		if theirs, err := l.owner(o); err == nil && theirs == owner {
+		if theirs, err := l.intents.owner(o); err == nil && theirs == owner {
 			return true, nil
 		}
 	}
@@ -378,13 +349,4 @@ func (l *LoadBalancer) leaveOthers(ctx context.Context, logger klog.Logger, svc 
 // Options.ShareAcrossNamespaces), or "" when the Service names none. A malformed share
 // annotation is an error: which share the Service is in is then unknown. It reads svc's
 // annotations only; the sweeper tells by it whether a Service of a share exists.
-func (l *LoadBalancer) ShareKey(svc *corev1.Service) (string, error) {
-	a, errs := l.only(svc, AnnotationShare)
-	if len(errs) > 0 {
-		return "", fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, errs[0])
-	}
-	if a.share == "" {
-		return "", nil
-	}
-	return l.shareKey(svc.Namespace, a.share), nil
-}
+func (l *LoadBalancer) ShareKey(svc *corev1.Service) (string, error) { return l.intents.shareOf(svc) }

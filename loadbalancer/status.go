@@ -28,7 +28,7 @@ import (
 // refused, its value quoted to a bound. When that leaves nothing to publish, the status
 // is an error, never an empty status, which would read as "no load balancer".
 func (l *LoadBalancer) status(svc *corev1.Service, lb *cloudapi.LoadBalancer) (_ *corev1.LoadBalancerStatus, refused []string, _ error) {
-	if h := l.annotatedHostname(svc); h != "" {
+	if h := l.intents.annotatedHostname(svc); h != "" {
 		return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: h}}}, nil, nil
 	}
 	st := &corev1.LoadBalancerStatus{}
@@ -80,10 +80,4 @@ func (l *LoadBalancer) publish(logger klog.Logger, svc *corev1.Service, lb *clou
 			lb.ID, listRefused(refused)))
 	}
 	return st, err
-}
-
-// annotatedHostname returns the Service's hostname annotation, or "" when it has none or
-// a malformed one (which desired reports).
-func (l *LoadBalancer) annotatedHostname(svc *corev1.Service) string {
-	return l.annotation(svc, AnnotationHostname).hostname
 }
