@@ -43,20 +43,32 @@
 //
 // # Where each concern lives
 //
-//   - Translation (translate.go): translate, a pure function from a Service, its Nodes'
-//     targets and the adapter's declared settings (Setting) to the spec and a typed list
-//     of problems, which the LoadBalancer reports (report.go). The annotations are
-//     Annotations (annotations.go; the README's reference is checked against it), the
-//     adapter's declarations Settings (settings.go), the targets and their memo
-//     targets.go, the status published status.go. parseAnnotations is the one reading
-//     of a Service's annotations, aliases (aliases.go) included, for every caller.
-//   - The reconcile path (reconcile.go): GetLoadBalancer, EnsureLoadBalancer,
-//     UpdateLoadBalancer, EnsureLoadBalancerDeleted and SyncNodeLabels are entries into
-//     reconcile, which holds the Service's lock, answers from the snapshot or reads
-//     afresh, writes (ensure.go: create, adopt, replace, release; write.go: update),
+// A call reads (what the Service asks, what the cloud has), decides, writes and reports;
+// each step has its place, and the rules that decide ownership are pure functions.
+//
+//   - Read: intents (intents.go) reads a Service's annotations one by one and whom its
+//     load balancer belongs to (owner: the Service, or its share); parseAnnotations
+//     (parse.go) is the one reading of all of them, aliases (aliases.go) included;
+//     translate (translate.go, defaults.go) is a pure function from a Service, its
+//     Nodes' targets and the adapter's declared settings (Setting, settings.go) to the
+//     spec and a typed list of problems. The annotations are Annotations
+//     (annotations.go; the README's reference is checked against it). What the cloud has
+//     is the snapshot (snapshot.go) and a fresh list by owner tags (reconcile.go).
+//   - Decide: the rules of shares and duplicates are package internal/plan's (who owns a
+//     listener, joining, leaving and the last one out, the ports a member waits for,
+//     which duplicate is kept); the creation brake (creationbrake.go) decides whether a
+//     Service with an address may get a new load balancer.
+//   - Write: the reconcile path (reconcile.go): GetLoadBalancer, EnsureLoadBalancer,
+//     UpdateLoadBalancer (nodesync.go), EnsureLoadBalancerDeleted and SyncNodeLabels are
+//     entries into reconcile, which holds the owner's lock, answers from the snapshot or
+//     reads afresh, writes (ensure.go: create, adopt, replace, release; write.go: update;
+//     share.go: join and leave a share), each write through one guard (owned.go),
 //     records the cloud's answer or forgets the entry, and collects unused target groups.
-//   - The snapshot (snapshot.go) and the node sync's shared list (nodesync.go: when a
-//     node set arrived, and which list may be the base of a write).
+//   - Report: the reporter (report.go, servicestatus.go) is the one that tells a Service
+//     what its syncs found out: the status annotation, the condition and the events,
+//     each once per change; the status published is status.go's.
+//   - The node sync's shared list (nodesync.go: when a node set arrived, and which list
+//     may be the base of a write); the targets and their memo (targets.go).
 //   - Target groups (Options.TargetGroups; the store in internal/targetgroups, groups.go
 //     here): the load balancers that want the same Nodes name one group, and a Node
 //     added or removed is one write per group. Unused groups are deleted at once when
@@ -71,8 +83,8 @@
 //     same declarations the translation checks (each Annotation's CEL check beside its
 //     parser, a Setting's Values), the aliases' legacy keys included.
 //   - Node labels (nodelabels.go): WatchNodeLabels and SyncNodeLabels sync the targets of
-//     Services with a node selector when only a Node's labels change, which the service
-//     controller does not.
+//     the Services it tracks with a node selector (tracked) when only a Node's labels
+//     change, which the service controller does not.
 //
 // # Building it
 //

@@ -1,9 +1,15 @@
 package loadbalancer
 
 import (
+	"context"
+	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/throttlenote"
 )
 
 // nodeSetClock marks when the node set that UpdateLoadBalancer is given changed: the
@@ -54,4 +60,91 @@ func (c *nodeSetClock) observe(nodes []*corev1.Node, tick func() uint64) (since 
 	}
 	c.since = tick()
 	return c.since, true
+}
+
+// UpdateLoadBalancer brings the targets (and anything else that drifted) in line with the
+// nodes. When the snapshot knows exactly one load balancer of the Service, active and
+// without anything to change, it makes no cloud call; otherwise it writes only what
+// differs from a fresh read: the list of the cluster's load balancers that began after the
+// node set arrived, which the calls of one node sync share, else a list by owner tags (see
+// nodeSetClock). It never creates a load balancer: when the
+// Service has none, it returns an error matching cloudapi.ErrNotFound, and the service
+// controller's next sync of the Service creates it.
+func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (err error) {
+	ctx, note := throttlenote.With(ctx)
+	said, serr, err := l.updateNodes(ctx, svc, nodes, true)
+	defer func() { said.err = err; l.report.tell(ctx, svc, note, said) }()
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// updateNodes is UpdateLoadBalancer (nodeSync: the service controller's, which hands
+// every Service the same Node objects, so that its writes may be based on the node sync's
+// shared list) and a sync of node labels (not nodeSync: for the Service as last tracked,
+// nothing when it is tracked no more; read by owner tags). A malformed annotation does
+// not keep the node set from the targets: it is returned after the write, as serr (what
+// is wrong with the Service), apart from err (what kept the write from happening). said
+// is what the call found out about the load balancer, its error aside.
+func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, nodeSync bool) (said outcome, serr, err error) {
+	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
+	uid := string(svc.UID)
+	var since uint64 // the arrival of the node set, for the reads the writes are based on
+	tracked := false
+	owner, err := l.intents.owner(svc)
+	if err != nil {
+		return said, nil, err
+	}
+	err = l.reconcile(ctx, svc, owner, step{
+		enter: func() bool {
+			if !nodeSync {
+				if svc = l.tracked.get(uid); svc == nil {
+					return false // deleted, or no longer selecting, since SyncNodeLabels began
+				}
+				// The Service may have moved to another share since owner was read: its
+				// sync there (under that share's lock) does what this one would.
+				now, err := l.intents.owner(svc)
+				return err == nil && now == owner
+			}
+			l.tracked.track(svc)
+			since, tracked = l.nodeSets.observe(nodes, l.snap.tick) // first, as the call arrives
+			if !tracked {
+				since = 0 // a group write then reads the group after this call began
+			}
+			return true
+		},
+		fromSnapshot: func(current *cloudapi.LoadBalancer) (done bool, err error) {
+			want, s, release, err := l.updateWant(ctx, logger, svc, owner, nodes, current, since)
+			if err != nil {
+				return false, err
+			}
+			release()
+			serr = s
+			said = outcome{id: current.ID, known: true, notReady: l.unserved(svc, owner, current)} // trusted: active
+			return l.diff(current.Spec, want).Empty(), nil
+		},
+		listedSince: func() (uint64, bool) { return since, tracked },
+		write: func(found []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
+			if len(found) == 0 {
+				said = outcome{known: true} // none
+				return nil, keptEntry{fmt.Errorf("service %s/%s has no load balancer with tags %s to update: %w", svc.Namespace, svc.Name,
+					tagsText(ownerTags(l.opts.ClusterID, owner)), cloudapi.ErrNotFound)}
+			}
+			want, s, release, err := l.updateWant(ctx, logger, svc, owner, nodes, &found[0], since)
+			if err != nil {
+				return nil, keptEntry{err}
+			}
+			defer release()
+			serr = s
+			lb, err := l.update(ctx, logger, owner, false, &found[0], want)
+			if err != nil {
+				return nil, err
+			}
+			said = outcome{id: lb.ID, known: true, notReady: l.readiness(svc, owner, lb)}
+			found[0] = *lb
+			return pointers(found), nil
+		},
+	})
+	return said, serr, err
 }
