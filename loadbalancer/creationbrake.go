@@ -13,8 +13,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
+	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/quote"
 )
 
@@ -80,16 +83,28 @@ var ErrCreationHeld = errors.New("the creation brake holds a new load balancer f
 // Warning event of a Service whose new load balancer the creation brake holds.
 const ReasonCreationHeld = "CreationHeld"
 
-// creationBrake is the brake's memory.
+// creationBrake applies the CreationBrake: what it reads (the Services, the snapshot),
+// how it reports a hold, and its memory, under its own lock.
 type creationBrake struct {
+	CreationBrake
+	clusterID string
+	maxAge    time.Duration
+	clock     clock.PassiveClock
+	services  typedcorev1.ServicesGetter            // nil: it counts the owners as their syncs ask
+	serves    func(svc *corev1.Service) bool        // nil: every Service
+	owner     func(*corev1.Service) (string, error) // whom a Service's load balancer belongs to
+	lookup    func(ctx context.Context, owner string) ([]*cloudapi.LoadBalancer, bool)
+	report    *reporter
+	onHeld    func() // nil: none
+
 	mu sync.Mutex
 	// passed holds the owners re-created within the window, with when.
 	passed map[string]time.Time
 	// asked holds the owners whose re-creation was asked for within the window, with
 	// when: the count without a Services client.
 	asked map[string]time.Time
-	// counted is the last count of recreations, reused for Options.MaxAge, so that the
-	// held Services' retries do not each list every Service of the cluster.
+	// counted is the last count of recreations, reused for maxAge, so that the held
+	// Services' retries do not each list every Service of the cluster.
 	counted struct {
 		at        time.Time
 		missing   map[string]bool
@@ -111,57 +126,56 @@ func (b *creationBrake) prune(since time.Time) {
 // mayCreate returns nil when the Service's load balancer (of owner, which a fresh read
 // found none of) may be created, and an error matching ErrCreationHeld when the creation
 // brake holds it (see CreationBrake), or an error when it cannot tell.
-func (l *LoadBalancer) mayCreate(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string) error {
-	b := l.opts.CreationBrake
+func (b *creationBrake) mayCreate(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string) error {
 	addrs := ingressAddresses(svc)
 	if b.Window <= 0 || len(addrs) == 0 {
 		return nil
 	}
 	if ack := svc.Annotations[AnnotationAcknowledgeNewLoadBalancer]; ack != "" && slices.Contains(addrs, ack) {
 		logger.Info("Creating a new load balancer for a Service with an address: the Service acknowledges it", "address", quote.Text(ack), "annotation", AnnotationAcknowledgeNewLoadBalancer)
-		l.report.changed(svc, ReasonCreationHeld, "")
+		b.report.changed(svc, ReasonCreationHeld, "")
 		return nil
 	}
-	now := l.opts.Clock.Now()
-	missing, addressed, err := l.recreations(ctx, owner)
+	now := b.clock.Now()
+	missing, addressed, err := b.recreations(ctx, owner)
 	if err != nil {
 		return fmt.Errorf("service %s/%s has an address but no load balancer: counting the Services that would get a new one at once (the creation brake): %w", svc.Namespace, svc.Name, err)
 	}
-	l.cbrake.mu.Lock()
-	l.cbrake.prune(now.Add(-b.Window))
-	l.cbrake.asked[owner] = now
+	b.mu.Lock()
+	b.prune(now.Add(-b.Window))
+	b.asked[owner] = now
 	if missing == nil { // no Services client: the owners asked for within the window
 		missing = map[string]bool{}
-		for k := range l.cbrake.asked {
+		for k := range b.asked {
 			missing[k] = true
 		}
 	}
 	would := len(missing) // the owners that get a new load balancer within the window: missing and passed
-	for k := range l.cbrake.passed {
+	for k := range b.passed {
 		if !missing[k] {
 			would++
 		}
 	}
-	_, passedBefore := l.cbrake.passed[owner]
+	_, passedBefore := b.passed[owner]
 	allowed := max(b.Minimum, int(math.Floor(b.Share*float64(addressed))))
 	pass := passedBefore || would <= allowed
 	if pass {
-		l.cbrake.passed[owner] = now
+		b.passed[owner] = now
 	}
-	l.cbrake.mu.Unlock()
+	b.mu.Unlock()
 	if pass {
-		l.report.changed(svc, ReasonCreationHeld, "")
+		b.report.changed(svc, ReasonCreationHeld, "")
 		return nil
 	}
 	err = fmt.Errorf("service %s/%s has address %s but the cloud has no load balancer of it (tags %s): %d load balancers of Services with an address would be made within %s, more than the creation brake allows (%d): %w; if the cloud config points at another project or account, correct it; to give this Service a new load balancer and a new address, annotate it %s=%s",
-		svc.Namespace, svc.Name, quote.Value(addrs[0]), tagsText(ownerTags(l.opts.ClusterID, owner)), would, b.Window, allowed, ErrCreationHeld,
+		svc.Namespace, svc.Name, quote.Value(addrs[0]), tagsText(ownerTags(b.clusterID, owner)), would, b.Window, allowed, ErrCreationHeld,
 		AnnotationAcknowledgeNewLoadBalancer, addrs[0])
-	if l.opts.OnCreationHeld != nil {
-		l.opts.OnCreationHeld()
+	if b.onHeld != nil {
+		b.onHeld()
 	}
-	if l.report.changed(svc, ReasonCreationHeld, err.Error()) {
+	if b.report.changed(svc, ReasonCreationHeld, err.Error()) {
 		logger.Info("Not creating a load balancer for a Service that has an address: the creation brake holds it", "address", quote.Text(addrs[0]), "wouldCreate", would, "allowed", allowed)
-		l.report.event(svc, corev1.EventTypeWarning, ReasonCreationHeld, err.Error())
+		b.report.event(svc, corev1.EventTypeWarning, ReasonCreationHeld, err.Error())
 	}
 	return err
 }
@@ -174,19 +188,19 @@ func (l *LoadBalancer) mayCreate(ctx context.Context, logger klog.Logger, svc *c
 // per Options.MaxAge, so that the held Services' retries do not each list every Service of
 // the cluster. missing is nil without Options.Services. The caller must not change
 // missing.
-func (l *LoadBalancer) recreations(ctx context.Context, owner string) (missing map[string]bool, addressed int, _ error) {
-	if l.opts.Services == nil {
+func (b *creationBrake) recreations(ctx context.Context, owner string) (missing map[string]bool, addressed int, _ error) {
+	if b.services == nil {
 		return nil, 0, nil
 	}
-	api := l.opts.Services.Services(metav1.NamespaceAll)
+	api := b.services.Services(metav1.NamespaceAll)
 	if api == nil {
 		return nil, 0, nil
 	}
-	now := l.opts.Clock.Now()
-	l.cbrake.mu.Lock()
-	last := l.cbrake.counted
-	l.cbrake.mu.Unlock()
-	if last.missing != nil && now.Sub(last.at) < l.opts.MaxAge {
+	now := b.clock.Now()
+	b.mu.Lock()
+	last := b.counted
+	b.mu.Unlock()
+	if last.missing != nil && now.Sub(last.at) < b.maxAge {
 		if !last.missing[owner] {
 			last.missing = maps.Clone(last.missing)
 			last.missing[owner] = true
@@ -201,14 +215,14 @@ func (l *LoadBalancer) recreations(ctx context.Context, owner string) (missing m
 	for i := range list.Items {
 		o := &list.Items[i]
 		addrs := ingressAddresses(o)
-		if o.DeletionTimestamp != nil || o.Spec.Type != corev1.ServiceTypeLoadBalancer || len(addrs) == 0 || (l.opts.Serves != nil && !l.opts.Serves(o)) {
+		if o.DeletionTimestamp != nil || o.Spec.Type != corev1.ServiceTypeLoadBalancer || len(addrs) == 0 || (b.serves != nil && !b.serves(o)) {
 			continue
 		}
-		theirs, err := l.intents.owner(o)
+		theirs, err := b.owner(o)
 		if err != nil || owners[theirs] {
 			continue
 		}
-		lbs, ok := l.snap.lookup(ctx, theirs)
+		lbs, ok := b.lookup(ctx, theirs)
 		acknowledged := slices.Contains(addrs, o.Annotations[AnnotationAcknowledgeNewLoadBalancer])
 		owners[theirs] = ok && len(lbs) == 0 && !acknowledged
 	}
@@ -218,9 +232,9 @@ func (l *LoadBalancer) recreations(ctx context.Context, owner string) (missing m
 			missing[k] = true
 		}
 	}
-	l.cbrake.mu.Lock()
-	l.cbrake.counted.at, l.cbrake.counted.missing, l.cbrake.counted.addressed = now, missing, len(owners)
-	l.cbrake.mu.Unlock()
+	b.mu.Lock()
+	b.counted.at, b.counted.missing, b.counted.addressed = now, missing, len(owners)
+	b.mu.Unlock()
 	return missing, len(owners), nil
 }
 

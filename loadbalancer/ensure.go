@@ -60,7 +60,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 
 	switch {
 	case current == nil:
-		if err := l.mayCreate(ctx, logger, svc, owner); err != nil {
+		if err := l.cbrake.mayCreate(ctx, logger, svc, owner); err != nil {
 			return nil, keptEntry{err} // nothing written: the read stands
 		}
 		return l.create(ctx, logger, svc, owner, want)

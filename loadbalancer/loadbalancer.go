@@ -50,7 +50,7 @@ type LoadBalancer struct {
 	intents intents // reads what each Service asks (its annotations, its owner)
 	tracked tracked // the Services that select their Nodes by label (see SyncNodeLabels)
 
-	cbrake creationBrake // see CreationBrake
+	cbrake *creationBrake // see CreationBrake
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
@@ -110,9 +110,11 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		opts:            opts,
 		snap:            snap,
 		shares:          shareBook{members: map[string]map[string]plan.Member{}},
-		cbrake:          creationBrake{passed: map[string]time.Time{}, asked: map[string]time.Time{}},
 	}
 	l.report.lock = l.lock
+	l.cbrake = &creationBrake{CreationBrake: opts.CreationBrake, clusterID: opts.ClusterID, maxAge: opts.MaxAge, clock: opts.Clock,
+		services: opts.Services, serves: opts.Serves, owner: l.intents.owner, lookup: snap.lookup, report: l.report, onHeld: opts.OnCreationHeld,
+		passed: map[string]time.Time{}, asked: map[string]time.Time{}}
 	l.tracked = tracked{selecting: map[string]*corev1.Service{}, selects: func(svc *corev1.Service) bool {
 		return len(opts.Aliases.spellings(opts.AnnotationPrefix, AnnotationNodeSelector, svc.Annotations)) > 0
 	}}
