@@ -1,6 +1,8 @@
 package loadbalancer_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
 )
 
@@ -38,4 +41,47 @@ func TestANodeSyncOfADeletedServiceWritesNothingOnItsShare(t *testing.T) {
 
 	deleteAsUpstream(t, e, api)
 	assert.Empty(t, e.cloud.Inventory().LoadBalancers, "api was the share's last Service")
+}
+
+// refusesPort is a load balancer API whose cloud refuses (ErrInvalidRequest) any update
+// that adds a listener on port: a port this cloud reserves, say.
+type refusesPort struct {
+	cloudapi.LoadBalancerAPI
+	port int32
+}
+
+func (r refusesPort) UpdateLoadBalancer(ctx context.Context, id string, u cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+	for _, ls := range u.Changes.AddListeners {
+		if ls.Port == r.port {
+			return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, cloudapi.OpUpdateLoadBalancer, id, errors.New("port reserved"))
+		}
+	}
+	return r.LoadBalancerAPI.UpdateLoadBalancer(ctx, id, u)
+}
+
+// bad joins share front asking for a port the cloud refuses: its sync fails, as it
+// should. But it is recorded as a member that agreed, and plan.Join hands every such
+// member's missing listeners to whoever writes the share next (HandOver runs on every
+// join, not only when a port was freed). So web's node sync, and web's own deletion,
+// write bad's refused listener too and fail: one Service's bad port stops the targets
+// of every Service of the share from following the Nodes, and holds their deletions.
+func TestAMemberWhosePortTheCloudRefusesDoesNotBlockItsShare(t *testing.T) {
+	e := newEnv(t, fake.Config{}, func(c cloudapi.Client) cloudapi.Client {
+		api, _ := c.LoadBalancers()
+		return lbWrap{c, refusesPort{api, 7000}}
+	})
+	web := newService("web", inShare("front"), withPorts(port("http", corev1.ProtocolTCP, 80, 30080, "")))
+	bad := newService("bad", inShare("front"), withPorts(port("x", corev1.ProtocolTCP, 7000, 30700, "")))
+	e.ensure(t, web, e.nodes)
+	_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", bad, e.nodes)
+	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "the cloud refuses bad's port")
+
+	assert.NoError(t, e.lb.UpdateLoadBalancer(t.Context(), "c", web, e.nodes[:4]), "web's node sync")
+	assert.Len(t, e.only(t).Spec.Targets, 4, "the share's targets follow the Nodes")
+
+	now := metav1.Now()
+	web.DeletionTimestamp = &now
+	_, _, err = e.lb.GetLoadBalancer(t.Context(), "c", web)
+	require.NoError(t, err)
+	assert.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", web), "web's deletion")
 }
