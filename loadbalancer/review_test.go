@@ -63,8 +63,9 @@ func (r refusesPort) UpdateLoadBalancer(ctx context.Context, id string, u clouda
 // should. But it is recorded as a member that agreed, and plan.Join hands every such
 // member's missing listeners to whoever writes the share next (HandOver runs on every
 // join, not only when a port was freed). So web's node sync, and web's own deletion,
-// write bad's refused listener too and fail: one Service's bad port stops the targets
-// of every Service of the share from following the Nodes, and holds their deletions.
+// write bad's refused listener too and fail: one Service's bad port fails every other
+// member's node syncs (only the targets are written, alone) and changes, and holds their
+// deletions, until bad is fixed or deleted.
 func TestAMemberWhosePortTheCloudRefusesDoesNotBlockItsShare(t *testing.T) {
 	e := newEnv(t, fake.Config{}, func(c cloudapi.Client) cloudapi.Client {
 		api, _ := c.LoadBalancers()
@@ -77,7 +78,9 @@ func TestAMemberWhosePortTheCloudRefusesDoesNotBlockItsShare(t *testing.T) {
 	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "the cloud refuses bad's port")
 
 	assert.NoError(t, e.lb.UpdateLoadBalancer(t.Context(), "c", web, e.nodes[:4]), "web's node sync")
-	assert.Len(t, e.only(t).Spec.Targets, 4, "the share's targets follow the Nodes")
+	web.Spec.Ports = append(web.Spec.Ports, port("https", corev1.ProtocolTCP, 443, 30443, ""))
+	_, err = e.lb.EnsureLoadBalancer(t.Context(), "c", web, e.nodes[:4])
+	assert.NoError(t, err, "web adds a port")
 
 	now := metav1.Now()
 	web.DeletionTimestamp = &now
