@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
 // The service controller's node sync calls UpdateLoadBalancer for every Service in its
@@ -87,4 +89,30 @@ func TestAMemberWhosePortTheCloudRefusesDoesNotBlockItsShare(t *testing.T) {
 	_, _, err = e.lb.GetLoadBalancer(t.Context(), "c", web)
 	require.NoError(t, err)
 	assert.NoError(t, e.lb.EnsureLoadBalancerDeleted(t.Context(), "c", web), "web's deletion")
+}
+
+// web moves from share front to share back just after a restart whose first list of the
+// cluster's load balancers failed (one 503; the snapshot's backoff holds the next list).
+// leaveOthers cannot find front (no list has completed), logs at V(2) and reports
+// success; the move's sync is web's last (a converged Service is not synced again, and a
+// node sync never leaves shares). web's listener stays on front for good: it holds port
+// 80 against ssh, a member of front, which waits for it (ErrPortsTaken, naming web) as
+// long as web lives.
+func TestAMoveRightAfterAFailedListLeavesTheOldShare(t *testing.T) {
+	var chaos *faultinject.Client
+	e := newEnv(t, fake.Config{}, func(c cloudapi.Client) cloudapi.Client {
+		chaos = faultinject.Wrap(c, faultinject.Config{})
+		return chaos
+	})
+	web := newService("web", inShare("front"), withPorts(port("http", corev1.ProtocolTCP, 80, 30080, "")))
+	ssh := newService("ssh", inShare("front"), withPorts(port("http", corev1.ProtocolTCP, 80, 30081, "")))
+	e.ensure(t, web, e.nodes)
+
+	e.restart(t, nil, chaos)
+	chaos.Script(cloudapi.OpListLoadBalancers, faultinject.Fault{Kind: faultinject.Transient})
+	web.Annotations[prefix+loadbalancer.AnnotationShare] = "back"
+	e.ensure(t, web, e.nodes)
+
+	_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", ssh, e.nodes)
+	assert.NoError(t, err, "web left front: port 80 is free for ssh")
 }
