@@ -69,3 +69,44 @@ func TestServicesLeavingTheirShareAreNotHeldByTheCreationBrake(t *testing.T) {
 	assert.Zero(t, *held)
 	assert.Len(t, e.cloud.Inventory().LoadBalancers, 3)
 }
+
+// Four Services switch to internal at once (or an operator changes the default of a
+// setting the adapter declares Replace): each replacement deletes the Service's load
+// balancer, then creates the new one, which the cloud throttles this time. The retries
+// find no load balancer and a published address: the brake counts four "re-creations"
+// of four and holds them, so the Services, their old load balancers already gone, stay
+// without any until someone acknowledges each, told that the project may be wrong. A
+// replacement the Service asked for is never to be held (docs/operating.md).
+func TestAReplacementWhoseCreateFailedIsNotHeld(t *testing.T) {
+	svcs := numbered("web", 4)
+	objs := make([]runtime.Object, len(svcs))
+	for i, s := range svcs {
+		objs[i] = s
+	}
+	clientset := k8sfake.NewClientset(objs...)
+	var chaos *faultinject.Client
+	e := newEnvWith(t, fake.Config{}, func(o *loadbalancer.Options) {
+		o.CreationBrake = brakeOn
+		o.Services = clientset.CoreV1()
+	}, func(c cloudapi.Client) cloudapi.Client {
+		chaos = faultinject.Wrap(c, faultinject.Config{})
+		return chaos
+	})
+	for _, svc := range svcs {
+		st := e.ensure(t, svc, e.nodes)
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: st.Ingress[0].IP}}
+		require.NoError(t, clientset.Tracker().Update(corev1.SchemeGroupVersion.WithResource("services"), svc, svc.Namespace))
+	}
+	for _, svc := range svcs {
+		svc.Annotations[prefix+loadbalancer.AnnotationInternal] = "true"
+		require.NoError(t, clientset.Tracker().Update(corev1.SchemeGroupVersion.WithResource("services"), svc, svc.Namespace))
+		chaos.Script(cloudapi.OpCreateLoadBalancer, faultinject.Fault{Kind: faultinject.Throttle})
+		_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", svc, e.nodes)
+		require.Error(t, err, "the create after the delete is throttled")
+	}
+	for _, svc := range svcs {
+		_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", svc, e.nodes)
+		assert.NoError(t, err, "the retry of %s's replacement", svc.Name)
+	}
+	assert.Len(t, e.cloud.Inventory().LoadBalancers, 4)
+}
