@@ -116,3 +116,29 @@ func TestAMoveRightAfterAFailedListLeavesTheOldShare(t *testing.T) {
 	_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", ssh, e.nodes)
 	assert.NoError(t, err, "web left front: port 80 is free for ssh")
 }
+
+// ssh and web share front and both allow 10.0.0.0/8 only; web holds port 80, ssh waits
+// for it. web then moves to port 8080 and opens its source ranges to everyone, in one
+// update. Alone on the load balancer, web may change what the share shares; but the same
+// write hands port 80 to ssh (plan.Join's HandOver), so ssh's port is now open to the
+// world under web's source ranges, which ssh never asked for. A port handed over must be
+// served as its Service asked, or not at all.
+func TestAHandedOverPortGetsTheSharedPartItsServiceAskedFor(t *testing.T) {
+	e := newEnv(t, fake.Config{})
+	ranges := func(r ...string) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = r }
+	}
+	web := newService("web", inShare("front"), withPorts(port("http", corev1.ProtocolTCP, 80, 30080, "")), ranges("10.0.0.0/8"))
+	ssh := newService("ssh", inShare("front"), withPorts(port("http", corev1.ProtocolTCP, 80, 30081, "")), ranges("10.0.0.0/8"))
+	e.ensure(t, web, e.nodes)
+	_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", ssh, e.nodes)
+	require.ErrorIs(t, err, loadbalancer.ErrPortsTaken)
+
+	web.Spec.Ports[0].Port = 8080
+	web.Spec.LoadBalancerSourceRanges = []string{"0.0.0.0/0"}
+	e.ensure(t, web, e.nodes)
+	lb := e.only(t)
+	if _, ok := listenerPorts(lb)["uid-ssh"]; ok {
+		assert.Equal(t, []string{"10.0.0.0/8"}, lb.Spec.SourceRanges, "ssh's port is served only to the ranges ssh asked for")
+	}
+}
