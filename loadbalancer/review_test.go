@@ -142,3 +142,29 @@ func TestAHandedOverPortGetsTheSharedPartItsServiceAskedFor(t *testing.T) {
 		assert.Equal(t, []string{"10.0.0.0/8"}, lb.Spec.SourceRanges, "ssh's port is served only to the ranges ssh asked for")
 	}
 }
+
+// The service controller's node sync calls UpdateLoadBalancer with the Services of its
+// cache as they were when the node sync began. web moves from share front to share back
+// meanwhile (its own sync, finished first); the node sync then updates web as it was, in
+// front: join writes web's listener back on front and makes web a member of front again
+// (forgotten in back). Nothing removes that listener (web's converged; a node sync never
+// leaves shares): front keeps serving port 80 to web's node port, and outlives api, its
+// last Service.
+func TestANodeSyncWithAServiceFromBeforeItsMoveDoesNotRejoinTheOldShare(t *testing.T) {
+	e := newEnv(t, fake.Config{})
+	web := newService("web", inShare("front"), withPorts(port("http", corev1.ProtocolTCP, 80, 30080, "")))
+	api := newService("api", inShare("front"), withPorts(port("https", corev1.ProtocolTCP, 443, 30443, "")))
+	e.ensure(t, web, e.nodes)
+	e.ensure(t, api, e.nodes)
+	before := web.DeepCopy() // the node sync's copy
+
+	web.Annotations[prefix+loadbalancer.AnnotationShare] = "back"
+	e.ensure(t, web, e.nodes)
+
+	_ = e.lb.UpdateLoadBalancer(t.Context(), "c", before, e.nodes[:4])
+	for _, lb := range e.cloud.Inventory().LoadBalancers {
+		if lb.Spec.Tags[cloudapi.TagShare] == "default/front" {
+			assert.Equal(t, map[string][]int32{"uid-api": {443}}, listenerPorts(lb), "web left front")
+		}
+	}
+}
