@@ -94,6 +94,7 @@ type creationBrake struct {
 	serves    func(svc *corev1.Service) bool        // nil: every Service
 	owner     func(*corev1.Service) (string, error) // whom a Service's load balancer belongs to
 	lookup    func(ctx context.Context, owner string) ([]*cloudapi.LoadBalancer, bool)
+	addresses func(ctx context.Context) (map[string]bool, error) // of the cluster's load balancers
 	report    *reporter
 	onHeld    func() // nil: none
 
@@ -103,6 +104,10 @@ type creationBrake struct {
 	// asked holds the owners whose re-creation was asked for within the window, with
 	// when: the count without a Services client.
 	asked map[string]time.Time
+	// replacing holds the owners whose load balancer this process deleted to replace it
+	// (internal switched, or a setting only a replacement changes): their create is the
+	// Service's request, never held.
+	replacing map[string]bool
 	// counted is the last count of recreations, reused for maxAge, so that the held
 	// Services' retries do not each list every Service of the cluster.
 	counted struct {
@@ -136,8 +141,22 @@ func (b *creationBrake) mayCreate(ctx context.Context, logger klog.Logger, svc *
 		b.report.changed(svc, ReasonCreationHeld, "")
 		return nil
 	}
+	b.mu.Lock()
+	_, replacing := b.replacing[owner]
+	delete(b.replacing, owner)
+	b.mu.Unlock()
+	if replacing {
+		return nil // a replacement the Service asked for: this process deleted the old one
+	}
 	now := b.clock.Now()
-	missing, addressed, err := b.recreations(ctx, owner)
+	held, err := b.addresses(ctx)
+	if err != nil {
+		return fmt.Errorf("service %s/%s has an address but no load balancer: the creation brake cannot tell whether the cluster's load balancers are there: %w", svc.Namespace, svc.Name, err)
+	}
+	if slices.ContainsFunc(addrs, func(a string) bool { return held[a] }) {
+		return nil // its address is another load balancer's of the cluster (a share it left, say): nothing is lost
+	}
+	missing, addressed, err := b.recreations(ctx, owner, held)
 	if err != nil {
 		return fmt.Errorf("service %s/%s has an address but no load balancer: counting the Services that would get a new one at once (the creation brake): %w", svc.Namespace, svc.Name, err)
 	}
@@ -188,7 +207,7 @@ func (b *creationBrake) mayCreate(ctx context.Context, logger klog.Logger, svc *
 // per Options.MaxAge, so that the held Services' retries do not each list every Service of
 // the cluster. missing is nil without Options.Services. The caller must not change
 // missing.
-func (b *creationBrake) recreations(ctx context.Context, owner string) (missing map[string]bool, addressed int, _ error) {
+func (b *creationBrake) recreations(ctx context.Context, owner string, held map[string]bool) (missing map[string]bool, addressed int, _ error) {
 	if b.services == nil {
 		return nil, 0, nil
 	}
@@ -224,7 +243,8 @@ func (b *creationBrake) recreations(ctx context.Context, owner string) (missing 
 		}
 		lbs, ok := b.lookup(ctx, theirs)
 		acknowledged := slices.Contains(addrs, o.Annotations[AnnotationAcknowledgeNewLoadBalancer])
-		owners[theirs] = ok && len(lbs) == 0 && !acknowledged
+		lost := !slices.ContainsFunc(addrs, func(a string) bool { return held[a] }) // on no load balancer of the cluster
+		owners[theirs] = ok && len(lbs) == 0 && lost && !acknowledged
 	}
 	missing = map[string]bool{}
 	for k, recreated := range owners {
@@ -249,4 +269,17 @@ func ingressAddresses(svc *corev1.Service) []string {
 		}
 	}
 	return out
+}
+
+// replaces records that owner's load balancer is deleted to be replaced (on), so that the
+// create that follows, retried after a failure too, passes the brake; or that the
+// replacement is made (off).
+func (b *creationBrake) replaces(owner string, on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if on {
+		b.replacing[owner] = true
+	} else {
+		delete(b.replacing, owner)
+	}
 }

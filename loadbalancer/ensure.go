@@ -103,7 +103,7 @@ func (l *LoadBalancer) ensureWant(ctx context.Context, logger klog.Logger, svc *
 	}
 	if isShare(owner) {
 		shareNodes(&want, a)
-		if want, err = l.join(logger, svc, owner, want, current, carry...); err != nil {
+		if want, err = l.join(logger, svc, owner, want, current, true, carry...); err != nil {
 			return want, nil, err
 		}
 	}
@@ -166,7 +166,7 @@ func (l *LoadBalancer) create(ctx context.Context, logger klog.Logger, svc *core
 	if isShare(owner) {
 		// Another Service of the share may have made it: join it as it is.
 		var jerr error
-		if want, jerr = l.join(logger, svc, owner, want, &found[0]); jerr != nil {
+		if want, jerr = l.join(logger, svc, owner, want, &found[0], true); jerr != nil {
 			return nil, jerr
 		}
 	}
@@ -287,10 +287,14 @@ func keepsAddresses(lb *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, k
 // replace deletes the Service's load balancer current and creates one from want, then
 // drops the target group current named when the new one names another.
 func (l *LoadBalancer) replace(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, current *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	l.cbrake.replaces(owner, true) // the create is the Service's request, also when it is retried
 	if err := l.remove(ctx, logger, svc, owner, current, false); err != nil {
 		return nil, err
 	}
 	created, err := l.create(ctx, logger, svc, owner, want)
+	if err == nil {
+		l.cbrake.replaces(owner, false)
+	}
 	if old := current.Spec.TargetGroup; old != "" && (err != nil || created.Spec.TargetGroup != old) {
 		if err != nil {
 			l.groups.Due()

@@ -113,8 +113,8 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	}
 	l.report.lock = l.lock
 	l.cbrake = &creationBrake{CreationBrake: opts.CreationBrake, clusterID: opts.ClusterID, maxAge: opts.MaxAge, clock: opts.Clock,
-		services: opts.Services, serves: opts.Serves, owner: l.intents.owner, lookup: snap.lookup, report: l.report, onHeld: opts.OnCreationHeld,
-		passed: map[string]time.Time{}, asked: map[string]time.Time{}}
+		services: opts.Services, serves: opts.Serves, owner: l.intents.owner, lookup: snap.lookup, addresses: snap.addresses, report: l.report, onHeld: opts.OnCreationHeld,
+		passed: map[string]time.Time{}, asked: map[string]time.Time{}, replacing: map[string]bool{}}
 	l.tracked = tracked{selecting: map[string]*corev1.Service{}, selects: func(svc *corev1.Service) bool {
 		return len(opts.Aliases.spellings(opts.AnnotationPrefix, AnnotationNodeSelector, svc.Annotations)) > 0
 	}}
@@ -141,6 +141,10 @@ var ErrOwnedElsewhere = errors.New("the load balancer is owned elsewhere")
 func (l *LoadBalancer) diff(current, want cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerChanges {
 	return cloudapi.DiffLoadBalancer(l.opts.Shape.Comparable(l.opts.Settings.comparable(current), want), want)
 }
+
+// same reports whether the load balancer specs a and b ask for the same, as the cloud
+// keeps them (diff finds nothing to change).
+func (l *LoadBalancer) same(a, b cloudapi.LoadBalancerSpec) bool { return l.diff(a, b).Empty() }
 
 // lock serializes the calls for one owner (a Service's UID, or a share: see owner): the
 // service controller's sync and its node sync may run for the same Service at once, and
@@ -246,14 +250,14 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 	if err != nil {
 		return nil, err
 	}
+	var current *cloudapi.LoadBalancer
 	defer func() {
-		if err == nil || errors.Is(err, ErrPortsTaken) { // written: what it left goes
-			if lerr := l.leaveOthers(ctx, logger, svc, owner, false); lerr != nil {
-				err = lerr
-			}
+		// What the Service left goes once its load balancer serves it: one that waits for
+		// its ports in a share (ErrPortsTaken) keeps what serves it now, and its address.
+		if err == nil {
+			err = l.leaveOthers(ctx, logger, svc, owner, current)
 		}
 	}()
-	var current *cloudapi.LoadBalancer
 	err = l.reconcile(ctx, svc, owner, step{
 		enter: func() bool { l.tracked.track(svc); return true },
 		fromSnapshot: func(lb *cloudapi.LoadBalancer) (done bool, err error) {
@@ -341,7 +345,7 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 	if err := l.deleteFor(ctx, logger, svc, owner, true); err != nil {
 		return err
 	}
-	return l.leaveOthers(ctx, logger, svc, owner, true)
+	return l.leaveOthers(ctx, logger, svc, owner, nil)
 }
 
 // deleteFor is EnsureLoadBalancerDeleted for the load balancers of owner: the Service's

@@ -107,7 +107,9 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 				now, err := l.intents.owner(svc)
 				return err == nil && now == owner
 			}
-			l.tracked.track(svc)
+			if svc.DeletionTimestamp == nil { // a Service being deleted is tracked no more
+				l.tracked.track(svc)
+			}
 			since, tracked = l.nodeSets.observe(nodes, l.snap.tick) // first, as the call arrives
 			if !tracked {
 				since = 0 // a group write then reads the group after this call began

@@ -54,8 +54,10 @@ type Options struct {
 	// (UnknownAnnotation, a Warning), an annotation and its alias that disagree
 	// (ConflictingAnnotations, a Warning),
 	// and addresses or a hostname of the cloud's that the Service's status cannot hold
-	// (AddressNotPublished, a Warning), and calls the cloud throttled
-	// (EventCloudThrottled, a Warning), on the Service. Nil records none.
+	// (AddressNotPublished, a Warning), calls the cloud throttled (EventCloudThrottled, a
+	// Warning), ports or shared parts a share's other Services have (ShareConflict, a
+	// Warning) and a new load balancer the creation brake holds (ReasonCreationHeld, a
+	// Warning), on the Service. Nil records none.
 	Recorder record.EventRecorder
 	// Services is the Kubernetes API through which EnsureLoadBalancer,
 	// UpdateLoadBalancer and EnsureLoadBalancerDeleted (and GetLoadBalancer, for a Service
@@ -64,8 +66,12 @@ type Options struct {
 	// ConditionLoadBalancerReady (a strategic merge patch of its status subresource that
 	// touches no other condition and not status.loadBalancer), each only when it changes.
 	// A failed write is logged, does not fail the call and holds the writes on that
-	// Service for a minute. Nil writes nothing, and so does a nil ServiceInterface from it
-	// (a client not set up yet).
+	// Service for a minute. It also lists Services: of a share's scope, whether another
+	// Service of the share exists before its load balancer is deleted; of every
+	// namespace, how many Services with an address would get a new load balancer at once
+	// (CreationBrake). Nil writes and lists nothing (a share's members are then the ones
+	// this process synced, and the creation brake counts the creates as they come), and
+	// so does a nil ServiceInterface from it (a client not set up yet).
 	Services typedcorev1.ServicesGetter
 	// Settings are the adapter's own load balancer settings (see Setting), read from the
 	// Service's annotations and handed to the cloud in cloudapi.LoadBalancerSpec.Settings.
@@ -101,7 +107,8 @@ type Options struct {
 	// False (the default) scopes a share to its namespace. It is the operator's decision,
 	// never a user's: with it, a user of one namespace can add listeners to the address of
 	// another's. Changing it moves every share to a new load balancer (the shares' keys,
-	// cloudapi.TagShare, change); delete the old ones with the sweeper.
+	// cloudapi.TagShare, change); the old ones go as their Services leave them (the last
+	// one out deletes it), or with the sweeper.
 	ShareAcrossNamespaces bool
 	// CreationBrake bounds how many Services whose status already holds an address may
 	// each get a new load balancer (see CreationBrake); the zero value is off. New

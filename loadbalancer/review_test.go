@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -106,14 +107,17 @@ func TestAMoveRightAfterAFailedListLeavesTheOldShare(t *testing.T) {
 	})
 	web := newService("web", inShare("front"), withPorts(port("http", corev1.ProtocolTCP, 80, 30080, "")))
 	ssh := newService("ssh", inShare("front"), withPorts(port("http", corev1.ProtocolTCP, 80, 30081, "")))
-	e.ensure(t, web, e.nodes)
+	web.Status.LoadBalancer = *e.ensure(t, web, e.nodes) // as the service controller publishes it
 
 	e.restart(t, nil, chaos)
 	chaos.Script(cloudapi.OpListLoadBalancers, faultinject.Fault{Kind: faultinject.Transient})
 	web.Annotations[prefix+loadbalancer.AnnotationShare] = "back"
-	e.ensure(t, web, e.nodes)
+	_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", web, e.nodes)
+	require.Error(t, err, "web cannot tell yet which load balancers it left: its sync is retried")
+	e.clock.Step(5 * time.Second) // the service controller's first retry, after the list's backoff
+	web.Status.LoadBalancer = *e.ensure(t, web, e.nodes)
 
-	_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", ssh, e.nodes)
+	_, err = e.lb.EnsureLoadBalancer(t.Context(), "c", ssh, e.nodes)
 	assert.NoError(t, err, "web left front: port 80 is free for ssh")
 }
 

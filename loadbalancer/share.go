@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -180,14 +181,16 @@ func (b *shareBook) shares() int {
 // what the Service asks for among the share's members. A Service that disagrees with the
 // share gets an error matching ErrShareConflict (and a Warning event naming the other,
 // once per change), and nothing is to be written; a port another Service has is left
-// out, with a Warning event naming it.
-func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner string, want cloudapi.LoadBalancerSpec, current *cloudapi.LoadBalancer, carry ...cloudapi.Listener) (cloudapi.LoadBalancerSpec, error) {
+// out, with a Warning event naming it. remember records the Service among the share's
+// members (its own sync; a node sync's Service may be out of date).
+func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner string, want cloudapi.LoadBalancerSpec, current *cloudapi.LoadBalancer, remember bool, carry ...cloudapi.Listener) (cloudapi.LoadBalancerSpec, error) {
 	uid := string(svc.UID)
 	known := l.shares.others(owner, uid)
-	j := plan.Join(plan.JoinInput{UID: uid, Want: want, Current: current, Carry: carry, Known: known,
-		Same: func(a, b cloudapi.LoadBalancerSpec) bool { return l.diff(a, b).Empty() }})
+	j := plan.Join(plan.JoinInput{UID: uid, Want: want, Current: current, Carry: carry, Known: known, Same: l.same})
 	j.Me.Name = svc.Namespace + "/" + svc.Name
-	l.shares.join(owner, uid, j.Me)
+	if remember {
+		l.shares.join(owner, uid, j.Me)
+	}
 	share := strings.TrimPrefix(owner, shareOwnerPrefix)
 	if j.Disagrees != "" {
 		err := fmt.Errorf("service %s/%s cannot join the load balancer of its share %s: it asks for other addresses, targets, health check, source ranges or settings than %s; every Service of a share must ask for the same beside its ports: %w",
@@ -300,7 +303,7 @@ func (l *LoadBalancer) leaveShare(ctx context.Context, logger klog.Logger, svc *
 			return nil, err
 		}
 	}
-	left := plan.Leave(uid, *lb, l.shares.others(owner, uid), exist)
+	left := plan.Leave(uid, *lb, l.shares.others(owner, uid), exist, l.same)
 	switch left.Op {
 	case plan.Last:
 		return nil, nil
@@ -318,18 +321,23 @@ func (l *LoadBalancer) leaveShare(ctx context.Context, logger klog.Logger, svc *
 // leaveOthers removes the Service's listeners from the load balancers of the shares it is
 // no longer in, and deletes (or releases) its own load balancer once it is in a share,
 // as EnsureLoadBalancerDeleted would (deleteFor): owner is whom its load balancer
-// belongs to now (empty when the Service wants none). It finds them in the snapshot
+// belongs to now, current its load balancer as written (nil when the Service wants none). It finds them in the snapshot
 // (see snapshot.elsewhere), refreshed first when older than Options.MaxAge, and writes
 // each from a fresh read; an owner the snapshot is unsure of (a call about it failed,
-// perhaps the leave itself) is read too. When the Service wants none (deleting), a
-// snapshot that cannot be refreshed is an error: nothing of the Service may stay behind
-// when its deletion succeeds.
-func (l *LoadBalancer) leaveOthers(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, deleting bool) error {
+// perhaps the leave itself) is read too. A snapshot that has never been listed is an
+// error when the Service wants none (nothing of it may stay behind when its deletion
+// succeeds) or has moved (its sync is retried until it has left the old one).
+func (l *LoadBalancer) leaveOthers(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, current *cloudapi.LoadBalancer) error {
 	l.shares.leaveAllBut(string(svc.UID), owner)
 	others, err := l.snap.elsewhere(ctx, string(svc.UID), owner)
 	if err != nil {
-		if deleting {
-			return fmt.Errorf("service %s/%s: finding the shared load balancers it may have listeners on: %w", svc.Namespace, svc.Name, err)
+		// No list of the cluster's load balancers has completed since the start. A
+		// Service being deleted, or one whose status publishes an address its load
+		// balancer has not (it moved from another), fails its sync, so that the service
+		// controller retries it until it has left what it left (a converged Service is
+		// not synced again otherwise); any other is logged, and the next sync looks.
+		if current == nil || !publishes(svc, current) {
+			return fmt.Errorf("service %s/%s: finding the load balancers it may have left: %w", svc.Namespace, svc.Name, err)
 		}
 		logger.V(2).Info("Not looking for the load balancers the Service left: the snapshot of the cluster's load balancers could not be refreshed; the next sync looks", "err", err)
 		return nil
@@ -350,3 +358,15 @@ func (l *LoadBalancer) leaveOthers(ctx context.Context, logger klog.Logger, svc 
 // annotation is an error: which share the Service is in is then unknown. It reads svc's
 // annotations only; the sweeper tells by it whether a Service of a share exists.
 func (l *LoadBalancer) ShareKey(svc *corev1.Service) (string, error) { return l.intents.shareOf(svc) }
+
+// publishes reports whether every address and hostname the Service's status publishes
+// is lb's: false when the status names one of another load balancer (the Service moved
+// from it); true for a status that names none.
+func publishes(svc *corev1.Service, lb *cloudapi.LoadBalancer) bool {
+	for _, a := range ingressAddresses(svc) {
+		if !slices.Contains(lb.Addresses, a) && a != lb.Hostname {
+			return false
+		}
+	}
+	return true
+}

@@ -74,13 +74,24 @@ func TestAServiceThatMovesSharesIsAMemberOfTheNewOne(t *testing.T) {
 	e.ensure(t, ssh, e.nodes)
 
 	ssh.Annotations[prefix+loadbalancer.AnnotationShare] = "front"
-	_, _ = e.lb.EnsureLoadBalancer(t.Context(), "c", ssh, e.nodes) // port 80 is web's: ssh waits for it
-	require.Len(t, e.cloud.Inventory().LoadBalancers, 1, "ssh left back, the last Service out of it")
+	_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", ssh, e.nodes)
+	require.ErrorIs(t, err, loadbalancer.ErrPortsTaken, "port 80 is web's: ssh waits for it")
+	require.Len(t, e.cloud.Inventory().LoadBalancers, 2, "ssh keeps back's load balancer, which serves it, until front does")
 
 	deleteAsUpstream(t, e, web)
+	var front []cloudapi.LoadBalancer
+	for _, lb := range e.cloud.Inventory().LoadBalancers {
+		if lb.Spec.Tags[cloudapi.TagShare] == "default/front" {
+			front = append(front, lb)
+		}
+	}
+	require.Len(t, front, 1, "ssh is a member of front: front's load balancer stays")
+	assert.Equal(t, map[string][]int32{"uid-ssh": {80}}, listenerPorts(front[0]), "the port web freed is ssh's in the same write")
+
+	e.ensure(t, ssh, e.nodes) // served by front: it leaves back, the last Service out
 	lbs := e.cloud.Inventory().LoadBalancers
-	require.Len(t, lbs, 1, "ssh is a member of front: front's load balancer stays")
-	assert.Equal(t, map[string][]int32{"uid-ssh": {80}}, listenerPorts(lbs[0]), "the port web freed is ssh's in the same write")
+	require.Len(t, lbs, 1)
+	assert.Equal(t, front[0].ID, lbs[0].ID)
 }
 
 // gatedUpdates is a load balancer API whose updates of load balancer holdID wait until
@@ -143,7 +154,7 @@ func TestANodeLabelSyncDoesNotActOnAShareTheServiceLeft(t *testing.T) {
 	require.NoError(t, err)
 	close(gate.release)
 	for range 2 {
-		<-done
+		assert.NoError(t, <-done)
 	}
 
 	deleteAsUpstream(t, e, web)

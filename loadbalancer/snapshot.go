@@ -123,6 +123,28 @@ func (s *snapshot) lookup(ctx context.Context, uid string) (lbs []*cloudapi.Load
 	return e.lbs, true
 }
 
+// addresses returns the addresses and hostnames of the cluster's load balancers that the
+// snapshot knows (refreshed first when older than maxAge), or the refresh's error.
+func (s *snapshot) addresses(ctx context.Context) (map[string]bool, error) {
+	if err := s.refresh(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]bool{}
+	for _, e := range s.services {
+		for _, lb := range e.lbs {
+			for _, a := range lb.Addresses {
+				out[a] = true
+			}
+			if lb.Hostname != "" {
+				out[lb.Hostname] = true
+			}
+		}
+	}
+	return out, nil
+}
+
 // tick marks an event that a list must begin after to be a fresh read of it (a node set
 // that arrived, see nodeSetClock) and returns its place in the snapshot's order of events.
 func (s *snapshot) tick() uint64 {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/loadbalancer/internal/plan"
 )
 
 // update writes the differences between current and want, if any, for the Service with
@@ -93,8 +94,14 @@ func (l *LoadBalancer) updateWant(ctx context.Context, logger klog.Logger, svc *
 	want, a, serr := l.desired(logger, svc, owner, nodes, current)
 	if isShare(owner) {
 		if serr == nil {
+			// A node sync changes the targets, never whose listeners a share's load
+			// balancer has: the Service it is given may predate the Service's deletion or
+			// its move to another share (the service controller's node sync reads its
+			// Services once, as it begins). Its listeners stay as they are, and it is not
+			// recorded among the share's members.
+			want.Listeners, _ = plan.Split(current, string(svc.UID))
 			shareNodes(&want, a)
-			want, serr = l.join(logger, svc, owner, want, current)
+			want, serr = l.join(logger, svc, owner, want, current, false)
 		}
 		if serr != nil { // the share's targets are the share's: they follow a Service that agrees
 			return l.keepUpdated(current, current.Spec.Clone()), serr, func() {}, nil

@@ -329,7 +329,7 @@ type LoadBalancerConfig struct {
 	// namespace. With it, Services of any namespace that name one share share its load
 	// balancer and addresses, so a user of one namespace can add ports to another's
 	// address: an operator's decision. Changing it moves every share to a new load
-	// balancer; the sweeper deletes the old ones.
+	// balancer; the old ones go as their Services leave them, or with the sweeper.
 	ShareAcrossNamespaces bool `yaml:"shareAcrossNamespaces"`
 	// CreationBrake bounds how many Services whose status already holds an address may
 	// each get a new load balancer, so that a config pointed at another project or
@@ -525,7 +525,7 @@ func checkBrake(bad func(string, ...any), key, of string, window time.Duration, 
 		bad("%s.share: %v must be more than 0 and at most 1 (0.5: half %s within a window; unset: the default %v)", key, share, of, defShare)
 	}
 	if minimum < 0 {
-		bad("%s.minimum: %d must be at least 1 (unset: the default %d)", key, minimum, defMinimum)
+		bad("%s.minimum: %d must not be negative (unset or 0: the default %d)", key, minimum, defMinimum)
 	}
 }
 

@@ -182,7 +182,7 @@ func TestConfigErrors(t *testing.T) {
 			want: []string{
 				"nodes.deletionBrake.window: -1m0s must be positive",
 				"nodes.deletionBrake.share: 1.5 must be more than 0 and at most 1 (0.5: half the known instances within a window; unset: the default 0.5)",
-				"nodes.deletionBrake.minimum: -1 must be at least 1 (unset: the default 2)",
+				"nodes.deletionBrake.minimum: -1 must not be negative (unset or 0: the default 2)",
 			},
 		},
 		{
@@ -203,7 +203,7 @@ func TestConfigErrors(t *testing.T) {
 			want: []string{
 				"loadBalancer.creationBrake.window: -1m0s must be positive",
 				"loadBalancer.creationBrake.share: 1.5 must be more than 0 and at most 1 (0.5: half the load balancers of Services with an address within a window; unset: the default 0.5)",
-				"loadBalancer.creationBrake.minimum: -1 must be at least 1 (unset: the default 2)",
+				"loadBalancer.creationBrake.minimum: -1 must not be negative (unset or 0: the default 2)",
 			},
 		},
 		{

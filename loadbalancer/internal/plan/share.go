@@ -146,8 +146,23 @@ func Join(in JoinInput) Joined {
 		out.Spec.Listeners = append(out.Spec.Listeners, ls)
 	}
 	// The ports the Service freed (it changed them) go to the members waiting for them.
-	out.Spec.Listeners = append(out.Spec.Listeners, HandOver(in.Known, out.Spec.Listeners)...)
+	out.Spec.Listeners = append(out.Spec.Listeners, HandOver(in.Known, out.Spec.Listeners, freed(in.Current, out.Spec.Listeners), out.Me.Part, in.Same)...)
 	SortListeners(out.Spec.Listeners)
+	return out
+}
+
+// freed returns the ports (protocol and number) of lb's listeners that stay has not: the
+// ports a write of stay frees. None when lb is nil.
+func freed(lb *cloudapi.LoadBalancer, stay []cloudapi.Listener) map[cloudapi.ListenerKey]bool {
+	if lb == nil {
+		return nil
+	}
+	out := map[cloudapi.ListenerKey]bool{}
+	for _, ls := range lb.Spec.Listeners {
+		if !slices.ContainsFunc(stay, func(x cloudapi.Listener) bool { return x.Key() == ls.Key() }) {
+			out[ls.Key()] = true
+		}
+	}
 	return out
 }
 
@@ -177,21 +192,25 @@ func knows(known map[string]Member, uid string) bool {
 }
 
 // HandOver returns the listeners that members of a share (known: all but the Service
-// whose sync this is) asked for and did not get because another Service had their port,
-// and that are free in stay (the listeners the share's load balancer keeps): a Service
-// that leaves a share, or changes its ports, hands the ports it frees to those that asked
-// for them, in the same write. Only members that agreed with the share at their last
-// sync get them, each port once, by UID order.
-func HandOver(known map[string]Member, stay []cloudapi.Listener) []cloudapi.Listener {
+// whose sync this is) asked for on the ports a write frees (freed: ports that were on the
+// share's load balancer and that stay, the listeners it keeps, has not), for the members
+// that wait for them: a Service that leaves a share, or changes its ports, hands the
+// ports it frees to those that asked for them, in the same write. Only members that agreed
+// with the share at their last sync and asked for the shared part the write writes
+// (part, compared by same) get them: a member that asked for other source ranges, say,
+// is not served by a load balancer it did not agree to. A port that was never on the load
+// balancer is not handed over (a listener the cloud refused stays the refused member's
+// problem, not the share's). Each port goes once, by UID order.
+func HandOver(known map[string]Member, stay []cloudapi.Listener, freed map[cloudapi.ListenerKey]bool, part cloudapi.LoadBalancerSpec, same Same) []cloudapi.Listener {
 	taken := map[cloudapi.ListenerKey]bool{}
 	for _, ls := range stay {
 		taken[ls.Key()] = true
 	}
 	var out []cloudapi.Listener
 	for _, k := range slices.Sorted(maps.Keys(known)) {
-		if m := known[k]; m.Agreed {
+		if m := known[k]; m.Agreed && same(m.Part, part) {
 			for _, ls := range m.Listeners {
-				if !taken[ls.Key()] {
+				if freed[ls.Key()] && !taken[ls.Key()] {
 					taken[ls.Key()] = true
 					out = append(out, ls.Clone())
 				}
@@ -236,10 +255,11 @@ func NeedsMembers(lb cloudapi.LoadBalancer, uid string) bool {
 // has a listener on it and no other Service of the share exists (othersExist, asked of
 // the cluster in the share's own scope; see NeedsMembers); otherwise its listeners (and
 // those of no Service) are removed and the ports it frees handed to the members waiting
-// for them (known, the other members). A load balancer left without listeners keeps no
+// for them (known, the other members, who asked for the load balancer's shared part, as
+// same compares). A load balancer left without listeners keeps no
 // targets either (a cloud may refuse targets whose instances are gone by now; the next
 // Service of the share sets them).
-func Leave(uid string, lb cloudapi.LoadBalancer, known map[string]Member, othersExist bool) Left {
+func Leave(uid string, lb cloudapi.LoadBalancer, known map[string]Member, othersExist bool, same Same) Left {
 	mine, others := Split(&lb, uid)
 	out := Left{Mine: len(mine), Others: len(others)}
 	switch {
@@ -252,7 +272,7 @@ func Leave(uid string, lb cloudapi.LoadBalancer, known map[string]Member, others
 	}
 	out.Op = Update
 	out.Spec = lb.Spec.Clone()
-	out.Spec.Listeners = append(slices.Clone(others), HandOver(known, others)...)
+	out.Spec.Listeners = append(slices.Clone(others), HandOver(known, others, freed(&lb, others), SharedPart(lb.Spec), same)...)
 	SortListeners(out.Spec.Listeners)
 	if len(out.Spec.Listeners) == 0 {
 		out.Spec.Targets, out.Spec.TargetGroup = nil, ""

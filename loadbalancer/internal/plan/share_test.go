@@ -77,6 +77,18 @@ func TestJoin(t *testing.T) {
 			ports: map[string][]int32{"a": {8080}},
 		},
 		{
+			name: "a port never on the load balancer is not handed over (a listener the cloud refused)",
+			in: JoinInput{UID: "a", Want: wants(false, ls("a", 80, 30080), ls("a", 443, 30443)), Current: lb(ls("a", 80, 30080)),
+				Known: map[string]Member{"b": member("ns/b", ls("b", 7000, 30081))}},
+			ports: map[string][]int32{"a": {80, 443}},
+		},
+		{
+			name: "a port freed in a write of another shared part is not handed to a member that asked for the old one",
+			in: JoinInput{UID: "a", Want: wants(true, ls("a", 8080, 30080)), Current: lb(ls("a", 80, 30080)),
+				Known: map[string]Member{"b": member("ns/b", ls("b", 80, 30081))}},
+			ports: map[string][]int32{"a": {8080}},
+		},
+		{
 			name:  "listeners of no Service are dropped",
 			in:    JoinInput{UID: "a", Want: wants(false, ls("a", 80, 30080)), Current: lb(cloudapi.Listener{Name: "manual", Protocol: cloudapi.ProtocolTCP, Port: 9}, ls("b", 22, 30022))},
 			ports: map[string][]int32{"a": {80}, "b": {22}},
@@ -145,7 +157,7 @@ func TestLeave(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.needs, NeedsMembers(*tc.lb, "a"))
-			left := Leave("a", *tc.lb, tc.known, tc.othersExist)
+			left := Leave("a", *tc.lb, tc.known, tc.othersExist, same)
 			assert.Equal(t, tc.op, left.Op)
 			if tc.op != Update {
 				return
