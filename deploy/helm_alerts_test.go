@@ -144,6 +144,6 @@ func TestHelmDashboardAndAlerts(t *testing.T) {
 				anchors[anchor] = true
 			}
 		}
-		assert.Equal(t, 4, alerts, "refused gone checks, throttling, sweeper failures, load balancer sync failures")
+		assert.Equal(t, 5, alerts, "refused gone checks, creations held, throttling, sweeper failures, load balancer sync failures")
 	})
 }
