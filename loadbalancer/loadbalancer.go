@@ -72,8 +72,10 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	if opts.AnnotationPrefix == "" {
 		opts.AnnotationPrefix = DefaultAnnotationPrefix
 	}
-	if strings.HasPrefix(StatusAnnotationLoadBalancerID, opts.AnnotationPrefix) {
-		return nil, fmt.Errorf("loadbalancer: the annotation prefix %q holds %s, which ccmkit writes: choose another prefix", opts.AnnotationPrefix, StatusAnnotationLoadBalancerID)
+	for k, whose := range map[string]string{StatusAnnotationLoadBalancerID: "which ccmkit writes", AnnotationAcknowledgeNewLoadBalancer: "which the operator sets"} {
+		if strings.HasPrefix(k, opts.AnnotationPrefix) {
+			return nil, fmt.Errorf("loadbalancer: the annotation prefix %q holds %s, %s: choose another prefix", opts.AnnotationPrefix, k, whose)
+		}
 	}
 	if opts.MaxAge == 0 {
 		opts.MaxAge = DefaultMaxAge

@@ -358,16 +358,17 @@ type noServices struct{}
 
 func (noServices) Services(string) typedcorev1.ServiceInterface { return nil }
 
-// TestAPrefixHoldingTheStatusAnnotationIsRefused checks that the annotation ccmkit writes
-// can never be read as a user's annotation.
+// TestAPrefixHoldingTheStatusAnnotationIsRefused checks that the annotation ccmkit writes,
+// and the one by which the operator acknowledges a new load balancer, can never be read as
+// a user's annotation.
 func TestAPrefixHoldingTheStatusAnnotationIsRefused(t *testing.T) {
 	e := newEnv(t, fake.Config{})
 	api, _ := e.cloud.LoadBalancers()
 	format, err := providerid.Default("ccmkit")
 	require.NoError(t, err)
-	for _, p := range []string{"status.ccmkit.io/", "status.ccmkit.io/load-"} {
+	for p, want := range map[string]string{"status.ccmkit.io/": "which ccmkit writes", "status.ccmkit.io/load-": "which ccmkit writes", "ccmkit.io/": "which the operator sets"} {
 		_, err = loadbalancer.New(api, loadbalancer.Options{ClusterID: "c1", ProviderID: format, AnnotationPrefix: p})
-		require.ErrorContains(t, err, "which ccmkit writes", p)
+		require.ErrorContains(t, err, want, p)
 	}
 }
 
