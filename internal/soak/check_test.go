@@ -30,8 +30,13 @@ const (
 	checkBrakeStuck  = "brake-stuck"             // the deletion brake stayed engaged though a Node's instance ran
 	checkNotOurs     = "not-ours-changed"        // a load balancer without this cluster's tags was changed (but by an adoption) or deleted, or a target group without them written
 	// In a run with shares (share_test.go).
-	checkShareDeleted  = "share-deleted"  // a share's last load balancer was deleted while a Service of the share existed
-	checkShareListener = "share-listener" // a write about one Service removed the listener of another that exists
+	checkShareDeleted    = "share-deleted"     // a share's last load balancer was deleted while a Service of the share existed
+	checkShareListener   = "share-listener"    // a write about one Service removed the listener of another that exists
+	checkReadyPortsTaken = "ready-ports-taken" // a Service of a share was ready while its every port was another's
+	checkShareMisplaced  = "share-misplaced"   // a write put a Service's listener onto a shared load balancer it does not ask for (another share, other settings)
+	// In a run with project switches (project_test.go).
+	checkSwitchedNodeDeleted = "node-deleted-switched" // a Node was deleted while the config pointed at another project
+	checkCreationBrake       = "creation-brake"        // more load balancers made anew in another project than the creation brake allows
 	// Convergence: must hold once the faults stopped and the controllers settled.
 	checkOrphanLB       = "orphaned-load-balancer" // a load balancer of a Service that is gone or wants none
 	checkKeptLB         = "kept-load-balancer"     // a load balancer without this cluster's tags keeps ccmkit's tags or targets
@@ -49,6 +54,8 @@ const (
 	checkOrphanGroup    = "orphaned-target-group"  // a target group of the cluster that no load balancer of the cluster names
 	checkDuplicateGroup = "duplicate-target-group" // two target groups of the cluster for the same Nodes
 	checkOrphanListener = "orphaned-listener"      // a listener of a shared load balancer of no Service of its share
+	checkHandover       = "share-handover"         // a Service of a share lacks a port free on its share's load balancer
+	checkCreationHeld   = "creation-held"          // the creation brake holds a Service whose load balancer exists
 )
 
 // violation is one broken invariant.
@@ -248,6 +255,7 @@ func checkServices(w *world, inv fake.Inventory, rec *recorder, groups bool) []v
 		lbs[uid] = append(lbs[uid], lb)
 		svc := byUID[uid]
 		switch {
+		case rec.leftBehind[uid]:
 		case svc == nil:
 			add(checkOrphanLB, "%s (%s) belongs to service UID %s, which is gone", lb.ID, lb.Spec.Tags[cloudapi.TagServiceName], uid)
 		case !wantsLoadBalancer(svc):

@@ -19,6 +19,8 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/instancecache"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -164,21 +166,112 @@ type recorder struct {
 	foreignGroups map[string]cloudapi.TargetGroup
 	// groupWrites counts the target group writes sent to the cloud.
 	groupWrites int
-	// world is the simulation's API server in a run with shares, whose load balancer
-	// writes lbWrite checks against it; nil without shares.
+	// world is the simulation's API server.
 	world *world
+	// sharing is how the provider reads the share annotation in a run with shares, whose
+	// load balancer writes lbWrite checks; nil without shares.
+	sharing *sharing
 	// syncing is the UID of the Service whose load balancer the service controller syncs.
 	syncing types.UID
+	// lastEnsure is the error of each Service's last EnsureLoadBalancer, and synced the
+	// Service as last synced (the service controller's cache), by UID.
+	lastEnsure map[types.UID]error
+	synced     map[types.UID]*corev1.Service
+	syncedAt   map[types.UID]time.Time
+	// foreignShareReads counts the reads of a share's load balancer scoped to one
+	// namespace while syncing a Service of another (see lbList).
+	foreignShareReads int
+	// creationsHeld counts the EnsureLoadBalancer calls the creation brake held
+	// (loadbalancer.ErrCreationHeld).
+	creationsHeld int
+
+	// The project switches (project_test.go). other is the other project, nil in a run
+	// without switches; switched is whether the config points at it now.
+	other    *fake.Cloud
+	switched bool
+	// leftBehind holds the UIDs of the Services whose cleanup succeeded while the config
+	// pointed at the other project, and leftBehindShares the shares they were in: what
+	// they had in the cluster's project is left there.
+	leftBehind, leftBehindShares map[string]bool
+	// recreated holds, by owner, when a load balancer was created in the other project
+	// for a Service that had an address (see projectCreate).
+	recreated map[string]time.Time
+	// recreations counts those creates; switchedHeld the creates the creation brake held
+	// and brakeRefused the lookups the deletion brake refused while switched.
+	recreations, switchedHeld, brakeRefused int
+	// addressed holds how many owners of Services with an address there were at each sync
+	// within the creation brake's window while switched (see syncStarts).
+	addressed []addressedAt
+	// restarted holds when the cloud-controller-manager was (re)started.
+	restarted []time.Time
+	// acrossRestarts counts the creation brake's re-creations across restarts
+	// (params.brakeAcrossRestarts).
+	acrossRestarts bool
 }
 
-func newRecorder(cloud *fake.Cloud) *recorder {
-	return &recorder{cloud: cloud, ensured: map[types.UID]corev1.LoadBalancerStatus{}, initialized: map[string]time.Time{}}
+func newRecorder(cloud *fake.Cloud, w *world) *recorder {
+	return &recorder{cloud: cloud, world: w, ensured: map[types.UID]corev1.LoadBalancerStatus{}, initialized: map[string]time.Time{},
+		lastEnsure: map[types.UID]error{}, synced: map[types.UID]*corev1.Service{}, syncedAt: map[types.UID]time.Time{}, leftBehind: map[string]bool{}, leftBehindShares: map[string]bool{}, recreated: map[string]time.Time{}}
+}
+
+// firstStart and lastRestart return when the cloud-controller-manager started first and
+// last; zero before it started.
+func (r *recorder) firstStart() time.Time {
+	if len(r.restarted) == 0 {
+		return time.Time{}
+	}
+	return r.restarted[0]
+}
+
+func (r *recorder) lastRestart() time.Time {
+	if len(r.restarted) == 0 {
+		return time.Time{}
+	}
+	return r.restarted[len(r.restarted)-1]
+}
+
+// project returns the cloud of the project the config points at.
+func (r *recorder) project() *fake.Cloud {
+	if r.switched {
+		return r.other
+	}
+	return r.cloud
+}
+
+// ensureDone records the outcome of a Service's EnsureLoadBalancer.
+func (r *recorder) ensureDone(svc *corev1.Service, err error) {
+	r.lastEnsure[svc.UID] = err
+	if errors.Is(err, loadbalancer.ErrCreationHeld) {
+		r.creationsHeld++
+		if r.switched {
+			r.switchedHeld++
+		}
+	}
+}
+
+// cleanedUp records that the cleanup of svc's load balancer succeeded: while the config
+// points at the other project, what it had in the cluster's is left behind.
+func (r *recorder) cleanedUp(svc *corev1.Service) {
+	if !r.switched {
+		return
+	}
+	r.leftBehind[string(svc.UID)] = true
+	if r.sharing != nil {
+		if key := r.sharing.key(svc); key != "" {
+			r.leftBehindShares[key] = true
+		}
+	}
 }
 
 // lifecycleDeletes checks, at the moment the node lifecycle controller deletes the Node,
-// that its instance is really gone: not found, or terminated.
+// that its instance is really gone (not found, or terminated) and that the config does
+// not point at another project.
 func (r *recorder) lifecycleDeletes(n *corev1.Node) {
 	r.nodeDeletions++
+	if r.switched {
+		r.violations = append(r.violations, violation{Check: checkSwitchedNodeDeleted,
+			Msg: fmt.Sprintf("node %s was deleted while the cloud config pointed at another project", n.Name)})
+	}
 	inst := instanceOf(n, r.cloud.Inventory().Instances)
 	if inst != nil && inst.State != cloudapi.InstanceTerminated {
 		r.violations = append(r.violations, violation{Check: checkNodeDeleted,
@@ -492,6 +585,7 @@ func (c *ccm) syncService(name string) error {
 		if err := c.deleteLoadBalancer(cached); err != nil {
 			return err
 		}
+		c.rec.cleanedUp(cached)
 		delete(c.cache, name)
 		return nil
 	}
@@ -500,9 +594,12 @@ func (c *ccm) syncService(name string) error {
 		if err := c.deleteLoadBalancer(cached); err != nil {
 			return err
 		}
+		c.rec.cleanedUp(cached)
 	}
 	c.rec.syncing = svc.UID
 	c.cache[name] = svc
+	c.rec.synced[svc.UID], c.rec.syncedAt[svc.UID] = svc, c.w.clock.Now()
+	c.rec.syncStarts()
 	deleted, err := c.syncLoadBalancer(svc)
 	if err != nil {
 		return err
@@ -537,6 +634,7 @@ func (c *ccm) syncLoadBalancer(svc *corev1.Service) (bool, error) {
 				return true, fmt.Errorf("failed to delete load balancer: %w", err)
 			}
 		}
+		c.rec.cleanedUp(svc)
 		if servicehelpers.HasLBFinalizer(svc) {
 			c.w.updateService(svc.Name, func(s *corev1.Service) {
 				s.Finalizers = slices.DeleteFunc(s.Finalizers, func(f string) bool { return f == servicehelpers.LoadBalancerCleanupFinalizer })
@@ -552,6 +650,7 @@ func (c *ccm) syncLoadBalancer(svc *corev1.Service) (bool, error) {
 		nodes := stableNodes(c.w.listNodes())
 		c.lastSynced[svc.Name] = nodes
 		st, err := c.lb.EnsureLoadBalancer(c.ctx, clusterName, svc, nodes)
+		c.rec.ensureDone(svc, err)
 		if err != nil {
 			return false, fmt.Errorf("failed to ensure load balancer: %w", err)
 		}
@@ -661,6 +760,9 @@ func (c *ccm) monitorNodes() {
 		}
 		exists, err := c.inst.InstanceExists(c.ctx, n)
 		if err != nil {
+			if c.rec.switched && errors.Is(err, instancecache.ErrBrake) {
+				c.rec.brakeRefused++
+			}
 			continue
 		}
 		if !exists {

@@ -28,6 +28,9 @@
 //     forgotten by the cloud an hour later.
 //   - Cloud-controller-manager restarts: a new provider.New over the same cloud, and
 //     controllers that lose all their in-memory state.
+//   - The cloud config, in a run with project switches: the operator points it at another
+//     project, an empty one, and a few dozen operations later back (each a restart, as a
+//     config change takes effect; project_test.go says how), while the world goes on.
 //
 // A run is on a cloud with or without target groups (cloudapi.TargetGroupAPI; the fake's
 // Capabilities.TargetGroups, which the provider then uses: see package loadbalancer's
@@ -51,13 +54,38 @@
 // A run may put Services in shares (loadbalancer.AnnotationShare; share_test.go says how):
 // create-service and update-annotations give a Service one of two shares or none, so that
 // Services join, leave, move and are deleted, agreeing with their share or not, on the
-// same ports or not. At every load balancer write it checks that a share's last load
-// balancer is not deleted while a Service of the share exists (but by its only Service
-// with listeners on it, replacing it) and that a write about one Service removes no
-// listener of another that exists; once settled, one load balancer per share at most,
-// none of a share without a Service, and no listener of a Service not in the share.
-// TestSoakRegressions replays the orders of events it found wrong once;
-// TestShareChecksCatchViolations holds its checks to finding what they look for.
+// same ports or not, and a third of those that join ask for the ports another Service of
+// the share has (they wait for them: loadbalancer.ErrPortsTaken). Its Services are in two
+// namespaces, and the seed decides whether the provider shares across namespaces
+// (loadBalancer.shareAcrossNamespaces): a share is its namespace's, or every namespace's,
+// and the checks count a share's Services in that scope, whichever Service a write is
+// about (a sync of one namespace revisits the shares of another that the snapshot is
+// unsure of after a fault; the run counts those reads). At every load balancer write it
+// checks that a share's last load balancer is not deleted while a Service of the share
+// exists (but by a Service of the share replacing it, when no other Service's listener is
+// on it or each such Service asks for what it asks for); that a write about one Service
+// removes no listener of another that exists; that a write puts a Service's listener
+// only onto a load balancer of its share that is what it asks for (a port handed over, or
+// carried from a duplicate, too); and that a write that frees a port a Service of the
+// share waits for hands it over in that write. At every condition the provider writes, no
+// Service of a share is LoadBalancerReady while another Service has its every port. Once
+// settled: one load balancer per share at most, none of a share without a Service, no
+// listener of a Service not in the share, and every Service of a share that does not
+// disagree with it has each port it asks for, to its node port, unless another Service
+// has it (the ports freed were handed over), and is not ready while another has them
+// all. TestSoakRegressions replays the orders of events it found wrong once (and, skipped,
+// those it found that are not fixed yet); TestShareChecksCatchViolations holds its checks
+// to finding what they look for.
+//
+// A run may switch the cloud config to another project and back (project_test.go says
+// how). While it points there no Node may be deleted (the deletion brake refuses every
+// answer "gone" of an empty project), and within the creation brake's window no more
+// owners (Services, or shares) of Services with an address may get a load balancer there
+// than the creation brake allows (loadbalancer.CreationBrake; its memory is its
+// process's, so it is counted since the last restart). A Service cleaned up while
+// switched leaves what it had in the cluster's project, by design; the end checks allow
+// that. TestBrakeChecksCatchViolations runs a switch with either brake off and expects its
+// check to report it.
 //
 // After the history the faults stop, the controllers run for the settle window (the
 // longest back-off of the service and cloud node controllers, 300s and 1000s, plus the
@@ -69,9 +97,12 @@
 // cache.maxAge ago). Then the operator acknowledges (instances.AnnotationAcknowledgeGone)
 // every Node whose instance is gone in the cloud while the brake is engaged (a cluster
 // whose every instance went within one list, which the brake cannot tell from another
-// project), as the brake's event asks, and the controllers run the settle window once
-// more; a Node the brake holds only for its allowance is left to it. The end state is
-// then checked:
+// project), as the brake's event asks, and every Service the creation brake holds (its
+// condition says CreationHeld: a Service that got its address in another project, or
+// moved out of a share, while more than the brake allows wait) with
+// loadbalancer.AnnotationAcknowledgeNewLoadBalancer, and the controllers run the settle
+// window once more; a Node the brake holds only for its allowance is left to it. The end
+// state is then checked:
 //
 //   - no Service ever had two load balancers at once (fake.Cloud.LoadBalancerHistory is
 //     replayed), and every update's Changes were its real diff, also for the client's
@@ -92,8 +123,10 @@
 //     there is at most one group of the cluster per cloudapi.TagTargetGroup value (a
 //     duplicate may exist while the faults are on, not at the end);
 //   - no load balancer or route of the cluster is orphaned (fake.Cloud.Inventory): every
-//     load balancer belongs to a Service that wants one, every route to an existing Node's
-//     pod CIDR and instance, none a blackhole; every pod CIDR has its route;
+//     load balancer belongs to a Service that wants one (but one a cleanup while the config
+//     pointed at another project left), every route to an existing Node's pod CIDR and
+//     instance, none a blackhole; every pod CIDR has its route;
+//   - the creation brake holds no Service whose load balancer exists;
 //   - every LoadBalancer Service has exactly one load balancer, active, and its status is
 //     both the last successful EnsureLoadBalancer's and the load balancer's addresses; its
 //     listeners are its ports and node ports; its targets are the instances of the Nodes
@@ -160,7 +193,10 @@
 // condition and its watch-based mode; events, metrics and leader election; API server
 // failures, conflicts and informer lag; the kube-controller-manager's eviction; Nodes
 // that re-register; node address changes; the watch of node labels
-// (loadbalancer.WatchNodeLabels). The history has no Services with a node selector (so a
+// (loadbalancer.WatchNodeLabels); the sweeper (package sweeper, off by default); a cloud
+// config that changes without a restart (credentials rotated under the running process),
+// and another project that has instances of its own (the deletion brake bounds a process
+// started against one only by its share of those). The history has no Services with a node selector (so a
 // cloud with target groups has one group of the cluster, that of every Node), a
 // LoadBalancerClass, spec.loadBalancerIP or the ip-addresses annotation, no malformed
 // annotations (a Service with one fails by design and never converges), and no adoption
@@ -170,10 +206,11 @@
 //
 // # Determinism and reproducing a failure
 //
-// Everything derives from the seed and whether the cloud has target groups: the history
-// (each operation carries all its random choices and its original index), the knobs of
-// the run (the provider's retry attempts, the fake's page sizes and provisioning reads)
-// and the faults. Each step (an operation and
+// Everything derives from the seed and the run's choices (target groups, shares, project
+// switches): the history (each operation carries all its random choices and its original
+// index), the knobs of the run (the provider's retry attempts and
+// loadBalancer.shareAcrossNamespaces, the fake's page sizes and provisioning reads) and
+// the faults. Each step (an operation and
 // the controllers' work until the next one) gets its own faultinject.Client seeded with
 // the seed and the operation's index; faultinject draws its decisions from (seed,
 // operation, call number), and the numbering starts at every step, so the faults of a step
@@ -185,17 +222,19 @@
 // debugging to a sub-history that still fails a check of the same name, and prints it
 // with the command that replays it:
 //
-//	go test ./internal/soak -run 'TestSoak$' -soak.seed=2 -soak.ops=1000 -soak.faults=0.2 -soak.groups=false -soak.only=9,12
+//	go test ./internal/soak -run 'TestSoak$' -soak.seed=2 -soak.ops=1000 -soak.faults=0.2 -soak.groups=false -soak.shares=false -soak.switches=false -soak.only=9,12
 //
 // # Flags
 //
 //	-soak.ops=N       operations of one run (default 3000 with -soak.seed); without both
-//	                  flags the CI soak runs: seeds 1, 2 and 3 of 3000 operations each
-//	                  without target groups, seed 4 of 3000 operations with them, and
-//	                  seed 7 of 1000 operations with shares (skipped, see above)
+//	                  flags the CI soak runs: seeds 1, 2 and 3 of 2500 operations each
+//	                  without target groups, seed 4 of 2500 operations with them, and
+//	                  seeds 7 and 35 of 1000 operations with shares and project switches
+//	                  (7 shares across namespaces, 35 does not)
 //	-soak.seed=S      the seed of one run; 0 with -soak.ops picks one from the clock and logs it
 //	-soak.groups      the run of -soak.seed is on a cloud with target groups
 //	-soak.shares      the run of -soak.seed puts Services in shares
+//	-soak.switches    the run of -soak.seed switches the cloud config to another project and back
 //	-soak.faults=F    share of calls that fail while faults are on (default 0.2)
 //	-soak.only=LIST   replay only the operations with these indices
 //	-soak.shrink=D    wall-time budget for shrinking a failure (default 2m; 0 disables)

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -19,19 +20,22 @@ func (s *sim) kube() *kubefake.Clientset {
 	kube := kubefake.NewClientset()
 	// The provider's events are not checked: dropped, not stored.
 	kube.PrependReactor("*", "events", func(k8stesting.Action) (bool, runtime.Object, error) { return true, &corev1.Event{}, nil })
-	// The load balancers list the Services (whether a share has another Service): the
-	// world's.
-	kube.PrependReactor("list", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+	// The load balancers list the Services (whether a share has another Service, how many
+	// Services have an address): the world's, of the namespace asked for (every one for
+	// metav1.NamespaceAll).
+	kube.PrependReactor("list", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		list := &corev1.ServiceList{}
 		for _, name := range s.w.serviceNames() {
-			list.Items = append(list.Items, *s.w.service(name))
+			if svc := s.w.service(name); a.GetNamespace() == metav1.NamespaceAll || svc.Namespace == a.GetNamespace() {
+				list.Items = append(list.Items, *svc)
+			}
 		}
 		return true, list, nil
 	})
 	kube.PrependReactor("patch", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.PatchAction)
 		cur := s.w.service(p.GetName())
-		if cur == nil {
+		if cur == nil || cur.Namespace != p.GetNamespace() {
 			return true, nil, apierrors.NewNotFound(corev1.Resource("services"), p.GetName())
 		}
 		original, err := json.Marshal(cur)
@@ -57,6 +61,9 @@ func (s *sim) kube() *kubefake.Clientset {
 				svc.Annotations = next.Annotations
 			}
 		})
+		if p.GetSubresource() == "status" {
+			s.rec.conditionWritten(s.w.service(p.GetName()))
+		}
 		return true, s.w.service(p.GetName()), nil
 	})
 	return kube

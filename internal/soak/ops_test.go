@@ -89,6 +89,16 @@ type op struct {
 	// its ports (see sim.prepareShare). Only a run with shares applies them.
 	Share string
 	Agree bool
+	// Namespace is the Service's namespace (create-service); TakePorts makes a Service
+	// that joins a share (create-service, update-annotations) ask for the ports another
+	// Service of the share has, so that it waits for them (see sim.prepareShare). Only a
+	// run with shares applies them.
+	Namespace string
+	TakePorts bool
+	// Project switches the cloud config after the operation: to another project
+	// (projectOther) or back to the cluster's (projectOwn); empty for neither. Only a run
+	// with project switches applies it (see project_test.go).
+	Project string
 	// Advance is the virtual time the controllers run after the operation.
 	Advance time.Duration
 }
@@ -120,7 +130,7 @@ func (o op) String() string {
 		if o.Adopt {
 			b.WriteString(" adopt")
 		}
-		fmt.Fprintf(&b, " annotations=%s%s", annotationsString(o.Annotations), o.shareString())
+		fmt.Fprintf(&b, " annotations=%s%s namespace=%s", annotationsString(o.Annotations), o.shareString(), o.Namespace)
 	case opUpdatePorts:
 		fmt.Fprintf(&b, " ports=%s", portsString(o.Ports))
 	case opUpdateAnnotations:
@@ -134,6 +144,9 @@ func (o op) String() string {
 	case opExcludeNode:
 		fmt.Fprintf(&b, " exclude=%t", o.Exclude)
 	}
+	if o.Project != "" {
+		fmt.Fprintf(&b, " project=%s", o.Project)
+	}
 	fmt.Fprintf(&b, " then %s", o.Advance)
 	return b.String()
 }
@@ -144,6 +157,10 @@ func (o op) shareString() string {
 	switch {
 	case o.Share == "":
 		return " share=none"
+	case o.Agree && o.TakePorts:
+		return " share=" + o.Share + " agreeing taking-ports"
+	case o.TakePorts:
+		return " share=" + o.Share + " taking-ports"
 	case o.Agree:
 		return " share=" + o.Share + " agreeing"
 	}
@@ -182,12 +199,18 @@ type generator struct {
 	handover *rand.Rand
 	// sharing draws the share of a Service (op.Share, op.Agree), from a stream of its own
 	// for the same reason.
-	sharing  *rand.Rand
-	services map[string]bool // live Service names → type LoadBalancer
-	deleted  []string        // names of deleted Services, which may be reused
-	nodes    []string        // Nodes whose instance should exist
-	svcSeq   int
-	nodeSeq  int
+	sharing *rand.Rand
+	// placing draws a Service's namespace and whether it takes another's ports
+	// (op.Namespace, op.TakePorts), and projects the project switches (op.Project), each
+	// from a stream of its own for the same reason; away is whether the history's last
+	// switch was to another project.
+	placing, projects *rand.Rand
+	away              bool
+	services          map[string]bool // live Service names → type LoadBalancer
+	deleted           []string        // names of deleted Services, which may be reused
+	nodes             []string        // Nodes whose instance should exist
+	svcSeq            int
+	nodeSeq           int
 }
 
 // generate returns the history of n operations for seed.
@@ -196,6 +219,8 @@ func generate(seed int64, n int) []op {
 		rng:      rand.New(rand.NewPCG(uint64(seed), 0x50a4c0de)),
 		handover: rand.New(rand.NewPCG(uint64(seed), 0xad0b7)),
 		sharing:  rand.New(rand.NewPCG(uint64(seed), 0x5ba4e)),
+		placing:  rand.New(rand.NewPCG(uint64(seed), 0x9ace)),
+		projects: rand.New(rand.NewPCG(uint64(seed), 0x9a0e)),
 		services: map[string]bool{},
 	}
 	ops := make([]op, n)
@@ -253,7 +278,7 @@ func (g *generator) next(i int) op {
 		pick -= c.weight
 	}
 
-	o := op{Index: i, Kind: kind, Advance: g.advance()}
+	o := op{Index: i, Kind: kind, Advance: g.advance(), Project: g.project()}
 	switch kind {
 	case opCreateService:
 		if len(g.deleted) > 0 && g.rng.IntN(3) == 0 {
@@ -277,6 +302,8 @@ func (g *generator) next(i int) op {
 			}
 		}
 		o.Share, o.Agree = g.share()
+		o.Namespace = namespaces[g.placing.IntN(len(namespaces))]
+		o.TakePorts = g.placing.IntN(3) == 0
 		g.services[o.Name] = o.LoadBalancer
 	case opUpdatePorts:
 		o.Name = g.someService()
@@ -285,6 +312,7 @@ func (g *generator) next(i int) op {
 		o.Name = g.someService()
 		o.Annotations = g.annotations(o.Name)
 		o.Share, o.Agree = g.share()
+		o.TakePorts = g.placing.IntN(3) == 0
 	case opSetType:
 		o.Name = g.someService()
 		o.LoadBalancer = !g.services[o.Name]
@@ -333,6 +361,27 @@ func (g *generator) share() (string, bool) {
 		return "", false
 	}
 	return shareNames[g.sharing.IntN(len(shareNames))], g.sharing.IntN(3) > 0
+}
+
+// The values of op.Project.
+const (
+	projectOther = "other" // the cloud config now points at another project
+	projectOwn   = "own"   // the cloud config points at the cluster's project again
+)
+
+// project returns the project switch after an operation: now and then to another
+// project, and back a few dozen operations later (several virtual minutes: longer than
+// the instance snapshot's age, within the brakes' window or beyond it).
+func (g *generator) project() string {
+	switch {
+	case !g.away && g.projects.IntN(250) == 0:
+		g.away = true
+		return projectOther
+	case g.away && g.projects.IntN(40) == 0:
+		g.away = false
+		return projectOwn
+	}
+	return ""
 }
 
 func (g *generator) someService() string {

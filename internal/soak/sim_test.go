@@ -87,6 +87,24 @@ type params struct {
 	// shares puts Services in shares (op.Share; see share_test.go), chosen per run
 	// (defaultRuns, -soak.shares).
 	shares bool
+	// placed makes a run with shares put its Services in namespaces (op.Namespace) and
+	// let them join shares asking for another's ports (op.TakePorts); the regressions
+	// found before it run without (TestSoakRegressions).
+	placed bool
+	// acrossNamespaces is the provider's loadBalancer.shareAcrossNamespaces: whether a
+	// share's name is the same in every namespace (see sharing).
+	acrossNamespaces bool
+	// switches applies the history's project switches (op.Project; see project_test.go),
+	// chosen per run (defaultRuns, -soak.switches).
+	switches bool
+	// deletionBrakeOff and creationBrakeOff switch the provider's brakes off
+	// (nodes.deletionBrake.enabled, loadBalancer.creationBrake.enabled): only the tests
+	// that show what the checks of the project switches catch without them do.
+	deletionBrakeOff, creationBrakeOff bool
+	// brakeAcrossRestarts holds the creation brake to its allowance within its window
+	// across restarts of the cloud-controller-manager, not only since the last one (see
+	// recorder.projectCreate): its memory is its process's.
+	brakeAcrossRestarts bool
 }
 
 // paramsFor derives the knobs of a run from its seed, so that seeds also vary the cloud.
@@ -99,12 +117,13 @@ func paramsFor(seed int64, faultRate float64) params {
 		pageSize:          2 + int(x>>8%6),
 		routePageSize:     []int{0, 0, 3}[x>>16%3],
 		provisioningReads: int(x >> 24 % 3),
+		acrossNamespaces:  x>>32%2 == 1,
 	}
 }
 
 func (p params) String() string {
-	return fmt.Sprintf("seed=%d faults=%g maxAttempts=%d pageSize=%d routePageSize=%d provisioningReads=%d targetGroups=%t shares=%t",
-		p.seed, p.faultRate, p.maxAttempts, p.pageSize, p.routePageSize, p.provisioningReads, p.targetGroups, p.shares)
+	return fmt.Sprintf("seed=%d faults=%g maxAttempts=%d pageSize=%d routePageSize=%d provisioningReads=%d targetGroups=%t shares=%t acrossNamespaces=%t switches=%t",
+		p.seed, p.faultRate, p.maxAttempts, p.pageSize, p.routePageSize, p.provisioningReads, p.targetGroups, p.shares, p.acrossNamespaces, p.switches)
 }
 
 // mix is the splitmix64 finalizer over a and b: the seed of a step's faults.
@@ -171,8 +190,18 @@ type result struct {
 	// instance is gone while the deletion brake was engaged (see acknowledgeGone).
 	acknowledged int
 	// sharedWrites counts the writes of shared load balancers; sharedByMany those that
-	// left one with the listeners of two Services or more.
-	sharedWrites, sharedByMany int
+	// left one with the listeners of two Services or more; foreignShareReads the reads of a
+	// share scoped to one namespace while syncing a Service of another; portsTaken the
+	// Services that joined a share asking for another's ports (op.TakePorts).
+	sharedWrites, sharedByMany, foreignShareReads, portsTaken int
+	// creationsHeld counts the syncs the creation brake held; acknowledgedNew the
+	// Services the operator acknowledged a new load balancer of (see acknowledgeHeld).
+	creationsHeld, acknowledgedNew int
+	// switches counts the project switches to another project; recreations the load
+	// balancers created there for Services with an address, switchedHeld the creates
+	// the creation brake held there, brakeRefused the lookups the deletion brake refused
+	// there, and leftBehind the Services whose cleanup ran there.
+	switches, recreations, switchedHeld, brakeRefused, leftBehind int
 	// virtual is the virtual time the run took.
 	virtual time.Duration
 	// initialized holds when, after the run's start, each Node was last initialized.
@@ -188,12 +217,16 @@ type sim struct {
 	w     *world
 	cloud *fake.Cloud
 	sw    *switchClient
-	// watched is the cloud as the fault injectors wrap it: the fake with its target group
-	// writes watched by the recorder (see watchedCloud).
-	watched cloudapi.Client
-	rec     *recorder
-	ccm     *ccm
-	res     result
+	// watched is the cloud as the fault injectors wrap it: the project the config points
+	// at (switched by op.Project), which is the fake with its load balancer and target
+	// group writes watched by the recorder (see watchedCloud), or the other project.
+	watched *switchClient
+	// own and other are the cluster's project (watched) and the other project (nil in a
+	// run without switches).
+	own, other cloudapi.Client
+	rec        *recorder
+	ccm        *ccm
+	res        result
 	// start is when the run began.
 	start time.Time
 	// terminated holds when each terminated instance was terminated: the cloud forgets
@@ -241,6 +274,9 @@ func (s *sim) execute(ops []op) error {
 		s.addGroupFaults(counts)
 	}
 	s.sw.set(s.watched)
+	if err := s.switchProject(projectOwn); err != nil {
+		return err
+	}
 	settle := settleWindow + brakeSettle(len(s.goneNodes()))
 	if s.p.targetGroups {
 		settle += groupSettle
@@ -248,9 +284,9 @@ func (s *sim) execute(ops []op) error {
 	if err := s.ccm.runUntil(s.clock.Now().Add(settle)); err != nil {
 		return fmt.Errorf("while settling: %w", err)
 	}
-	if s.acknowledgeGone() > 0 {
+	if s.acknowledgeGone()+s.acknowledgeHeld() > 0 {
 		if err := s.ccm.runUntil(s.clock.Now().Add(settleWindow)); err != nil {
-			return fmt.Errorf("while settling after acknowledging gone instances: %w", err)
+			return fmt.Errorf("while settling after the operator's acknowledgements: %w", err)
 		}
 	}
 	s.res.virtual = s.clock.Now().Sub(s.start)
@@ -341,7 +377,7 @@ func (s *sim) finish() result {
 	}
 	s.res.violations = append(slices.Clone(s.rec.violations), check(s.w, s.cloud, s.rec, s.p.targetGroups)...)
 	if s.p.shares {
-		s.res.violations = append(s.res.violations, checkShares(s.w, s.cloud.Inventory())...)
+		s.res.violations = append(s.res.violations, checkShares(s.w, s.cloud.Inventory(), s.rec)...)
 	}
 	for _, pending := range s.ccm.pendingRetries() {
 		if name, ok := strings.CutPrefix(pending, "service "); ok && shareOf(s.w.service(name)) != "" {
@@ -355,6 +391,10 @@ func (s *sim) finish() result {
 	s.res.adoptions, s.res.groupAdoptions, s.res.releases = handovers(s.cloud.LoadBalancerHistory(), s.rec.foreignGroups)
 	s.res.nodeDeletions = s.rec.nodeDeletions
 	s.res.sharedWrites, s.res.sharedByMany = sharedWrites(s.cloud.LoadBalancerHistory())
+	s.res.foreignShareReads = s.rec.foreignShareReads
+	s.res.creationsHeld = s.rec.creationsHeld
+	s.res.recreations, s.res.switchedHeld, s.res.brakeRefused = s.rec.recreations, s.rec.switchedHeld, s.rec.brakeRefused
+	s.res.leftBehind = len(s.rec.leftBehind)
 	s.res.initialized = make(map[string]time.Duration, len(s.rec.initialized))
 	for name, at := range s.rec.initialized {
 		s.res.initialized[name] = at.Sub(s.start)
@@ -404,12 +444,14 @@ func newSim(p params) (*sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := newRecorder(cloud)
-	watched := &watchedCloud{Client: cloud, rec: rec}
 	w := newWorld(c)
+	rec := newRecorder(cloud, w)
 	if p.shares {
-		rec.world = w
+		rec.sharing = &sharing{across: p.acrossNamespaces}
 	}
+	rec.acrossRestarts = p.brakeAcrossRestarts
+	own := &watchedCloud{Client: cloud, rec: rec}
+	watched := &switchClient{cur: own, groups: groups}
 	s := &sim{
 		p:       p,
 		ctx:     klog.NewContext(context.Background(), klog.Logger{}), // the zero logger discards
@@ -418,6 +460,7 @@ func newSim(p params) (*sim, error) {
 		cloud:   cloud,
 		sw:      &switchClient{cur: watched, groups: groups},
 		watched: watched,
+		own:     own,
 		rec:     rec,
 
 		terminated: map[string]time.Time{},
@@ -425,15 +468,25 @@ func newSim(p params) (*sim, error) {
 	if err := s.seedLoadBalancers(); err != nil {
 		return nil, err
 	}
+	if p.switches {
+		if err := s.newOtherProject(); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
-// restart starts a new cloud-controller-manager: a new provider over the same cloud, and
-// controllers with empty memories.
+// restart starts a new cloud-controller-manager: a new provider over the cloud of the
+// project the config points at (watched), and controllers with empty memories.
 func (s *sim) restart() error {
-	routesOn := true
+	routesOn, deletionBrake, creationBrake := true, !s.p.deletionBrakeOff, !s.p.creationBrakeOff
 	cloud, err := provider.New(provider.Config{
 		Cluster: provider.ClusterConfig{ID: clusterID},
+		LoadBalancer: provider.LoadBalancerConfig{
+			ShareAcrossNamespaces: s.p.acrossNamespaces,
+			CreationBrake:         provider.CreationBrakeConfig{Enabled: &creationBrake},
+		},
+		Nodes: provider.NodesConfig{DeletionBrake: provider.DeletionBrakeConfig{Enabled: &deletionBrake}},
 		CloudAPI: provider.CloudAPIConfig{
 			Unlimited: true, // no client-side limit: waits would be real time
 			Retry: provider.RetryConfig{
@@ -452,6 +505,7 @@ func (s *sim) restart() error {
 	}
 	s.stop = make(chan struct{})
 	cloud.Initialize(&providertest.ClientBuilder{Kube: s.kube()}, s.stop)
+	s.rec.restarted = append(s.rec.restarted, s.clock.Now())
 	s.ccm, err = startCCM(s.ctx, s.w, s.rec, cloud)
 	return err
 }
@@ -479,21 +533,14 @@ func (s *sim) apply(o op) error {
 	switch o.Kind {
 	case opCreateService:
 		svc := newService(o)
+		if s.p.shares && s.p.placed {
+			svc.Namespace = o.Namespace
+		}
 		s.prepareCreate(svc, o)
 		s.prepareShare(svc, o)
 		ok = s.w.createService(svc) == nil
 	case opUpdatePorts:
-		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) {
-			old := svc.Spec.Ports
-			svc.Spec.Ports = slices.Clone(o.Ports)
-			for i, p := range svc.Spec.Ports {
-				for _, q := range old { // the client keeps the node ports of unchanged ports
-					if q.Port == p.Port && q.Protocol == p.Protocol {
-						svc.Spec.Ports[i].NodePort = q.NodePort
-					}
-				}
-			}
-		})
+		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) { setPorts(svc, o.Ports) })
 	case opUpdateAnnotations:
 		ok = s.updateLiveService(o.Name, func(svc *corev1.Service) {
 			s.prepareAnnotations(svc, o.Annotations)
@@ -559,7 +606,25 @@ func (s *sim) apply(o op) error {
 	} else {
 		s.res.skipped++
 	}
+	if s.p.switches {
+		return s.switchProject(o.Project)
+	}
 	return nil
+}
+
+// setPorts gives svc ports as a client sets them: without node ports, but those of the
+// ports it had already (the same protocol and port), which the client keeps.
+func setPorts(svc *corev1.Service, ports []corev1.ServicePort) {
+	old := svc.Spec.Ports
+	svc.Spec.Ports = slices.Clone(ports)
+	for i, p := range svc.Spec.Ports {
+		svc.Spec.Ports[i].NodePort = 0
+		for _, q := range old {
+			if q.Port == p.Port && q.Protocol == p.Protocol {
+				svc.Spec.Ports[i].NodePort = q.NodePort
+			}
+		}
+	}
 }
 
 // updateLiveService changes a Service that exists and is not being deleted.
@@ -766,41 +831,65 @@ func (a switchGroups) DeleteTargetGroup(ctx context.Context, id string) error {
 	return a.api().DeleteTargetGroup(ctx, id)
 }
 
-// watchedCloud is the fake cloud with its target group writes watched: the fault injectors
-// wrap it, so every write that reaches the cloud passes here, also one whose answer an
-// ambiguous fault then loses. The recorder checks each against the group it changes (see
-// recorder.groupWrite).
+// watchedCloud is a fake cloud with its writes watched: the fault injectors wrap it, so
+// every write that reaches the cloud passes here, also one whose answer an ambiguous fault
+// then loses. The recorder checks the cluster's project's load balancer and target group
+// writes (see recorder.lbWrite, recorder.groupWrite), and the other project's load
+// balancer creates (other; see recorder.projectCreate).
 type watchedCloud struct {
 	cloudapi.Client
-	rec *recorder
+	rec   *recorder
+	other bool
 }
 
-// LoadBalancers returns the cloud's load balancer API, watched (see recorder.lbWrite).
+// LoadBalancers returns the cloud's load balancer API, watched.
 func (c *watchedCloud) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) {
 	lbs, ok := c.Client.LoadBalancers()
-	return watchedLBs{LoadBalancerAPI: lbs, rec: c.rec}, ok
+	return watchedLBs{LoadBalancerAPI: lbs, rec: c.rec, other: c.other}, ok
 }
 
 type watchedLBs struct {
 	cloudapi.LoadBalancerAPI
-	rec *recorder
+	rec   *recorder
+	other bool
+}
+
+func (a watchedLBs) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.LoadBalancerPage, error) {
+	if !a.other {
+		a.rec.lbList(opts)
+	}
+	return a.LoadBalancerAPI.ListLoadBalancers(ctx, opts)
+}
+
+func (a watchedLBs) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
+	if a.other {
+		a.rec.projectCreate(spec)
+	} else {
+		a.rec.lbWrite(cloudapi.OpCreateLoadBalancer, "", &spec)
+	}
+	return a.LoadBalancerAPI.CreateLoadBalancer(ctx, spec)
 }
 
 func (a watchedLBs) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
-	a.rec.lbWrite(cloudapi.OpUpdateLoadBalancer, id, update.Spec.Listeners)
+	if !a.other {
+		a.rec.lbWrite(cloudapi.OpUpdateLoadBalancer, id, &update.Spec)
+	}
 	return a.LoadBalancerAPI.UpdateLoadBalancer(ctx, id, update)
 }
 
 func (a watchedLBs) DeleteLoadBalancer(ctx context.Context, id string) error {
-	a.rec.lbWrite(cloudapi.OpDeleteLoadBalancer, id, nil)
+	if !a.other {
+		a.rec.lbWrite(cloudapi.OpDeleteLoadBalancer, id, nil)
+	}
 	return a.LoadBalancerAPI.DeleteLoadBalancer(ctx, id)
 }
 
-// TargetGroups returns the cloud's target group API, watched, when the cloud has one.
+// TargetGroups returns the cloud's target group API, when the cloud has one: watched in
+// the cluster's project.
 func (c *watchedCloud) TargetGroups() (cloudapi.TargetGroupAPI, bool) {
 	g, ok := cloudapi.TargetGroups(c.Client)
-	if !ok {
-		return nil, false
+	if !ok || c.other {
+		return g, ok
 	}
 	return watchedGroups{inner: g, rec: c.rec}, true
 }

@@ -18,29 +18,33 @@ import (
 )
 
 var (
-	flagOps    = flag.Int("soak.ops", 0, "operations of one run; 0 without -soak.seed runs the default soak (a few seeds, sized for CI)")
-	flagSeed   = flag.Int64("soak.seed", 0, "seed of one run; 0 with -soak.ops picks one from the clock and logs it")
-	flagFaults = flag.Float64("soak.faults", 0.2, "share of cloud calls that fail while faults are on")
-	flagOnly   = flag.String("soak.only", "", "replay only these operations of the history, by index (\"3,17,42\"), as a failure prints them")
-	flagShrink = flag.Duration("soak.shrink", 2*time.Minute, "wall-time budget for shrinking a failing history; 0 does not shrink")
-	flagLog    = flag.Bool("soak.log", false, "log every operation of the history")
-	flagGroups = flag.Bool("soak.groups", false, "give the cloud target groups in the run of -soak.seed")
-	flagShares = flag.Bool("soak.shares", false, "put Services in shares in the run of -soak.seed")
+	flagOps      = flag.Int("soak.ops", 0, "operations of one run; 0 without -soak.seed runs the default soak (a few seeds, sized for CI)")
+	flagSeed     = flag.Int64("soak.seed", 0, "seed of one run; 0 with -soak.ops picks one from the clock and logs it")
+	flagFaults   = flag.Float64("soak.faults", 0.2, "share of cloud calls that fail while faults are on")
+	flagOnly     = flag.String("soak.only", "", "replay only these operations of the history, by index (\"3,17,42\"), as a failure prints them")
+	flagShrink   = flag.Duration("soak.shrink", 2*time.Minute, "wall-time budget for shrinking a failing history; 0 does not shrink")
+	flagLog      = flag.Bool("soak.log", false, "log every operation of the history")
+	flagGroups   = flag.Bool("soak.groups", false, "give the cloud target groups in the run of -soak.seed")
+	flagShares   = flag.Bool("soak.shares", false, "put Services in shares in the run of -soak.seed")
+	flagSwitches = flag.Bool("soak.switches", false, "switch the cloud config to another project and back in the run of -soak.seed")
 )
+
+// defaultOps is the length of the history of -soak.seed without -soak.ops.
+const defaultOps = 3000
 
 // defaultRuns is the soak of `go test ./...`: seeds that also vary the cloud's knobs (see
 // paramsFor), sized to take seconds under -race; groups gives the cloud target groups.
 var defaultRuns = []struct {
-	seed   int64
-	ops    int
-	groups bool
-	shares bool
+	seed                     int64
+	ops                      int
+	groups, shares, switches bool
 }{
-	{seed: 1, ops: 3000},
-	{seed: 2, ops: 3000},
-	{seed: 3, ops: 3000},
-	{seed: 4, ops: 3000, groups: true},
-	{seed: 7, ops: 1000, shares: true},
+	{seed: 1, ops: 2500},
+	{seed: 2, ops: 2500},
+	{seed: 3, ops: 2500},
+	{seed: 4, ops: 2500, groups: true},
+	{seed: 7, ops: 1000, shares: true, switches: true},
+	{seed: 35, ops: 1000, shares: true, switches: true},
 }
 
 func TestMain(m *testing.M) {
@@ -54,9 +58,9 @@ func TestSoak(t *testing.T) {
 			seed = time.Now().UnixNano()
 		}
 		if n <= 0 {
-			n = defaultRuns[0].ops
+			n = defaultOps
 		}
-		soak(t, seed, n, *flagGroups, *flagShares)
+		soak(t, seed, n, *flagGroups, *flagShares, *flagSwitches)
 		return
 	}
 	for _, r := range defaultRuns {
@@ -67,19 +71,22 @@ func TestSoak(t *testing.T) {
 		if r.shares {
 			name += ",shares"
 		}
+		if r.switches {
+			name += ",switches"
+		}
 		t.Run(name, func(t *testing.T) {
-			soak(t, r.seed, r.ops, r.groups, r.shares)
+			soak(t, r.seed, r.ops, r.groups, r.shares, r.switches)
 		})
 	}
 }
 
 // soak runs the history of seed with n operations (or the part -soak.only names), on a
-// cloud with target groups when groups, with Services in shares when shares, and on a
-// violation shrinks the history and reports the seed and the smallest failing history.
-func soak(t *testing.T, seed int64, n int, groups, shares bool) {
+// cloud with target groups when groups, with Services in shares when shares, with the
+// project switches of the history when switches, and on a violation shrinks the history
+// and reports the seed and the smallest failing history.
+func soak(t *testing.T, seed int64, n int, groups, shares, switches bool) {
 	p := paramsFor(seed, *flagFaults)
-	p.targetGroups = groups
-	p.shares = shares
+	p.targetGroups, p.shares, p.placed, p.switches = groups, shares, shares, switches
 	ops := generate(seed, n)
 	replay := *flagOnly != ""
 	if replay {
@@ -118,9 +125,21 @@ func soak(t *testing.T, seed int64, n int, groups, shares bool) {
 		assert.NotZero(t, res.groupFaults[cloudapi.OpUpdateTargetGroup][faultinject.Ambiguous], "no target group update lost its answer")
 		assert.NotZero(t, res.groupAdoptions, "no load balancer that named the operator's target group was ever adopted")
 	}
+	t.Logf("%d syncs held by the creation brake, %d Services acknowledged a new load balancer", res.creationsHeld, res.acknowledgedNew)
 	if p.shares {
-		t.Logf("%d writes of shared load balancers, %d with the listeners of several Services", res.sharedWrites, res.sharedByMany)
+		t.Logf("%d writes of shared load balancers, %d with the listeners of several Services, %d reads of a share of one namespace while syncing a Service of another; %d Services joined a share asking for another's ports",
+			res.sharedWrites, res.sharedByMany, res.foreignShareReads, res.portsTaken)
 		assert.NotZero(t, res.sharedByMany, "no load balancer was ever shared by two Services")
+		assert.NotZero(t, res.portsTaken, "no Service ever joined a share asking for another's ports")
+		if !p.acrossNamespaces {
+			assert.NotZero(t, res.foreignShareReads, "no sync of a Service revisited a share of another namespace")
+		}
+	}
+	if p.switches {
+		t.Logf("%d switches to another project: %d lookups refused by the deletion brake, %d creates held by the creation brake and %d let through for Services with an address there; %d Services cleaned up there",
+			res.switches, res.brakeRefused, res.switchedHeld, res.recreations, res.leftBehind)
+		assert.NotZero(t, res.switches, "the config never pointed at another project")
+		assert.NotZero(t, res.brakeRefused+res.switchedHeld, "no brake held anything while the config pointed at another project")
 	}
 	if p.faultRate > 0 {
 		assert.NotZero(t, sumFaults(res.injected), "no fault was injected")
@@ -157,7 +176,7 @@ func reportShrunk(t *testing.T, p params, n int, ops []op, violations []violatio
 }
 
 func replayFlags(p params, n int, ops []op) string {
-	return fmt.Sprintf("-soak.seed=%d -soak.ops=%d -soak.faults=%g -soak.groups=%t -soak.shares=%t -soak.only=%s", p.seed, n, p.faultRate, p.targetGroups, p.shares, indices(ops))
+	return fmt.Sprintf("-soak.seed=%d -soak.ops=%d -soak.faults=%g -soak.groups=%t -soak.shares=%t -soak.switches=%t -soak.only=%s", p.seed, n, p.faultRate, p.targetGroups, p.shares, p.switches, indices(ops))
 }
 
 func listViolations(vs []violation) string {
@@ -186,21 +205,36 @@ func faultSummary(c faultinject.OpCounts) string {
 }
 
 // TestSoakIsDeterministic runs one history twice, on a cloud without and with target
-// groups: the same seed must make the same calls, the same load balancer and group writes
-// and the same faults, or a failure could not be replayed.
+// groups, and with shares and project switches: the same seed must make the same calls,
+// the same load balancer and group writes and the same faults, or a failure could not be
+// replayed.
 func TestSoakIsDeterministic(t *testing.T) {
-	for _, groups := range []bool{false, true} {
-		t.Run(fmt.Sprintf("targetGroups=%t", groups), func(t *testing.T) {
-			p := paramsFor(11, 0.2)
-			p.targetGroups = groups
-			ops := generate(11, 300)
+	tests := []struct {
+		name             string
+		seed             int64
+		ops              int
+		groups, switches bool
+	}{
+		{name: "targetGroups=false", seed: 11, ops: 300},
+		{name: "targetGroups=true", seed: 11, ops: 300, groups: true},
+		{name: "shares,switches", seed: 7, ops: 200, switches: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := paramsFor(tt.seed, 0.2)
+			p.targetGroups = tt.groups
+			p.shares, p.placed, p.switches = tt.switches, tt.switches, tt.switches
+			ops := generate(tt.seed, tt.ops)
 			first, err := run(p, ops)
 			require.NoError(t, err)
 			second, err := run(p, ops)
 			require.NoError(t, err)
 			require.NotZero(t, first.lbWrites)
-			if groups {
+			if tt.groups {
 				require.NotZero(t, first.groupWrites)
+			}
+			if tt.switches {
+				require.NotZero(t, first.switches)
 			}
 			assert.Equal(t, first.calls, second.calls)
 			assert.Equal(t, first.injected, second.injected)
@@ -208,6 +242,7 @@ func TestSoakIsDeterministic(t *testing.T) {
 			assert.Equal(t, first.groupWrites, second.groupWrites)
 			assert.Equal(t, first.violations, second.violations)
 			assert.Equal(t, first.virtual, second.virtual)
+			assert.Equal(t, first.recreations, second.recreations)
 		})
 	}
 }
@@ -216,11 +251,20 @@ func TestGenerateIsDeterministic(t *testing.T) {
 	a, b := generate(5, 200), generate(5, 200)
 	require.Equal(t, a, b)
 	assert.NotEqual(t, a, generate(6, 200))
-	kinds := map[opKind]bool{}
+	kinds, projects, placed := map[opKind]bool{}, map[string]bool{}, map[string]bool{}
 	for _, o := range generate(5, 2000) {
 		kinds[o.Kind] = true
+		projects[o.Project] = true
+		if o.TakePorts {
+			placed["taking ports"] = true
+		}
+		if o.Namespace != "" {
+			placed[o.Namespace] = true
+		}
 	}
 	assert.Len(t, kinds, len(opNames), "every kind of operation is generated")
+	assert.Equal(t, map[string]bool{"": true, projectOther: true, projectOwn: true}, projects, "switches to another project and back are generated")
+	assert.Equal(t, map[string]bool{"taking ports": true, namespaces[0]: true, namespaces[1]: true}, placed, "Services in every namespace, and taking ports, are generated")
 }
 
 func TestQueueBackoff(t *testing.T) {
@@ -368,11 +412,20 @@ func TestSoakRegressions(t *testing.T) {
 		pinned map[int]string
 		// initializedBy bounds when (after the run's start) Nodes were last initialized.
 		initializedBy map[string]time.Duration
-		// groups gives the cloud target groups; shares puts Services in shares.
-		groups, shares bool
+		// groups gives the cloud target groups; shares puts Services in shares;
+		// switches applies the history's project switches; placed puts the Services of a
+		// run with shares in namespaces and on taken ports (params.placed), which the
+		// runs with shares do since the scenarios before it.
+		groups, shares, switches, placed bool
 		// acknowledged is how many Nodes the operator acknowledges while the deletion
 		// brake is engaged (see sim.acknowledgeGone).
 		acknowledged int
+		// acrossRestarts holds the creation brake to its window across restarts
+		// (params.brakeAcrossRestarts).
+		acrossRestarts bool
+		// skip, when set, says why the replay fails still: a defect found and not yet
+		// fixed, which the replay shows once it is.
+		skip string
 	}{
 		{
 			// svc-0's load balancer delete is applied but its answer lost; the service
@@ -486,9 +539,62 @@ func TestSoakRegressions(t *testing.T) {
 				622: "delete-instance node-58",
 			},
 		},
+		{
+			// svc-47 of namespace default is in share front; svc-60 of namespace tenant is
+			// deleted after faults left the snapshot unsure of front's load balancer, which
+			// its cleanup revisits: the Services of front are those of default, not of
+			// tenant (none), so it must not be deleted (share-deleted).
+			name: "a cleanup in another namespace revisiting an unsure share does not delete it",
+			seed: 6, ops: 1000, faults: 0.2, only: "339,340,405,406,412,417,452,457,461,474,494,692,702,719", shares: true, placed: true, acknowledged: 1,
+			pinned: map[int]string{474: "create-service svc-47", 702: "create-service svc-60", 719: "delete-service svc-60"},
+		},
+		{
+			// svc-10 makes share front's load balancer, then asks for proxy protocol, and
+			// its sync fails; svc-33 joins asking for none, as the load balancer is (it
+			// agrees), and its write fails; svc-10's retry writes proxy protocol and hands
+			// svc-33 its ports on it: svc-33 is served with a setting it does not ask for
+			// (share-misplaced).
+			name: "a port handed over to a member that asks for other settings",
+			seed: 8, ops: 1000, faults: 0.2, only: "253,263,273,274,281", shares: true, placed: true,
+			pinned: map[int]string{253: "create-service svc-10", 274: "update-annotations svc-10", 281: "create-service svc-33"},
+			skip:   "loadbalancer: handOver gives a waiting member its ports whatever part the write has; the member agreed with the share at its last sync only",
+		},
+		{
+			// svc-41 asks for a public share front, and its first write fails; svc-63 makes
+			// the share's load balancer internal and hands svc-41 its port on it; svc-63
+			// then asks for a public one too and replaces it (share-misplaced).
+			name: "a member whose first write failed gets its port on the load balancer another makes with other settings",
+			seed: 2, ops: 1000, faults: 0.2, only: "631,668,682,683,696,702", shares: true, placed: true,
+			pinned: map[int]string{683: "create-service svc-41", 696: "create-service svc-63", 702: "update-annotations svc-63"},
+			skip:   "loadbalancer: a Service that makes a share's first load balancer agrees whatever its known members ask for, and handOver gives them their ports on it",
+		},
+		{
+			// svc-38 waits in share back for the port svc-36 has, then leaves the share for
+			// a load balancer of its own, whose write fails; svc-36 changes its ports and
+			// hands svc-38 the port it freed, though svc-38 is no longer in the share
+			// (share-misplaced).
+			name: "a port handed over to a Service that left the share",
+			seed: 3, ops: 1000, faults: 0.2, only: "384,407,423,424", shares: true, placed: true,
+			pinned: map[int]string{384: "create-service svc-36", 407: "create-service svc-38", 423: "update-annotations svc-38", 424: "update-ports svc-36"},
+			skip:   "loadbalancer: a Service that leaves its share stays a member of it until its new load balancer is written (leaveOthers after the write), and handOver gives it ports meanwhile",
+		},
+		{
+			// svc-2 leaves share front; the config points at another project (a restart):
+			// svc-2 and svc-3, of the two owners with an address, are made anew there, as
+			// the brake allows; svc-3 moves to share back, and after a restart the brake,
+			// which forgot the two, lets back be made too: three owners within the window
+			// (creation-brake, counted across restarts).
+			name: "the creation brake's allowance across a restart",
+			seed: 12, ops: 1000, faults: 0.2, only: "19,23,24,26,27,82,84", shares: true, placed: true, switches: true, acrossRestarts: true,
+			pinned: map[int]string{27: "update-annotations svc-2", 82: "update-annotations svc-3", 84: "restart-ccm"},
+			skip:   "loadbalancer: the creation brake's memory is its process's: each restart within the window lets another allowance through (not said in CreationBrake's doc)",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.skip != "" {
+				t.Skip(tt.skip)
+			}
 			ops, err := only(generate(tt.seed, tt.ops), tt.only)
 			require.NoError(t, err)
 			for _, o := range ops {
@@ -498,7 +604,8 @@ func TestSoakRegressions(t *testing.T) {
 				}
 			}
 			p := paramsFor(tt.seed, tt.faults)
-			p.targetGroups, p.shares = tt.groups, tt.shares
+			p.targetGroups, p.shares, p.switches, p.placed = tt.groups, tt.shares, tt.switches, tt.placed
+			p.brakeAcrossRestarts = tt.acrossRestarts
 			res, err := run(p, ops)
 			require.NoError(t, err)
 			assert.Empty(t, res.violations)

@@ -12,8 +12,12 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// namespace is the namespace of every Service of the simulation.
+// namespace is the namespace of a Service that names none: of every Service but in a run
+// with shares, whose Services are in namespaces.
 const namespace = "default"
+
+// namespaces are the namespaces of the Services of a run with shares (op.Namespace).
+var namespaces = []string{namespace, "tenant"}
 
 // firstNodePort is where the simulated API server starts allocating node ports.
 const firstNodePort = 30000
@@ -48,7 +52,7 @@ type watcher interface {
 // controller can change an object except through a write, and every write is an event.
 type world struct {
 	clock    *clocktesting.FakePassiveClock
-	services map[string]*corev1.Service // by name; all in namespace
+	services map[string]*corev1.Service // by name: a name is unique across namespaces
 	nodes    map[string]*corev1.Node    // by name
 	rv       int                        // last resource version
 	uids     int                        // UIDs handed out
@@ -109,14 +113,27 @@ func (w *world) service(name string) *corev1.Service {
 // serviceNames returns the names of all Services, sorted.
 func (w *world) serviceNames() []string { return slices.Sorted(maps.Keys(w.services)) }
 
-// createService stores a new Service; it fails when the name is taken, as the API server
-// does while a Service of that name still exists (also while it is being deleted).
+// serviceByUID returns a copy of the Service with the UID, or nil.
+func (w *world) serviceByUID(uid types.UID) *corev1.Service {
+	for _, svc := range w.services {
+		if svc.UID == uid {
+			return svc.DeepCopy()
+		}
+	}
+	return nil
+}
+
+// createService stores a new Service, in namespace unless it names one; it fails when the
+// name is taken, as the API server does while a Service of that name still exists (also
+// while it is being deleted). The simulation keeps a name unique across namespaces.
 func (w *world) createService(svc *corev1.Service) error {
-	if _, taken := w.services[svc.Name]; taken {
-		return fmt.Errorf("service %s/%s already exists", namespace, svc.Name)
+	if cur, taken := w.services[svc.Name]; taken {
+		return fmt.Errorf("service %s/%s already exists", cur.Namespace, svc.Name)
 	}
 	svc = svc.DeepCopy()
-	svc.Namespace = namespace
+	if svc.Namespace == "" {
+		svc.Namespace = namespace
+	}
 	svc.UID = w.newUID()
 	svc.ResourceVersion = w.nextRV()
 	svc.CreationTimestamp = metav1.NewTime(w.clock.Now())
