@@ -42,6 +42,12 @@ import (
 // config points at the cluster's project again (the load balancers are found), or once
 // the Service acknowledges the new address (AnnotationAcknowledgeNewLoadBalancer). The
 // zero CreationBrake is off.
+//
+// Its memory is its process's: the owners re-created within the window are forgotten
+// by a restart, so each restart within a window lets up to another allowance through
+// when the creates come one by one (without a Services client, or as Services move into
+// new shares); with a Services client a wrong project's creates are counted at once, after
+// a restart too.
 type CreationBrake struct {
 	// Window is the time over which re-creations are counted; zero turns the brake off.
 	Window time.Duration

@@ -261,7 +261,14 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 		}
 	}()
 	err = l.reconcile(ctx, svc, owner, step{
-		enter: func() bool { l.tracked.track(svc); return true },
+		enter: func() bool {
+			l.tracked.track(svc)
+			// A Service is a member of the share its annotation names now, and of no other,
+			// from its first sync on: it is handed no port of a share it left, whatever
+			// becomes of this sync's write.
+			l.shares.leaveAllBut(string(svc.UID), owner)
+			return true
+		},
 		fromSnapshot: func(lb *cloudapi.LoadBalancer) (done bool, err error) {
 			want, release, err := l.ensureWant(ctx, logger, svc, owner, nodes, lb)
 			if err != nil {
