@@ -294,19 +294,19 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 		return nil, err
 	}
 	said = outcome{id: current.ID, known: true}
-	if err := l.readiness(svc, owner, current); err != nil {
+	if err := l.readiness(svc, owner, current, nil); err != nil {
 		return nil, err
 	}
 	return l.publish(logger, svc, current)
 }
 
 // readiness is notReady, then, for a Service of a share, what keeps the share's load
-// balancer lb from serving it (unserved).
-func (l *LoadBalancer) readiness(svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) error {
+// balancer lb from serving it (unserved; asked as there).
+func (l *LoadBalancer) readiness(svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer, asked []cloudapi.Listener) error {
 	if err := notReady(svc, lb); err != nil {
 		return err
 	}
-	return l.unserved(svc, owner, lb)
+	return l.unserved(svc, owner, lb, asked)
 }
 
 // notReady returns what keeps the Service's load balancer from being ready, nil when it

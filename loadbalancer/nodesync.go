@@ -117,13 +117,13 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			return true
 		},
 		fromSnapshot: func(current *cloudapi.LoadBalancer) (done bool, err error) {
-			want, s, release, err := l.updateWant(ctx, logger, svc, owner, nodes, current, since)
+			want, asked, s, release, err := l.updateWant(ctx, logger, svc, owner, nodes, current, since)
 			if err != nil {
 				return false, err
 			}
 			release()
 			serr = s
-			said = outcome{id: current.ID, known: true, notReady: l.unserved(svc, owner, current)} // trusted: active
+			said = outcome{id: current.ID, known: true, notReady: l.unserved(svc, owner, current, asked)} // trusted: active
 			return l.diff(current.Spec, want).Empty(), nil
 		},
 		listedSince: func() (uint64, bool) { return since, tracked },
@@ -133,7 +133,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 				return nil, keptEntry{fmt.Errorf("service %s/%s has no load balancer with tags %s to update: %w", svc.Namespace, svc.Name,
 					tagsText(ownerTags(l.opts.ClusterID, owner)), cloudapi.ErrNotFound)}
 			}
-			want, s, release, err := l.updateWant(ctx, logger, svc, owner, nodes, &found[0], since)
+			want, asked, s, release, err := l.updateWant(ctx, logger, svc, owner, nodes, &found[0], since)
 			if err != nil {
 				return nil, keptEntry{err}
 			}
@@ -143,7 +143,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			if err != nil {
 				return nil, err
 			}
-			said = outcome{id: lb.ID, known: true, notReady: l.readiness(svc, owner, lb)}
+			said = outcome{id: lb.ID, known: true, notReady: l.readiness(svc, owner, lb, asked)}
 			found[0] = *lb
 			return pointers(found), nil
 		},

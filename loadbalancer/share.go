@@ -229,13 +229,17 @@ func heldText(known map[string]plan.Member, held []plan.Held) string {
 // unserved returns an error matching ErrPortsTaken, naming the holders, when the Service
 // is a member of the share owner and another Service holds every port it asks for on lb,
 // the share's load balancer as written (plan.Unserved); nil otherwise, and for a Service
-// in no share.
-func (l *LoadBalancer) unserved(svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) error {
+// in no share. What it asks for is asked (a node sync's reading of the Service, which is
+// no member's record), else its record among the share's members.
+func (l *LoadBalancer) unserved(svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer, asked []cloudapi.Listener) error {
 	if !isShare(owner) {
 		return nil
 	}
 	uid := string(svc.UID)
-	me, ok := l.shares.member(owner, uid)
+	me, ok := plan.Member{Listeners: asked, Agreed: true}, asked != nil
+	if !ok {
+		me, ok = l.shares.member(owner, uid)
+	}
 	if !ok {
 		return nil
 	}

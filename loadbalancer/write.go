@@ -90,10 +90,11 @@ func (l *LoadBalancer) updateTargetsOnly(ctx context.Context, logger klog.Logger
 // release must be called once the load balancer is written; err is what failed. A Service
 // of a share writes its share's load balancer as join makes it; one that disagrees with
 // its share writes nothing (serr says why): the share's other Services keep the targets.
-func (l *LoadBalancer) updateWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer, since uint64) (want cloudapi.LoadBalancerSpec, serr error, release func(), err error) {
+func (l *LoadBalancer) updateWant(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer, since uint64) (want cloudapi.LoadBalancerSpec, asked []cloudapi.Listener, serr error, release func(), err error) {
 	want, a, serr := l.desired(logger, svc, owner, nodes, current)
 	if isShare(owner) {
 		if serr == nil {
+			asked, _ = plan.Split(&cloudapi.LoadBalancer{Spec: want}, string(svc.UID))
 			// A node sync changes the targets, never whose listeners a share's load
 			// balancer has: the Service it is given may predate the Service's deletion or
 			// its move to another share (the service controller's node sync reads its
@@ -104,21 +105,21 @@ func (l *LoadBalancer) updateWant(ctx context.Context, logger klog.Logger, svc *
 			want, serr = l.join(logger, svc, owner, want, current, false)
 		}
 		if serr != nil { // the share's targets are the share's: they follow a Service that agrees
-			return l.keepUpdated(current, current.Spec.Clone()), serr, func() {}, nil
+			return l.keepUpdated(current, current.Spec.Clone()), nil, serr, func() {}, nil
 		}
 	}
 	if serr != nil {
 		want = current.Spec.Clone()
 		if a.nodeSelectorBad {
-			return l.keepUpdated(current, want), serr, func() {}, nil
+			return l.keepUpdated(current, want), asked, serr, func() {}, nil
 		}
 		want.Targets = l.targets(logger, nodes, a.nodeSelector)
 		want.TargetGroup = ""
 	}
 	if release, err = l.group(ctx, logger, &want, a.nodeSelector, since); err != nil {
-		return want, serr, nil, err
+		return want, asked, serr, nil, err
 	}
-	return l.keepUpdated(current, want), serr, release, nil
+	return l.keepUpdated(current, want), asked, serr, release, nil
 }
 
 // keepUpdated is want without what UpdateLoadBalancer never changes: internal, and the
