@@ -87,3 +87,20 @@ func TestAMemberWaitingForEveryPortIsNotReady(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, metav1.ConditionTrue, readiness(t, k.get(t, "ssh")).Status)
 }
+
+// TestAWaitingMemberIsNotReadyAfterARestart: after a restart, the first call about ssh,
+// which waits for web's port, is a node sync; it must not call ssh ready (it has no
+// record of ssh as a member of the share: it judges by what ssh asks for).
+func TestAWaitingMemberIsNotReadyAfterARestart(t *testing.T) {
+	web := newService("web", inShare("front"), withPorts(port("http", corev1.ProtocolTCP, 80, 30080, "")))
+	ssh := newService("ssh", inShare("front"), withPorts(port("http", corev1.ProtocolTCP, 80, 30081, "")))
+	k := newKubeEnv(t, fake.Config{}, web, ssh)
+	_, err := k.lb.EnsureLoadBalancer(t.Context(), "c", web, k.nodes)
+	require.NoError(t, err)
+	_, err = k.lb.EnsureLoadBalancer(t.Context(), "c", k.get(t, "ssh"), k.nodes)
+	require.ErrorIs(t, err, loadbalancer.ErrPortsTaken)
+
+	k.restart(t, func(o *loadbalancer.Options) { o.Services = k.kube.CoreV1(); o.Recorder = k.recorder }, k.cloud)
+	require.NoError(t, k.lb.UpdateLoadBalancer(t.Context(), "c", k.get(t, "ssh"), append(k.nodes[:4:4], k.nodes[4])))
+	assert.Equal(t, loadbalancer.ReasonPortsTaken, readiness(t, k.get(t, "ssh")).Reason)
+}
