@@ -21,7 +21,8 @@
 //     LoadBalancerShape.Update compares the load balancer it read with the spec and calls
 //     one function per kind of change (LoadBalancerSteps) in a safe order, refusing a
 //     change no function makes before any call; PartwiseLoadBalancers makes the whole
-//     LoadBalancerAPI of such a cloud from its get, list, create, delete and steps. A cloud that keeps the health check and
+//     LoadBalancerAPI of such a cloud from its get, list, create, delete and steps (with
+//     LastReads, an update based on the caller's fresh read costs its steps alone). A cloud that keeps the health check and
 //     the PROXY protocol per listener declares it (LoadBalancerShape.PerListener: a change
 //     rewrites every listener) and reports them with JoinListenerParts. A cloud that
 //     reports a value of every setting for every load balancer (a type, a location)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
+	"sync"
 )
 
 // PartwiseLoadBalancers is the LoadBalancerAPI of a cloud whose API changes a load
@@ -13,8 +15,14 @@ import (
 // balancer as read. It refuses a spec before any call (Shape.Check, Refs, then Check),
 // and answers an ID that IDs refuses as not found; it creates with Create what the
 // cloud's create call takes and the rest with the steps of Shape.Update, as it updates a
-// load balancer that Get read; it answers every create and update with the load balancer
-// read again.
+// load balancer that Get read (or, with Reads, that it last read when the update's
+// Current is that read).
+//
+// An update costs its steps and at most one read: it answers with the load balancer it
+// based the steps on, its targets changed, when every step succeeded and they changed
+// nothing but targets (each step waits for the cloud to confirm its change: what the
+// cloud assigns, addresses and status, is as read); else, and after a create, with the
+// load balancer read again.
 type PartwiseLoadBalancers[L any] struct {
 	// Shape is what the cloud's load balancers do not keep or support, and keep per
 	// listener.
@@ -25,7 +33,8 @@ type PartwiseLoadBalancers[L any] struct {
 	// Get reads the load balancer id for op: an error matching ErrNotFound when the cloud
 	// is certain that it does not exist.
 	Get func(ctx context.Context, op Operation, id string) (L, error)
-	// Read is a load balancer as ccmkit reads it.
+	// Read is a load balancer as ccmkit reads it. Targets added or removed must change
+	// nothing it reports but Spec.Targets (see the type's doc).
 	Read func(L) LoadBalancer
 	// List reads one page of the load balancers that carry opts.Tags (as far as the cloud
 	// filters: one whose tags, as Read reports them, lack one is left out) and the token of
@@ -49,6 +58,12 @@ type PartwiseLoadBalancers[L any] struct {
 	// cloud takes (CheckNumericID for numbered ones): a spec with one it refuses is
 	// ErrInvalidRequest before any call, its error saying why.
 	Refs func(ref string) error
+	// Reads, when set, remembers the load balancers as List and Get last read them, until
+	// an update or a delete of one: an update whose LoadBalancerUpdate.Current is the
+	// load balancer as last read (so the caller's read is fresh, and nothing written since
+	// failed) bases its steps on that read instead of calling Get. Nil: every update reads
+	// first.
+	Reads *LastReads[L]
 }
 
 var _ LoadBalancerAPI = PartwiseLoadBalancers[struct{}]{}
@@ -74,6 +89,7 @@ func (p PartwiseLoadBalancers[L]) ListLoadBalancers(ctx context.Context, opts Li
 	for _, lb := range lbs {
 		if v := p.Read(lb); MatchTags(v.Spec.Tags, opts.Tags) {
 			page.Items = append(page.Items, v)
+			p.Reads.remember(v.ID, lb)
 		}
 	}
 	return page, nil
@@ -91,21 +107,25 @@ func (p PartwiseLoadBalancers[L]) CreateLoadBalancer(ctx context.Context, spec L
 	if err != nil {
 		return nil, err
 	}
-	return p.update(ctx, op, lb, spec)
+	return p.update(ctx, op, lb, spec, false)
 }
 
-// UpdateLoadBalancer checks update.Spec, reads the load balancer (Get), makes what differs
-// with the steps and reads it again.
+// UpdateLoadBalancer checks update.Spec, reads the load balancer (Get; with Reads, not
+// when update.Current is its last read), makes what differs with the steps and answers it
+// (see the type's doc).
 func (p PartwiseLoadBalancers[L]) UpdateLoadBalancer(ctx context.Context, id string, update LoadBalancerUpdate) (*LoadBalancer, error) {
 	const op = OpUpdateLoadBalancer
 	if err := p.check(op, id, update.Spec); err != nil {
 		return nil, err
 	}
-	lb, err := p.get(ctx, op, id)
-	if err != nil {
-		return nil, err
+	lb, ok := p.Reads.base(id, update.Current, p.Read)
+	if !ok {
+		var err error
+		if lb, err = p.get(ctx, op, id); err != nil {
+			return nil, err
+		}
 	}
-	return p.update(ctx, op, lb, update.Spec)
+	return p.update(ctx, op, lb, update.Spec, true)
 }
 
 // DeleteLoadBalancer deletes the load balancer id (Delete).
@@ -113,16 +133,24 @@ func (p PartwiseLoadBalancers[L]) DeleteLoadBalancer(ctx context.Context, id str
 	if err := p.known(ctx, OpDeleteLoadBalancer, id); err != nil {
 		return err
 	}
+	p.Reads.forget(id)
 	return p.Delete(ctx, id)
 }
 
-// get reads the load balancer id for op (Get), an ID that IDs refuses as not found.
+// get reads the load balancer id for op (Get), an ID that IDs refuses as not found, and
+// remembers it (Reads).
 func (p PartwiseLoadBalancers[L]) get(ctx context.Context, op Operation, id string) (L, error) {
+	var none L
 	if err := p.known(ctx, op, id); err != nil {
-		var none L
 		return none, err
 	}
-	return p.Get(ctx, op, id)
+	lb, err := p.Get(ctx, op, id)
+	if err != nil {
+		p.Reads.forget(id)
+		return none, err
+	}
+	p.Reads.remember(id, lb)
+	return lb, nil
 }
 
 // known refuses, for op, an ID that IDs refuses: ErrNotFound, or ErrTransient when ctx
@@ -141,9 +169,12 @@ func (p PartwiseLoadBalancers[L]) known(ctx context.Context, op Operation, id st
 	return NewError(ErrNotFound, op, id, fmt.Errorf("not an ID the cloud gives its load balancers: %w", bad))
 }
 
-// update makes lb, as last read, what spec says with the steps, and reads it again.
-func (p PartwiseLoadBalancers[L]) update(ctx context.Context, op Operation, lb L, spec LoadBalancerSpec) (*LoadBalancer, error) {
+// update makes lb, as last read, what spec says with the steps, and answers it: with
+// targetsRead, when the steps changed targets alone, lb with its targets changed; else
+// the load balancer read again.
+func (p PartwiseLoadBalancers[L]) update(ctx context.Context, op Operation, lb L, spec LoadBalancerSpec, targetsRead bool) (*LoadBalancer, error) {
 	cur := p.Read(lb)
+	p.Reads.forget(cur.ID) // written from here on: no longer as read
 	steps, err := p.Steps(ctx, op, lb, spec)
 	if err != nil {
 		return nil, err
@@ -151,7 +182,18 @@ func (p PartwiseLoadBalancers[L]) update(ctx context.Context, op Operation, lb L
 	if err := p.Shape.Update(ctx, op, cur.ID, cur.Spec, spec, steps); err != nil {
 		return nil, err
 	}
+	if c := p.Shape.Plan(cur.Spec, spec); targetsRead && targetsOnly(c) {
+		out := cur.Clone()
+		out.Spec.Targets = append(slices.DeleteFunc(out.Spec.Targets, func(t string) bool { return slices.Contains(c.RemoveTargets, t) }), c.AddTargets...)
+		return &out, nil
+	}
 	return p.GetLoadBalancer(ctx, cur.ID)
+}
+
+// targetsOnly reports whether c changes nothing but targets (or nothing).
+func targetsOnly(c LoadBalancerChanges) bool {
+	c.AddTargets, c.RemoveTargets = nil, nil
+	return c.Empty()
 }
 
 // check refuses, for op on id, what Shape.Check, Refs and Check refuse.
@@ -189,4 +231,52 @@ func (p PartwiseLoadBalancers[L]) check(op Operation, id string, spec LoadBalanc
 		more = append([]error{shaped.Err}, more...) // one "op id: invalid request:" for all
 	}
 	return NewError(ErrInvalidRequest, op, id, errors.Join(more...))
+}
+
+// LastReads remembers, by ID, the load balancers of a PartwiseLoadBalancers as it last
+// read them (its Reads). The zero value is empty and ready; it is safe for concurrent use.
+// It holds the load balancers the API last listed or read and has not written or deleted
+// since: one whose every list ended before it was deleted elsewhere stays until it is
+// read again.
+type LastReads[L any] struct {
+	mu sync.Mutex
+	m  map[string]L
+}
+
+// remember notes lb as the load balancer id last read; a nil r does nothing.
+func (r *LastReads[L]) remember(id string, lb L) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]L{}
+	}
+	r.m[id] = lb
+}
+
+// forget drops the load balancer id; a nil r does nothing.
+func (r *LastReads[L]) forget(id string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, id)
+}
+
+// base returns the load balancer id as last read when current is that read (as read
+// reads it); ok is false otherwise, and with a nil r or current.
+func (r *LastReads[L]) base(id string, current *LoadBalancer, read func(L) LoadBalancer) (lb L, ok bool) {
+	if r == nil || current == nil {
+		return lb, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if lb, ok = r.m[id]; !ok || !reflect.DeepEqual(read(lb), *current) {
+		var none L
+		return none, false
+	}
+	return lb, true
 }

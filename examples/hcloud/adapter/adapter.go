@@ -66,6 +66,7 @@ func (c *Config) Validate() error {
 type Client struct {
 	api *hcloud.Client
 	cfg Config
+	lbs *cloudapi.LastReads[*hcloud.LoadBalancer] // the load balancers as last read, the base of an update
 }
 
 // New returns a client of the API at cfg.Endpoint (empty: the SDK's default), configured
@@ -84,7 +85,7 @@ func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 	if cfg.Endpoint != "" {
 		opts = append(opts, hcloud.WithEndpoint(cfg.Endpoint))
 	}
-	return &Client{api: hcloud.NewClient(opts...), cfg: cfg}
+	return &Client{api: hcloud.NewClient(opts...), cfg: cfg, lbs: &cloudapi.LastReads[*hcloud.LoadBalancer]{}}
 }
 
 // Instances returns the instance API, over the project's servers.

@@ -23,7 +23,9 @@
 // declares the health check and PROXY protocol per service, so a change of either
 // rewrites every service); every request, an action's polls included, passes through
 // cloudapi.Transport, and each write waits for its action before the next, a failed
-// action or poll being ErrTransient (README.md has the details).
+// action or poll being ErrTransient; an update is based on the load balancer as last
+// listed or read when ccmkit's read is that one (cloudapi.LastReads), and one of targets
+// alone is answered without a read (README.md has the details).
 //
 // Errors: the SDK's typed errors map onto cloudapi's sentinels (errorCodes has the table,
 // a cloudapi.ErrorCodes); not_found is ErrNotFound only for a GET or DELETE of one server
