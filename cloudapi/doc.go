@@ -39,7 +39,9 @@
 //     changes: IDs the adapter synthesizes, every route listed, targets read back); over
 //     a table of one route per destination to a gateway address (Hetzner's networks,
 //     OpenStack's routers), GatewayRoutes is that TaglessRouteAPI from the adapter's reads
-//     and writes of the table, with the same IDs, targets and pages as every such cloud.
+//     and writes of the table, with the same IDs, targets and pages as every such cloud
+//     (with Members and a GatewayHolders cache, a list reads the table and only the
+//     holders it cannot answer from the addresses last read).
 //   - TargetGroupAPI (optional; offered by also implementing TargetGroupClient, found
 //     with TargetGroups): a cloud whose load balancers send traffic to shared groups of
 //     instances (GCE's instance groups, target groups or pools elsewhere) maps them here;
