@@ -2,9 +2,10 @@ package cloudapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 )
@@ -58,12 +59,16 @@ type PartwiseLoadBalancers[L any] struct {
 	// cloud takes (CheckNumericID for numbered ones): a spec with one it refuses is
 	// ErrInvalidRequest before any call, its error saying why.
 	Refs func(ref string) error
-	// Reads, when set, remembers the load balancers as List and Get last read them, until
-	// an update or a delete of one: an update whose LoadBalancerUpdate.Current is the
-	// load balancer as last read (so the caller's read is fresh, and nothing written since
-	// failed) bases its steps on that read instead of calling Get. Nil: every update reads
-	// first.
+	// Reads, when set, remembers the load balancers as List and Get last read them (what
+	// Keep keeps of each, and a digest of each as Read reads it), until an update or a
+	// delete of one: an update whose LoadBalancerUpdate.Current is the load balancer as
+	// last read (so the caller's read is fresh, and nothing written since failed) bases
+	// its steps on that read instead of calling Get. Nil: every update reads first.
 	Reads *LastReads[L]
+	// Keep returns what Reads keeps of a load balancer as read: what Steps uses of it,
+	// such as its ID and its own record of what the cloud reports as settings, without
+	// its listeners and targets, which Steps takes from the changes (nil: all of it).
+	Keep func(L) L
 }
 
 var _ LoadBalancerAPI = PartwiseLoadBalancers[struct{}]{}
@@ -89,7 +94,7 @@ func (p PartwiseLoadBalancers[L]) ListLoadBalancers(ctx context.Context, opts Li
 	for _, lb := range lbs {
 		if v := p.Read(lb); MatchTags(v.Spec.Tags, opts.Tags) {
 			page.Items = append(page.Items, v)
-			p.Reads.remember(v.ID, lb)
+			p.remember(lb, v)
 		}
 	}
 	return page, nil
@@ -107,7 +112,7 @@ func (p PartwiseLoadBalancers[L]) CreateLoadBalancer(ctx context.Context, spec L
 	if err != nil {
 		return nil, err
 	}
-	return p.update(ctx, op, lb, spec, false)
+	return p.update(ctx, op, p.Read(lb), lb, spec, false)
 }
 
 // UpdateLoadBalancer checks update.Spec, reads the load balancer (Get; with Reads, not
@@ -118,14 +123,14 @@ func (p PartwiseLoadBalancers[L]) UpdateLoadBalancer(ctx context.Context, id str
 	if err := p.check(op, id, update.Spec); err != nil {
 		return nil, err
 	}
-	lb, ok := p.Reads.base(id, update.Current, p.Read)
-	if !ok {
-		var err error
-		if lb, err = p.get(ctx, op, id); err != nil {
-			return nil, err
-		}
+	if lb, ok := p.Reads.base(id, update.Current); ok {
+		return p.update(ctx, op, update.Current.Clone(), lb, update.Spec, true)
 	}
-	return p.update(ctx, op, lb, update.Spec, true)
+	lb, err := p.get(ctx, op, id)
+	if err != nil {
+		return nil, err
+	}
+	return p.update(ctx, op, p.Read(lb), lb, update.Spec, true)
 }
 
 // DeleteLoadBalancer deletes the load balancer id (Delete).
@@ -149,8 +154,19 @@ func (p PartwiseLoadBalancers[L]) get(ctx context.Context, op Operation, id stri
 		p.Reads.forget(id)
 		return none, err
 	}
-	p.Reads.remember(id, lb)
+	p.remember(lb, p.Read(lb))
 	return lb, nil
+}
+
+// remember notes lb, read as v, as the load balancer last read (Reads, Keep).
+func (p PartwiseLoadBalancers[L]) remember(lb L, v LoadBalancer) {
+	if p.Reads == nil {
+		return
+	}
+	if p.Keep != nil {
+		lb = p.Keep(lb)
+	}
+	p.Reads.remember(lb, v)
 }
 
 // known refuses, for op, an ID that IDs refuses: ErrNotFound, or ErrTransient when ctx
@@ -169,11 +185,10 @@ func (p PartwiseLoadBalancers[L]) known(ctx context.Context, op Operation, id st
 	return NewError(ErrNotFound, op, id, fmt.Errorf("not an ID the cloud gives its load balancers: %w", bad))
 }
 
-// update makes lb, as last read, what spec says with the steps, and answers it: with
-// targetsRead, when the steps changed targets alone, lb with its targets changed; else
-// the load balancer read again.
-func (p PartwiseLoadBalancers[L]) update(ctx context.Context, op Operation, lb L, spec LoadBalancerSpec, targetsRead bool) (*LoadBalancer, error) {
-	cur := p.Read(lb)
+// update makes lb, as last read (read as cur), what spec says with the steps, and
+// answers it: with targetsRead, when the steps changed targets alone, cur with its
+// targets changed; else the load balancer read again.
+func (p PartwiseLoadBalancers[L]) update(ctx context.Context, op Operation, cur LoadBalancer, lb L, spec LoadBalancerSpec, targetsRead bool) (*LoadBalancer, error) {
 	p.Reads.forget(cur.ID) // written from here on: no longer as read
 	steps, err := p.Steps(ctx, op, lb, spec)
 	if err != nil {
@@ -234,26 +249,31 @@ func (p PartwiseLoadBalancers[L]) check(op Operation, id string, spec LoadBalanc
 }
 
 // LastReads remembers, by ID, the load balancers of a PartwiseLoadBalancers as it last
-// read them (its Reads). The zero value is empty and ready; it is safe for concurrent use.
-// It holds the load balancers the API last listed or read and has not written or deleted
-// since: one whose every list ended before it was deleted elsewhere stays until it is
+// read them (its Reads): what its Keep keeps of each, and a digest of each as read, to
+// know an update's LoadBalancerUpdate.Current for that read. The zero value is empty and
+// ready; it is safe for concurrent use. It holds the load balancers the API last listed
+// or read and has not written or deleted since: one deleted elsewhere stays until it is
 // read again.
 type LastReads[L any] struct {
 	mu sync.Mutex
-	m  map[string]L
+	m  map[string]lastRead[L]
 }
 
-// remember notes lb as the load balancer id last read; a nil r does nothing.
-func (r *LastReads[L]) remember(id string, lb L) {
-	if r == nil {
-		return
-	}
+// lastRead is a load balancer as last read: what Keep kept, and the digest of the read.
+type lastRead[L any] struct {
+	kept   L
+	digest [sha256.Size]byte
+}
+
+// remember notes kept, read as v, as the load balancer v.ID last read.
+func (r *LastReads[L]) remember(kept L, v LoadBalancer) {
+	d := digest(v)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
-		r.m = map[string]L{}
+		r.m = map[string]lastRead[L]{}
 	}
-	r.m[id] = lb
+	r.m[v.ID] = lastRead[L]{kept: kept, digest: d}
 }
 
 // forget drops the load balancer id; a nil r does nothing.
@@ -266,17 +286,28 @@ func (r *LastReads[L]) forget(id string) {
 	delete(r.m, id)
 }
 
-// base returns the load balancer id as last read when current is that read (as read
-// reads it); ok is false otherwise, and with a nil r or current.
-func (r *LastReads[L]) base(id string, current *LoadBalancer, read func(L) LoadBalancer) (lb L, ok bool) {
-	if r == nil || current == nil {
-		return lb, false
+// base returns what was kept of the load balancer id as last read when current is that
+// read; ok is false otherwise, and with a nil r or current.
+func (r *LastReads[L]) base(id string, current *LoadBalancer) (kept L, ok bool) {
+	if r == nil || current == nil || current.ID != id {
+		return kept, false
 	}
+	d := digest(*current)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if lb, ok = r.m[id]; !ok || !reflect.DeepEqual(read(lb), *current) {
-		var none L
-		return none, false
+	last, ok := r.m[id]
+	if !ok || last.digest != d {
+		return kept, false
 	}
-	return lb, true
+	return last.kept, true
+}
+
+// digest is a digest of lb: equal for equal load balancers (its JSON, whose maps are
+// sorted), different otherwise.
+func digest(lb LoadBalancer) [sha256.Size]byte {
+	h := sha256.New()
+	_ = json.NewEncoder(h).Encode(lb) // a LoadBalancer always encodes; a hash never fails a write
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d
 }

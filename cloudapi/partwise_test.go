@@ -154,9 +154,9 @@ func TestPartwiseLoadBalancers(t *testing.T) {
 	assert.NotContains(t, c.lbs, "a")
 }
 
-// TestPartwiseLoadBalancersReads: with Reads, an update whose Current is the load
-// balancer as last listed or read makes its steps without a read, and one of targets
-// alone answers without a read either; anything else reads before: a Current that is not
+// TestPartwiseLoadBalancersReads: with Reads (keeping what Steps uses), an update whose
+// Current is the load balancer as last listed or read makes its steps without a read,
+// planned from Current, and one of targets alone answers without a read either; anything else reads before: a Current that is not
 // the last read (the caller's read is another), a load balancer written since (its
 // update failed, the outcome unknown) or deleted, no Current, no Reads. An update of
 // more than targets reads once after.
@@ -222,6 +222,9 @@ func TestPartwiseLoadBalancersReads(t *testing.T) {
 			api := c.api()
 			if !tc.noReads {
 				api.Reads = &cloudapi.LastReads[*cloudapi.LoadBalancerSpec]{}
+				api.Keep = func(s *cloudapi.LoadBalancerSpec) *cloudapi.LoadBalancerSpec { // what Steps uses
+					return &cloudapi.LoadBalancerSpec{Name: s.Name, Internal: s.Internal}
+				}
 			}
 			current := tc.current(t, c, api)
 			got, err := api.UpdateLoadBalancer(t.Context(), "a", cloudapi.LoadBalancerUpdate{Spec: tc.spec, Current: current})

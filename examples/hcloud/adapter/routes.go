@@ -40,8 +40,7 @@ func (c *Client) routeTable(ctx context.Context, op cloudapi.Operation, id strin
 }
 
 // members are the IDs of network n's servers.
-func members(n *hcloud.Network) []string {
-	ids := make([]string, 0, len(n.Servers))
+func members(n *hcloud.Network) (ids []string) {
 	for _, srv := range n.Servers {
 		ids = append(ids, strconv.FormatInt(srv.ID, 10))
 	}
@@ -68,14 +67,12 @@ func (c *Client) holders(ctx context.Context, n *hcloud.Network) (map[string]str
 // address is the private IP in network n of the server id: empty for one that does not
 // exist or is outside n.
 func (c *Client) address(ctx context.Context, op cloudapi.Operation, n *hcloud.Network, id string) (string, error) {
-	srv, err := getByID(ctx, op, id, "server", cloudapi.ErrInvalidRequest, cloudapi.ErrNotFound, c.api.Server.GetByID)
-	switch {
-	case errors.Is(err, cloudapi.ErrNotFound):
-		return "", nil
-	case err != nil:
+	if srv, err := getByID(ctx, op, id, "server", cloudapi.ErrInvalidRequest, cloudapi.ErrNotFound, c.api.Server.GetByID); err == nil {
+		return privateIP(srv, n), nil
+	} else if !errors.Is(err, cloudapi.ErrNotFound) {
 		return "", err
 	}
-	return privateIP(srv, n), nil
+	return "", nil // gone: it holds none
 }
 
 // privateIP is srv's private IP in network n, empty when it is outside n.
