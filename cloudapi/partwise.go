@@ -154,7 +154,9 @@ func (p PartwiseLoadBalancers[L]) get(ctx context.Context, op Operation, id stri
 		p.Reads.forget(id)
 		return none, err
 	}
-	p.remember(lb, p.Read(lb))
+	if p.Reads != nil {
+		p.remember(lb, p.Read(lb))
+	}
 	return lb, nil
 }
 
