@@ -21,7 +21,8 @@
 //     LoadBalancerShape.Update compares the load balancer it read with the spec and calls
 //     one function per kind of change (LoadBalancerSteps) in a safe order, refusing a
 //     change no function makes before any call; PartwiseLoadBalancers makes the whole
-//     LoadBalancerAPI of such a cloud from its get, list, create, delete and steps. A cloud that keeps the health check and
+//     LoadBalancerAPI of such a cloud from its get, list, create, delete and steps (with
+//     LastReads, an update based on the caller's fresh read costs its steps alone). A cloud that keeps the health check and
 //     the PROXY protocol per listener declares it (LoadBalancerShape.PerListener: a change
 //     rewrites every listener) and reports them with JoinListenerParts. A cloud that
 //     reports a value of every setting for every load balancer (a type, a location)
@@ -38,7 +39,9 @@
 //     changes: IDs the adapter synthesizes, every route listed, targets read back); over
 //     a table of one route per destination to a gateway address (Hetzner's networks,
 //     OpenStack's routers), GatewayRoutes is that TaglessRouteAPI from the adapter's reads
-//     and writes of the table, with the same IDs, targets and pages as every such cloud.
+//     and writes of the table, with the same IDs, targets and pages as every such cloud
+//     (with Members and a GatewayHolders cache, a list reads the table and only the
+//     holders it cannot answer from the addresses last read).
 //   - TargetGroupAPI (optional; offered by also implementing TargetGroupClient, found
 //     with TargetGroups): a cloud whose load balancers send traffic to shared groups of
 //     instances (GCE's instance groups, target groups or pools elsewhere) maps them here;

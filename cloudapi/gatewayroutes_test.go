@@ -12,17 +12,35 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 )
 
-// gatewayTable is a route table of one network: routes by destination, and the address
-// each instance holds. calls records every read and write.
+// gatewayTable is a route table of one network: routes by destination, the address each
+// instance holds, and the network's members (nil: the api has no Members). calls records
+// every read and write; a holders list misses the instances in missed.
 type gatewayTable struct {
 	routes    []cloudapi.GatewayRoute
 	addresses map[string]string // instance ID to address
+	members   []string
+	missed    map[string]bool
+	failing   map[string]bool // calls that fail, transient
 	calls     []string
 }
 
+// call records c and fails it when it is failing.
+func (g *gatewayTable) call(c string) error {
+	g.calls = append(g.calls, c)
+	if g.failing[c] {
+		return cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpListRoutes, "", errors.New(c+" failed"))
+	}
+	return nil
+}
+
 func (g *gatewayTable) api() cloudapi.GatewayRoutes[*gatewayTable] {
+	var members func(*gatewayTable) []string
+	if g.members != nil {
+		members = func(*gatewayTable) []string { return slices.Clone(g.members) }
+	}
 	return cloudapi.GatewayRoutes[*gatewayTable]{
 		IPv4Only: true,
+		Members:  members,
 		Table: func(context.Context, cloudapi.Operation, string) (*gatewayTable, []cloudapi.GatewayRoute, error) {
 			g.calls = append(g.calls, "table")
 			return g, slices.Clone(g.routes), nil
@@ -31,16 +49,20 @@ func (g *gatewayTable) api() cloudapi.GatewayRoutes[*gatewayTable] {
 			g.calls = append(g.calls, "holders")
 			holders := map[string]string{}
 			for id, addr := range g.addresses {
-				holders[addr] = id
+				if !g.missed[id] {
+					holders[addr] = id
+				}
 			}
 			return holders, nil
 		},
-		Gateway: func(_ context.Context, op cloudapi.Operation, _ *gatewayTable, id string) (string, error) {
-			g.calls = append(g.calls, "gateway "+id)
-			if addr, ok := g.addresses[id]; ok {
-				return addr, nil
+		Address: func(_ context.Context, op cloudapi.Operation, _ *gatewayTable, id string) (string, error) {
+			if err := g.call("address " + id); err != nil {
+				return "", err
 			}
-			return "", cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, errors.New("no such instance"))
+			if id == "bad" {
+				return "", cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, errors.New("not an instance ID"))
+			}
+			return g.addresses[id], nil
 		},
 		Add: func(_ context.Context, _ *gatewayTable, r cloudapi.GatewayRoute) error {
 			g.calls = append(g.calls, "add "+r.Destination+" "+r.Gateway)
@@ -107,7 +129,11 @@ func TestGatewayRoutesWrites(t *testing.T) {
 	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)
 	assert.ErrorContains(t, err, `target address "10.0.0.9" is not instance "1"'s address 10.0.0.2`)
 	_, err = api.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "7"})
-	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "the adapter's gateway error, as it is")
+	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "an instance without an address")
+	assert.ErrorContains(t, err, `instance "7" has no address in the route table's network`)
+	_, err = api.CreateRoute(ctx, cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "bad"})
+	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "the adapter's error, as it is")
+	assert.ErrorContains(t, err, "not an instance ID")
 	assert.Empty(t, g.routes)
 
 	g.calls = nil
@@ -115,10 +141,129 @@ func TestGatewayRoutesWrites(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, &cloudapi.Route{ID: "10.244.1.0/24", RouteSpec: cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "1", TargetAddress: "10.0.0.2"}}, rt,
 		"as listed: no name, no tags")
-	assert.Equal(t, []string{"table", "gateway 1", "add 10.244.1.0/24 10.0.0.2"}, g.calls)
+	assert.Equal(t, []string{"table", "address 1", "add 10.244.1.0/24 10.0.0.2"}, g.calls)
 
 	g.calls = nil
 	require.NoError(t, api.DeleteRoute(ctx, rt.ID))
 	assert.Equal(t, []string{"table", "delete 10.244.1.0/24 10.0.0.2"}, g.calls)
 	require.ErrorIs(t, api.DeleteRoute(ctx, rt.ID), cloudapi.ErrNotFound, "the table read has no such route")
+}
+
+// TestGatewayRoutesHoldersFromMembers: with Members, a holders list that missed a member
+// (a shifted page) is completed with a read of that member, so its route is no
+// blackhole; a table without routes reads no holder.
+func TestGatewayRoutesHoldersFromMembers(t *testing.T) {
+	g := &gatewayTable{routes: []cloudapi.GatewayRoute{{Destination: "10.244.1.0/24", Gateway: "10.0.0.2"}},
+		addresses: map[string]string{"1": "10.0.0.2", "2": "10.0.0.3"}, members: []string{"1", "2"}, missed: map[string]bool{"1": true}}
+	api := g.api()
+	page, err := api.ListRoutes(t.Context(), cloudapi.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+	assert.Equal(t, "1", page.Items[0].TargetInstanceID, "the member the list missed holds the gateway")
+	assert.Equal(t, []string{"table", "holders", "address 1"}, g.calls)
+
+	g.routes, g.calls = nil, nil
+	_, err = api.ListRoutes(t.Context(), cloudapi.ListOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"table"}, g.calls, "no route, no holder to read")
+}
+
+// TestGatewayRoutesHoldersCache: with Members and Cache, the first list reads the holders
+// whole, and later ones none while the cached members answer every gateway: a member new
+// to the network is read alone (many, more than a whole read takes, are read whole); a
+// gateway no known member holds, a holder that left the network and two members claiming
+// one address each make a whole read, and a route is a blackhole only after it.
+func TestGatewayRoutesHoldersCache(t *testing.T) {
+	route := func(dst, gw string) cloudapi.GatewayRoute {
+		return cloudapi.GatewayRoute{Destination: dst, Gateway: gw}
+	}
+	type list struct {
+		change    func(g *gatewayTable)
+		wantCalls []string
+		wantHeld  map[string]string // destination to holder, "" a blackhole
+	}
+	for _, tc := range []struct {
+		name  string
+		lists []list
+	}{
+		{"quiet: the second list reads the table alone", []list{
+			{nil, []string{"table", "holders"}, map[string]string{"10.244.1.0/24": "1", "10.244.2.0/24": "2"}},
+			{nil, []string{"table"}, map[string]string{"10.244.1.0/24": "1", "10.244.2.0/24": "2"}},
+		}},
+		{"a server joins with its route: read alone", []list{
+			{nil, []string{"table", "holders"}, nil},
+			{func(g *gatewayTable) {
+				g.addresses["3"], g.members = "10.0.0.4", append(g.members, "3")
+				g.routes = append(g.routes, route("10.244.3.0/24", "10.0.0.4"))
+			}, []string{"table", "address 3"}, map[string]string{"10.244.1.0/24": "1", "10.244.2.0/24": "2", "10.244.3.0/24": "3"}},
+			{nil, []string{"table"}, nil},
+		}},
+		{"more servers join than a whole read takes requests: read whole", []list{
+			{nil, []string{"table", "holders"}, nil},
+			{func(g *gatewayTable) {
+				g.addresses["3"], g.addresses["4"], g.addresses["6"] = "10.0.0.4", "10.0.0.5", "10.0.0.6"
+				g.members = append(g.members, "3", "4", "6") // 3 unknown of 5: more than 5/2
+			}, []string{"table", "holders"}, nil},
+		}},
+		{"a route to an address no member is known to hold: read whole, then a blackhole", []list{
+			{nil, []string{"table", "holders"}, nil},
+			{func(g *gatewayTable) { g.routes = append(g.routes, route("10.244.9.0/24", "10.0.0.9")) },
+				[]string{"table", "holders"}, map[string]string{"10.244.1.0/24": "1", "10.244.2.0/24": "2", "10.244.9.0/24": ""}},
+		}},
+		{"a holder leaves the network, a new member takes its address: read alone", []list{
+			{nil, []string{"table", "holders"}, nil},
+			{func(g *gatewayTable) {
+				delete(g.addresses, "1")
+				g.addresses["5"], g.members = "10.0.0.2", []string{"2", "5"}
+			}, []string{"table", "address 5"}, map[string]string{"10.244.1.0/24": "5", "10.244.2.0/24": "2"}},
+		}},
+		{"a holder leaves the network: read whole, a blackhole", []list{
+			{nil, []string{"table", "holders"}, nil},
+			{func(g *gatewayTable) { delete(g.addresses, "1"); g.members = []string{"2"} },
+				[]string{"table", "holders"}, map[string]string{"10.244.1.0/24": "", "10.244.2.0/24": "2"}},
+		}},
+		{"two members claim one address: read whole", []list{
+			{nil, []string{"table", "holders"}, nil},
+			{func(g *gatewayTable) {
+				g.addresses["1"], g.addresses["3"], g.members = "10.0.0.7", "10.0.0.2", append(g.members, "3") // 1 moved, unseen
+			}, []string{"table", "address 3", "holders"}, map[string]string{"10.244.1.0/24": "3", "10.244.2.0/24": "2"}},
+		}},
+		{"a read of a new member fails: the list fails, no blackhole; the next reads it", []list{
+			{nil, []string{"table", "holders"}, nil},
+			{func(g *gatewayTable) {
+				g.addresses["3"], g.members = "10.0.0.4", append(g.members, "3")
+				g.routes = append(g.routes, route("10.244.3.0/24", "10.0.0.4"))
+				g.failing = map[string]bool{"address 3": true}
+			}, []string{"table", "address 3"}, nil},
+			{func(g *gatewayTable) { g.failing = nil }, []string{"table", "address 3"}, map[string]string{"10.244.1.0/24": "1", "10.244.2.0/24": "2", "10.244.3.0/24": "3"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &gatewayTable{routes: []cloudapi.GatewayRoute{route("10.244.1.0/24", "10.0.0.2"), route("10.244.2.0/24", "10.0.0.3")},
+				addresses: map[string]string{"1": "10.0.0.2", "2": "10.0.0.3"}, members: []string{"1", "2"}}
+			api := g.api()
+			api.Cache, api.HoldersPage = &cloudapi.GatewayHolders{}, 2
+			for i, l := range tc.lists {
+				if l.change != nil {
+					l.change(g)
+				}
+				g.calls = nil
+				page, err := api.ListRoutes(t.Context(), cloudapi.ListOptions{})
+				assert.Equal(t, l.wantCalls, g.calls, "list %d", i)
+				if g.failing != nil {
+					require.ErrorIs(t, err, cloudapi.ErrTransient, "list %d", i)
+					continue
+				}
+				require.NoError(t, err)
+				if l.wantHeld != nil {
+					held := map[string]string{}
+					for _, r := range page.Items {
+						held[r.ID] = r.TargetInstanceID
+						assert.Equal(t, r.TargetInstanceID == "", r.Blackhole, "list %d: route %s", i, r.ID)
+					}
+					assert.Equal(t, l.wantHeld, held, "list %d", i)
+				}
+			}
+		})
+	}
 }

@@ -291,6 +291,13 @@ type LoadBalancerUpdate struct {
 	// Changes are the differences between the load balancer the caller read and Spec, as
 	// computed by DiffLoadBalancer.
 	Changes LoadBalancerChanges
+	// Current, when set, is the load balancer the caller read, as the backend answered it,
+	// the base of Changes. A backend may then base its calls on its own last answer
+	// instead of reading again, when that answer is Current (PartwiseLoadBalancers.Reads):
+	// Current says the caller's read is fresh, the backend's that nothing it wrote since
+	// failed. After an attempt of unknown outcome, ccmkit's client sends the load balancer
+	// it read again.
+	Current *LoadBalancer
 }
 
 // LoadBalancerChanges lists what differs between two load balancer specs. The zero value

@@ -15,10 +15,21 @@ import (
 )
 
 // partCloud is a cloud with one call per part: a create that takes the name and the
-// tags, and a call per listener and per target. calls records every call.
+// tags, and a call per listener and per target. calls records every call; a step whose
+// name is in fail fails with ErrTransient (after it made its change: its answer is lost).
 type partCloud struct {
 	lbs   map[string]*cloudapi.LoadBalancerSpec
 	calls []string
+	fail  map[string]bool
+}
+
+// step records the call and answers it.
+func (c *partCloud) step(call string) error {
+	c.calls = append(c.calls, call)
+	if c.fail[call] {
+		return cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpUpdateLoadBalancer, "", errors.New("answer lost"))
+	}
+	return nil
 }
 
 func (c *partCloud) api() cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerSpec] {
@@ -47,7 +58,8 @@ func (c *partCloud) api() cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerS
 			var out []*cloudapi.LoadBalancerSpec
 			for _, id := range []string{"a", "b"} {
 				if lb, ok := c.lbs[id]; ok {
-					out = append(out, lb)
+					clone := lb.Clone()
+					out = append(out, &clone)
 				}
 			}
 			return out, "next", nil
@@ -65,19 +77,16 @@ func (c *partCloud) api() cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerS
 			return cloudapi.LoadBalancerSteps{
 				Properties: func(context.Context) error { c.calls = append(c.calls, "tags"); lb.Tags = desired.Tags; return nil },
 				AddListener: func(_ context.Context, l cloudapi.Listener) error {
-					c.calls = append(c.calls, fmt.Sprint("add listener ", l.Port))
 					lb.Listeners = append(lb.Listeners, l)
-					return nil
+					return c.step(fmt.Sprint("add listener ", l.Port))
 				},
 				AddTarget: func(_ context.Context, id string) error {
-					c.calls = append(c.calls, "add target "+id)
 					lb.Targets = append(lb.Targets, id)
-					return nil
+					return c.step("add target " + id)
 				},
 				RemoveTarget: func(_ context.Context, id string) error {
-					c.calls = append(c.calls, "remove target "+id)
 					lb.Targets = slices.DeleteFunc(lb.Targets, func(t string) bool { return t == id })
-					return nil
+					return c.step("remove target " + id)
 				},
 			}, nil
 		},
@@ -90,8 +99,8 @@ func (c *partCloud) api() cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerS
 }
 
 // TestPartwiseLoadBalancers: a spec is refused before any call; a create is the cloud's
-// create, then the steps, then a read; an update a read, the steps, a read; a list keeps
-// what carries the tags asked for.
+// create, then the steps, then a read; an update a read and the steps (of targets alone:
+// answered without a read); a list keeps what carries the tags asked for.
 func TestPartwiseLoadBalancers(t *testing.T) {
 	c := &partCloud{lbs: map[string]*cloudapi.LoadBalancerSpec{}}
 	api := c.api()
@@ -120,8 +129,8 @@ func TestPartwiseLoadBalancers(t *testing.T) {
 	want.Targets = []string{"i-2"}
 	got, err = api.UpdateLoadBalancer(ctx, "a", cloudapi.LoadBalancerUpdate{Spec: want})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"get a", "remove target i-1", "add target i-2", "get a"}, c.calls)
-	assert.Equal(t, []string{"i-2"}, got.Spec.Targets)
+	assert.Equal(t, []string{"get a", "remove target i-1", "add target i-2"}, c.calls, "targets changed alone: the read before, with them changed")
+	assert.Equal(t, want, got.Spec)
 
 	c.calls = nil
 	internal := want.Clone()
@@ -143,6 +152,98 @@ func TestPartwiseLoadBalancers(t *testing.T) {
 
 	require.NoError(t, api.DeleteLoadBalancer(ctx, "a"))
 	assert.NotContains(t, c.lbs, "a")
+}
+
+// TestPartwiseLoadBalancersReads: with Reads (keeping what Steps uses), an update whose
+// Current is the load balancer as last listed or read makes its steps without a read,
+// planned from Current, and one of targets alone answers without a read either; anything else reads before: a Current that is not
+// the last read (the caller's read is another), a load balancer written since (its
+// update failed, the outcome unknown) or deleted, no Current, no Reads. An update of
+// more than targets reads once after.
+func TestPartwiseLoadBalancersReads(t *testing.T) {
+	base := cloudapi.LoadBalancerSpec{Name: "a", Listeners: []cloudapi.Listener{tcp(80)}, Targets: []string{"i-1"}, Tags: map[string]string{cloudapi.TagCluster: "prod"}}
+	plusTarget := base.Clone()
+	plusTarget.Targets = append(plusTarget.Targets, "i-2")
+	plusListener := base.Clone()
+	plusListener.Listeners = append(plusListener.Listeners, tcp(443))
+	plusBoth := plusListener.Clone()
+	plusBoth.Targets = plusTarget.Targets
+	cloud := func() *partCloud {
+		a := base.Clone()
+		return &partCloud{lbs: map[string]*cloudapi.LoadBalancerSpec{"a": &a}}
+	}
+	listed := func(t *testing.T, api cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerSpec]) *cloudapi.LoadBalancer {
+		t.Helper()
+		page, err := api.ListLoadBalancers(t.Context(), cloudapi.ListOptions{})
+		require.NoError(t, err)
+		require.Len(t, page.Items, 1)
+		return &page.Items[0]
+	}
+	for _, tc := range []struct {
+		name      string
+		noReads   bool
+		spec      cloudapi.LoadBalancerSpec
+		current   func(t *testing.T, c *partCloud, api cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerSpec]) *cloudapi.LoadBalancer
+		wantCalls []string
+	}{
+		{"the list's copy: the steps alone", false, plusTarget, func(t *testing.T, _ *partCloud, api cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerSpec]) *cloudapi.LoadBalancer {
+			return listed(t, api)
+		}, []string{"list", "add target i-2"}},
+		{"a read's copy", false, plusTarget, func(t *testing.T, _ *partCloud, api cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerSpec]) *cloudapi.LoadBalancer {
+			lb, err := api.GetLoadBalancer(t.Context(), "a")
+			require.NoError(t, err)
+			return lb
+		}, []string{"get a", "add target i-2"}},
+		{"more than targets: one read after", false, plusListener, func(t *testing.T, _ *partCloud, api cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerSpec]) *cloudapi.LoadBalancer {
+			return listed(t, api)
+		}, []string{"list", "add listener 443", "get a"}},
+		{"a Current that is not the last read", false, plusTarget, func(t *testing.T, c *partCloud, api cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerSpec]) *cloudapi.LoadBalancer {
+			lb := listed(t, api)
+			lb.Spec.Targets = nil // the caller read another
+			return lb
+		}, []string{"list", "get a", "add target i-2"}},
+		{"after an update of unknown outcome: based on a read, the listener not added twice", false, plusBoth, func(t *testing.T, c *partCloud, api cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerSpec]) *cloudapi.LoadBalancer {
+			lb := listed(t, api)
+			c.fail = map[string]bool{"add listener 443": true}
+			_, err := api.UpdateLoadBalancer(t.Context(), "a", cloudapi.LoadBalancerUpdate{Spec: plusListener, Current: lb})
+			require.ErrorIs(t, err, cloudapi.ErrTransient)
+			c.fail = nil
+			return lb // the list's copy, from before the failed update
+		}, []string{"list", "add listener 443", "get a", "add target i-2"}},
+		{"no Current", false, plusTarget, func(*testing.T, *partCloud, cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerSpec]) *cloudapi.LoadBalancer {
+			return nil
+		}, []string{"get a", "add target i-2"}},
+		{"no Reads", true, plusTarget, func(t *testing.T, _ *partCloud, api cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerSpec]) *cloudapi.LoadBalancer {
+			return listed(t, api)
+		}, []string{"list", "get a", "add target i-2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cloud()
+			api := c.api()
+			if !tc.noReads {
+				api.Reads = &cloudapi.LastReads[*cloudapi.LoadBalancerSpec]{}
+				api.Keep = func(s *cloudapi.LoadBalancerSpec) *cloudapi.LoadBalancerSpec { // what Steps uses
+					return &cloudapi.LoadBalancerSpec{Name: s.Name, Internal: s.Internal}
+				}
+			}
+			current := tc.current(t, c, api)
+			got, err := api.UpdateLoadBalancer(t.Context(), "a", cloudapi.LoadBalancerUpdate{Spec: tc.spec, Current: current})
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantCalls, c.calls)
+			assert.Equal(t, *c.lbs["a"], got.Spec, "answered as the cloud has it")
+		})
+	}
+
+	t.Run("deleted", func(t *testing.T) {
+		c := cloud()
+		api := c.api()
+		api.Reads = &cloudapi.LastReads[*cloudapi.LoadBalancerSpec]{}
+		lb := listed(t, api)
+		require.NoError(t, api.DeleteLoadBalancer(t.Context(), "a"))
+		_, err := api.UpdateLoadBalancer(t.Context(), "a", cloudapi.LoadBalancerUpdate{Spec: plusTarget, Current: lb})
+		require.ErrorIs(t, err, cloudapi.ErrNotFound)
+		assert.Equal(t, []string{"list", "delete a", "get a"}, c.calls, "read, not written from the list's copy")
+	})
 }
 
 // TestPartwiseLoadBalancersIDsAndRefs: an ID that IDs refuses names no load balancer, so

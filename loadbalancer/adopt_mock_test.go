@@ -90,6 +90,7 @@ func TestAdoptCallSequences(t *testing.T) {
 							HealthCheck:     true,
 							Tags:            true,
 						},
+						Current: mockFree(),
 					}).Return(&cloudapi.LoadBalancer{ID: "lb-7", Spec: mockAdoptedSpec(), Addresses: []string{mockAddress}, Status: cloudapi.LoadBalancerActive}, nil),
 				)...)
 			},
@@ -196,6 +197,7 @@ func TestKeepOnDeleteCallSequences(t *testing.T) {
 	released := cloudapi.LoadBalancerUpdate{
 		Spec:    mockReleasedSpec(),
 		Changes: cloudapi.LoadBalancerChanges{RemoveTargets: []string{"i-a", "i-b", "i-c"}, Tags: true},
+		Current: mockConverged(),
 	}
 	low := mockConverged()
 	low.ID, low.Addresses = "lb-0a", []string{"203.0.113.99"}

@@ -331,7 +331,7 @@ func TestUpdateCallSequences(t *testing.T) {
 	stale.Spec.Targets = []string{"i-a", "i-b"}
 	changedBehind := mockConverged()
 	changedBehind.Spec.Targets = []string{"i-a"}
-	addC := cloudapi.LoadBalancerUpdate{Spec: mockSpec(), Changes: cloudapi.LoadBalancerChanges{AddTargets: []string{"i-c"}}}
+	addC := cloudapi.LoadBalancerUpdate{Spec: mockSpec(), Changes: cloudapi.LoadBalancerChanges{AddTargets: []string{"i-c"}}, Current: stale}
 	transient := cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpListLoadBalancers, "", nil)
 	tests := []struct {
 		name string
@@ -370,7 +370,7 @@ func TestUpdateCallSequences(t *testing.T) {
 				gomock.InOrder(
 					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", stale), nil),
 					m.ListLoadBalancers(gomock.Any(), mockClusterListOptions("")).Return(mockPage("", changedBehind), nil),
-					m.UpdateLoadBalancer(gomock.Any(), "lb-1", cloudapi.LoadBalancerUpdate{Spec: mockSpec(), Changes: cloudapi.LoadBalancerChanges{AddTargets: []string{"i-b", "i-c"}}}).Return(mockConverged(), nil),
+					m.UpdateLoadBalancer(gomock.Any(), "lb-1", cloudapi.LoadBalancerUpdate{Spec: mockSpec(), Changes: cloudapi.LoadBalancerChanges{AddTargets: []string{"i-b", "i-c"}}, Current: changedBehind}).Return(mockConverged(), nil),
 				)
 			},
 			check: func(t *testing.T, errs []error) { require.NoError(t, errs[0]) },

@@ -26,7 +26,7 @@ func (l *LoadBalancer) update(ctx context.Context, logger klog.Logger, uid strin
 	if changes.Empty() {
 		return current, nil
 	}
-	lb, err := l.updateLB(ctx, current, uid, adopting, cloudapi.LoadBalancerUpdate{Spec: want, Changes: changes})
+	lb, err := l.updateLB(ctx, current, uid, adopting, cloudapi.LoadBalancerUpdate{Spec: want, Changes: changes, Current: current})
 	if err != nil {
 		err = fmt.Errorf("updating load balancer %s: %w", current.ID, err)
 		if changes.TargetGroup {
@@ -68,7 +68,7 @@ func (l *LoadBalancer) updateTargetsOnly(ctx context.Context, logger klog.Logger
 	targetsOnly := current.Spec.Clone()
 	targetsOnly.Targets = want.Targets
 	targetsOnly.TargetGroup = want.TargetGroup
-	if _, err := l.updateLB(ctx, current, uid, false, cloudapi.LoadBalancerUpdate{Spec: targetsOnly, Changes: only}); err != nil {
+	if _, err := l.updateLB(ctx, current, uid, false, cloudapi.LoadBalancerUpdate{Spec: targetsOnly, Changes: only, Current: current}); err != nil {
 		if errors.Is(err, errNotOwned) {
 			return err
 		}

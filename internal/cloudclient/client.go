@@ -184,8 +184,8 @@ func (a *loadBalancerAPI) CreateLoadBalancer(ctx context.Context, spec cloudapi.
 // repeat changes that are already made. Before the retry, outside the attempt and its
 // rate-limit slot, the load balancer is read again (a GetLoadBalancer call of its own,
 // rate limited, retried and counted as such) and the retry sends the changes from that
-// read; when none are left, the read is the result. A failed re-read ends the update with
-// the read's error.
+// read, with the read as update.Current; when none are left, the read is the result. A
+// failed re-read ends the update with the read's error.
 func (a *loadBalancerAPI) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
 	unknown := false // an earlier attempt may have been applied
 	reread := func(ctx context.Context) (*cloudapi.LoadBalancer, bool, error) {
@@ -197,6 +197,7 @@ func (a *loadBalancerAPI) UpdateLoadBalancer(ctx context.Context, id string, upd
 			return nil, false, fmt.Errorf("UpdateLoadBalancer %s: reading it again after an attempt of unknown outcome: %w", id, err)
 		}
 		update.Changes = cloudapi.DiffLoadBalancer(a.c.opts.LoadBalancerShape.Comparable(current.Spec, update.Spec), update.Spec)
+		update.Current = current
 		unknown = false
 		return current, update.Changes.Empty(), nil
 	}

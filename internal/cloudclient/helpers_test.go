@@ -259,17 +259,21 @@ func opCases() []opCase {
 			op: cloudapi.OpUpdateLoadBalancer,
 			expect: func(m *mocks, errs ...error) any {
 				// After an attempt of unknown outcome, the retry reads the load balancer
-				// first; the read says the change is still to be made.
+				// first; the read says the change is still to be made, and is the retry's
+				// Current.
 				res := &cloudapi.LoadBalancer{ID: "lb-1"}
 				var calls []any
+				update := lbUpdate
 				for i, err := range errs {
 					if i > 0 && (errors.Is(errs[i-1], cloudapi.ErrTransient) || cloudapi.ClassOf(errs[i-1]) == nil) {
-						calls = append(calls, m.lb.EXPECT().GetLoadBalancer(gomock.Any(), "lb-1").Return(&cloudapi.LoadBalancer{ID: "lb-1", Spec: lbStale}, nil))
+						reread := &cloudapi.LoadBalancer{ID: "lb-1", Spec: lbStale}
+						calls = append(calls, m.lb.EXPECT().GetLoadBalancer(gomock.Any(), "lb-1").Return(reread, nil))
+						update.Current = reread
 					}
 					if err != nil {
-						calls = append(calls, m.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", lbUpdate).Return(nil, err))
+						calls = append(calls, m.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", update).Return(nil, err))
 					} else {
-						calls = append(calls, m.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", lbUpdate).Return(res, nil))
+						calls = append(calls, m.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", update).Return(res, nil))
 					}
 				}
 				if len(calls) > 1 {

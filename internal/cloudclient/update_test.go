@@ -78,10 +78,13 @@ func TestRetriedUpdateSendsOnlyWhatIsLeft(t *testing.T) {
 func TestRetriedUpdateRereadIsACallOfItsOwn(t *testing.T) {
 	e := newEnv(t, func(o *cloudclient.Options) { o.QPS = 1; o.Burst = 1; o.Timeout = 200 * time.Millisecond })
 	transient := cloudapi.NewError(cloudapi.ErrTransient, cloudapi.OpUpdateLoadBalancer, "lb-1", errors.New("connection reset"))
+	reread := &cloudapi.LoadBalancer{ID: "lb-1", Spec: lbStale}
+	retry := lbUpdate
+	retry.Current = reread // the retry is based on the read
 	gomock.InOrder(
 		e.mocks.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", lbUpdate).Return(nil, transient),
-		e.mocks.lb.EXPECT().GetLoadBalancer(gomock.Any(), "lb-1").Return(&cloudapi.LoadBalancer{ID: "lb-1", Spec: lbStale}, nil),
-		e.mocks.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", lbUpdate).Return(&cloudapi.LoadBalancer{ID: "lb-1", Spec: lbSpec}, nil),
+		e.mocks.lb.EXPECT().GetLoadBalancer(gomock.Any(), "lb-1").Return(reread, nil),
+		e.mocks.lb.EXPECT().UpdateLoadBalancer(gomock.Any(), "lb-1", retry).Return(&cloudapi.LoadBalancer{ID: "lb-1", Spec: lbSpec}, nil),
 	)
 	lbs, _ := e.client.LoadBalancers()
 	_, err := lbs.UpdateLoadBalancer(e.ctx, "lb-1", lbUpdate)

@@ -66,6 +66,8 @@ func (c *Config) Validate() error {
 type Client struct {
 	api *hcloud.Client
 	cfg Config
+	lbs *cloudapi.LastReads[*hcloud.LoadBalancer] // the load balancers as last read, the base of an update
+	ips *cloudapi.GatewayHolders                  // the private IPs of the network's servers as last read
 }
 
 // New returns a client of the API at cfg.Endpoint (empty: the SDK's default), configured
@@ -84,7 +86,7 @@ func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 	if cfg.Endpoint != "" {
 		opts = append(opts, hcloud.WithEndpoint(cfg.Endpoint))
 	}
-	return &Client{api: hcloud.NewClient(opts...), cfg: cfg}
+	return &Client{api: hcloud.NewClient(opts...), cfg: cfg, lbs: &cloudapi.LastReads[*hcloud.LoadBalancer]{}, ips: &cloudapi.GatewayHolders{}}
 }
 
 // Instances returns the instance API, over the project's servers.

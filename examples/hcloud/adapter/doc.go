@@ -14,8 +14,9 @@
 // its tags through cloudapi's label codec (HetznerLabelRules); labels it leaves out are
 // logged. Routes: those of the network the `hcloud:` section names (network), a
 // cloudapi.TaglessRouteAPI (a route is a destination and a gateway, without labels; its ID
-// is its destination, its target the server that holds the gateway); without a network
-// Client.Routes answers (nil, false). Load balancers: the project's load balancers, a
+// is its destination, its target the server that holds the gateway, from the private IPs
+// of the network's servers as last read: a cloudapi.GatewayRoutes with its cache); without
+// a network Client.Routes answers (nil, false). Load balancers: the project's load balancers, a
 // service per listener and a server target per Node, with the adapter's Shape (what
 // Hetzner's load balancers do not keep or support), Settings (type, algorithm, location,
 // network zone) and Aliases (the annotations of Hetzner's own CCM), a
@@ -23,7 +24,9 @@
 // declares the health check and PROXY protocol per service, so a change of either
 // rewrites every service); every request, an action's polls included, passes through
 // cloudapi.Transport, and each write waits for its action before the next, a failed
-// action or poll being ErrTransient (README.md has the details).
+// action or poll being ErrTransient; an update is based on the load balancer as last
+// listed or read when ccmkit's read is that one (cloudapi.LastReads), and one of targets
+// alone is answered without a read (README.md has the details).
 //
 // Errors: the SDK's typed errors map onto cloudapi's sentinels (errorCodes has the table,
 // a cloudapi.ErrorCodes); not_found is ErrNotFound only for a GET or DELETE of one server

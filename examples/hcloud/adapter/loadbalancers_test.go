@@ -2,8 +2,11 @@ package adapter_test
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
@@ -91,8 +95,8 @@ func TestServiceOverHetzner(t *testing.T) {
 
 	before := m.Calls()
 	require.NoError(t, lbs.UpdateLoadBalancer(t.Context(), "k8s", svc, nodes[:2]))
-	assert.Equal(t, hcloudmock.Calls{"GET /load_balancers": 1, "GET /load_balancers/{id}": 2, "POST /load_balancers/{id}/actions/remove_target": 1},
-		m.Calls().Sub(before), "a node removed: one read for the update, one remove_target, one read back")
+	assert.Equal(t, hcloudmock.Calls{"GET /load_balancers": 1, "POST /load_balancers/{id}/actions/remove_target": 1},
+		m.Calls().Sub(before), "a node removed: the list, one remove_target")
 
 	udp := svc.DeepCopy()
 	udp.Spec.Ports = append(udp.Spec.Ports, corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053})
@@ -103,6 +107,74 @@ func TestServiceOverHetzner(t *testing.T) {
 
 	require.NoError(t, lbs.EnsureLoadBalancerDeleted(t.Context(), "k8s", svc))
 	assert.Empty(t, m.Inventory().LoadBalancers)
+}
+
+// TestNodeSyncCostsItsWrites: a node sync over N load balancers is one list of them and
+// one add_target (or remove_target) each, no read by ID: each update is based on the
+// list's copy (the base the caller read fresh, as the adapter last read it) and answered
+// from it with the target changed. The one add_target whose answer is lost (applied, then
+// a service_error) is re-based on a read of its own, which finds the target there: it is
+// not added twice.
+func TestNodeSyncCostsItsWrites(t *testing.T) {
+	const n = 20
+	var lost atomic.Bool
+	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
+	cfg := hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20},
+		Servers: []schema.Server{{ID: 100, Name: "node-0"}, {ID: 101, Name: "node-1"}}}
+	m, url := newMock(t, cfg, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !strings.HasSuffix(r.URL.Path, "/actions/add_target") || !lost.CompareAndSwap(true, false) {
+				h.ServeHTTP(w, r)
+				return
+			}
+			h.ServeHTTP(httptest.NewRecorder(), r) // applied, its answer lost
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error": {"code": "service_error", "message": "answer lost"}}`))
+			go func() { // the retry's backoff
+				for !clock.HasWaiters() {
+					time.Sleep(time.Millisecond)
+				}
+				clock.Step(time.Minute)
+			}()
+		})
+	})
+	opts := adapter.Options()
+	opts.Metrics, opts.Clock = metrics.NewKubeRegistry(), clock
+	p, err := provider.New(provider.Config{Cluster: provider.ClusterConfig{ID: "prod"}, CloudAPI: provider.CloudAPIConfig{Unlimited: true}},
+		adapter.New(adapter.Config{Endpoint: url, Location: "fsn1"}, "token", nil), opts)
+	require.NoError(t, err)
+	lbs, _ := p.LoadBalancer()
+	nodes := []*corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Spec: corev1.NodeSpec{ProviderID: "hcloud://100"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Spec: corev1.NodeSpec{ProviderID: "hcloud://101"}},
+	}
+	var svcs []*corev1.Service
+	for i := range n {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%02d", i), Namespace: "default", UID: types.UID(fmt.Sprintf("uid-%02d", i))},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
+		_, err := lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, nodes[:1])
+		require.NoError(t, err)
+		svcs = append(svcs, svc)
+	}
+	sync := func(nodes []*corev1.Node) hcloudmock.Calls {
+		clock.Step(time.Hour)
+		before := m.Calls()
+		for _, svc := range svcs {
+			require.NoError(t, lbs.UpdateLoadBalancer(t.Context(), "k8s", svc, nodes))
+		}
+		return m.Calls().Sub(before)
+	}
+
+	lost.Store(true)
+	assert.Equal(t, hcloudmock.Calls{"GET /load_balancers": 1, "POST /load_balancers/{id}/actions/add_target": n, "GET /load_balancers/{id}": 1},
+		sync(nodes), "a node added: one list, one add_target per load balancer; one read, for the one whose answer was lost")
+	assert.Equal(t, hcloudmock.Calls{"GET /load_balancers": 1, "POST /load_balancers/{id}/actions/remove_target": n},
+		sync(nodes[:1]), "a node removed: one list, one remove_target per load balancer, no read")
+	for _, lb := range m.Inventory().LoadBalancers {
+		assert.Len(t, lb.Targets, 1, "load balancer %d", lb.ID)
+	}
+	assert.Equal(t, hcloudmock.Calls{"GET /load_balancers": 1}, sync(nodes[:1]), "converged: the list alone")
 }
 
 // TestActionPollsAreCounted: the polls of a write's actions go through ccmkit's client

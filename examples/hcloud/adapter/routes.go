@@ -3,7 +3,6 @@ package adapter
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -16,11 +15,13 @@ import (
 // routes is the cloudapi.TaglessRouteAPI of the configured network's routes: a Hetzner
 // route is a destination and a gateway, the private IP of a server in the network, without
 // labels (a cloudapi.GatewayRoutes: a route's ID is its destination, which the network
-// holds one route for; its target the server that holds the gateway, found in one list
-// of the servers per list of routes, see holders). Hetzner's networks route IPv4.
+// holds one route for; its target the server that holds the gateway, found from the
+// private IPs of the network's servers as last read, read again when they cannot answer:
+// a server new to the network by ID, every server in one list, see holders). Hetzner's
+// networks route IPv4.
 func (c *Client) routes() cloudapi.GatewayRoutes[*hcloud.Network] {
-	return cloudapi.GatewayRoutes[*hcloud.Network]{IPv4Only: true, Table: c.routeTable, Holders: c.holders, Gateway: c.gateway,
-		Add: c.addRoute, Delete: c.deleteRoute}
+	return cloudapi.GatewayRoutes[*hcloud.Network]{IPv4Only: true, Table: c.routeTable, Holders: c.holders, Address: c.address,
+		Members: members, Cache: c.ips, HoldersPage: maxPerPage, Add: c.addRoute, Delete: c.deleteRoute}
 }
 
 // routeTable reads the network and its routes.
@@ -38,53 +39,51 @@ func (c *Client) routeTable(ctx context.Context, op cloudapi.Operation, id strin
 	return n, table, nil
 }
 
-// holders are the servers that hold each private IP in network n: one list of the
-// servers, and a GET of each of n's servers that the list missed (pages by number shift
-// when a server is created or deleted between two page reads, and a gateway without its
-// holder would read as a blackhole, which the route controller deletes); one deleted
-// since holds none.
+// members are the IDs of network n's servers.
+func members(n *hcloud.Network) (ids []string) {
+	for _, srv := range n.Servers {
+		ids = append(ids, strconv.FormatInt(srv.ID, 10))
+	}
+	return ids
+}
+
+// holders are the servers that hold each private IP in network n, in one list of the
+// servers; a server of n that the list missed (pages by number shift when a server is
+// created or deleted between two page reads) GatewayRoutes reads by ID.
 func (c *Client) holders(ctx context.Context, n *hcloud.Network) (map[string]string, error) {
 	servers, err := c.api.Server.AllWithOpts(ctx, hcloud.ServerListOpts{ListOpts: hcloud.ListOpts{PerPage: maxPerPage}})
 	if err != nil {
 		return nil, errorOf(cloudapi.OpListRoutes, "", nil, err)
 	}
-	listed := map[int64]bool{}
-	for _, srv := range servers {
-		listed[srv.ID] = true
-	}
-	for _, m := range n.Servers {
-		if listed[m.ID] {
-			continue
-		}
-		if srv, err := getByID(ctx, cloudapi.OpListRoutes, strconv.FormatInt(m.ID, 10), "server", cloudapi.ErrTransient, cloudapi.ErrNotFound, c.api.Server.GetByID); err == nil {
-			servers = append(servers, srv)
-		} else if !errors.Is(err, cloudapi.ErrNotFound) {
-			return nil, err
-		}
-	}
 	holder := map[string]string{}
 	for _, srv := range servers {
-		for _, pn := range srv.PrivateNet {
-			if pn.Network != nil && pn.Network.ID == n.ID && pn.IP != nil {
-				holder[pn.IP.String()] = strconv.FormatInt(srv.ID, 10)
-			}
+		if ip := privateIP(srv, n); ip != "" {
+			holder[ip] = strconv.FormatInt(srv.ID, 10)
 		}
 	}
 	return holder, nil
 }
 
-// gateway is the private IP in network n of the server target; a target that names no
-// server is ErrInvalidRequest.
-func (c *Client) gateway(ctx context.Context, op cloudapi.Operation, n *hcloud.Network, target string) (string, error) {
-	srv, err := getByID(ctx, op, target, "server", cloudapi.ErrInvalidRequest, cloudapi.ErrInvalidRequest, c.api.Server.GetByID)
-	if err != nil {
+// address is the private IP in network n of the server id: empty for one that does not
+// exist or is outside n.
+func (c *Client) address(ctx context.Context, op cloudapi.Operation, n *hcloud.Network, id string) (string, error) {
+	if srv, err := getByID(ctx, op, id, "server", cloudapi.ErrInvalidRequest, cloudapi.ErrNotFound, c.api.Server.GetByID); err == nil {
+		return privateIP(srv, n), nil
+	} else if !errors.Is(err, cloudapi.ErrNotFound) {
 		return "", err
 	}
-	i := slices.IndexFunc(srv.PrivateNet, func(pn hcloud.ServerPrivateNet) bool { return pn.Network != nil && pn.Network.ID == n.ID })
+	return "", nil // gone: it holds none
+}
+
+// privateIP is srv's private IP in network n, empty when it is outside n.
+func privateIP(srv *hcloud.Server, n *hcloud.Network) string {
+	i := slices.IndexFunc(srv.PrivateNet, func(pn hcloud.ServerPrivateNet) bool {
+		return pn.Network != nil && pn.Network.ID == n.ID && pn.IP != nil
+	})
 	if i < 0 {
-		return "", cloudapi.NewError(cloudapi.ErrInvalidRequest, op, target, fmt.Errorf("server %s is not attached to network %q", target, c.cfg.Network))
+		return ""
 	}
-	return srv.PrivateNet[i].IP.String(), nil
+	return srv.PrivateNet[i].IP.String()
 }
 
 // addRoute and deleteRoute add and delete the route r of network n, each waiting for its

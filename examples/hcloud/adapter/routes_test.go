@@ -3,22 +3,28 @@ package adapter_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/examples/hcloud/adapter"
 	"github.com/ccmkit/ccmkit/examples/hcloud/hcloudmock"
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/providerid"
 	"github.com/ccmkit/ccmkit/routes"
 )
 
@@ -70,18 +76,24 @@ func TestListRoutesReadsTargetsBackInOneServerList(t *testing.T) {
 	assert.Empty(t, page.Items, "no route carries a tag")
 }
 
+// seededNetwork is a network (900001) of routes and count servers (from 1001), server
+// i at 10.0.(i/200).(2+i%200) in it.
+func seededNetwork(count int, routes ...schema.NetworkRoute) (schema.Network, []schema.Server) {
+	n := schema.Network{ID: 900001, Name: "k8s-seeded", IPRange: "10.0.0.0/8", Routes: routes}
+	srvs := servers(count)
+	for i := range srvs {
+		srvs[i].PrivateNet = []schema.ServerPrivateNet{{Network: n.ID, IP: fmt.Sprintf("10.0.%d.%d", i/200, 2+i%200)}}
+	}
+	return n, srvs
+}
+
 // TestListRoutesKeepsTheHoldersAShiftedPageMissed deletes two servers of the first page of
 // three while the route list reads the second: the first two servers of the second page
 // shift onto the first and the server list misses them. Their routes must keep their
 // targets (a blackhole would make the route controller delete a live Node's route): the
 // network's members the list missed are read one by one.
 func TestListRoutesKeepsTheHoldersAShiftedPageMissed(t *testing.T) {
-	n := schema.Network{ID: 900001, Name: "k8s-seeded", IPRange: "10.0.0.0/8"}
-	srvs := servers(120)
-	for i := range srvs {
-		srvs[i].PrivateNet = []schema.ServerPrivateNet{{Network: n.ID, IP: fmt.Sprintf("10.0.%d.%d", i/200, 2+i%200)}}
-	}
-	n.Routes = []schema.NetworkRoute{{Destination: "10.244.51.0/24", Gateway: "10.0.0.52"}, {Destination: "10.244.52.0/24", Gateway: "10.0.0.53"}}
+	n, srvs := seededNetwork(120, schema.NetworkRoute{Destination: "10.244.51.0/24", Gateway: "10.0.0.52"}, schema.NetworkRoute{Destination: "10.244.52.0/24", Gateway: "10.0.0.53"})
 	var once sync.Once
 	var m *hcloudmock.Server
 	m, url := newMock(t, hcloudmock.Config{Servers: srvs, Networks: []schema.Network{n}}, func(h http.Handler) http.Handler {
@@ -102,6 +114,54 @@ func TestListRoutesKeepsTheHoldersAShiftedPageMissed(t *testing.T) {
 		assert.Equal(t, want, page.Items[i].TargetInstanceID, "route %s", page.Items[i].ID)
 	}
 	assert.Equal(t, 2, m.Calls()["GET /servers/{id}"], "the two servers the shifted list missed, read one by one")
+}
+
+// TestListRoutesFromTheServersAsLastRead: the first route list reads the network and every
+// server (3 pages); the next ones the network alone, while the network's servers as last
+// read hold every gateway. A server new to the network is read by ID; a route to an
+// address no server is known to hold, or to a server the network no longer lists, is
+// read as a blackhole only after a list of every server found no holder.
+func TestListRoutesFromTheServersAsLastRead(t *testing.T) {
+	n, srvs := seededNetwork(120, schema.NetworkRoute{Destination: "10.244.1.0/24", Gateway: "10.0.0.2"}, schema.NetworkRoute{Destination: "10.244.2.0/24", Gateway: "10.0.0.3"})
+	m, url := newMock(t, hcloudmock.Config{Servers: srvs, Networks: []schema.Network{n}}, nil)
+	sdk := hcloud.NewClient(hcloud.WithEndpoint(url), hcloud.WithToken("t"), hcloud.WithRetryOpts(hcloud.RetryOpts{MaxRetries: 0}))
+	api, _ := adapter.New(adapter.Config{Endpoint: url, Network: "900001"}, "token", nil).Routes()
+	list := func(want map[string]string) hcloudmock.Calls {
+		t.Helper()
+		before := m.Calls()
+		page, err := api.ListRoutes(t.Context(), cloudapi.ListOptions{})
+		require.NoError(t, err)
+		got := map[string]string{}
+		for _, r := range page.Items {
+			got[r.ID] = r.TargetInstanceID
+			assert.Equal(t, r.TargetInstanceID == "", r.Blackhole, "route %s", r.ID)
+		}
+		assert.Equal(t, want, got)
+		return m.Calls().Sub(before)
+	}
+	route := func(dst, gw string) {
+		_, cidr, err := net.ParseCIDR(dst)
+		require.NoError(t, err)
+		_, _, err = sdk.Network.AddRoute(t.Context(), &hcloud.Network{ID: n.ID}, hcloud.NetworkAddRouteOpts{Route: hcloud.NetworkRoute{Destination: cidr, Gateway: net.ParseIP(gw)}})
+		require.NoError(t, err)
+	}
+
+	held := map[string]string{"10.244.1.0/24": "1001", "10.244.2.0/24": "1002"}
+	assert.Equal(t, hcloudmock.Calls{"GET /networks/{id}": 1, "GET /servers": 3}, list(held), "the first: every server")
+	assert.Equal(t, hcloudmock.Calls{"GET /networks/{id}": 1}, list(held), "the network alone")
+
+	require.NoError(t, m.AddServer(schema.Server{ID: 2000, Name: "new", PrivateNet: []schema.ServerPrivateNet{{Network: n.ID, IP: "10.0.9.9"}}}))
+	route("10.244.3.0/24", "10.0.9.9")
+	held["10.244.3.0/24"] = "2000"
+	assert.Equal(t, hcloudmock.Calls{"GET /networks/{id}": 1, "GET /servers/{id}": 1}, list(held), "a new server read alone")
+	assert.Equal(t, hcloudmock.Calls{"GET /networks/{id}": 1}, list(held))
+
+	route("192.168.0.0/16", "10.9.9.9") // by hand, to an address no server holds
+	held["192.168.0.0/16"] = ""
+	assert.Equal(t, hcloudmock.Calls{"GET /networks/{id}": 1, "GET /servers": 3}, list(held), "a blackhole after a list of every server")
+	m.DeleteServer(1002)
+	held["10.244.2.0/24"] = ""
+	assert.Equal(t, hcloudmock.Calls{"GET /networks/{id}": 1, "GET /servers": 3}, list(held), "a holder the network no longer lists")
 }
 
 func TestRouteWritesWaitForTheirAction(t *testing.T) {
@@ -149,8 +209,8 @@ func TestRouteRequestsRefused(t *testing.T) {
 		{"IPv6", cloudapi.RouteSpec{DestinationCIDR: "fd00:10:244::/64", TargetInstanceID: "1"}, "the route table routes IPv4 only"},
 		{"host bits", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.1/24", TargetInstanceID: "1"}, "not a canonical IPv4 CIDR"},
 		{"not a server ID", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "bm-1"}, "not a Hetzner Cloud server ID"},
-		{"no such server", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "9"}, "server 9 does not exist"},
-		{"a server outside the network", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "3"}, `server 3 is not attached to network "k8s"`},
+		{"no such server", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "9"}, `instance "9" has no address in the route table's network`},
+		{"a server outside the network", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "3"}, `instance "3" has no address in the route table's network`},
 		{"another next hop", cloudapi.RouteSpec{DestinationCIDR: "10.244.1.0/24", TargetInstanceID: "1", TargetAddress: "10.0.0.8"}, `target address "10.0.0.8" is not instance "1"'s address 10.0.0.7`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,4 +271,88 @@ func TestCcmkitRoutesOverTheNetwork(t *testing.T) {
 	page, err := api.ListRoutes(ctx, cloudapi.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, page.Items, 2, "no route deleted")
+}
+
+// TestQuietProjectWithRoutesCalls measures what a quiet cluster of 1,000, 5,000 and 20,000
+// Nodes with routes on costs against Hetzner's budget of 3,600 requests an hour (one a
+// second), as make bench's P1 does: the cloud node controller's status pass every 5
+// minutes (one paged list of the servers, N/50 pages); the route controller's list every
+// 10 seconds, which ccmkit's route snapshot answers, reading the table at most once a
+// minute (cache.maxAge); every Node with its route, nothing changing. After a first list,
+// 10 minutes are counted at the mock. A read of the table is one read of the network: the
+// gateways' holders are the network's servers as last read (cloudapi.GatewayRoutes'
+// Cache), never a list of every server.
+func TestQuietProjectWithRoutesCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000, 5,000 and 20,000 servers")
+	}
+	const minutes = 10
+	for _, n := range []int{1000, 5000, 20000} {
+		t.Run(fmt.Sprintf("%d servers", n), func(t *testing.T) {
+			nw := schema.Network{ID: 900001, Name: "k8s-quiet", IPRange: "10.0.0.0/8"}
+			cfg := hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20}, Networks: []schema.Network{nw}}
+			var nodes []*corev1.Node
+			var names []string
+			pods := netip.MustParseAddr("100.64.0.0")
+			for i := range n {
+				name, ip := fmt.Sprintf("node-%05d", i), netip.AddrFrom4([4]byte{10, byte(1 + i>>16), byte(i >> 8), byte(i)})
+				cfg.Servers = append(cfg.Servers, schema.Server{ID: int64(1000 + i), Name: name,
+					PrivateNet: []schema.ServerPrivateNet{{Network: nw.ID, IP: ip.String()}}})
+				cfg.Networks[0].Routes = append(cfg.Networks[0].Routes, schema.NetworkRoute{Destination: netip.PrefixFrom(pods, 26).String(), Gateway: ip.String()})
+				for range 64 {
+					pods = pods.Next()
+				}
+				nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("hcloud://%d", 1000+i)}})
+				names = append(names, name)
+			}
+			m, url := newMock(t, cfg, nil)
+			c := adapter.New(adapter.Config{Endpoint: url, Network: nw.Name}, "token", nil)
+			clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
+			lookup, err := instances.NewLookup(c.Instances(), instances.LookupOptions{Clock: clock})
+			require.NoError(t, err)
+			format, err := providerid.Default(adapter.ProviderName)
+			require.NoError(t, err)
+			v2, err := instances.New(lookup, instances.Options{ProviderID: format})
+			require.NoError(t, err)
+			api, _ := c.Routes()
+			r, err := routes.New(api, lookup, routes.Options{ClusterID: "prod", Clock: clock, ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("100.64.0.0/10")},
+				NodeNames: func(context.Context) ([]string, error) { return names, nil }})
+			require.NoError(t, err)
+			ctx := t.Context()
+			list := func() {
+				t.Helper()
+				got, err := r.ListRoutes(ctx, "prod")
+				require.NoError(t, err)
+				require.Len(t, got, n, "every Node's route, with its Node")
+				for _, rt := range got {
+					require.False(t, rt.Blackhole, "route %s", rt.Name)
+				}
+			}
+			list()
+			clock.Step(5 * time.Minute)
+
+			before := m.Calls()
+			for second := 0; second < minutes*60; second += 10 {
+				if second%300 == 0 { // a status pass of the cloud node controller
+					for _, node := range nodes {
+						_, err := v2.InstanceMetadata(ctx, node)
+						require.NoError(t, err)
+					}
+				}
+				list() // the route controller's reconcile
+				clock.Step(10 * time.Second)
+			}
+			calls := m.Calls().Sub(before)
+			total := 0
+			for _, c := range calls {
+				total += c
+			}
+			statusPasses := minutes / 5 * n / 50
+			t.Logf("a quiet project of %d servers with routes: %d requests in %d minutes, %.1f a minute (%.0f%% of Hetzner's 60); the routes' %.1f a minute: %v",
+				n, total, minutes, float64(total)/minutes, float64(total)/minutes/60*100, float64(total-statusPasses)/minutes, calls)
+			assert.Equal(t, statusPasses, calls["GET /servers"], "one paged list of the servers per status pass, none for the routes")
+			assert.LessOrEqual(t, calls["GET /networks"], minutes, "a read of the network (by name) per read of the table")
+			assert.Len(t, calls, 2, "nothing else: %v", calls)
+		})
+	}
 }
