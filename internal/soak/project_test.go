@@ -144,13 +144,20 @@ func lbOwner(tags map[string]string) string {
 // Service with an address makes its owner one of those re-created within the creation
 // brake's window, which must be no more than it allows at some sync within the window
 // (the most owners of Services with an address then: the brake decides at a sync, and an
-// owner it let through may create later). The brake's memory is its process's: the
+// owner it let through may create later). A create for a Service whose address another
+// load balancer of the project has (held: a share it left) is no re-creation, as the
+// brake's rule says. The brake's memory is its process's: the
 // owners are counted since the last restart of the cloud-controller-manager, or across
 // restarts with params.brakeAcrossRestarts.
-func (r *recorder) projectCreate(spec cloudapi.LoadBalancerSpec) {
+func (r *recorder) projectCreate(spec cloudapi.LoadBalancerSpec, held map[string]bool) {
 	svc := r.world.serviceByUID(r.syncing)
 	if svc == nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
 		return // a new Service: never held
+	}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if held[in.IP] || (in.Hostname != "" && held[in.Hostname]) {
+			return // its address is another load balancer's there (a share it left): nothing is lost
+		}
 	}
 	r.recreations++
 	now := r.world.clock.Now()

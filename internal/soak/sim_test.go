@@ -863,11 +863,38 @@ func (a watchedLBs) ListLoadBalancers(ctx context.Context, opts cloudapi.ListOpt
 
 func (a watchedLBs) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
 	if a.other {
-		a.rec.projectCreate(spec)
+		a.rec.projectCreate(spec, a.addresses(ctx))
 	} else {
 		a.rec.lbWrite(cloudapi.OpCreateLoadBalancer, "", &spec)
 	}
 	return a.LoadBalancerAPI.CreateLoadBalancer(ctx, spec)
+}
+
+// addresses returns the addresses and hostnames of the load balancers the cloud has (as
+// far as its list answers), for the creation brake's rule on an address another load
+// balancer of the cluster holds.
+func (a watchedLBs) addresses(ctx context.Context) map[string]bool {
+	out := map[string]bool{}
+	opts := cloudapi.ListOptions{}
+	for range 1000 {
+		page, err := a.LoadBalancerAPI.ListLoadBalancers(ctx, opts)
+		if err != nil || page == nil {
+			return out
+		}
+		for _, lb := range page.Items {
+			for _, ad := range lb.Addresses {
+				out[ad] = true
+			}
+			if lb.Hostname != "" {
+				out[lb.Hostname] = true
+			}
+		}
+		if page.NextPageToken == "" {
+			return out
+		}
+		opts.PageToken = page.NextPageToken
+	}
+	return out
 }
 
 func (a watchedLBs) UpdateLoadBalancer(ctx context.Context, id string, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
