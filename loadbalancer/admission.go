@@ -75,7 +75,8 @@ const (
 // has at most 64 entries; it leaves a longer value, or more of them, to the sync.
 //
 // A legacy key of opts.Aliases without Convert is checked as the annotation it stands for,
-// the message naming the legacy key; one with Convert is listed in
+// the messages naming the legacy key (the one the Service spells the annotation with);
+// one with Convert is listed in
 // AdmissionPolicySyncOnlyAnnotation and never refused, and a contradiction that involves
 // its annotation is left to the sync. Two spellings of one annotation whose values
 // disagree are refused where CEL compares them as the sync does (neither with Convert,
@@ -362,6 +363,17 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 		}
 		return "(" + v + ").trim()"
 	}
+	// spelled(name) is the key the Service spells name with, for messages: the first set
+	// of those whose value CEL reads, else its key under the prefix (as the sync names it,
+	// parsedAnnotations.key).
+	spelled := func(name string) string {
+		plain, _ := opts.Aliases.policyKeys(p, name)
+		k := celString(p + name)
+		for i := len(plain) - 1; i >= 1; i-- {
+			k = fmt.Sprintf("(%s ? %s : %s)", present(plain[i].key), celString(plain[i].key), k)
+		}
+		return k
+	}
 	// valid is check of the value v for the contradictions: true when the policy checks v
 	// (at most celMaxValue) and check accepts it.
 	valid := func(check func(string) string, v string) string {
@@ -421,32 +433,48 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 			syncOnly = append(syncOnly, a.Key)
 		}
 	}
-	contradiction := func(expr, msg string) {
-		vs = append(vs, admissionregistrationv1.Validation{Expression: "!variables.lb || " + expr, Message: msg, Reason: ptr.To(metav1.StatusReasonInvalid)})
+	// contradiction adds the validation that refuses a Service of type LoadBalancer that
+	// expr is false for, with a message whose %s are the keys of names: their keys under
+	// the prefix in Message, the keys the Service spells them with in MessageExpression
+	// (when one has an alias).
+	contradiction := func(expr, format string, names ...string) {
+		parts := strings.Split(format, "%s")
+		msg, terms, aliased := parts[0], []string{celString(parts[0])}, false
+		for i, name := range names {
+			plain, _ := opts.Aliases.policyKeys(p, name)
+			aliased = aliased || len(plain) > 1
+			msg += p + name + parts[i+1]
+			terms = append(terms, spelled(name), celString(parts[i+1]))
+		}
+		v := admissionregistrationv1.Validation{Expression: "!variables.lb || " + expr, Message: msg, Reason: ptr.To(metav1.StatusReasonInvalid)}
+		if aliased {
+			v.MessageExpression = strings.Join(terms, " + ")
+		}
+		vs = append(vs, v)
 	}
 	timeout, interval := AnnotationHealthCheckTimeout, AnnotationHealthCheckInterval
 	validDuration := func(name string) string { return valid(celDuration, value(name)) }
 	contradiction(unread(fmt.Sprintf("!(%s) || !(%s) || duration(%s) <= ((%s) && (%s) ? duration(%s) : duration(%s))",
 		has(timeout), validDuration(timeout), value(timeout), has(interval), validDuration(interval), value(interval), celString(defaultInterval.String())), timeout, interval),
-		fmt.Sprintf("annotation %s%s: the health check timeout is longer than its interval (annotation %s%s, default %s)", p, timeout, p, interval, defaultInterval))
+		"annotation %s: the health check timeout is longer than its interval (annotation %s, default "+defaultInterval.String()+")", timeout, interval)
 	// The checks of the ports that terminate TLS read variables.terminating and
 	// variables.tlsPorts, which only variables.portsChecked Services have.
 	certs, ports := AnnotationTLSCertificates, AnnotationTLSPorts
 	contradiction(unread(fmt.Sprintf("!variables.portsChecked || %s || variables.terminating.size() == 0", has(certs)), certs, ports, AnnotationProtocol),
-		fmt.Sprintf("a port terminates TLS (annotation %s%s or %s%s, or its appProtocol tls or https), but annotation %s%s names no certificate", p, ports, p, AnnotationProtocol, p, certs))
+		"a port terminates TLS (annotation %s or %s, or its appProtocol tls or https), but annotation %s names no certificate", ports, AnnotationProtocol, certs)
 	contradiction(unread(fmt.Sprintf("!variables.portsChecked || !(%s) || variables.terminating.size() > 0", has(certs)), certs, ports, AnnotationProtocol),
-		fmt.Sprintf("annotation %s%s is set, but no port terminates TLS: name the ports in %s%s, or set their appProtocol (tls, https) or annotation %s%s", p, certs, p, ports, p, AnnotationProtocol))
+		"annotation %s is set, but no port terminates TLS: name the ports in %s, or set their appProtocol (tls, https) or annotation %s", certs, ports, AnnotationProtocol)
 	contradiction(unread("!variables.portsChecked || variables.tlsPorts.all(t, object.spec.ports.exists(q, string(q.port) == t || (has(q.name) && q.name == t)))", ports),
-		fmt.Sprintf("annotation %s%s names a port the Service does not have", p, ports))
+		"annotation %s names a port the Service does not have", ports)
 	contradiction(unread("!variables.portsChecked || object.spec.ports.all(q, !has(q.protocol) || q.protocol == 'TCP' || !variables.tlsPorts.exists(t, string(q.port) == t || (has(q.name) && q.name == t)))", ports),
-		fmt.Sprintf("annotation %s%s names a port that is not TCP: only TCP ports terminate TLS", p, ports))
+		"annotation %s names a port that is not TCP: only TCP ports terminate TLS", ports)
 	share, id := AnnotationShare, AnnotationLoadBalancerID
 	contradiction(unread(fmt.Sprintf("!(%s) || !(%s)", has(share), has(id)), share, id),
-		fmt.Sprintf("annotations %s%s and %s%s cannot be combined: a shared load balancer is one ccmkit makes; remove one of them", p, share, p, id))
+		"annotations %s and %s cannot be combined: a shared load balancer is one ccmkit makes; remove one of them", share, id)
 	ips := AnnotationIPAddresses
 	contradiction(unread(fmt.Sprintf("!(%s) || !has(object.spec.loadBalancerIP) || !isIP(object.spec.loadBalancerIP) || size(%s) > %d || "+
 		"!%s.split(',').all(f, isIP(f.trim())) || %s.split(',').exists(f, ip(f.trim()) == ip(object.spec.loadBalancerIP))", has(ips), value(ips), celMaxValue, value(ips), value(ips)), ips),
-		fmt.Sprintf("spec.loadBalancerIP is not among the addresses of annotation %s%s: set one of them", p, ips))
+		"spec.loadBalancerIP is not among the addresses of annotation %s: set one of them", ips)
 
 	tlsEntry := "f.trim().matches('^[-+]?0*[0-9]{1,5}$') ? string(int(f.trim())) : f.trim()" // "080" is port 80, as the sync reads it
 	// A TCP port terminates TLS when tls-ports names it, or its appProtocol is tls or
