@@ -387,8 +387,8 @@ func worstCompanions(keys []string, names map[string]string) map[string]string {
 // the sync accepts whose CEL costs the most (worstCases): each expression of each policy
 // costs at most the API server's limit on one expression (PerCallLimit), evaluates
 // without error, and the API server admits every one of them (within the budget of a
-// policy, RuntimeCELCostBudget, the messages included). The ten most expensive
-// expressions are logged.
+// policy, RuntimeCELCostBudget, the messages included). Every annotation and setting the
+// policy checks has worst values. The ten most expensive expressions are logged.
 func TestAdmissionPolicyCost(t *testing.T) {
 	const prefix = DefaultAnnotationPrefix
 	for _, tc := range []struct {
@@ -399,6 +399,16 @@ func TestAdmissionPolicyCost(t *testing.T) {
 		{"with settings and aliases", AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			for _, a := range Annotations() {
+				if a.check != nil {
+					require.NotEmpty(t, worstValues(tc.opts.Settings, a.Name, celMaxValue), "no worst values of annotation %s", a.Name)
+				}
+			}
+			for _, s := range tc.opts.Settings {
+				if s.Parse == nil {
+					require.NotEmpty(t, worstValues(tc.opts.Settings, s.Name, celMaxValue), "no worst values of setting %s", s.Name)
+				}
+			}
 			var policies []*apiServerPolicy
 			for _, p := range newPolicyEval(t, tc.opts).policies {
 				policies = append(policies, compileAPIServerPolicy(t, p))
