@@ -67,8 +67,16 @@ const (
 // with the cloud's state (an internal switch of an adopted or kept load balancer) is only
 // the sync's to find.
 //
+// No CEL expression of the policies costs the API server more than a fraction of its
+// limit on one (PerCallLimit of k8s.io/apiserver, beyond which it refuses the Service),
+// whatever the Service: AdmissionPolicyName checks a value of at most 4096 characters
+// (trimmed), looks for a certificate listed twice among at most 64 tls-certificates, and
+// checks the ports that terminate TLS of a Service of at most 256 ports whose tls-ports
+// has at most 64 entries; it leaves a longer value, or more of them, to the sync.
+//
 // A legacy key of opts.Aliases without Convert is checked as the annotation it stands for,
-// the message naming the legacy key; one with Convert is listed in
+// the messages naming the legacy key (the one the Service spells the annotation with);
+// one with Convert is listed in
 // AdmissionPolicySyncOnlyAnnotation and never refused, and a contradiction that involves
 // its annotation is left to the sync. Two spellings of one annotation whose values
 // disagree are refused where CEL compares them as the sync does (neither with Convert,
@@ -76,11 +84,12 @@ const (
 // Values); otherwise only the sync refuses them.
 //
 // AdmissionPolicyUnknownName warns (kubectl prints it) of keys under the prefix or a
-// legacy prefix that nothing reads, a typo or a key of another version; it refuses
-// nothing.
+// legacy prefix that nothing reads, a typo or a key of another version, in a Service of at
+// most 1024 annotations; it refuses nothing.
 //
-// Only Services that carry an annotation under the prefix or a legacy prefix, or a legacy
-// key, are evaluated (matchConditions),
+// AdmissionPolicyName evaluates only Services that carry a key ccmkit reads (one of its
+// annotations, a setting or a legacy key), AdmissionPolicyUnknownName only those with a
+// key under the prefix or a legacy prefix (matchConditions); both
 // when they are created or an update changes their annotations or spec (a finalizer or a
 // label is never refused), and only those ccmkit serves: of type LoadBalancer and of its
 // class (opts.Class and opts.ClassOnly), but for keep-on-delete, which ccmkit reads when a
@@ -117,6 +126,28 @@ func AdmissionPolicy(opts AdmissionPolicyOptions) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// The bounds of what the policies check. The API server stops a CEL expression that
+// costs more than its limit (1,000,000, PerCallLimit of k8s.io/apiserver/pkg/apis/cel),
+// and a policy whose expressions cost more than 10,000,000 together, and then refuses the
+// Service: a value whose syntax has no bound (leading zeros, lists) would cost more than
+// that, and comparing each of two lists' entries with each costs their product. Beyond
+// these bounds the policies leave the checks to the sync and refuse nothing, so that no
+// expression costs more than a fraction of the limit for any Service the API server
+// stores (annotations of at most 256 KiB; TestAdmissionPolicyCost measures it).
+const (
+	// celMaxValue is the longest value of an annotation (trimmed, in characters) the
+	// policy checks.
+	celMaxValue = 4096
+	// celMaxEntries is the most entries of tls-ports that the policy compares with the
+	// Service's ports, and of tls-certificates that it compares with each other.
+	celMaxEntries = 64
+	// celMaxPorts is the most ports of a Service whose TLS termination the policy checks.
+	celMaxPorts = 256
+	// celMaxAnnotations is the most annotations of a Service whose unknown keys the Warn
+	// policy looks for.
+	celMaxAnnotations = 1024
+)
 
 // The CEL of the policies. Each check is a function of the CEL expression of the value
 // (trimmed of white space, as parseAnnotations trims it; the policy binds it to v) and
@@ -200,10 +231,12 @@ func celTLSPorts(v string) string {
 		`size(f.trim()) <= 15 && f.trim().matches('^[a-z0-9]+(-[a-z0-9]+)*$') && f.trim().matches('[a-z]'))`, v)
 }
 
-// celCertificates: entries without white space (unicode.IsSpace), none empty, none twice.
+// celCertificates: entries without white space (unicode.IsSpace), none empty, none twice;
+// two the same are found among at most celMaxEntries entries (a comparison of each with
+// each, which CEL cannot do in less).
 func celCertificates(v string) string {
 	return fmt.Sprintf(`%[1]s.split(',').all(f, f.trim() != '' && !f.trim().matches('[\\t-\\r\\x{85}\\p{Z}]')) && `+
-		`%[1]s.split(',').all(f, %[1]s.split(',').filter(g, g.trim() == f.trim()).size() == 1)`, v)
+		`[%[1]s.split(',').map(f, f.trim())].all(l, l.size() > %[2]d || l.all(f, l.exists_one(g, g == f)))`, v, celMaxEntries)
 }
 
 // celLoadBalancerID: 1 to maxIDLength bytes, each rune printable (unicode.IsPrint: L, M,
@@ -330,6 +363,22 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 		}
 		return "(" + v + ").trim()"
 	}
+	// spelled(name) is the key the Service spells name with, for messages: the first set
+	// of those whose value CEL reads, else its key under the prefix (as the sync names it,
+	// parsedAnnotations.key).
+	spelled := func(name string) string {
+		plain, _ := opts.Aliases.policyKeys(p, name)
+		k := celString(p + name)
+		for i := len(plain) - 1; i >= 1; i-- {
+			k = fmt.Sprintf("(%s ? %s : %s)", present(plain[i].key), celString(plain[i].key), k)
+		}
+		return k
+	}
+	// valid is check of the value v for the contradictions: true when the policy checks v
+	// (at most celMaxValue) and check accepts it.
+	valid := func(check func(string) string, v string) string {
+		return fmt.Sprintf("size(%s) <= %d && %s", v, celMaxValue, check(v))
+	}
 	// unread returns expr, true too when the Service sets one of names by an alias with
 	// Convert: only the sync knows what it means.
 	unread := func(expr string, names ...string) string {
@@ -356,7 +405,7 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 		for _, s := range plain {
 			allowed := oneLine(s.allowed(c.allowed))
 			vs = append(vs, admissionregistrationv1.Validation{
-				Expression:        fmt.Sprintf("%s!(%s) || [%s].all(v, %s)", gate, present(s.key), valueOf(s.key), c.check("v")),
+				Expression:        fmt.Sprintf("%s!(%s) || [%s].all(v, size(v) > %d || %s)", gate, present(s.key), valueOf(s.key), celMaxValue, c.check("v")),
 				Message:           fmt.Sprintf("annotation %s: malformed value (allowed: %s)", s.key, allowed),
 				MessageExpression: fmt.Sprintf("%s + %s + %s", celString("annotation "+s.key+`: "`), celCut(valueOf(s.key)), celString(`" is not allowed (allowed: `+allowed+")")),
 				Reason:            ptr.To(metav1.StatusReasonInvalid),
@@ -370,7 +419,7 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 			for _, s := range plain[i+1:] {
 				vs = append(vs, admissionregistrationv1.Validation{
 					Expression: fmt.Sprintf("%s!(%s && %s) || [%s].all(x, [%s].all(y, !(%s) || !(%s) || %s))", gate, present(first.key), present(s.key),
-						valueOf(first.key), valueOf(s.key), c.check("x"), c.check("y"), c.same("x", "y")),
+						valueOf(first.key), valueOf(s.key), valid(c.check, "x"), valid(c.check, "y"), c.same("x", "y")),
 					Message: fmt.Sprintf("annotation %s: conflicts with annotation %s, and both set %s%s; remove one, or set them alike", s.key, first.key, p, c.name),
 					MessageExpression: fmt.Sprintf("%s + %s + %s + %s + %s", celString("annotation "+s.key+`: "`), celCut(valueOf(s.key)),
 						celString(`" conflicts with annotation `+first.key+` "`), celCut(valueOf(first.key)), celString(`", and both set `+p+c.name+"; remove one, or set them alike")),
@@ -384,43 +433,77 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 			syncOnly = append(syncOnly, a.Key)
 		}
 	}
-	contradiction := func(expr, msg string) {
-		vs = append(vs, admissionregistrationv1.Validation{Expression: "!variables.lb || " + expr, Message: msg, Reason: ptr.To(metav1.StatusReasonInvalid)})
+	// contradiction adds the validation that refuses a Service of type LoadBalancer that
+	// expr is false for, with a message whose %s are the keys of names: their keys under
+	// the prefix in Message, the keys the Service spells them with in MessageExpression
+	// (when one has an alias).
+	contradiction := func(expr, format string, names ...string) {
+		parts := strings.Split(format, "%s")
+		msg, terms, aliased := parts[0], []string{celString(parts[0])}, false
+		for i, name := range names {
+			plain, _ := opts.Aliases.policyKeys(p, name)
+			aliased = aliased || len(plain) > 1
+			msg += p + name + parts[i+1]
+			terms = append(terms, spelled(name), celString(parts[i+1]))
+		}
+		v := admissionregistrationv1.Validation{Expression: "!variables.lb || " + expr, Message: msg, Reason: ptr.To(metav1.StatusReasonInvalid)}
+		if aliased {
+			v.MessageExpression = strings.Join(terms, " + ")
+		}
+		vs = append(vs, v)
 	}
 	timeout, interval := AnnotationHealthCheckTimeout, AnnotationHealthCheckInterval
-	validDuration := func(name string) string { return celDuration(value(name)) }
+	validDuration := func(name string) string { return valid(celDuration, value(name)) }
 	contradiction(unread(fmt.Sprintf("!(%s) || !(%s) || duration(%s) <= ((%s) && (%s) ? duration(%s) : duration(%s))",
 		has(timeout), validDuration(timeout), value(timeout), has(interval), validDuration(interval), value(interval), celString(defaultInterval.String())), timeout, interval),
-		fmt.Sprintf("annotation %s%s: the health check timeout is longer than its interval (annotation %s%s, default %s)", p, timeout, p, interval, defaultInterval))
+		"annotation %s: the health check timeout is longer than its interval (annotation %s, default "+defaultInterval.String()+")", timeout, interval)
+	// The checks of the ports that terminate TLS read variables.terminating and
+	// variables.tlsPorts, which only variables.portsChecked Services have.
 	certs, ports := AnnotationTLSCertificates, AnnotationTLSPorts
-	contradiction(unread(fmt.Sprintf("%s || variables.terminating.size() == 0", has(certs)), certs, ports, AnnotationProtocol),
-		fmt.Sprintf("a port terminates TLS (annotation %s%s or %s%s, or its appProtocol tls or https), but annotation %s%s names no certificate", p, ports, p, AnnotationProtocol, p, certs))
-	contradiction(unread(fmt.Sprintf("!(%s) || variables.terminating.size() > 0", has(certs)), certs, ports, AnnotationProtocol),
-		fmt.Sprintf("annotation %s%s is set, but no port terminates TLS: name the ports in %s%s, or set their appProtocol (tls, https) or annotation %s%s", p, certs, p, ports, p, AnnotationProtocol))
-	contradiction(unread("variables.tlsPorts.all(t, object.spec.ports.exists(q, string(q.port) == t || (has(q.name) && q.name == t)))", ports),
-		fmt.Sprintf("annotation %s%s names a port the Service does not have", p, ports))
-	contradiction(unread("object.spec.ports.all(q, !has(q.protocol) || q.protocol == 'TCP' || !variables.tlsPorts.exists(t, string(q.port) == t || (has(q.name) && q.name == t)))", ports),
-		fmt.Sprintf("annotation %s%s names a port that is not TCP: only TCP ports terminate TLS", p, ports))
+	contradiction(unread(fmt.Sprintf("!variables.portsChecked || %s || variables.terminating.size() == 0", has(certs)), certs, ports, AnnotationProtocol),
+		"a port terminates TLS (annotation %s or %s, or its appProtocol tls or https), but annotation %s names no certificate", ports, AnnotationProtocol, certs)
+	contradiction(unread(fmt.Sprintf("!variables.portsChecked || !(%s) || variables.terminating.size() > 0", has(certs)), certs, ports, AnnotationProtocol),
+		"annotation %s is set, but no port terminates TLS: name the ports in %s, or set their appProtocol (tls, https) or annotation %s", certs, ports, AnnotationProtocol)
+	contradiction(unread("!variables.portsChecked || variables.tlsPorts.all(t, object.spec.ports.exists(q, string(q.port) == t || (has(q.name) && q.name == t)))", ports),
+		"annotation %s names a port the Service does not have", ports)
+	contradiction(unread("!variables.portsChecked || object.spec.ports.all(q, !has(q.protocol) || q.protocol == 'TCP' || !variables.tlsPorts.exists(t, string(q.port) == t || (has(q.name) && q.name == t)))", ports),
+		"annotation %s names a port that is not TCP: only TCP ports terminate TLS", ports)
 	share, id := AnnotationShare, AnnotationLoadBalancerID
 	contradiction(unread(fmt.Sprintf("!(%s) || !(%s)", has(share), has(id)), share, id),
-		fmt.Sprintf("annotations %s%s and %s%s cannot be combined: a shared load balancer is one ccmkit makes; remove one of them", p, share, p, id))
+		"annotations %s and %s cannot be combined: a shared load balancer is one ccmkit makes; remove one of them", share, id)
 	ips := AnnotationIPAddresses
-	contradiction(unread(fmt.Sprintf("!(%s) || !has(object.spec.loadBalancerIP) || !isIP(object.spec.loadBalancerIP) || "+
-		"!%s.split(',').all(f, isIP(f.trim())) || %s.split(',').exists(f, ip(f.trim()) == ip(object.spec.loadBalancerIP))", has(ips), value(ips), value(ips)), ips),
-		fmt.Sprintf("spec.loadBalancerIP is not among the addresses of annotation %s%s: set one of them", p, ips))
+	contradiction(unread(fmt.Sprintf("!(%s) || !has(object.spec.loadBalancerIP) || !isIP(object.spec.loadBalancerIP) || size(%s) > %d || "+
+		"!%s.split(',').all(f, isIP(f.trim())) || %s.split(',').exists(f, ip(f.trim()) == ip(object.spec.loadBalancerIP))", has(ips), value(ips), celMaxValue, value(ips), value(ips)), ips),
+		"spec.loadBalancerIP is not among the addresses of annotation %s: set one of them", ips)
 
 	tlsEntry := "f.trim().matches('^[-+]?0*[0-9]{1,5}$') ? string(int(f.trim())) : f.trim()" // "080" is port 80, as the sync reads it
 	// A TCP port terminates TLS when tls-ports names it, or its appProtocol is tls or
 	// https, or it names none of tcp, udp, sctp, http and the protocol annotation is TLS
 	// or HTTPS (appProtocol).
-	terminating := fmt.Sprintf("object.spec.ports.filter(q, (!has(q.protocol) || q.protocol == 'TCP') && (" +
+	terminating := fmt.Sprintf("!variables.portsChecked ? [] : object.spec.ports.filter(q, (!has(q.protocol) || q.protocol == 'TCP') && (" +
 		"variables.tlsPorts.exists(t, string(q.port) == t || (has(q.name) && q.name == t)) || " +
 		"(has(q.appProtocol) && q.appProtocol.lowerAscii() in ['tls', 'https']) || " +
 		"(!(has(q.appProtocol) && q.appProtocol.lowerAscii() in ['tcp', 'udp', 'sctp', 'http']) && variables.protocol in ['TLS', 'HTTPS'])))")
-	policy := newPolicy(AdmissionPolicyName, opts, []admissionregistrationv1.Variable{
+	// The Services that carry a key the LoadBalancer reads, looked up one by one: the
+	// cost does not grow with the Service's other annotations.
+	var known []string
+	for _, a := range Annotations() {
+		known = append(known, p+a.Name)
+	}
+	for _, s := range opts.Settings {
+		known = append(known, p+s.Name)
+	}
+	for _, a := range opts.Aliases.Keys {
+		known = append(known, a.Key)
+	}
+	annotated := fmt.Sprintf("has(object.metadata.annotations) && [%s].exists(k, k in object.metadata.annotations)", celList(known))
+	policy := newPolicy(AdmissionPolicyName, opts, annotated, []admissionregistrationv1.Variable{
 		{Name: "a", Expression: "object.metadata.annotations"},
 		{Name: "lb", Expression: "object.spec.type == 'LoadBalancer'"},
-		{Name: "tlsPorts", Expression: fmt.Sprintf("%s ? %s.split(',').map(f, %s) : []", has(ports), value(ports), tlsEntry)},
+		{Name: "tlsPorts", Expression: fmt.Sprintf("(%s) && size(%s) <= %d ? %s.split(',').map(f, %s) : []", has(ports), value(ports), celMaxValue, value(ports), tlsEntry)},
+		// The Service's ports and tls-ports are few enough to compare each with each.
+		{Name: "portsChecked", Expression: fmt.Sprintf("size(object.spec.ports) <= %d && (!(%s) || size(%s) <= %d && size(variables.tlsPorts) <= %d)",
+			celMaxPorts, has(ports), value(ports), celMaxValue, celMaxEntries)},
 		{Name: "protocol", Expression: fmt.Sprintf("%s ? %s : 'TCP'", has(AnnotationProtocol), celUpper(value(AnnotationProtocol)))},
 		{Name: "terminating", Expression: terminating},
 	}, vs)
@@ -451,7 +534,12 @@ func unknownPolicy(opts AdmissionPolicyOptions) *admissionregistrationv1.Validat
 		p = strings.Join(append([]string{p}, opts.Aliases.Prefixes...), ", ")
 		known = append(known, legacyKeys...)
 	}
-	policy := newPolicy(AdmissionPolicyUnknownName, opts, []admissionregistrationv1.Variable{
+	// A Service with more than celMaxAnnotations annotations is not looked at: iterating
+	// them costs the API server more than their number (quadratic in cel-go's cost
+	// tracking), and the sync warns of its unknown keys too.
+	annotated := fmt.Sprintf("has(object.metadata.annotations) && size(object.metadata.annotations) <= %d && object.metadata.annotations.exists(k, %s)",
+		celMaxAnnotations, opts.Aliases.celRead("k", opts.AnnotationPrefix))
+	policy := newPolicy(AdmissionPolicyUnknownName, opts, annotated, []admissionregistrationv1.Variable{
 		{Name: "a", Expression: "object.metadata.annotations"},
 		{Name: "unknown", Expression: unknown},
 	}, []admissionregistrationv1.Validation{{
@@ -464,9 +552,9 @@ func unknownPolicy(opts AdmissionPolicyOptions) *admissionregistrationv1.Validat
 }
 
 // newPolicy returns a policy over the creation and update of the Services ccmkit serves
-// that carry an annotation under the prefix, but for updates that change neither the
+// whose annotations the CEL annotated holds for, but for updates that change neither the
 // annotations nor the spec.
-func newPolicy(name string, opts AdmissionPolicyOptions, variables []admissionregistrationv1.Variable, validations []admissionregistrationv1.Validation) *admissionregistrationv1.ValidatingAdmissionPolicy {
+func newPolicy(name string, opts AdmissionPolicyOptions, annotated string, variables []admissionregistrationv1.Variable, validations []admissionregistrationv1.Validation) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	class := "!has(object.spec.loadBalancerClass)"
 	switch {
 	case opts.Class != "" && opts.ClassOnly:
@@ -486,7 +574,7 @@ func newPolicy(name string, opts AdmissionPolicyOptions, variables []admissionre
 				},
 			}}},
 			MatchConditions: []admissionregistrationv1.MatchCondition{
-				{Name: "annotated", Expression: fmt.Sprintf("has(object.metadata.annotations) && object.metadata.annotations.exists(k, %s)", opts.Aliases.celRead("k", opts.AnnotationPrefix))},
+				{Name: "annotated", Expression: annotated},
 				{Name: "served", Expression: class},
 				// An update that changes neither the annotations nor the spec (a controller's
 				// finalizer, a label) is not checked: a Service annotated before the policy

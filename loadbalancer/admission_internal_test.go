@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -571,6 +572,67 @@ func TestAdmissionPolicyAliasServices(t *testing.T) {
 				assert.Contains(t, strings.Join(refused, "\n"), tc.refused)
 			}
 		})
+	}
+}
+
+// TestAdmissionPolicyAliasContradictions refuses Services whose annotations contradict
+// each other, one of them spelled by each of its keys in turn (ccmkit's, then each alias
+// whose value CEL reads): the refusals name every key the sync's errors name, and an
+// annotation the Service sets by the key it sets it with, never by another spelling.
+func TestAdmissionPolicyAliasContradictions(t *testing.T) {
+	const prefix = DefaultAnnotationPrefix
+	e := newPolicyEval(t, AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable})
+	keyRE := regexp.MustCompile(`[\w-]+(\.[\w-]+)+/[\w.-]+`) // an annotation key with a domain
+	for _, tc := range []struct {
+		name        string
+		spelled     string            // the annotation spelled by each of its keys
+		annotations map[string]string // by name
+		refused     string
+	}{
+		{"the timeout over the interval", AnnotationHealthCheckInterval, map[string]string{AnnotationHealthCheckTimeout: "5s", AnnotationHealthCheckInterval: "2s"}, "timeout is longer than its interval"},
+		{"certificates without TLS", AnnotationTLSCertificates, map[string]string{AnnotationTLSCertificates: "c"}, "no port terminates TLS"},
+		{"protocol HTTPS without certificates", AnnotationProtocol, map[string]string{AnnotationProtocol: "https"}, "names no certificate"},
+		{"tls-ports naming no port, with certificates", AnnotationTLSCertificates, map[string]string{AnnotationTLSPorts: "8443", AnnotationTLSCertificates: "c"}, "a port the Service does not have"},
+	} {
+		plain, _ := aliasTable.policyKeys(prefix, tc.spelled)
+		require.Greater(t, len(plain), 1, "%s has an alias", tc.spelled)
+		for _, s := range plain {
+			t.Run(tc.name+" by "+s.key, func(t *testing.T) {
+				annotations := map[string]string{}
+				set := map[string]string{} // the key the Service sets each annotation with
+				for name, v := range tc.annotations {
+					set[name] = prefix + name
+					if name == tc.spelled {
+						set[name] = s.key
+					}
+					annotations[set[name]] = v
+				}
+				svc := lbService(annotations)
+				_, _, ps := translate(translation{svc: svc, prefix: prefix, clusterID: "c1", declarations: aliasSettings, aliases: aliasTable,
+					targets: func(labels.Selector) []string { return nil }})
+				syncErr := ps.err(svc)
+				require.Error(t, syncErr, "the sync refuses it")
+				refused := e.admit(t, svc, "")[admissionregistrationv1.Deny]
+				require.NotEmpty(t, refused)
+				assert.Contains(t, strings.Join(refused, "\n"), tc.refused)
+				named := keyRE.FindAllString(strings.Join(refused, "\n"), -1)
+				assert.Contains(t, named, s.key, "the key the Service spells %s with", tc.spelled)
+				for _, k := range keyRE.FindAllString(syncErr.Error(), -1) {
+					assert.Contains(t, named, k, "a key the sync names")
+				}
+				for _, k := range named {
+					name := strings.TrimPrefix(k, prefix)
+					for _, a := range aliasTable.Keys {
+						if a.Key == k {
+							name = a.Name
+						}
+					}
+					if key, ok := set[name]; ok {
+						assert.Equal(t, key, k, "annotation %s by the key the Service sets", name)
+					}
+				}
+			})
+		}
 	}
 }
 

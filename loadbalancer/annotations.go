@@ -309,14 +309,16 @@ func Annotations() []Annotation {
 			Doc: "The certificates the ports that terminate TLS present; a cloud with SNI picks among them by the name the client asks for. Required when a port terminates TLS, and refused when none does.",
 			apply: func(v string, a *parsedAnnotations) error {
 				a.certs = nil
+				listed := map[string]bool{} // not a search of a.certs: a list may hold thousands
 				for _, f := range strings.Split(v, ",") {
 					f = strings.TrimSpace(f)
 					switch {
 					case f == "" || strings.ContainsFunc(f, unicode.IsSpace):
 						return fmt.Errorf("%s is not a certificate reference", quote.Value(f))
-					case slices.Contains(a.certs, f):
+					case listed[f]:
 						return fmt.Errorf("certificate %s is listed twice", quote.Value(f))
 					}
+					listed[f] = true
 					a.certs = append(a.certs, f)
 				}
 				return nil
