@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
