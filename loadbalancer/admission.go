@@ -369,7 +369,7 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 	spelled := func(name string) string {
 		plain, _ := opts.Aliases.policyKeys(p, name)
 		k := celString(p + name)
-		for i := len(plain) - 1; i >= 1; i-- {
+		for i := len(plain) - 1; i >= 0; i-- {
 			k = fmt.Sprintf("(%s ? %s : %s)", present(plain[i].key), celString(plain[i].key), k)
 		}
 		return k
@@ -439,16 +439,19 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 	// (when one has an alias).
 	contradiction := func(expr, format string, names ...string) {
 		parts := strings.Split(format, "%s")
-		msg, terms, aliased := parts[0], []string{celString(parts[0])}, false
+		msg, literal, terms := parts[0], parts[0], []string(nil)
 		for i, name := range names {
-			plain, _ := opts.Aliases.policyKeys(p, name)
-			aliased = aliased || len(plain) > 1
 			msg += p + name + parts[i+1]
-			terms = append(terms, spelled(name), celString(parts[i+1]))
+			if plain, _ := opts.Aliases.policyKeys(p, name); len(plain) == 1 {
+				literal += p + name + parts[i+1]
+				continue
+			}
+			terms = append(terms, celString(literal), spelled(name))
+			literal = parts[i+1]
 		}
 		v := admissionregistrationv1.Validation{Expression: "!variables.lb || " + expr, Message: msg, Reason: ptr.To(metav1.StatusReasonInvalid)}
-		if aliased {
-			v.MessageExpression = strings.Join(terms, " + ")
+		if len(terms) > 0 {
+			v.MessageExpression = strings.Join(append(terms, celString(literal)), " + ")
 		}
 		vs = append(vs, v)
 	}

@@ -577,8 +577,9 @@ func TestAdmissionPolicyAliasServices(t *testing.T) {
 
 // TestAdmissionPolicyAliasContradictions refuses Services whose annotations contradict
 // each other, one of them spelled by each of its keys in turn (ccmkit's, then each alias
-// whose value CEL reads): the refusals name every key the sync's errors name, and an
-// annotation the Service sets by the key it sets it with, never by another spelling.
+// whose value CEL reads) and by all alike: the refusals name every key the sync's errors
+// name, and an annotation the Service sets by the key the sync names it by (the first it
+// sets), never by another spelling.
 func TestAdmissionPolicyAliasContradictions(t *testing.T) {
 	const prefix = DefaultAnnotationPrefix
 	e := newPolicyEval(t, AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable})
@@ -596,14 +597,23 @@ func TestAdmissionPolicyAliasContradictions(t *testing.T) {
 	} {
 		plain, _ := aliasTable.policyKeys(prefix, tc.spelled)
 		require.Greater(t, len(plain), 1, "%s has an alias", tc.spelled)
+		// Each spelling alone, then all of them alike, which the sync names by the first.
+		variants := [][]spelling{plain}
 		for _, s := range plain {
-			t.Run(tc.name+" by "+s.key, func(t *testing.T) {
+			variants = append(variants, []spelling{s})
+		}
+		for _, spellings := range variants {
+			s := spellings[0]
+			t.Run(fmt.Sprintf("%s by %d keys from %s", tc.name, len(spellings), s.key), func(t *testing.T) {
 				annotations := map[string]string{}
-				set := map[string]string{} // the key the Service sets each annotation with
+				set := map[string]string{} // the key the sync names each annotation by
 				for name, v := range tc.annotations {
 					set[name] = prefix + name
 					if name == tc.spelled {
 						set[name] = s.key
+						for _, other := range spellings {
+							annotations[other.key] = v
+						}
 					}
 					annotations[set[name]] = v
 				}
