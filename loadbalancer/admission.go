@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -33,6 +34,11 @@ type AdmissionPolicyOptions struct {
 	// ClassOnly is true when ccmkit serves only Services of Class, not those without a
 	// class (loadBalancer.serveUnclassed: false).
 	ClassOnly bool
+	// HealthCheckUnit is the unit the cloud keeps a health check's interval and timeout
+	// in (the adapter's cloudapi.LoadBalancerShape.HealthCheckUnit): an interval or
+	// timeout that is not a whole number of it is refused, as the sync refuses it. Zero,
+	// or a unit that is not a whole number of milliseconds, checks none.
+	HealthCheckUnit time.Duration
 }
 
 // The names of the objects AdmissionPolicy writes: each policy and its binding share one.
@@ -460,6 +466,12 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 	contradiction(unread(fmt.Sprintf("!(%s) || !(%s) || duration(%s) <= ((%s) && (%s) ? duration(%s) : duration(%s))",
 		has(timeout), validDuration(timeout), value(timeout), has(interval), validDuration(interval), value(interval), celString(defaultInterval.String())), timeout, interval),
 		"annotation %s: the health check timeout is longer than its interval (annotation %s, default "+defaultInterval.String()+")", timeout, interval)
+	if unit := opts.HealthCheckUnit; unit > 0 && unit%time.Millisecond == 0 {
+		for _, name := range []string{interval, timeout} {
+			contradiction(unread(fmt.Sprintf("!(%s) || !(%s) || duration(%s).getMilliseconds() %% %d == 0", has(name), validDuration(name), value(name), unit.Milliseconds()), name),
+				"annotation %s: not a whole number of "+unit.String()+", the unit this cloud keeps a health check's times in", name)
+		}
+	}
 	// The checks of the ports that terminate TLS read variables.terminating and
 	// variables.tlsPorts, which only variables.portsChecked Services have.
 	certs, ports := AnnotationTLSCertificates, AnnotationTLSPorts

@@ -396,7 +396,7 @@ func TestAdmissionPolicyCost(t *testing.T) {
 		opts AdmissionPolicyOptions
 	}{
 		{"ccmkit's annotations", AdmissionPolicyOptions{}},
-		{"with settings and aliases", AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable}},
+		{"with settings and aliases", AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable, HealthCheckUnit: time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, a := range Annotations() {

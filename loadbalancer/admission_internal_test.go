@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/google/cel-go/cel"
@@ -21,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
 )
 
 // oldestAdmissionVersion is the oldest Kubernetes whose CEL the policies may use:
@@ -679,4 +682,38 @@ func TestAdmissionPolicyBadAliases(t *testing.T) {
 	_, err := AdmissionPolicy(AdmissionPolicyOptions{Aliases: Aliases{Keys: []Alias{{Key: legacyPrefix + "x", Name: "nothing"}}}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "neither one of ccmkit's annotations nor a declared setting")
+}
+
+// TestAdmissionPolicyHealthCheckUnit: on a cloud that keeps a health check's times in
+// whole seconds, an interval or timeout that is not a whole number of them is refused at
+// apply time, naming the unit, as the sync refuses it; whole seconds are admitted.
+func TestAdmissionPolicyHealthCheckUnit(t *testing.T) {
+	const prefix = DefaultAnnotationPrefix
+	shape := cloudapi.LoadBalancerShape{HealthCheckUnit: time.Second}
+	e := newPolicyEval(t, AdmissionPolicyOptions{HealthCheckUnit: shape.HealthCheckUnit})
+	for _, tc := range []struct {
+		annotation, value string
+		refused           bool
+	}{
+		{AnnotationHealthCheckInterval, "1500ms", true},
+		{AnnotationHealthCheckTimeout, "2500ms", true},
+		{AnnotationHealthCheckInterval, "15s", false},
+		{AnnotationHealthCheckTimeout, "2s", false},
+		{AnnotationHealthCheckInterval, "1m", false},
+	} {
+		t.Run(tc.annotation+"="+tc.value, func(t *testing.T) {
+			svc := lbService(map[string]string{prefix + tc.annotation: tc.value})
+			_, _, ps := translate(translation{svc: svc, prefix: prefix, clusterID: "c1", shape: shape, targets: func(labels.Selector) []string { return nil }})
+			refused := e.admit(t, svc, "")[admissionregistrationv1.Deny]
+			if !tc.refused {
+				require.NoError(t, ps.err(svc))
+				assert.Empty(t, refused)
+				return
+			}
+			require.Error(t, ps.err(svc), "the sync refuses it too")
+			require.NotEmpty(t, refused)
+			assert.Contains(t, strings.Join(refused, "\n"), "not a whole number of 1s")
+			assert.Contains(t, strings.Join(refused, "\n"), prefix+tc.annotation)
+		})
+	}
 }
