@@ -361,7 +361,7 @@ func TestReviewedEdges(t *testing.T) {
 	odd.Annotations[loadbalancer.DefaultAnnotationPrefix+loadbalancer.AnnotationHealthCheckInterval] = "2500ms"
 	before = m.Calls()
 	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", odd, []*corev1.Node{node})
-	require.ErrorContains(t, err, "the cloud keeps whole multiples of 1s")
+	require.ErrorContains(t, err, "is not a whole number of 1s") // refused at sync, before the adapter sees it
 	assert.Zero(t, m.Calls().Sub(before).Writes())
 
 	for _, setting := range []string{"location: nbg1", "network-zone: eu-central"} {
