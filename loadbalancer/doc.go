@@ -78,7 +78,7 @@
 //     groups, valid names for any cluster ID and never another cluster's; a share's load
 //     balancer released with keep-on-delete is renamed, so that the share's next one
 //     takes its name. Ownership is by tags, never by name.
-//   - The admission policy (admission.go): AdmissionPolicy writes ValidatingAdmissionPolicies
+//   - The admission policy (admission.go; its CEL in admissioncel.go): AdmissionPolicy writes ValidatingAdmissionPolicies
 //     with which the API server refuses malformed annotations at apply time, from the
 //     same declarations the translation checks (each Annotation's CEL check beside its
 //     parser, a Setting's Values), the aliases' legacy keys included.
