@@ -78,10 +78,11 @@
 //     groups, valid names for any cluster ID and never another cluster's; a share's load
 //     balancer released with keep-on-delete is renamed, so that the share's next one
 //     takes its name. Ownership is by tags, never by name.
-//   - The admission policy (admission.go; its CEL in admissioncel.go): AdmissionPolicy writes ValidatingAdmissionPolicies
-//     with which the API server refuses malformed annotations at apply time, from the
-//     same declarations the translation checks (each Annotation's CEL check beside its
-//     parser, a Setting's Values), the aliases' legacy keys included.
+//   - The admission policy (admission.go; its CEL in admissioncel.go): AdmissionPolicy
+//     writes ValidatingAdmissionPolicies with which the API server refuses malformed
+//     annotations at apply time, from the same declarations the translation checks
+//     (each Annotation's CEL check beside its parser, a Setting's Values, the cloud's
+//     health check unit), the aliases' legacy keys included.
 //   - Node labels (nodelabels.go): WatchNodeLabels and SyncNodeLabels sync the targets of
 //     the Services it tracks with a node selector (tracked) when only a Node's labels
 //     change, which the service controller does not.
