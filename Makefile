@@ -142,7 +142,7 @@ versions-check:
 unit: vet $(BIN)/helm
 	@echo "==> go test -race (every package with tests but the four that link the CCM's app), go test of those four and lbclass"
 	pkgs=$$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -vxE 'github.com/ccmkit/ccmkit/(deploy|examples/restcloud|examples/ccm|controllers)'); \
-	go test -race -vet=off -count=1 $$pkgs
+	go test -race -vet=off -count=1 -tags admissioncost $$pkgs
 	go test -vet=off -count=1 ./deploy ./examples/restcloud ./examples/ccm ./controllers ./lbclass
 	cd hack/benchplot && go test -vet=off -count=1 ./...
 	cd examples/hcloud && go test -vet=off -count=1 ./...
