@@ -14,6 +14,7 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
@@ -41,9 +42,9 @@ func numbered(name string, n int, tweaks ...func(i int, s *corev1.Service)) []*c
 	return out
 }
 
-// brakeEnv is an env with the creation brake on, over a cloud seeded by cfg, and, when
-// services is not nil, a Services client holding them.
-func brakeEnv(t *testing.T, cfg fake.Config, services []*corev1.Service, withClient bool) (*env, *record.FakeRecorder, *int, *k8sfake.Clientset) {
+// brakeEnv is an env with the creation brake on, over a cloud seeded by cfg and wrapped by
+// wrap, and, when withClient, a Services client holding services.
+func brakeEnv(t *testing.T, cfg fake.Config, services []*corev1.Service, withClient bool, wrap ...func(cloudapi.Client) cloudapi.Client) (*env, *record.FakeRecorder, *int, *k8sfake.Clientset) {
 	t.Helper()
 	objs := make([]runtime.Object, len(services))
 	for i, s := range services {
@@ -59,7 +60,7 @@ func brakeEnv(t *testing.T, cfg fake.Config, services []*corev1.Service, withCli
 		if withClient {
 			o.Services = clientset.CoreV1()
 		}
-	})
+	}, wrap...)
 	return e, rec, held, clientset
 }
 

@@ -7,8 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
@@ -23,16 +21,8 @@ import (
 // from its first create; instead half the Services (Share) get new addresses.
 func TestTheCreationBrakeHoldsAWrongProjectAfterAFailedList(t *testing.T) {
 	svcs := numbered("web", 20, func(i int, s *corev1.Service) { addressed(fmt.Sprintf("203.0.113.%d", i+1))(s) })
-	objs := make([]runtime.Object, len(svcs))
-	for i, s := range svcs {
-		objs[i] = s
-	}
-	clientset := k8sfake.NewClientset(objs...)
 	var chaos *faultinject.Client
-	e := newEnvWith(t, fake.Config{}, func(o *loadbalancer.Options) {
-		o.CreationBrake = brakeOn
-		o.Services = clientset.CoreV1()
-	}, func(c cloudapi.Client) cloudapi.Client {
+	e, _, _, _ := brakeEnv(t, fake.Config{}, svcs, true, func(c cloudapi.Client) cloudapi.Client {
 		chaos = faultinject.Wrap(c, faultinject.Config{})
 		return chaos
 	})
@@ -79,16 +69,8 @@ func TestServicesLeavingTheirShareAreNotHeldByTheCreationBrake(t *testing.T) {
 // replacement the Service asked for is never to be held (docs/operating.md).
 func TestAReplacementWhoseCreateFailedIsNotHeld(t *testing.T) {
 	svcs := numbered("web", 4)
-	objs := make([]runtime.Object, len(svcs))
-	for i, s := range svcs {
-		objs[i] = s
-	}
-	clientset := k8sfake.NewClientset(objs...)
 	var chaos *faultinject.Client
-	e := newEnvWith(t, fake.Config{}, func(o *loadbalancer.Options) {
-		o.CreationBrake = brakeOn
-		o.Services = clientset.CoreV1()
-	}, func(c cloudapi.Client) cloudapi.Client {
+	e, _, _, clientset := brakeEnv(t, fake.Config{}, svcs, true, func(c cloudapi.Client) cloudapi.Client {
 		chaos = faultinject.Wrap(c, faultinject.Config{})
 		return chaos
 	})
