@@ -2,12 +2,6 @@ package loadbalancer
 
 import (
 	"context"
-
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
-
-	"github.com/ccmkit/ccmkit/cloudapi"
-	"github.com/ccmkit/ccmkit/internal/targetgroups"
 )
 
 // With Options.TargetGroups, every load balancer without a node selector sends traffic to
@@ -25,27 +19,9 @@ import (
 // its Service's lock (reconcile), as CollectGroups does. A cloud error about a group fails
 // the call without a load balancer write.
 
-// group makes want send traffic to the cluster's target group of the Nodes in
-// want.Targets (those that sel selects; nil: every Node), when the LoadBalancer has
-// target groups (internal/targetgroups' Store.Acquire, whose read is fresh after since):
-// it sets want.TargetGroup to the group's ID and want.Targets to none. Without target
-// groups it leaves want as it is. The function it returns must be called once the load
-// balancer that names the group is written, or the attempt given up.
-func (l *LoadBalancer) group(ctx context.Context, logger klog.Logger, want *cloudapi.LoadBalancerSpec, sel labels.Selector, since uint64) (func(), error) {
-	if l.groups == nil {
-		return func() {}, nil
-	}
-	id, release, err := l.groups.Acquire(ctx, logger, targetgroups.Key(sel), want.Targets, since)
-	if err != nil {
-		return nil, err
-	}
-	want.TargetGroup, want.Targets = id, nil
-	return release, nil
-}
-
 // CollectGroups runs the collection of unused target groups when one is due and its wait
 // allows it (internal/targetgroups' Store.Collect), as the LoadBalancer's calls do at
 // their end; without target groups it does nothing. It is for a caller that runs it
 // periodically, so that a collection that no call runs still happens:
 // the controller controllers.TargetGroupCollector runs it every cache.maxAge.
-func (l *LoadBalancer) CollectGroups(ctx context.Context) { l.groups.Collect(ctx) }
+func (l *LoadBalancer) CollectGroups(ctx context.Context) { l.w.groups.Collect(ctx) }

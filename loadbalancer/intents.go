@@ -1,21 +1,30 @@
 package loadbalancer
 
 import (
+	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // intents reads what a Service asks of its load balancer from its annotations, as the
 // LoadBalancer reads them (its prefix, the adapter's settings and aliases), and whom its
-// load balancer belongs to (owner: the Service, or its share). It reads nothing but the
-// Service: the read step of every call.
+// load balancer belongs to (owner: the Service, or its share), and whether a share has
+// other Services (othersInShare, from the API server): the cluster's half of the read
+// step of every call; the snapshot is the cloud's.
 type intents struct {
 	prefix        string
 	settings      Settings
 	aliases       Aliases
 	keepByDefault bool // Options.KeepOnDelete
 	shareAcross   bool // Options.ShareAcrossNamespaces
+	// services are the API server's Services (Options.Services; nil: only what this
+	// process synced is known), serves those this LoadBalancer serves (Options.Serves).
+	services typedcorev1.ServicesGetter
+	serves   func(*corev1.Service) bool
 }
 
 // annotation returns the Service's annotation name alone, parsed (zero when it is absent,
@@ -117,4 +126,38 @@ func (in *intents) shareOf(svc *corev1.Service) (string, error) {
 		return "", nil
 	}
 	return in.shareKey(svc.Namespace, a.share), nil
+}
+
+// othersInShare reports whether a Service of the share owner other than svc exists:
+// with Options.Services, one of type LoadBalancer that this LoadBalancer serves
+// (Options.Serves), not being deleted, whose share annotation names the share (the API server's word: a Service not synced yet counts);
+// without it, a member this LoadBalancer synced (members). The Services are looked for in the
+// share's own scope (shareScope), whoever svc is: a sync of a Service of another
+// namespace or share may revisit the share's load balancer. An error of the API server
+// is returned: the caller deletes nothing then.
+func (in *intents) othersInShare(ctx context.Context, svc *corev1.Service, owner string, members *shareBook) (bool, error) {
+	var services []corev1.Service
+	asked := false
+	if in.services != nil {
+		if api := in.services.Services(shareScope(owner)); api != nil {
+			list, err := api.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, fmt.Errorf("listing the Services that may share load balancer of share %s: %w", strings.TrimPrefix(owner, shareOwnerPrefix), err)
+			}
+			services, asked = list.Items, true
+		}
+	}
+	if !asked {
+		return len(members.others(owner, string(svc.UID))) > 0, nil
+	}
+	for i := range services {
+		o := &services[i]
+		if o.UID == svc.UID || o.DeletionTimestamp != nil || o.Spec.Type != corev1.ServiceTypeLoadBalancer || (in.serves != nil && !in.serves(o)) {
+			continue
+		}
+		if theirs, err := in.owner(o); err == nil && theirs == owner {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -27,30 +27,25 @@ import (
 // It keeps a snapshot of the cluster's load balancers (see Options.MaxAge), so that a
 // call that would change nothing costs no cloud call; see snapshot.
 type LoadBalancer struct {
-	api  cloudapi.LoadBalancerAPI
 	opts Options
-	snap *snapshot
-	// groups are the cluster's target groups; nil without Options.TargetGroups.
-	groups *targetgroups.Store
-	memo   targetMemo // the targets of the last node set, per node selector
+	snap *snapshot // read: what the cloud has (see reconcile)
+	p    *planner  // plan: what to write
+	w    *writer   // apply: the one that writes
+	// report is the one that tells Services what their syncs found out.
+	report *reporter
+
 	// nodeSets marks when the node set UpdateLoadBalancer is given changed.
 	nodeSets nodeSetClock
+	// services serializes the calls for one owner (a Service's UID, or a share: see
+	// intents.owner): the service controller's sync and its node sync may run for the same
+	// Service at once, and the Services of a share write one load balancer. It also keeps
+	// the snapshot's entry of the owner in the order of the cloud's answers. Adopting and
+	// releasing also hold the load balancer's own lock (writer.lockLB), inside this one.
+	services keyedlock.Locks[string]
 
-	// adapterDefaults are the adapter's settings every Service starts from (declared
-	// defaults, overridden by Options.SettingDefaults); nil for none. Never changed.
-	adapterDefaults map[string]string
-
-	// services serializes the calls for one Service (by UID), loadBalancers adoption and
-	// release of one load balancer (by cloud ID); see lock.
-	services, loadBalancers keyedlock.Locks[string]
-
-	report *reporter // the one that tells Services what their syncs found out
-	shares shareBook // the shares' members (see join)
-
-	intents intents // reads what each Service asks (its annotations, its owner)
-	tracked tracked // the Services that select their Nodes by label (see SyncNodeLabels)
-
-	cbrake *creationBrake // see CreationBrake
+	shares  shareBook // the shares' members (see planner.join)
+	intents intents   // reads what each Service asks (its annotations, its owner)
+	tracked tracked   // the Services that select their Nodes by label (see SyncNodeLabels)
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
@@ -100,34 +95,37 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		return nil, fmt.Errorf("loadbalancer: the defaults of the adapter's settings: %w", err)
 	}
 	snap := newSnapshot(api, opts.ClusterID, opts.MaxAge, opts.PageSize, opts.Clock)
+	cmp := comparer{settings: opts.Settings, shape: opts.Shape}
 	l := &LoadBalancer{
-		intents: intents{prefix: opts.AnnotationPrefix, settings: opts.Settings, aliases: opts.Aliases, keepByDefault: opts.KeepOnDelete, shareAcross: opts.ShareAcrossNamespaces},
+		intents: intents{prefix: opts.AnnotationPrefix, settings: opts.Settings, aliases: opts.Aliases, keepByDefault: opts.KeepOnDelete, shareAcross: opts.ShareAcrossNamespaces,
+			services: opts.Services, serves: opts.Serves},
 		report: &reporter{
 			services: opts.Services, recorder: opts.Recorder, clock: opts.Clock,
 			prefixes: strings.Join(append([]string{opts.AnnotationPrefix}, opts.Aliases.Prefixes...), " or "),
 			reported: map[reported]string{}, told: map[string]told{}, throttledAt: map[string]time.Time{},
 		},
-		adapterDefaults: defaults,
-		api:             api,
-		opts:            opts,
-		snap:            snap,
-		shares:          shareBook{members: map[string]map[string]plan.Member{}},
+		opts:   opts,
+		snap:   snap,
+		shares: shareBook{members: map[string]map[string]plan.Member{}},
 	}
-	l.report.lock = l.lock
-	l.cbrake = &creationBrake{CreationBrake: opts.CreationBrake, clusterID: opts.ClusterID, maxAge: opts.MaxAge, clock: opts.Clock,
+	l.report.lock = l.services.Lock
+	l.p = &planner{clusterID: opts.ClusterID, prefix: opts.AnnotationPrefix, settings: opts.Settings, adapterDefaults: defaults, aliases: opts.Aliases, shape: opts.Shape,
+		providerID: opts.ProviderID, cmp: cmp, intents: &l.intents, shares: &l.shares, report: l.report}
+	brake := &creationBrake{CreationBrake: opts.CreationBrake, clusterID: opts.ClusterID, maxAge: opts.MaxAge, clock: opts.Clock,
 		services: opts.Services, serves: opts.Serves, owner: l.intents.owner, lookup: snap.lookup, addresses: snap.addresses, report: l.report, onHeld: opts.OnCreationHeld,
 		passed: map[string]time.Time{}, asked: map[string]time.Time{}, replacing: map[string]bool{}}
+	l.w = &writer{api: api, clusterID: opts.ClusterID, prefix: opts.AnnotationPrefix, cmp: cmp, snap: snap, brake: brake, report: l.report}
 	l.tracked = tracked{selecting: map[string]*corev1.Service{}, selects: func(svc *corev1.Service) bool {
 		return len(opts.Aliases.spellings(opts.AnnotationPrefix, AnnotationNodeSelector, svc.Annotations)) > 0
 	}}
 	if opts.TargetGroups != nil {
-		l.groups = targetgroups.New(targetgroups.Config{
+		l.w.groups = targetgroups.New(targetgroups.Config{
 			API: opts.TargetGroups, ClusterID: opts.ClusterID, NamePrefix: namePrefix(l.opts.ClusterID), PageSize: opts.PageSize, MaxAge: opts.MaxAge, Clock: opts.Clock,
 			Tick: snap.tick, Names: snap.names, Refresh: snap.refresh,
 		})
 		// A load balancer that named a group and is gone, behind ccmkit's back too, may
 		// have left the group unused.
-		snap.lost = l.groups.Due
+		snap.lost = l.w.groups.Due
 	}
 	return l, nil
 }
@@ -137,28 +135,22 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 // tags of another cluster or another Service. Nothing is changed then.
 var ErrOwnedElsewhere = errors.New("the load balancer is owned elsewhere")
 
-// diff is what must change for a load balancer the cloud reports as current to be want:
+// comparer tells what must change for a load balancer the cloud reports to be another:
 // the adapter's settings compared in their canonical spelling (Settings.comparable), the
 // parts the cloud does not keep (Options.Shape) not at all.
-func (l *LoadBalancer) diff(current, want cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerChanges {
-	return cloudapi.DiffLoadBalancer(l.opts.Shape.Comparable(l.opts.Settings.comparable(current), want), want)
+type comparer struct {
+	settings Settings
+	shape    cloudapi.LoadBalancerShape
+}
+
+// diff is what must change for a load balancer the cloud reports as current to be want.
+func (c comparer) diff(current, want cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerChanges {
+	return cloudapi.DiffLoadBalancer(c.shape.Comparable(c.settings.comparable(current), want), want)
 }
 
 // same reports whether the load balancer specs a and b ask for the same, as the cloud
 // keeps them (diff finds nothing to change).
-func (l *LoadBalancer) same(a, b cloudapi.LoadBalancerSpec) bool { return l.diff(a, b).Empty() }
-
-// lock serializes the calls for one owner (a Service's UID, or a share: see owner): the
-// service controller's sync and its node sync may run for the same Service at once, and
-// the Services of a share write one load balancer. It also keeps the snapshot's
-// entry of the Service in the order of the cloud's answers. Adopting and releasing also
-// hold the load balancer's own lock (lockLB), inside the Service's, so that two Services
-// never adopt one load balancer at once and none adopts one whose release is still being
-// written (or retried).
-func (l *LoadBalancer) lock(uid string) (unlock func()) { return l.services.Lock(uid) }
-
-// lockLB serializes the adoption and release of the load balancer with cloud ID id.
-func (l *LoadBalancer) lockLB(id string) (unlock func()) { return l.loadBalancers.Lock(id) }
+func (c comparer) same(a, b cloudapi.LoadBalancerSpec) bool { return c.diff(a, b).Empty() }
 
 // GetLoadBalancerName returns the cloud name of the Service's load balancer: the name
 // annotation if it is valid, else a name made of the cluster ID and the Service UID (or,
@@ -220,7 +212,7 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 	if err != nil || len(found) == 0 {
 		return nil, false, err
 	}
-	st, _, err := l.status(svc, &found[0]) // EnsureLoadBalancer reports what the status leaves out
+	st, _, err := status(l.intents.annotatedHostname(svc), &found[0]) // EnsureLoadBalancer reports what the status leaves out
 	if err != nil {
 		// The service controller asks whether there is a load balancer to delete: a status
 		// it cannot publish must not keep the answer from it.
@@ -270,12 +262,16 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 			return true
 		},
 		fromSnapshot: func(lb *cloudapi.LoadBalancer) (done bool, err error) {
-			want, release, err := l.ensureWant(ctx, logger, svc, owner, nodes, lb)
+			want, err := l.p.ensureWant(logger, svc, owner, nodes, lb)
+			if err != nil {
+				return false, err
+			}
+			release, err := l.w.group(ctx, logger, &want, 0)
 			if err != nil {
 				return false, err
 			}
 			release()
-			if !l.diff(lb.Spec, want).Empty() {
+			if !l.w.cmp.same(lb.Spec, want.spec) {
 				return false, nil
 			}
 			current = lb
@@ -294,19 +290,10 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 		return nil, err
 	}
 	said = outcome{id: current.ID, known: true}
-	if err := l.readiness(svc, owner, current, nil); err != nil {
+	if err := l.p.readiness(svc, owner, current, nil); err != nil {
 		return nil, err
 	}
-	return l.publish(logger, svc, current)
-}
-
-// readiness is notReady, then, for a Service of a share, what keeps the share's load
-// balancer lb from serving it (unserved; asked as there).
-func (l *LoadBalancer) readiness(svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer, asked []cloudapi.Listener) error {
-	if err := notReady(svc, lb); err != nil {
-		return err
-	}
-	return l.unserved(svc, owner, lb, asked)
+	return l.report.publish(logger, svc, l.intents.annotatedHostname(svc), current)
 }
 
 // notReady returns what keeps the Service's load balancer from being ready, nil when it
@@ -383,7 +370,7 @@ func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *c
 		},
 		write: func(found []cloudapi.LoadBalancer) (_ []*cloudapi.LoadBalancer, err error) {
 			if keep && !shared && len(found) > 0 {
-				if found, err = l.dropDuplicates(ctx, logger, svc, owner, found, l.intents.annotation(svc, AnnotationLoadBalancerID).loadBalancerID); err != nil {
+				if found, err = l.w.dropDuplicates(ctx, logger, svc, owner, found, l.intents.annotation(svc, AnnotationLoadBalancerID).loadBalancerID); err != nil {
 					return nil, err
 				}
 			}
@@ -409,7 +396,7 @@ func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *c
 				found = last
 			}
 			for i := range found {
-				if err := l.remove(ctx, logger, svc, owner, &found[i], keep); err != nil {
+				if err := l.w.remove(ctx, logger, svc, owner, &found[i], keep); err != nil {
 					return nil, err
 				}
 				if !keep { // a release drops its group itself (update)
@@ -418,6 +405,6 @@ func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *c
 			}
 			return stay, nil
 		},
-		recorded: func() { l.groups.Drop(ctx, logger, "", left...) }, // the snapshot knows they are gone
+		recorded: func() { l.w.groups.Drop(ctx, logger, "", left...) }, // the snapshot knows they are gone
 	})
 }

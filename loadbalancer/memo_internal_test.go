@@ -21,7 +21,7 @@ import (
 func TestTargetMemoAnswersOnlyForTheSameNodeSet(t *testing.T) {
 	format, err := providerid.Default("ccmkit")
 	require.NoError(t, err)
-	l := &LoadBalancer{opts: Options{ProviderID: format}}
+	l := &planner{providerID: format}
 	logger := klog.Logger{}
 	node := func(i int) *corev1.Node {
 		return &corev1.Node{

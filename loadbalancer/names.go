@@ -90,12 +90,12 @@ func keptName(name, id string) string {
 // its own may adopt that one; a share may not (its Services cannot name a load balancer
 // by ID), and its own kept load balancers were renamed (keptName), so what stands in its
 // way is another's name or a kept one's addresses.
-func (l *LoadBalancer) nameTakenAdvice(svc *corev1.Service, owner string) string {
-	name, ips := l.intents.key(svc, AnnotationName), l.intents.key(svc, AnnotationIPAddresses)
+func (p *planner) nameTakenAdvice(svc *corev1.Service, owner string) string {
+	name, ips := p.intents.key(svc, AnnotationName), p.intents.key(svc, AnnotationIPAddresses)
 	if isShare(owner) {
 		return fmt.Sprintf("no load balancer of this share exists, so the name or a requested address belongs to another: choose another with annotation %s or %s on every Service of the share, or free it in the cloud; a share cannot adopt a load balancer: one kept by keep-on-delete, which keeps its addresses, must be deleted in the cloud or adopted by a Service in no share",
 			name, ips)
 	}
 	return fmt.Sprintf("no load balancer of this service exists, so the name or a requested address belongs to another: choose another with annotation %s or %s, or, if it is a load balancer kept by keep-on-delete, adopt it with annotation %s",
-		name, ips, l.intents.key(svc, AnnotationLoadBalancerID))
+		name, ips, p.intents.key(svc, AnnotationLoadBalancerID))
 }

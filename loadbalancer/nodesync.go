@@ -96,6 +96,12 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 	if err != nil {
 		return said, nil, err
 	}
+	// updateWant plans the write onto current and gets its group (fresh after since).
+	updateWant := func(current *cloudapi.LoadBalancer) (wanted, func(), error) {
+		want := l.p.updateWant(logger, svc, owner, nodes, current)
+		release, err := l.w.group(ctx, logger, &want, since)
+		return want, release, err
+	}
 	err = l.reconcile(ctx, svc, owner, step{
 		enter: func() bool {
 			if !nodeSync {
@@ -117,14 +123,14 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			return true
 		},
 		fromSnapshot: func(current *cloudapi.LoadBalancer) (done bool, err error) {
-			want, asked, s, release, err := l.updateWant(ctx, logger, svc, owner, nodes, current, since)
+			want, release, err := updateWant(current)
 			if err != nil {
 				return false, err
 			}
 			release()
-			serr = s
-			said = outcome{id: current.ID, known: true, notReady: l.unserved(svc, owner, current, asked)} // trusted: active
-			return l.diff(current.Spec, want).Empty(), nil
+			serr = want.serr
+			said = outcome{id: current.ID, known: true, notReady: l.p.unserved(svc, owner, current, want.asked)} // trusted: active
+			return l.w.cmp.same(current.Spec, want.spec), nil
 		},
 		listedSince: func() (uint64, bool) { return since, tracked },
 		write: func(found []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
@@ -133,17 +139,17 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 				return nil, keptEntry{fmt.Errorf("service %s/%s has no load balancer with tags %s to update: %w", svc.Namespace, svc.Name,
 					tagsText(ownerTags(l.opts.ClusterID, owner)), cloudapi.ErrNotFound)}
 			}
-			want, asked, s, release, err := l.updateWant(ctx, logger, svc, owner, nodes, &found[0], since)
+			want, release, err := updateWant(&found[0])
 			if err != nil {
 				return nil, keptEntry{err}
 			}
 			defer release()
-			serr = s
-			lb, err := l.update(ctx, logger, owner, false, &found[0], want)
+			serr = want.serr
+			lb, err := l.w.update(ctx, logger, owner, false, &found[0], want.spec)
 			if err != nil {
 				return nil, err
 			}
-			said = outcome{id: lb.ID, known: true, notReady: l.readiness(svc, owner, lb, asked)}
+			said = outcome{id: lb.ID, known: true, notReady: l.p.readiness(svc, owner, lb, want.asked)}
 			found[0] = *lb
 			return pointers(found), nil
 		},

@@ -9,8 +9,34 @@ import (
 	"strings"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/keyedlock"
 	"github.com/ccmkit/ccmkit/internal/paging"
+	"github.com/ccmkit/ccmkit/internal/targetgroups"
 )
+
+// writer is the one code that writes to the cloud's load balancers and target groups:
+// every write passes guard, the ownership rule, first. It writes what the caller's plan
+// asks for (a spec from the planner, a spec package plan decided), no more, and tells
+// the target-group store of every group a write let go. reconcile records its answers in
+// the snapshot.
+type writer struct {
+	api       cloudapi.LoadBalancerAPI
+	clusterID string
+	prefix    string // the annotation prefix, for the event of a release
+	cmp       comparer
+	snap      *snapshot // find: the look after a create whose answer is unknown
+	// groups are the cluster's target groups; nil without Options.TargetGroups.
+	groups *targetgroups.Store
+	brake  *creationBrake
+	report *reporter
+	// loadBalancers serializes adoption and release of one load balancer (by cloud ID), inside
+	// its Service's lock, so that two Services never adopt one load balancer at once and
+	// none adopts one whose release is still being written (or retried).
+	loadBalancers keyedlock.Locks[string]
+}
+
+// lockLB serializes the adoption and release of the load balancer with cloud ID id.
+func (w *writer) lockLB(id string) (unlock func()) { return w.loadBalancers.Lock(id) }
 
 // errNotOwned is matched by the error of a write that guard refused: to a load balancer
 // that does not carry this cluster's ownership as last read.
@@ -25,16 +51,16 @@ var errNotOwned = errors.New("not this cluster's to write")
 // refused before any call with an error matching errNotOwned, so that nothing, targets
 // included, is written to what the cluster does not own. Target groups pass the same
 // kind of rule in internal/targetgroups.
-func (l *LoadBalancer) guard(id string, tags map[string]string, uid string, adopting bool) error {
+func (w *writer) guard(id string, tags map[string]string, uid string, adopting bool) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("a load balancer without an ID: %w", errNotOwned)
-	case uid != "" && tags[cloudapi.TagCluster] == l.opts.ClusterID && ownerKey(tags) == uid:
+	case uid != "" && tags[cloudapi.TagCluster] == w.clusterID && ownerKey(tags) == uid:
 		return nil
 	case adopting && unowned(tags):
 		return nil
 	}
-	return fmt.Errorf("load balancer %s does not carry tags %s: %w", id, tagsText(ownerTags(l.opts.ClusterID, uid)), errNotOwned)
+	return fmt.Errorf("load balancer %s does not carry tags %s: %w", id, tagsText(ownerTags(w.clusterID, uid)), errNotOwned)
 }
 
 // unowned reports whether tags carry none of ccmkit's ownership tags: a load balancer a
@@ -50,11 +76,11 @@ func unowned(tags map[string]string) bool {
 
 // updateLB updates current, the load balancer as last read, for the Service with UID uid,
 // when guard allows it (adopting: the update that adopts it).
-func (l *LoadBalancer) updateLB(ctx context.Context, current *cloudapi.LoadBalancer, uid string, adopting bool, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
-	if err := l.guard(current.ID, current.Spec.Tags, uid, adopting); err != nil {
+func (w *writer) updateLB(ctx context.Context, current *cloudapi.LoadBalancer, uid string, adopting bool, update cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+	if err := w.guard(current.ID, current.Spec.Tags, uid, adopting); err != nil {
 		return nil, err
 	}
-	lb, err := l.api.UpdateLoadBalancer(ctx, current.ID, update)
+	lb, err := w.api.UpdateLoadBalancer(ctx, current.ID, update)
 	if err == nil && lb == nil {
 		return nil, paging.NoAnswer(cloudapi.OpUpdateLoadBalancer, current.ID)
 	}
@@ -63,14 +89,36 @@ func (l *LoadBalancer) updateLB(ctx context.Context, current *cloudapi.LoadBalan
 
 // deleteLB deletes lb, the load balancer as last read, of the Service with UID uid, when
 // guard allows it; one that is already gone is fine.
-func (l *LoadBalancer) deleteLB(ctx context.Context, lb *cloudapi.LoadBalancer, uid string) error {
-	if err := l.guard(lb.ID, lb.Spec.Tags, uid, false); err != nil {
+func (w *writer) deleteLB(ctx context.Context, lb *cloudapi.LoadBalancer, uid string) error {
+	if err := w.guard(lb.ID, lb.Spec.Tags, uid, false); err != nil {
 		return fmt.Errorf("deleting load balancer %s: %w", lb.ID, err)
 	}
-	if err := l.api.DeleteLoadBalancer(ctx, lb.ID); err != nil && !errors.Is(err, cloudapi.ErrNotFound) {
+	if err := w.api.DeleteLoadBalancer(ctx, lb.ID); err != nil && !errors.Is(err, cloudapi.ErrNotFound) {
 		return fmt.Errorf("deleting load balancer %s: %w", lb.ID, err)
 	}
 	return nil
+}
+
+// adoptable reports whether the Service may adopt lb: when it carries none of ccmkit's
+// ownership tags (owned false), or already the Service's own (owned true: a list that
+// missed it). Any other owner, even one tag of one, is ErrOwnedElsewhere; the error names
+// no other cluster or Service, since the Service's events are its users'.
+func (w *writer) adoptable(owner string, lb *cloudapi.LoadBalancer, key string) (owned bool, err error) {
+	cluster, hasCluster := lb.Spec.Tags[cloudapi.TagCluster]
+	switch {
+	case lb.Status == cloudapi.LoadBalancerDeleting:
+		return false, fmt.Errorf("annotation %s names load balancer %s, which the cloud is deleting: name another, or remove the annotation to get a new load balancer", key, lb.ID)
+	case unowned(lb.Spec.Tags):
+		return false, nil
+	case cluster == w.clusterID && ownerKey(lb.Spec.Tags) == owner:
+		return true, nil
+	case hasCluster && cluster != w.clusterID:
+		return false, fmt.Errorf("annotation %s names load balancer %s, which belongs to another cluster (tag %s): %w; ccmkit changes nothing that is not this cluster's: name a load balancer without ownership tags, or remove the annotation",
+			key, lb.ID, cloudapi.TagCluster, ErrOwnedElsewhere)
+	default:
+		return false, fmt.Errorf("annotation %s names load balancer %s, which belongs to another Service or share (tag %s or %s): %w; it is adopted only once it is let go (deleted with keep-on-delete): name another, or remove the annotation",
+			key, lb.ID, cloudapi.TagService, cloudapi.TagShare, ErrOwnedElsewhere)
+	}
 }
 
 // ownershipTags are the tags of ccmkit's that make a load balancer somebody's: one that

@@ -35,19 +35,19 @@ func (l *LoadBalancer) reconcile(ctx context.Context, svc *corev1.Service, owner
 	if _, err := serviceUID(svc); err != nil {
 		return err
 	}
-	defer l.groups.Collect(ctx)
-	defer l.lock(owner)()
+	defer l.w.groups.Collect(ctx)
+	defer l.services.Lock(owner)()
 	if s.enter != nil && !s.enter() {
 		return nil
 	}
 	if s.fromSnapshot != nil {
-		if current, ok := l.trusted(ctx, owner); ok {
+		if current, ok := l.snap.trusted(ctx, owner); ok {
 			if done, err := s.fromSnapshot(current); err != nil || done {
 				return err
 			}
 		}
 	}
-	found, err := l.read(ctx, svc, owner, s.listedSince)
+	found, err := l.snap.read(ctx, svc, owner, s.listedSince)
 	if err != nil {
 		l.snap.forget(owner)
 		return err
@@ -99,23 +99,23 @@ type keptEntry struct{ error }
 // read is reconcile's fresh read of the Service's load balancers: the one a list of the
 // cluster's load balancers begun after since saw, when listedSince answers ok and the
 // snapshot has such a read (see snapshot.listedSince), else a list by owner tags (find).
-func (l *LoadBalancer) read(ctx context.Context, svc *corev1.Service, owner string, listedSince func() (uint64, bool)) ([]cloudapi.LoadBalancer, error) {
+func (s *snapshot) read(ctx context.Context, svc *corev1.Service, owner string, listedSince func() (uint64, bool)) ([]cloudapi.LoadBalancer, error) {
 	if listedSince != nil {
 		if since, ok := listedSince(); ok {
-			if lb, ok := l.snap.listedSince(ctx, owner, since); ok {
+			if lb, ok := s.listedSince(ctx, owner, since); ok {
 				return []cloudapi.LoadBalancer{*lb}, nil
 			}
 		}
 	}
-	return l.find(ctx, svc, owner)
+	return s.find(ctx, svc, owner)
 }
 
 // trusted returns the Service's load balancer from the snapshot when the snapshot may
 // stand in for a fresh read to find that there is nothing to do: it knows exactly one
 // load balancer of the Service, active and with addresses or a hostname. Anything else
 // (none, duplicates, provisioning, status error, a failed call since) is read afresh.
-func (l *LoadBalancer) trusted(ctx context.Context, owner string) (*cloudapi.LoadBalancer, bool) {
-	lbs, ok := l.snap.lookup(ctx, owner)
+func (s *snapshot) trusted(ctx context.Context, owner string) (*cloudapi.LoadBalancer, bool) {
+	lbs, ok := s.lookup(ctx, owner)
 	if !ok || len(lbs) != 1 || lbs[0].Status != cloudapi.LoadBalancerActive || !reachable(lbs[0]) {
 		return nil, false
 	}
@@ -145,12 +145,12 @@ func pointers(lbs []cloudapi.LoadBalancer) []*cloudapi.LoadBalancer {
 
 // find lists the load balancers with owner's tags (the Service's or its share's), oldest
 // (lowest ID) first.
-func (l *LoadBalancer) find(ctx context.Context, svc *corev1.Service, owner string) ([]cloudapi.LoadBalancer, error) {
+func (s *snapshot) find(ctx context.Context, svc *corev1.Service, owner string) ([]cloudapi.LoadBalancer, error) {
 	if _, err := serviceUID(svc); err != nil {
 		return nil, err
 	}
 	var out []cloudapi.LoadBalancer
-	_, err := paging.LoadBalancers(ctx, l.api, ownerTags(l.opts.ClusterID, owner), 0, func(lb *cloudapi.LoadBalancer) bool {
+	_, err := paging.LoadBalancers(ctx, s.api, ownerTags(s.filter[cloudapi.TagCluster], owner), 0, func(lb *cloudapi.LoadBalancer) bool {
 		out = append(out, *lb)
 		return true
 	})

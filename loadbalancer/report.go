@@ -8,34 +8,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/internal/quote"
 )
-
-// desired is translate for the LoadBalancer's calls: the spec the Service asks for from
-// nodes (current: the load balancer found, or nil), with its problems reported: the
-// warnings as events (reporter.unknown), the errors returned as the Service's error, and
-// annotations that disagree with their aliases as an event too (reporter.conflicts). It
-// returns the parsed annotations too, as far as they are well-formed.
-func (l *LoadBalancer) desired(logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, parsedAnnotations, error) {
-	spec, a, ps := translate(translation{
-		svc:       svc,
-		owner:     owner,
-		current:   current,
-		targets:   func(sel labels.Selector) []string { return l.targets(logger, nodes, sel) },
-		clusterID: l.opts.ClusterID, prefix: l.opts.AnnotationPrefix,
-		declarations: l.opts.Settings, adapterDefaults: l.adapterDefaults, aliases: l.opts.Aliases, shape: l.opts.Shape,
-	})
-	l.report.unknown(logger, svc, ps.unknownKeys())
-	l.report.conflicts(logger, svc, ps)
-	return spec, a, ps.err(svc)
-}
 
 // reporter is the one place that tells a Service what its syncs found out: the load
 // balancer's ID and the condition ConditionLoadBalancerReady on the Service (tell), and

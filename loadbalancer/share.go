@@ -174,122 +174,11 @@ func (b *shareBook) shares() int {
 	return len(b.members)
 }
 
-// join is what the Service, of the share owner, makes of the share's load balancer
-// current (nil: none yet), given want, the load balancer the Service asks for (its
-// listeners, and cloudapi.TagShareNodes, see shareNodes), and carry, the listeners of a
-// duplicate of current about to be deleted: plan.Join decides, join reports. It records
-// what the Service asks for among the share's members. A Service that disagrees with the
-// share gets an error matching ErrShareConflict (and a Warning event naming the other,
-// once per change), and nothing is to be written; a port another Service has is left
-// out, with a Warning event naming it. remember records the Service among the share's
-// members (its own sync; a node sync's Service may be out of date).
-func (l *LoadBalancer) join(logger klog.Logger, svc *corev1.Service, owner string, want cloudapi.LoadBalancerSpec, current *cloudapi.LoadBalancer, remember bool, carry ...cloudapi.Listener) (cloudapi.LoadBalancerSpec, error) {
-	uid := string(svc.UID)
-	known := l.shares.others(owner, uid)
-	j := plan.Join(plan.JoinInput{UID: uid, Want: want, Current: current, Carry: carry, Known: known, Same: l.same})
-	j.Me.Name = svc.Namespace + "/" + svc.Name
-	if remember {
-		l.shares.join(owner, uid, j.Me)
-	}
-	share := strings.TrimPrefix(owner, shareOwnerPrefix)
-	if j.Disagrees != "" {
-		err := fmt.Errorf("service %s/%s cannot join the load balancer of its share %s: it asks for other addresses, targets, health check, source ranges or settings than %s; every Service of a share must ask for the same beside its ports: %w",
-			svc.Namespace, svc.Name, share, j.Disagrees, ErrShareConflict)
-		if l.report.changed(svc, reasonShareConflict, err.Error()) {
-			logger.Info("Not adding the Service to its share's load balancer: it disagrees with another Service of the share", "other", j.Disagrees)
-			l.report.event(svc, corev1.EventTypeWarning, reasonShareConflict, err.Error())
-		}
-		return cloudapi.LoadBalancerSpec{}, err
-	}
-	msg := ""
-	if len(j.Taken) > 0 {
-		msg = fmt.Sprintf("Not adding port(s) %s to the load balancer of share %s: another Service of the share has them; choose other ports", heldText(known, j.Taken), share)
-	}
-	if l.report.changed(svc, reasonShareConflict, msg) {
-		logger.Info("Not adding ports another Service of the share has", "ports", len(j.Taken))
-		l.report.event(svc, corev1.EventTypeWarning, reasonShareConflict, msg)
-	}
-	return j.Spec, nil
-}
-
-// heldText names the ports of held and their holders for a message: "80/TCP (Service
-// ns/name)", or the holder's UID when it is not a member this process synced (known).
-func heldText(known map[string]plan.Member, held []plan.Held) string {
-	out := make([]string, len(held))
-	for i, h := range held {
-		who := "Service with UID " + h.Holder
-		if m, ok := known[h.Holder]; ok {
-			who = "Service " + m.Name
-		}
-		out[i] = fmt.Sprintf("%d/%s (%s)", h.Listener.Port, h.Listener.Protocol, who)
-	}
-	return strings.Join(out, ", ")
-}
-
-// unserved returns an error matching ErrPortsTaken, naming the holders, when the Service
-// is a member of the share owner and another Service holds every port it asks for on lb,
-// the share's load balancer as written (plan.Unserved); nil otherwise, and for a Service
-// in no share. What it asks for is asked (a node sync's reading of the Service, which is
-// no member's record), else its record among the share's members.
-func (l *LoadBalancer) unserved(svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer, asked []cloudapi.Listener) error {
-	if !isShare(owner) {
-		return nil
-	}
-	uid := string(svc.UID)
-	me, ok := plan.Member{Listeners: asked, Agreed: true}, asked != nil
-	if !ok {
-		me, ok = l.shares.member(owner, uid)
-	}
-	if !ok {
-		return nil
-	}
-	held := plan.Unserved(uid, me, *lb)
-	if len(held) == 0 {
-		return nil
-	}
-	return fmt.Errorf("service %s/%s is not served by the load balancer %s of its share %s: its port(s) %s are another Service's; it gets each in the write that frees it, or choose other ports: %w",
-		svc.Namespace, svc.Name, lb.ID, strings.TrimPrefix(owner, shareOwnerPrefix), heldText(l.shares.others(owner, uid), held), ErrPortsTaken)
-}
-
 // shareNodes records in want which Nodes its targets are (cloudapi.TagShareNodes, the
 // key of the Nodes a's node selector selects), which the Services of a share must agree
 // on.
 func shareNodes(want *cloudapi.LoadBalancerSpec, a parsedAnnotations) {
 	want.Tags[cloudapi.TagShareNodes] = targetgroups.Key(a.nodeSelector)
-}
-
-// othersInShare reports whether a Service of the share owner other than svc exists:
-// with Options.Services, one of type LoadBalancer that this LoadBalancer serves
-// (Options.Serves), not being deleted, whose share annotation names the share (the API server's word: a Service not synced yet counts);
-// without it, a member this LoadBalancer synced. The Services are looked for in the
-// share's own scope (shareScope), whoever svc is: a sync of a Service of another
-// namespace or share may revisit the share's load balancer. An error of the API server
-// is returned: the caller deletes nothing then.
-func (l *LoadBalancer) othersInShare(ctx context.Context, svc *corev1.Service, owner string) (bool, error) {
-	var services []corev1.Service
-	asked := false
-	if l.opts.Services != nil {
-		if api := l.opts.Services.Services(shareScope(owner)); api != nil {
-			list, err := api.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, fmt.Errorf("listing the Services that may share load balancer of share %s: %w", strings.TrimPrefix(owner, shareOwnerPrefix), err)
-			}
-			services, asked = list.Items, true
-		}
-	}
-	if !asked {
-		return len(l.shares.others(owner, string(svc.UID))) > 0, nil
-	}
-	for i := range services {
-		o := &services[i]
-		if o.UID == svc.UID || o.DeletionTimestamp != nil || o.Spec.Type != corev1.ServiceTypeLoadBalancer || (l.opts.Serves != nil && !l.opts.Serves(o)) {
-			continue
-		}
-		if theirs, err := l.intents.owner(o); err == nil && theirs == owner {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // leaveShare removes the Service's listeners (and those of no Service) from lb, its
@@ -303,18 +192,18 @@ func (l *LoadBalancer) leaveShare(ctx context.Context, logger klog.Logger, svc *
 	exist := true
 	if plan.NeedsMembers(*lb, uid) {
 		var err error
-		if exist, err = l.othersInShare(ctx, svc, owner); err != nil {
+		if exist, err = l.intents.othersInShare(ctx, svc, owner, &l.shares); err != nil {
 			return nil, err
 		}
 	}
-	left := plan.Leave(uid, *lb, l.shares.others(owner, uid), exist, l.same)
+	left := plan.Leave(uid, *lb, l.shares.others(owner, uid), exist, l.w.cmp.same)
 	switch left.Op {
 	case plan.Last:
 		return nil, nil
 	case plan.Stay:
 		return lb, nil
 	}
-	written, err := l.update(ctx, logger, owner, false, lb, left.Spec)
+	written, err := l.w.update(ctx, logger, owner, false, lb, left.Spec)
 	if err != nil {
 		return nil, err
 	}

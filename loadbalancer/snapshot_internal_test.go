@@ -298,14 +298,13 @@ func (notFoundList) ListLoadBalancers(context.Context, cloudapi.ListOptions) (*c
 // Service has no load balancer" (the class UpdateLoadBalancer returns for that), neither
 // in the owner-tag lookup nor in the cluster snapshot.
 func TestListNotFoundIsNeverNoLoadBalancer(t *testing.T) {
-	l := &LoadBalancer{api: notFoundList{}, opts: Options{ClusterID: "c1"}}
+	s := newSnapshot(notFoundList{}, "c1", time.Minute, 0, clock.RealClock{})
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "a"}}
-	_, err := l.find(t.Context(), svc, string(svc.UID))
+	_, err := s.find(t.Context(), svc, string(svc.UID))
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
 	assert.ErrorIs(t, err, cloudapi.ErrTransient)
 
-	s := newSnapshot(notFoundList{}, "c1", time.Minute, 0, clock.RealClock{})
 	err = s.refresh(t.Context())
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
@@ -322,12 +321,11 @@ func (noPageList) ListLoadBalancers(context.Context, cloudapi.ListOptions) (*clo
 // (ErrTransient), in the owner-tag lookup and in the cluster snapshot, never panics and
 // never reads as "no load balancer".
 func TestListWithoutAPageIsAnError(t *testing.T) {
-	l := &LoadBalancer{api: noPageList{}, opts: Options{ClusterID: "c1"}}
+	s := newSnapshot(noPageList{}, "c1", time.Minute, 0, clock.RealClock{})
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "a"}}
-	_, err := l.find(t.Context(), svc, string(svc.UID))
+	_, err := s.find(t.Context(), svc, string(svc.UID))
 	require.ErrorIs(t, err, cloudapi.ErrTransient)
 	assert.NotErrorIs(t, err, cloudapi.ErrNotFound)
 
-	s := newSnapshot(noPageList{}, "c1", time.Minute, 0, clock.RealClock{})
 	require.ErrorIs(t, s.refresh(t.Context()), cloudapi.ErrTransient)
 }

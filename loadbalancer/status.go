@@ -13,7 +13,7 @@ import (
 )
 
 // status is the Service status of a load balancer:
-//   - the hostname annotation's name alone, when the Service has a valid one: kube-proxy
+//   - hostname alone, the name of the Service's hostname annotation when it has a valid one: kube-proxy
 //     then has no address to short-circuit and sends in-cluster traffic through the load
 //     balancer;
 //   - else one ingress per address, with ipMode Proxy when the load balancer sends the
@@ -27,8 +27,8 @@ import (
 // apivalid.IP refuses, a hostname that checkHostname refuses) is left out and described in
 // refused, its value quoted to a bound. When that leaves nothing to publish, the status
 // is an error, never an empty status, which would read as "no load balancer".
-func (l *LoadBalancer) status(svc *corev1.Service, lb *cloudapi.LoadBalancer) (_ *corev1.LoadBalancerStatus, refused []string, _ error) {
-	if h := l.intents.annotatedHostname(svc); h != "" {
+func status(hostname string, lb *cloudapi.LoadBalancer) (_ *corev1.LoadBalancerStatus, refused []string, _ error) {
+	if h := hostname; h != "" {
 		return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: h}}}, nil, nil
 	}
 	st := &corev1.LoadBalancerStatus{}
@@ -72,11 +72,11 @@ func listRefused(refused []string) string {
 // publish is status for EnsureLoadBalancer, which reports what the status leaves out: a
 // Warning event AddressNotPublished on the Service naming the load balancer and the
 // values, whether the rest is published or the status is an error.
-func (l *LoadBalancer) publish(logger klog.Logger, svc *corev1.Service, lb *cloudapi.LoadBalancer) (*corev1.LoadBalancerStatus, error) {
-	st, refused, err := l.status(svc, lb)
+func (r *reporter) publish(logger klog.Logger, svc *corev1.Service, hostname string, lb *cloudapi.LoadBalancer) (*corev1.LoadBalancerStatus, error) {
+	st, refused, err := status(hostname, lb)
 	if len(refused) > 0 {
 		logger.Info("Not publishing what the cloud reports and a Service's status cannot hold", "loadBalancer", lb.ID, "refused", len(refused), "published", st != nil)
-		l.report.event(svc, corev1.EventTypeWarning, "AddressNotPublished", fmt.Sprintf("Load balancer %s: the cloud reports %s, which a Service's status cannot hold: not published",
+		r.event(svc, corev1.EventTypeWarning, "AddressNotPublished", fmt.Sprintf("Load balancer %s: the cloud reports %s, which a Service's status cannot hold: not published",
 			lb.ID, listRefused(refused)))
 	}
 	return st, err

@@ -16,12 +16,12 @@ import (
 // nil), sorted. A node without a provider ID, or with one of another format, cannot be a
 // target: it is skipped with a log line. A selector that selects none of the nodes is
 // logged.
-func (l *LoadBalancer) targets(logger klog.Logger, nodes []*corev1.Node, sel labels.Selector) []string {
+func (p *planner) targets(logger klog.Logger, nodes []*corev1.Node, sel labels.Selector) []string {
 	key := "" // the selector in its canonical form; "" selects every node, as nil does
 	if sel != nil {
 		key = sel.String()
 	}
-	if ids, ok := l.memo.lookup(nodes, key); ok {
+	if ids, ok := p.memo.lookup(nodes, key); ok {
 		return ids
 	}
 	ids := make([]string, 0, len(nodes))
@@ -35,7 +35,7 @@ func (l *LoadBalancer) targets(logger klog.Logger, nodes []*corev1.Node, sel lab
 			logger.V(2).Info("Skipping node without a provider ID as load balancer target", "node", klog.KObj(n))
 			continue
 		}
-		id, err := l.opts.ProviderID.InstanceID(n.Spec.ProviderID)
+		id, err := p.providerID.InstanceID(n.Spec.ProviderID)
 		if err != nil {
 			logger.Info("Skipping node as load balancer target", "node", klog.KObj(n), "err", err)
 			continue
@@ -47,7 +47,7 @@ func (l *LoadBalancer) targets(logger klog.Logger, nodes []*corev1.Node, sel lab
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	l.memo.store(nodes, key, ids)
+	p.memo.store(nodes, key, ids)
 	return slices.Clone(ids)
 }
 
