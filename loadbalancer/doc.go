@@ -43,34 +43,38 @@
 //
 // # Where each concern lives
 //
-// A call reads (what the Service asks, what the cloud has), decides, writes and reports;
-// each step has its place, and the rules that decide ownership are pure functions.
+// A call reads, plans, applies and reports, in that order, on one path (reconcile.go:
+// GetLoadBalancer, EnsureLoadBalancer, UpdateLoadBalancer in nodesync.go,
+// EnsureLoadBalancerDeleted and SyncNodeLabels are entries into reconcile, which holds the
+// owner's lock, answers from the snapshot or reads afresh, and records the cloud's answer
+// or forgets the entry). Each step is a type of its own:
 //
-//   - Read: intents (intents.go) reads a Service's annotations one by one and whom its
-//     load balancer belongs to (owner: the Service, or its share); parseAnnotations
-//     (parse.go) is the one reading of all of them, aliases (aliases.go) included;
-//     translate (translate.go, defaults.go) is a pure function from a Service, its
-//     Nodes' targets and the adapter's declared settings (Setting, settings.go) to the
-//     spec and a typed list of problems. The annotations are Annotations
-//     (annotations.go; the README's reference is checked against it). What the cloud has
-//     is the snapshot (snapshot.go) and a fresh list by owner tags (reconcile.go).
-//   - Decide: the rules of shares and duplicates are package internal/plan's (who owns a
-//     listener, joining, leaving and the last one out, the ports a member waits for,
-//     which duplicate is kept); the creation brake (creationbrake.go) decides whether a
-//     Service with an address may get a new load balancer.
-//   - Write: the reconcile path (reconcile.go): GetLoadBalancer, EnsureLoadBalancer,
-//     UpdateLoadBalancer (nodesync.go), EnsureLoadBalancerDeleted and SyncNodeLabels are
-//     entries into reconcile, which holds the owner's lock, answers from the snapshot or
-//     reads afresh, writes (ensure.go: create, adopt, replace, release; write.go: update;
-//     share.go: join and leave a share), each write through one guard (owned.go),
-//     records the cloud's answer or forgets the entry, and collects unused target groups.
-//   - Report: the reporter (report.go, servicestatus.go) is the one that tells a Service
-//     what its syncs found out: the status annotation, the condition and the events,
-//     each once per change; the status published is status.go's.
+//   - Read: intents (intents.go) reads what a Service asks, annotation by annotation, and
+//     whom its load balancer belongs to (owner: the Service, or its share), and whether a
+//     share has other Services; parseAnnotations (parse.go) is the one reading of all of
+//     them, aliases (aliases.go) included. What the cloud has is the snapshot
+//     (snapshot.go; find, trusted and the fresh read in reconcile.go).
+//   - Plan: the planner (planner.go) makes no cloud call: translate (translate.go,
+//     defaults.go) is a pure function from a Service, its Nodes' targets (targets.go) and
+//     the adapter's declared settings (Setting, settings.go) to the spec and a typed list
+//     of problems; the rules of shares and duplicates are package internal/plan's (who
+//     owns a listener, joining, leaving and the last one out, the ports a member waits
+//     for, which duplicate is kept), with the members in the shareBook (share.go); the
+//     planner also decides when a change takes a replacement. The creation brake
+//     (creationbrake.go) decides whether a Service with an address may get a new load
+//     balancer. The annotations are Annotations (annotations.go; the README's reference is
+//     checked against it).
+//   - Apply: the writer (owned.go, write.go) is the one code that writes to the cloud: every
+//     write passes one guard (owned.go); it creates, updates, replaces, deletes and
+//     releases, and acquires and drops target groups. ensure.go sequences
+//     EnsureLoadBalancer's write and adoption, share.go leaving a share.
+//   - Report: the reporter (report.go, servicestatus.go, status.go) is the one that tells a
+//     Service what its syncs found out: the status published, the status annotation, the
+//     condition and the events, each once per change.
 //   - The node sync's shared list (nodesync.go: when a node set arrived, and which list
 //     may be the base of a write); the targets and their memo (targets.go).
-//   - Target groups (Options.TargetGroups; the store in internal/targetgroups, groups.go
-//     here): the load balancers that want the same Nodes name one group, and a Node
+//   - Target groups (Options.TargetGroups; the store in internal/targetgroups, driven by
+//     the writer; groups.go here): the load balancers that want the same Nodes name one group, and a Node
 //     added or removed is one write per group. Unused groups are deleted at once when
 //     their last load balancer leaves, and otherwise by a collection at the end of a call
 //     or from CollectGroups, by the one rule the sweeper applies too.

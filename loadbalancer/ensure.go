@@ -79,7 +79,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 // with the Service's owner tags and the load balancer's addresses. A load balancer that
 // does not exist is an error, never a reason to create one. After the adoption the load
 // balancer is the Service's like any it created. It holds the load balancer's lock
-// (lockLB), so that two Services never both adopt it; two clusters can race, since
+// (writer.lockLB), so that two Services never both adopt it; two clusters can race, since
 // cloudapi has no conditional update: the last write wins, and the other cluster's next
 // sync reports the owner's tags.
 func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, id string) (*cloudapi.LoadBalancer, error) {

@@ -347,7 +347,7 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, 
 // deleteFor is EnsureLoadBalancerDeleted for the load balancers of owner: the Service's
 // own (its UID), or its share's, of which it removes only its listeners, and the whole
 // load balancer only when no other Service of the share has listeners on it or exists
-// (othersInShare). Either is deleted, or released with keep-on-delete. untrack forgets
+// (intents.othersInShare). Either is deleted, or released with keep-on-delete. untrack forgets
 // the Service (it wants no load balancer any more).
 func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, untrack bool) error {
 	uid, err := serviceUID(svc)

@@ -18,7 +18,7 @@ import (
 // does the rest once, in this order.
 //
 //  1. The lock of owner, whom the Service's load balancer belongs to (see
-//     LoadBalancer.owner: the Service, or its share), then s.enter.
+//     intents.owner: the Service, or its share), then s.enter.
 //  2. The snapshot: when it may stand in for a fresh read (see trusted), s.fromSnapshot may
 //     find nothing to write, and the call ends without a cloud call.
 //  3. A fresh read: the node sync's list begun after the node set arrived (s.listedSince,

@@ -25,7 +25,7 @@ import (
 // calls about a Service of a share run as the share (its owner, see owner): under one
 // lock, with one entry in the snapshot, so that a node sync writes a shared load
 // balancer once. What is not a listener is the share's and must agree between its
-// Services (see join); the last Service out deletes the load balancer (see leaveShare). The rules
+// Services (see planner.join); the last Service out deletes the load balancer (see leaveShare). The rules
 // are package plan's; this file reads, writes and reports.
 
 // shareOwnerPrefix begins the owner of a share's load balancer; a Service's own load
@@ -50,7 +50,7 @@ var ErrPortsTaken = errors.New("another Service of the share has every port the 
 // listeners, or some of them, could not be added to the share's load balancer.
 const reasonShareConflict = "ShareConflict"
 
-// isShare reports whether owner (see LoadBalancer.owner) is a share.
+// isShare reports whether owner (see intents.owner) is a share.
 func isShare(owner string) bool { return strings.HasPrefix(owner, shareOwnerPrefix) }
 
 // ownerKey is whom a load balancer with tags belongs to inside the cluster: the share of

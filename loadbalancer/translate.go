@@ -287,7 +287,7 @@ type translation struct {
 	shape cloudapi.LoadBalancerShape
 	// aliases are the adapter's annotation aliases (Options.Aliases).
 	aliases Aliases
-	// owner is the owner of the Service's load balancer (see LoadBalancer.owner): its UID,
+	// owner is the owner of the Service's load balancer (see intents.owner): its UID,
 	// or its share; empty means its share in its namespace when it names one, else its
 	// UID.
 	owner string
