@@ -256,10 +256,5 @@ func (l *LoadBalancer) ShareKey(svc *corev1.Service) (string, error) { return l.
 // is lb's: false when the status names one of another load balancer (the Service moved
 // from it); true for a status that names none.
 func publishes(svc *corev1.Service, lb *cloudapi.LoadBalancer) bool {
-	for _, a := range ingressAddresses(svc) {
-		if !slices.Contains(lb.Addresses, a) && a != lb.Hostname {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(ingressAddresses(svc), func(a string) bool { return !plan.Reaches(*lb, a) })
 }

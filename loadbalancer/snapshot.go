@@ -134,11 +134,8 @@ func (s *snapshot) addresses(ctx context.Context) (map[string]bool, error) {
 	out := map[string]bool{}
 	for _, e := range s.services {
 		for _, lb := range e.lbs {
-			for _, a := range lb.Addresses {
+			for _, a := range plan.Endpoints(*lb) {
 				out[a] = true
-			}
-			if lb.Hostname != "" {
-				out[lb.Hostname] = true
 			}
 		}
 	}

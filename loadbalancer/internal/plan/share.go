@@ -323,9 +323,7 @@ func Duplicates(found []cloudapi.LoadBalancer, prefer string, published []string
 	keep := slices.IndexFunc(found, func(lb cloudapi.LoadBalancer) bool { return prefer != "" && lb.ID == prefer })
 	if keep < 0 {
 		keep = max(0, slices.IndexFunc(found, func(lb cloudapi.LoadBalancer) bool {
-			return slices.ContainsFunc(published, func(a string) bool {
-				return slices.Contains(lb.Addresses, a) || (lb.Hostname != "" && lb.Hostname == a)
-			})
+			return slices.ContainsFunc(published, func(a string) bool { return Reaches(lb, a) })
 		}))
 	}
 	seen := map[string]bool{found[keep].ID: true} // the one kept, however often the cloud listed it
@@ -337,3 +335,18 @@ func Duplicates(found []cloudapi.LoadBalancer, prefer string, published []string
 	}
 	return found[keep : keep+1], extras
 }
+
+// Endpoints are what clients reach lb by, and what a Service's status may publish of it:
+// its addresses and its hostname, when it has one.
+func Endpoints(lb cloudapi.LoadBalancer) []string {
+	if lb.Hostname == "" {
+		return lb.Addresses
+	}
+	return append(slices.Clip(lb.Addresses), lb.Hostname)
+}
+
+// Reaches reports whether a, an address or hostname a Service's status publishes, is
+// lb's: one of its Endpoints. This is the one rule by which ccmkit tells which load
+// balancer a Service's status names (the duplicate to keep, a Service that moved, an
+// address the creation brake protects).
+func Reaches(lb cloudapi.LoadBalancer, a string) bool { return slices.Contains(Endpoints(lb), a) }

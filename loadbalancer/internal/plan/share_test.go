@@ -225,3 +225,30 @@ func TestDuplicates(t *testing.T) {
 		})
 	}
 }
+
+// TestReaches: a value a Service's status publishes is a load balancer's when it is one of
+// its addresses or its hostname; an empty hostname matches nothing, and Endpoints never
+// changes the load balancer's addresses.
+func TestReaches(t *testing.T) {
+	withHost := cloudapi.LoadBalancer{Addresses: make([]string, 1, 4), Hostname: "lb.example.com"}
+	withHost.Addresses[0] = "192.0.2.1"
+	for _, tc := range []struct {
+		name string
+		lb   cloudapi.LoadBalancer
+		a    string
+		want bool
+	}{
+		{"an address", withHost, "192.0.2.1", true},
+		{"the hostname", withHost, "lb.example.com", true},
+		{"another address", withHost, "192.0.2.2", false},
+		{"no hostname is not the empty value", cloudapi.LoadBalancer{Addresses: []string{"192.0.2.1"}}, "", false},
+		{"a hostname only", cloudapi.LoadBalancer{Hostname: "h.example.com"}, "h.example.com", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, Reaches(tc.lb, tc.a))
+		})
+	}
+	assert.Equal(t, []string{"192.0.2.1", "lb.example.com"}, Endpoints(withHost))
+	assert.Equal(t, []string{"192.0.2.1"}, withHost.Addresses, "Endpoints appends to no load balancer's own slice")
+	assert.Equal(t, "", withHost.Addresses[:2][1], "nor into its spare capacity")
+}
