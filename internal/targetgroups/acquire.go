@@ -40,7 +40,7 @@ func (s *Store) Acquire(ctx context.Context, logger klog.Logger, k string, targe
 	fresh := !unsure && now.Sub(at) <= s.cfg.MaxAge
 	if !fresh || current == nil || !s.holds(current, k, targets) {
 		if since == 0 {
-			since = s.cfg.Tick()
+			since = s.cfg.LoadBalancers.Tick()
 		}
 		if unsure || read <= since || !fresh { // read is 0 after a write: never fresh enough
 			s.mu.Lock()
@@ -101,7 +101,7 @@ func (s *Store) spec(current *cloudapi.TargetGroup, k string, targets []string) 
 // whose tags are not the key's are ignored, whatever the backend's filter did; further
 // groups of the key are left to the collection. The caller holds the key's lock.
 func (s *Store) list(ctx context.Context, logger klog.Logger, k string) (*cloudapi.TargetGroup, error) {
-	began := s.cfg.Tick()
+	began := s.cfg.LoadBalancers.Tick()
 	at := s.cfg.Clock.Now()
 	var all []cloudapi.TargetGroup
 	err := s.listTagged(ctx, s.tags(k), func(g *cloudapi.TargetGroup) { all = append(all, sorted(g)) })
@@ -225,9 +225,9 @@ func (s *Store) create(ctx context.Context, logger klog.Logger, k string, spec c
 	return got, nil
 }
 
-// update updates current, the group as last read, when owned allows it.
+// update updates current, the group as last read, when mayWrite allows it.
 func (s *Store) update(ctx context.Context, current *cloudapi.TargetGroup, update cloudapi.TargetGroupUpdate) (*cloudapi.TargetGroup, error) {
-	if err := s.owned(current.ID, current.Spec.Tags); err != nil {
+	if err := s.mayWrite(current.ID, current.Spec.Tags); err != nil {
 		return nil, err
 	}
 	return s.cfg.API.UpdateTargetGroup(ctx, current.ID, update)

@@ -45,10 +45,10 @@ func (s *Store) drop(ctx context.Context, logger klog.Logger, except, id string)
 	s.mu.Lock()
 	chosen := s.users[id] > 0
 	s.mu.Unlock()
-	if chosen || s.cfg.Names(id, except) {
+	if chosen || s.cfg.LoadBalancers.Names(id, except) {
 		return chosen
 	}
-	err := s.owned(id, tags)
+	err := s.mayWrite(id, tags)
 	if err == nil {
 		err = s.cfg.API.DeleteTargetGroup(ctx, id)
 	}
@@ -116,30 +116,30 @@ func (s *Store) Collect(ctx context.Context) {
 			s.due = true // events during the collection set it as well, without a wait
 		}
 	}()
-	if err := s.cfg.Refresh(ctx); err != nil {
+	if err := s.cfg.LoadBalancers.Refresh(ctx); err != nil {
 		logger.V(2).Info("Collecting unused target groups later: the snapshot of the cluster's load balancers could not be refreshed", "err", err)
 		return
 	}
-	var all []cloudapi.TargetGroup
+	var all []cloudapi.TargetGroup // the cluster's groups of Nodes (Owned)
 	if err := s.listTagged(ctx, map[string]string{cloudapi.TagCluster: s.cfg.ClusterID}, func(tg *cloudapi.TargetGroup) {
-		all = append(all, tg.Clone())
+		if Owned(s.cfg.ClusterID, tg.Spec.Tags) {
+			all = append(all, tg.Clone())
+		}
 	}); err != nil {
 		logger.V(2).Info("Collecting unused target groups later: the cluster's target groups could not be listed", "err", err)
 		return
 	}
 	s.mu.Lock()
 	for _, tg := range all {
-		if tg.Spec.Tags[cloudapi.TagTargetGroup] != "" { // as owned requires
-			s.known[tg.ID] = tg.Spec.Tags
-		}
+		s.known[tg.ID] = tg.Spec.Tags
 	}
 	s.mu.Unlock()
 	failed = false
 	for _, tg := range all {
-		k := tg.Spec.Tags[cloudapi.TagTargetGroup]
-		if k == "" || s.cfg.Names(tg.ID, "") {
-			continue // not one of ccmkit's groups of Nodes, or in use
+		if s.cfg.LoadBalancers.Names(tg.ID, "") {
+			continue // in use
 		}
+		k := tg.Spec.Tags[cloudapi.TagTargetGroup]
 		s.mu.Lock()
 		e := s.entries[k]
 		var created time.Time

@@ -30,6 +30,12 @@
 // nothing.
 //
 // Only groups known to be the cluster's are deleted: listed with its tags (checked) or
-// created by the Store. Every update and delete passes owned, against the group's tags as
-// last read. A cloud error about a group is never taken for "no group".
+// created by the Store. Every update and delete passes Owned, the one rule of which
+// groups are the cluster's groups of Nodes (package sweeper's sweep applies it too),
+// against the group's tags as last read. A cloud error about a group is never taken for
+// "no group".
+//
+// What a Store needs to know of the cluster's load balancers (the order of their events,
+// which groups they name) it asks of its Config.LoadBalancers, which package loadbalancer's
+// snapshot answers: the Store lists and writes only target groups.
 package targetgroups

@@ -45,6 +45,22 @@ func Key(sel labels.Selector) string {
 	return "selector-" + hex.EncodeToString(sum[:8])
 }
 
+// LoadBalancers is what a Store needs to know of the cluster's load balancers, which
+// name its groups: the order of their events, so that a read of a group can be told
+// fresh, and which groups they name, so that a group in use is never deleted. Package
+// loadbalancer's snapshot of the cluster's load balancers answers it from what it holds,
+// so that a Store costs no call of the load balancer API of its own.
+type LoadBalancers interface {
+	// Tick marks an event in the order of events of the cluster's load balancers and
+	// returns it: a list begun after it is a fresh read.
+	Tick() uint64
+	// Names reports whether a load balancer of the cluster, other than the one with ID
+	// except, names the group with ID group (one the cloud is deleting does not count).
+	Names(group, except string) bool
+	// Refresh makes what Names knows no older than MaxAge, before a collection.
+	Refresh(ctx context.Context) error
+}
+
 // Config is what a Store works with.
 type Config struct {
 	// API is the cloud's target group API.
@@ -61,14 +77,8 @@ type Config struct {
 	MaxAge time.Duration
 	// Clock is the clock the Store ages by.
 	Clock clock.PassiveClock
-	// Tick marks an event in the order of events of the cluster's load balancers and
-	// returns it: a list begun after it is a fresh read.
-	Tick func() uint64
-	// Names reports whether a load balancer of the cluster, other than the one with ID
-	// except, names the group with ID group (one the cloud is deleting does not count).
-	Names func(group, except string) bool
-	// Refresh makes what Names knows no older than MaxAge, before a collection.
-	Refresh func(ctx context.Context) error
+	// LoadBalancers is what the Store learns of the cluster's load balancers; required.
+	LoadBalancers LoadBalancers
 }
 
 // Store is what is known about the cluster's target groups. It is safe for concurrent
@@ -125,14 +135,23 @@ func New(cfg Config) *Store {
 	return &Store{cfg: cfg, entries: map[string]*entry{}, known: map[string]map[string]string{}, users: map[string]int{}, due: true}
 }
 
-// errNotOwned is matched by the error of a write that owned refused.
+// Owned reports whether a target group with tags is one of the cluster's groups of Nodes,
+// the only groups ccmkit writes or deletes: it carries cloudapi.TagCluster with
+// clusterID (not empty) and cloudapi.TagTargetGroup (its key: a group of Nodes ccmkit
+// made). A group of the cluster without the second is another's, made by hand or by
+// other tools. It is the one rule of the Store's updates, deletes and collection, and of
+// package sweeper's sweep of target groups.
+func Owned(clusterID string, tags map[string]string) bool {
+	return clusterID != "" && tags[cloudapi.TagCluster] == clusterID && tags[cloudapi.TagTargetGroup] != ""
+}
+
+// errNotOwned is matched by the error of a write that mayWrite refused.
 var errNotOwned = errors.New("not this cluster's to write")
 
-// owned is the rule every update and delete of a group passes, given its tags as last
-// read: it carries cloudapi.TagCluster with the cluster's ID and cloudapi.TagTargetGroup
-// (a group of Nodes ccmkit made). Anything else is refused before any call.
-func (s *Store) owned(id string, tags map[string]string) error {
-	if tags[cloudapi.TagCluster] == s.cfg.ClusterID && tags[cloudapi.TagTargetGroup] != "" {
+// mayWrite is the check every update and delete of a group passes, given its tags as
+// last read (Owned): anything else is refused before any call.
+func (s *Store) mayWrite(id string, tags map[string]string) error {
+	if Owned(s.cfg.ClusterID, tags) {
 		return nil
 	}
 	return fmt.Errorf("target group %s does not carry tags %s=%s and %s: %w", id, cloudapi.TagCluster, s.cfg.ClusterID, cloudapi.TagTargetGroup, errNotOwned)
