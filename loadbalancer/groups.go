@@ -2,6 +2,8 @@ package loadbalancer
 
 import (
 	"context"
+
+	"github.com/ccmkit/ccmkit/internal/targetgroups"
 )
 
 // With Options.TargetGroups, every load balancer without a node selector sends traffic to
@@ -25,3 +27,19 @@ import (
 // periodically, so that a collection that no call runs still happens:
 // the controller controllers.TargetGroupCollector runs it every cache.maxAge.
 func (l *LoadBalancer) CollectGroups(ctx context.Context) { l.w.groups.Collect(ctx) }
+
+// groupUsers is the snapshot as the target-group store asks about the cluster's load
+// balancers (targetgroups.LoadBalancers): its order of events, the groups its load
+// balancers name, and its refresh. It reads nothing the snapshot would not.
+type groupUsers struct{ s *snapshot }
+
+var _ targetgroups.LoadBalancers = groupUsers{}
+
+// Tick is the snapshot's tick.
+func (u groupUsers) Tick() uint64 { return u.s.tick() }
+
+// Names is the snapshot's names.
+func (u groupUsers) Names(group, except string) bool { return u.s.names(group, except) }
+
+// Refresh is the snapshot's refresh.
+func (u groupUsers) Refresh(ctx context.Context) error { return u.s.refresh(ctx) }

@@ -121,7 +121,7 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	if opts.TargetGroups != nil {
 		l.w.groups = targetgroups.New(targetgroups.Config{
 			API: opts.TargetGroups, ClusterID: opts.ClusterID, NamePrefix: namePrefix(l.opts.ClusterID), PageSize: opts.PageSize, MaxAge: opts.MaxAge, Clock: opts.Clock,
-			Tick: snap.tick, Names: snap.names, Refresh: snap.refresh,
+			LoadBalancers: groupUsers{snap},
 		})
 		// A load balancer that named a group and is gone, behind ccmkit's back too, may
 		// have left the group unused.

@@ -159,7 +159,8 @@ type Options struct {
 // another UID. Any error on the way leaves the resource alone until the next sweep.
 //
 // With Options.TargetGroups, a target group is deleted only when all of these hold: it
-// carries this cluster's tag and cloudapi.TagTargetGroup (a group ccmkit made); the one
+// carries this cluster's tag and cloudapi.TagTargetGroup (a group ccmkit made: the one
+// rule targetgroups.Owned, which package loadbalancer's store applies too); the one
 // rule of package loadbalancer's collection (targetgroups.Deletable) allows it: a load
 // balancer named it at an earlier sweep, or the sweeper first found it unused at least 32
 // times Options.TargetGroupMaxAge ago (a group nothing named yet may be one made for a
@@ -712,11 +713,11 @@ func (s *Sweeper) sweepTargetGroups(ctx context.Context, groups []cloudapi.Targe
 		case g.ID == "":
 			logger.Info("Not sweeping a target group the cloud listed without an ID", "name", g.Spec.Name)
 			continue
-		case g.Spec.Tags[cloudapi.TagCluster] != s.opts.ClusterID:
-			continue // ListTargetGroups drops these already; no list is trusted with a delete
-		case key == "":
-			logger.V(2).Info("Not sweeping a target group without the target group tag: not one ccmkit made",
-				"targetGroup", g.ID, "name", g.Spec.Name, "tag", cloudapi.TagTargetGroup)
+		case !targetgroups.Owned(s.opts.ClusterID, g.Spec.Tags):
+			// Another cluster's (the list drops these already: no list is trusted with a
+			// delete), or the cluster's without the target group tag: not one ccmkit made.
+			logger.V(2).Info("Not sweeping a target group that is not one of the cluster's groups of Nodes",
+				"targetGroup", g.ID, "name", g.Spec.Name, "tags", []string{cloudapi.TagCluster, cloudapi.TagTargetGroup})
 			continue
 		case named[g.ID] != "":
 			continue // in use
