@@ -396,8 +396,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 // LoadBalancerWork returns the provider's LoadBalancer and how often its collection of
 // unused target groups runs (cache.maxAge; zero when the load balancers use no target
 // groups), for the controllers that do its background work: the watch of Node labels
-// (loadbalancer.LoadBalancer.WatchNodeLabels: the service controller does not sync a
-// Service's targets when only a Node's labels change) and the periodic collection
+// (labelwatch.Run of package controllers/labelwatch over the LoadBalancer's
+// SyncNodeLabels: the service controller does not sync a Service's targets when only a
+// Node's labels change) and the periodic collection
 // (loadbalancer.LoadBalancer.CollectGroups). controllers.With adds both to a
 // cloud-controller-manager; a program that runs the service controller itself starts
 // them. ok is false when load balancers are off.
