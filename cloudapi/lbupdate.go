@@ -14,7 +14,7 @@ import (
 type LoadBalancerSteps struct {
 	// Properties writes the name, the tags and the settings of desired, once, when any of
 	// them differs (a cloud that records the settings asked for as tags writes them here,
-	// see TagsWithSettings).
+	// see TagsWithSettingValues).
 	Properties func(ctx context.Context) error
 	// Setting applies one setting that differs, after Properties: value is the desired
 	// one, empty when the setting is no longer asked for.
@@ -73,8 +73,8 @@ func (s LoadBalancerShape) Update(ctx context.Context, op Operation, id string, 
 		changed  bool
 		stepless bool
 	}{
-		{"name, tags or settings", c.Name || c.Tags || len(c.Settings) > 0, steps.Properties == nil},
-		{"settings", len(c.Settings) > 0, steps.Setting == nil},
+		{"name, tags or settings", c.Name || c.Tags || len(c.SettingValues) > 0, steps.Properties == nil},
+		{"settings", len(c.SettingValues) > 0, steps.Setting == nil},
 		{"internal", c.Internal, true},
 		{"listeners removed", len(c.RemoveListeners) > 0, steps.RemoveListener == nil},
 		{"listeners added", len(c.AddListeners) > 0, steps.AddListener == nil},
@@ -102,11 +102,11 @@ func (s LoadBalancerShape) Update(ctx context.Context, op Operation, id string, 
 			err = f()
 		}
 	}
-	if c.Name || c.Tags || len(c.Settings) > 0 {
+	if c.Name || c.Tags || len(c.SettingValues) > 0 {
 		step(func() error { return steps.Properties(ctx) })
 	}
-	for _, name := range c.Settings {
-		step(func() error { return steps.Setting(ctx, name, desired.Settings[name]) })
+	for _, name := range c.SettingValues {
+		step(func() error { return steps.Setting(ctx, name, desired.SettingValues[name]) })
 	}
 	for _, k := range c.RemoveListeners {
 		step(func() error { return steps.RemoveListener(ctx, k) })

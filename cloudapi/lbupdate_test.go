@@ -48,12 +48,12 @@ func tcp(port int32) cloudapi.Listener {
 func TestLoadBalancerShapeUpdate(t *testing.T) {
 	hc := &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 10256, Interval: time.Second}
 	current := cloudapi.LoadBalancerSpec{Name: "web", Listeners: []cloudapi.Listener{tcp(80), tcp(443), tcp(8080)},
-		Targets: []string{"1", "2"}, HealthCheck: hc, Settings: map[string]string{"type": "lb11"}}
+		Targets: []string{"1", "2"}, HealthCheck: hc, SettingValues: map[string]string{"type": "lb11"}}
 	desired := current.Clone()
 	desired.Listeners = []cloudapi.Listener{tcp(443), tcp(8080), tcp(9090)}
 	desired.Listeners[1].TargetPort = 31000
 	desired.Targets = []string{"2", "3"}
-	desired.Settings = map[string]string{"algorithm": "least_connections", "type": "lb21"}
+	desired.SettingValues = map[string]string{"algorithm": "least_connections", "type": "lb21"}
 	perListener := cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureProxyProtocol}}
 	newHC := desired.Clone()
 	newHC.HealthCheck = &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTP, Port: 10256, Path: "/healthz"}
@@ -76,7 +76,7 @@ func TestLoadBalancerShapeUpdate(t *testing.T) {
 		{name: "converged: no step", current: current, desired: current},
 		{name: "a setting no longer asked for is passed empty", current: current, desired: func() cloudapi.LoadBalancerSpec {
 			d := current.Clone()
-			d.Settings = nil
+			d.SettingValues = nil
 			return d
 		}(), want: []string{"properties", "setting type="}},
 		{name: "health check and PROXY protocol kept per load balancer", current: desired, desired: newHC,
@@ -85,7 +85,7 @@ func TestLoadBalancerShapeUpdate(t *testing.T) {
 			want: []string{"update listener 443", "update listener 8080", "update listener 9090"}},
 		{name: "kept per listener: new listeners are added, not rewritten", shape: perListener, current: current, desired: func() cloudapi.LoadBalancerSpec {
 			d := newHC.Clone()
-			d.Settings = current.Settings
+			d.SettingValues = current.SettingValues
 			d.Targets = current.Targets
 			return d
 		}(), want: []string{"remove listener 80", "add listener 9090", "update listener 443", "update listener 8080"}},

@@ -204,11 +204,11 @@ type LoadBalancerSpec struct {
 	// SessionAffinityTimeout is how long a SessionAffinityClientIP pin lasts after the
 	// client's last connection; zero with SessionAffinityNone.
 	SessionAffinityTimeout time.Duration
-	// Settings are the adapter's own settings (package loadbalancer's Setting declares
-	// them): name to value, each value canonical and allowed by its declaration. Nil or
-	// empty means none. A backend keeps every setting exactly as given, or refuses a spec
+	// SettingValues are the values of the adapter's own settings (package loadbalancer's
+	// Settings declare them): name to value, each value canonical and allowed by its
+	// declaration. Nil or empty means none. A backend keeps every setting exactly as given, or refuses a spec
 	// with one it does not know or cannot build with ErrInvalidRequest; it never drops one.
-	Settings map[string]string
+	SettingValues map[string]string
 	// Tags are key/value labels stored with the load balancer; ccmkit records its
 	// ownership (cluster, Service) in them.
 	Tags map[string]string
@@ -225,7 +225,7 @@ func (s LoadBalancerSpec) Clone() LoadBalancerSpec {
 	s.SourceRanges = slices.Clone(s.SourceRanges)
 	s.IPFamilies = slices.Clone(s.IPFamilies)
 	s.RequestedIPs = slices.Clone(s.RequestedIPs)
-	s.Settings = maps.Clone(s.Settings)
+	s.SettingValues = maps.Clone(s.SettingValues)
 	s.Tags = maps.Clone(s.Tags)
 	return s
 }
@@ -333,9 +333,9 @@ type LoadBalancerChanges struct {
 	RequestedIPs bool
 	// SessionAffinity is true when the session affinity or its timeout differs.
 	SessionAffinity bool
-	// Settings are the names of the adapter's settings that are new, changed or removed,
-	// sorted; Spec.Settings holds the new values.
-	Settings []string
+	// SettingValues are the names of the adapter's settings whose values are new, changed
+	// or removed, sorted; Spec.SettingValues holds the new values.
+	SettingValues []string
 	// Tags is true when the tags differ.
 	Tags bool
 }
@@ -346,7 +346,7 @@ func (c LoadBalancerChanges) Empty() bool {
 		len(c.RemoveListeners) == 0 && len(c.AddTargets) == 0 && len(c.RemoveTargets) == 0 &&
 		!c.HealthCheck && !c.SourceRanges && !c.ProxyProtocol && !c.IPFamilies &&
 		!c.RequestedIPs && !c.SessionAffinity && !c.Tags && !c.TargetGroup &&
-		len(c.Settings) == 0
+		len(c.SettingValues) == 0
 }
 
 // DiffLoadBalancer returns what must change for a load balancer configured as current to
@@ -392,7 +392,7 @@ func DiffLoadBalancer(current, desired LoadBalancerSpec) LoadBalancerChanges {
 	c.SessionAffinity = current.SessionAffinity != desired.SessionAffinity ||
 		current.SessionAffinityTimeout != desired.SessionAffinityTimeout
 	c.Tags = !maps.Equal(current.Tags, desired.Tags)
-	c.Settings = diffSettings(current.Settings, desired.Settings)
+	c.SettingValues = diffSettings(current.SettingValues, desired.SettingValues)
 	return c
 }
 

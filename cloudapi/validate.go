@@ -100,7 +100,7 @@ func (s LoadBalancerSpec) Validate() error {
 			bad("tags: empty key")
 		}
 	}
-	for k := range s.Settings {
+	for k := range s.SettingValues {
 		if k == "" {
 			bad("settings: empty name")
 		}

@@ -80,9 +80,9 @@ type stateLB struct {
 	// SessionAffinity and SessionAffinityTimeout (a Go duration) are the spec's.
 	SessionAffinity        string `json:"sessionAffinity,omitempty"`
 	SessionAffinityTimeout string `json:"sessionAffinityTimeout,omitempty"`
-	// Settings are the adapter's settings, name to value.
-	Settings  map[string]string `json:"settings,omitempty"`
-	Addresses []string          `json:"addresses"`
+	// SettingValues are the adapter's settings, name to value.
+	SettingValues map[string]string `json:"settings,omitempty"`
+	Addresses     []string          `json:"addresses"`
 	// Hostname is the DNS name the cloud gave the load balancer, if any.
 	Hostname string `json:"hostname,omitempty"`
 	Status   string `json:"status"`
@@ -315,7 +315,7 @@ func (d *stateDoc) validate() error {
 		if _, err := parseDuration(lb.SessionAffinityTimeout); err != nil {
 			errs = append(errs, fmt.Errorf("%s.sessionAffinityTimeout: %w", path, err))
 		}
-		if _, ok := lb.Settings[""]; ok {
+		if _, ok := lb.SettingValues[""]; ok {
 			errs = append(errs, fmt.Errorf("%s.settings: empty name", path))
 		}
 		for _, s := range lb.Addresses {
@@ -517,7 +517,7 @@ func toStateLB(rec *loadBalancer) stateLB {
 	out := stateLB{
 		ID: rec.lb.ID, Name: s.Name, Internal: s.Internal, Targets: s.Targets, TargetGroup: s.TargetGroup,
 		SourceRanges: s.SourceRanges, ProxyProtocol: s.ProxyProtocol,
-		RequestedIPs: s.RequestedIPs, Tags: s.Tags, Settings: s.Settings,
+		RequestedIPs: s.RequestedIPs, Tags: s.Tags, SettingValues: s.SettingValues,
 		Addresses: rec.lb.Addresses, Status: string(rec.lb.Status), Created: rec.created, Reads: rec.reads,
 		SessionAffinity: string(s.SessionAffinity), SessionAffinityTimeout: formatDuration(s.SessionAffinityTimeout),
 		Hostname: rec.lb.Hostname,
@@ -542,7 +542,7 @@ func toStateLB(rec *loadBalancer) stateLB {
 func fromStateLB(s stateLB) *loadBalancer {
 	spec := cloudapi.LoadBalancerSpec{
 		Name: s.Name, Internal: s.Internal, Targets: s.Targets, TargetGroup: s.TargetGroup, SourceRanges: s.SourceRanges,
-		ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags, Settings: s.Settings,
+		ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags, SettingValues: s.SettingValues,
 	}
 	for _, l := range s.Listeners {
 		spec.Listeners = append(spec.Listeners, cloudapi.Listener{Name: l.Name, Protocol: cloudapi.Protocol(l.Protocol), Port: l.Port, TargetPort: l.TargetPort,

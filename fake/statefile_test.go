@@ -80,7 +80,7 @@ func fullSpec(name string) cloudapi.LoadBalancerSpec {
 		s.Listeners[0].Certificates = []string{"cert-1", "cert-2"}
 		s.SessionAffinity = cloudapi.SessionAffinityClientIP
 		s.SessionAffinityTimeout = 3 * time.Hour
-		s.Settings = map[string]string{"size": "large", "algorithm": "least-connections"}
+		s.SettingValues = map[string]string{"size": "large", "algorithm": "least-connections"}
 	})
 }
 

@@ -75,7 +75,7 @@ func adapterValues(decls Settings, defaults, annotated map[string]string, curren
 	}
 	maps.Copy(out, annotated)
 	if current != nil {
-		for name, v := range current.Spec.Settings {
+		for name, v := range current.Spec.SettingValues {
 			if !decls.declared(name) {
 				out[name] = v
 			}
@@ -87,7 +87,7 @@ func adapterValues(decls Settings, defaults, annotated map[string]string, curren
 			// A default is no reason to replace a load balancer: one made before the
 			// setting was declared or had a default, or before the default changed (in
 			// the cloud config or in the adapter), keeps the value it has.
-			if v, ok := d.canonical(current.Spec.Settings); ok {
+			if v, ok := d.canonical(current.Spec.SettingValues); ok {
 				out[d.Name] = v
 			} else {
 				delete(out, d.Name)

@@ -66,7 +66,7 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 			spec.Name = shareName(in.clusterID, share)
 		}
 	}
-	spec.Settings = adapterValues(in.declarations, in.adapterDefaults, a.adapterValues, in.current)
+	spec.SettingValues = adapterValues(in.declarations, in.settingDefaults, a.adapterValues, in.current)
 	if raw := svc.Spec.LoadBalancerIP; raw != "" { //nolint:staticcheck // the deprecated field is still honoured
 		addr, perr := netip.ParseAddr(raw)
 		ip := addr.Unmap().String() // canonical, as the annotation's and the cloud's
@@ -281,7 +281,7 @@ type translation struct {
 	// declarations are the adapter's declared settings (Options.Settings), and
 	// adapterDefaults the values every Service starts from (see LoadBalancer).
 	declarations    Settings
-	adapterDefaults map[string]string
+	settingDefaults map[string]string
 	// shape is what the cloud's load balancers do not support (Options.Shape): a spec
 	// that uses one is a problem.
 	shape cloudapi.LoadBalancerShape
@@ -366,7 +366,7 @@ func checkNamed(prefix string, decls Settings, a parsedAnnotations, spec cloudap
 	}
 	if name := decls.replaced(current.Spec, spec); name != "" {
 		errs = append(errs, fmt.Errorf("load balancer %s has %s %s, but annotation %s asks for %s, which only a new load balancer can have: a load balancer named by annotation %s is never replaced; set %s",
-			current.ID, name, quote.Value(current.Spec.Settings[name]), a.key(prefix, name), quote.Value(spec.Settings[name]), key, a.setTo(prefix, name, quote.Value(current.Spec.Settings[name]))))
+			current.ID, name, quote.Value(current.Spec.SettingValues[name]), a.key(prefix, name), quote.Value(spec.SettingValues[name]), key, a.setTo(prefix, name, quote.Value(current.Spec.SettingValues[name]))))
 	}
 	return errs
 }

@@ -42,7 +42,7 @@ func TestTranslate(t *testing.T) {
 				assert.Equal(t, []cloudapi.Listener{{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080}}, spec.Listeners)
 				assert.Equal(t, []string{"i-1", "i-2"}, spec.Targets)
 				assert.Equal(t, &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTP, Port: KubeProxyHealthzPort, Path: "/healthz", Interval: 10 * time.Second, Timeout: 5 * time.Second, HealthyThreshold: 2, UnhealthyThreshold: 3}, spec.HealthCheck)
-				assert.Equal(t, map[string]string{"size": "small"}, spec.Settings)
+				assert.Equal(t, map[string]string{"size": "small"}, spec.SettingValues)
 				assert.Equal(t, map[string]string{cloudapi.TagCluster: "c1", cloudapi.TagService: "u-1", cloudapi.TagServiceName: "default/web"}, spec.Tags)
 			},
 		},
@@ -51,7 +51,7 @@ func TestTranslate(t *testing.T) {
 			svc:  service(map[string]string{prefix + "intenral": "true", prefix + "size": "LARGE"}),
 			check: func(t *testing.T, spec cloudapi.LoadBalancerSpec) {
 				assert.False(t, spec.Internal)
-				assert.Equal(t, map[string]string{"size": "large"}, spec.Settings, "canonical")
+				assert.Equal(t, map[string]string{"size": "large"}, spec.SettingValues, "canonical")
 			},
 			problems: []problem{{severity: severityWarning, key: prefix + "intenral"}},
 		},
@@ -91,7 +91,7 @@ func TestTranslate(t *testing.T) {
 					return []string{"i-1", "i-2"}
 				},
 				clusterID: "c1", prefix: prefix,
-				declarations: Settings{size}, adapterDefaults: map[string]string{"size": "small"},
+				declarations: Settings{size}, settingDefaults: map[string]string{"size": "small"},
 			})
 			if tc.check != nil {
 				tc.check(t, spec)

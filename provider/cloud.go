@@ -172,7 +172,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			Recorder:              lateRecorder{c},
 			Services:              lateServices{c},
 			Settings:              opts.LoadBalancerSettings,
-			SettingDefaults:       cfg.LoadBalancer.Settings,
+			SettingDefaults:       cfg.LoadBalancer.SettingDefaults,
 			Shape:                 opts.LoadBalancerShape,
 			Aliases:               opts.LoadBalancerAliases,
 			TargetGroups:          groups,
@@ -304,7 +304,7 @@ type Options struct {
 	Metrics MetricsRegistry
 	// LoadBalancerSettings are the adapter's own load balancer settings (a size, a type,
 	// an algorithm ...), read from Service annotations under the annotation prefix and
-	// handed to the backend, checked and canonical, in cloudapi.LoadBalancerSpec.Settings;
+	// handed to the backend, checked and canonical, in cloudapi.LoadBalancerSpec.SettingValues;
 	// see loadbalancer.Setting. The cloud config's loadBalancer.settings overrides their
 	// defaults. Register stops the process when they are declared wrongly; New and the
 	// Factory return the error.

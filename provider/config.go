@@ -352,12 +352,12 @@ type LoadBalancerConfig struct {
 	// controller does not start and Services without a class are left to another
 	// implementation.
 	ServeUnclassed *bool `yaml:"serveUnclassed"`
-	// Settings are the defaults of the adapter's own load balancer settings for every
+	// SettingDefaults are the defaults of the adapter's own load balancer settings for every
 	// Service (YAML "settings"): setting name to value, overriding the adapter's declared
 	// defaults; a Service's annotation overrides them. Each name must be one the adapter
 	// declares (provider.Options.LoadBalancerSettings) and each value allowed; checked
 	// with the rest of the config. Default: none, the adapter's defaults.
-	Settings map[string]string `yaml:"settings"`
+	SettingDefaults map[string]string `yaml:"settings"`
 	// TargetGroups says whether load balancers share the cloud's target groups when the
 	// adapter offers them (cloudapi.TargetGroupClient) (YAML "targetGroups"); default
 	// true. Then the load balancers that want the same Nodes (the same node selector, or

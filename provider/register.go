@@ -157,7 +157,7 @@ func checkSettings(cfg *Config, opts Options) error {
 	if err := opts.LoadBalancerAliases.Validate(prefix, opts.LoadBalancerSettings); err != nil {
 		return fmt.Errorf("provider %q: its annotation aliases are declared wrongly for the annotation prefix %q: %w", opts.ProviderName, prefix, err)
 	}
-	_, err := opts.LoadBalancerSettings.Defaults(cfg.LoadBalancer.Settings)
+	_, err := opts.LoadBalancerSettings.Defaults(cfg.LoadBalancer.SettingDefaults)
 	if err == nil {
 		return nil
 	}

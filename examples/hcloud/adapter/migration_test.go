@@ -103,13 +103,13 @@ func TestEnvOfHetznersCCM(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, provider.Secret("from-env"), cfg.Credentials.Token)
 	assert.Equal(t, adapter.Config{Endpoint: url, Network: "k8s", Location: "hel1", UsePrivateIP: true}, section)
-	assert.Equal(t, map[string]string{adapter.SettingType: "lb21", adapter.SettingAlgorithm: "least_connections"}, cfg.LoadBalancer.Settings)
+	assert.Equal(t, map[string]string{adapter.SettingType: "lb21", adapter.SettingAlgorithm: "least_connections"}, cfg.LoadBalancer.SettingDefaults)
 
 	cfg, section, err = read("cluster: {id: c1}\nhcloud: {location: nbg1}\nloadBalancer: {settings: {type: lb11}}\ncredentials: {token: from-file}\n")
 	require.NoError(t, err)
 	assert.Equal(t, provider.Secret("from-file"), cfg.Credentials.Token, "the cloud config wins")
 	assert.Equal(t, "nbg1", section.Location, "the cloud config wins")
-	assert.Equal(t, map[string]string{adapter.SettingType: "lb11", adapter.SettingAlgorithm: "least_connections"}, cfg.LoadBalancer.Settings)
+	assert.Equal(t, map[string]string{adapter.SettingType: "lb11", adapter.SettingAlgorithm: "least_connections"}, cfg.LoadBalancer.SettingDefaults)
 
 	t.Setenv(adapter.EnvLoadBalancersEnabled, "false")
 	cfg, _, err = read("cluster: {id: c1}\n")

@@ -227,12 +227,12 @@ type (
 // writeLB sends spec s with method to path. A setting restcloud lacks is refused, never dropped.
 func writeLB(ctx context.Context, c *Client, op cloudapi.Operation, id, method, path string, s cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
 	w := lbSpec{s.Name, s.Internal, convert(s.Listeners, func(l cloudapi.Listener) listener { return listener(l) }), s.Targets, nil, s.SourceRanges,
-		s.ProxyProtocol, s.IPFamilies, s.RequestedIPs, s.Tags, s.SessionAffinity, s.SessionAffinityTimeout.Milliseconds(), s.Settings["size"]}
+		s.ProxyProtocol, s.IPFamilies, s.RequestedIPs, s.Tags, s.SessionAffinity, s.SessionAffinityTimeout.Milliseconds(), s.SettingValues["size"]}
 	if hc := s.HealthCheck; hc != nil {
 		w.HealthCheck = &healthCheck{hc.Protocol, hc.Port, hc.Path, hc.Interval.Milliseconds(),
 			hc.Timeout.Milliseconds(), hc.HealthyThreshold, hc.UnhealthyThreshold}
 	}
-	if err := Settings.Check(s.Settings); err != nil {
+	if err := Settings.Check(s.SettingValues); err != nil {
 		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
 	}
 	return call(ctx, c, op, id, method, path, w, loadBalancer.cloud)
@@ -244,7 +244,7 @@ func (w loadBalancer) cloud() cloudapi.LoadBalancer {
 		ProxyProtocol: w.ProxyProtocol, IPFamilies: w.IPFamilies, RequestedIPs: w.RequestedIPs, Tags: w.Tags,
 		SessionAffinity: w.Affinity, SessionAffinityTimeout: time.Duration(w.AffinityMs) * time.Millisecond}
 	if w.Size != "" {
-		s.Settings = map[string]string{"size": w.Size}
+		s.SettingValues = map[string]string{"size": w.Size}
 	}
 	if hc := w.HealthCheck; hc != nil {
 		s.HealthCheck = &cloudapi.HealthCheck{Protocol: hc.Protocol, Port: hc.Port, Path: hc.Path,
