@@ -38,10 +38,12 @@ func mockAdopting() *corev1.Service {
 }
 
 // mockAdoptedSpec is what mockAdopting makes of mockFree: mockSpec, with the other team's
-// tag kept.
+// tag kept, marked adopted, and mockFree's health check (none) kept.
 func mockAdoptedSpec() cloudapi.LoadBalancerSpec {
 	spec := mockSpec()
 	spec.Tags["billing"] = "team-a"
+	spec.Tags[cloudapi.TagAdopted] = "true"
+	spec.HealthCheck = nil
 	return spec
 }
 
@@ -87,7 +89,6 @@ func TestAdoptCallSequences(t *testing.T) {
 							AddListeners:    mockSpec().Listeners,
 							RemoveListeners: []cloudapi.ListenerKey{{Protocol: cloudapi.ProtocolTCP, Port: 443}},
 							AddTargets:      []string{"i-a", "i-b", "i-c"},
-							HealthCheck:     true,
 							Tags:            true,
 						},
 						Current: mockFree(),

@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
@@ -13,9 +14,24 @@ import (
 // The parts of a Service's load balancer that come with defaults: its health check and
 // the adapter's settings.
 
+// healthCheckAnnotations are the annotations of the health check's parts.
+var healthCheckAnnotations = []string{AnnotationHealthCheckProtocol, AnnotationHealthCheckPort, AnnotationHealthCheckPath,
+	AnnotationHealthCheckInterval, AnnotationHealthCheckTimeout, AnnotationHealthCheckHealthyThreshold, AnnotationHealthCheckUnhealthyThreshold}
+
 // healthCheck returns the health check the Service asks for, and an error when its
-// timeout is longer than its interval.
-func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations) (*cloudapi.HealthCheck, error) {
+// timeout is longer than its interval. With keep (an adopted load balancer, see cloudapi.TagAdopted),
+// kept is the load balancer's health check as read (nil: none, or one per listener): a
+// Service that sets none of the health check's annotations keeps it as it is, and one
+// that sets some changes those parts of it (of ccmkit's default when kept is nil).
+func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, keep bool, kept *cloudapi.HealthCheck) (*cloudapi.HealthCheck, error) {
+	asked := func(name string) bool { _, ok := a.keys[name]; return ok }
+	if keep && !slices.ContainsFunc(healthCheckAnnotations, asked) {
+		if kept == nil {
+			return nil, nil
+		}
+		c := *kept
+		return &c, nil
+	}
 	hc := &cloudapi.HealthCheck{
 		Protocol:           cloudapi.HealthCheckHTTP,
 		Port:               KubeProxyHealthzPort,
@@ -28,29 +44,40 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations) (*clou
 	if path, port := servicehelpers.GetServiceHealthCheckPathPort(svc); port != 0 {
 		hc.Path, hc.Port = path, port
 	}
-	if a.hcProtocol != "" {
+	// set reports whether the part name is read from the Service: always on ccmkit's
+	// defaults (a part an alias default sets included), only where the Service sets it
+	// on a kept health check.
+	set := func(string) bool { return true }
+	if keep && kept != nil {
+		c := *kept
+		hc, set = &c, asked
+	}
+	if a.hcProtocol != "" && set(AnnotationHealthCheckProtocol) {
 		hc.Protocol = a.hcProtocol
 	}
-	if a.hcPort != 0 {
+	if a.hcPort != 0 && set(AnnotationHealthCheckPort) {
 		hc.Port = a.hcPort
 	}
-	if a.hcPath != "" {
+	if a.hcPath != "" && set(AnnotationHealthCheckPath) {
 		hc.Path = a.hcPath
 	}
-	if a.hcInterval != 0 {
+	if a.hcInterval != 0 && set(AnnotationHealthCheckInterval) {
 		hc.Interval = a.hcInterval
 	}
-	if a.hcTimeout != 0 {
+	if a.hcTimeout != 0 && set(AnnotationHealthCheckTimeout) {
 		hc.Timeout = a.hcTimeout
 	}
-	if a.hcHealthy != 0 {
+	if a.hcHealthy != 0 && set(AnnotationHealthCheckHealthyThreshold) {
 		hc.HealthyThreshold = a.hcHealthy
 	}
-	if a.hcUnhealthy != 0 {
+	if a.hcUnhealthy != 0 && set(AnnotationHealthCheckUnhealthyThreshold) {
 		hc.UnhealthyThreshold = a.hcUnhealthy
 	}
-	if hc.Protocol == cloudapi.HealthCheckTCP {
+	switch {
+	case hc.Protocol == cloudapi.HealthCheckTCP:
 		hc.Path = ""
+	case hc.Path == "":
+		hc.Path = defaultHealthCheckPath // a kept TCP check the Service makes HTTP
 	}
 	if a.hcTimeout == 0 && hc.Timeout > hc.Interval {
 		hc.Timeout = hc.Interval // a short interval alone shortens the default timeout
@@ -68,7 +95,10 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations) (*clou
 // one, a setting made outside ccmkit). A setting declared Replace that current lacks and
 // the Service does not annotate stays absent: a load balancer made before the setting was
 // declared, or before it had a default, is not replaced for a value nobody asked for.
-func adapterValues(decls Settings, defaults, annotated map[string]string, current *cloudapi.LoadBalancer) map[string]string {
+//
+// With keep (an adopted load balancer, see cloudapi.TagAdopted), every declared setting the Service does
+// not annotate stays as current has it (absent when it has none), whatever its default.
+func adapterValues(decls Settings, defaults, annotated map[string]string, current *cloudapi.LoadBalancer, keep bool) map[string]string {
 	out := maps.Clone(defaults)
 	if out == nil {
 		out = make(map[string]string, len(annotated))
@@ -81,7 +111,7 @@ func adapterValues(decls Settings, defaults, annotated map[string]string, curren
 			}
 		}
 		for _, d := range decls {
-			if !d.Replace || annotated[d.Name] != "" {
+			if !(d.Replace || keep) || annotated[d.Name] != "" {
 				continue
 			}
 			// A default is no reason to replace a load balancer: one made before the
