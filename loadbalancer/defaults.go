@@ -79,8 +79,8 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, keep b
 	case hc.Path == "":
 		hc.Path = defaultHealthCheckPath // a kept TCP check the Service makes HTTP
 	}
-	if a.hcTimeout == 0 && hc.Timeout > hc.Interval {
-		hc.Timeout = hc.Interval // a short interval alone shortens the default timeout
+	if !asked(AnnotationHealthCheckTimeout) && hc.Timeout > hc.Interval {
+		hc.Timeout = hc.Interval // a short interval alone shortens the default (or kept) timeout
 	}
 	if hc.Timeout > hc.Interval {
 		return hc, fmt.Errorf("annotation %s: the health check timeout %s is longer than its interval %s", a.key(prefix, AnnotationHealthCheckTimeout), hc.Timeout, hc.Interval)
