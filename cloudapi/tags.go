@@ -33,7 +33,9 @@ const (
 	// cloud-controller-manager by its mark) rather than one ccmkit created. Such a load
 	// balancer keeps what its earlier owner set, as long as it is the Service's, of each
 	// part the Service sets no annotation for: the health check (whole when the Service
-	// sets none of the health-check annotations, else all but the parts it sets), the
+	// sets none of the health-check annotations, else all but the parts it sets; one
+	// without a health check gets ccmkit's, but on a cloud that keeps health checks per
+	// listener, where none read means the listeners' own, which stay), the
 	// adapter's declared settings (such as a type or an algorithm; their defaults are not
 	// applied), and the requested addresses. Everything else (listeners, targets, internal
 	// or public, the PROXY protocol, source ranges) is what the Service asks for, as on a

@@ -38,12 +38,11 @@ func mockAdopting() *corev1.Service {
 }
 
 // mockAdoptedSpec is what mockAdopting makes of mockFree: mockSpec, with the other team's
-// tag kept, marked adopted, and mockFree's health check (none) kept.
+// tag kept and marked adopted (mockFree has no health check: it gets ccmkit's).
 func mockAdoptedSpec() cloudapi.LoadBalancerSpec {
 	spec := mockSpec()
 	spec.Tags["billing"] = "team-a"
 	spec.Tags[cloudapi.TagAdopted] = "true"
-	spec.HealthCheck = nil
 	return spec
 }
 
@@ -89,6 +88,7 @@ func TestAdoptCallSequences(t *testing.T) {
 							AddListeners:    mockSpec().Listeners,
 							RemoveListeners: []cloudapi.ListenerKey{{Protocol: cloudapi.ProtocolTCP, Port: 443}},
 							AddTargets:      []string{"i-a", "i-b", "i-c"},
+							HealthCheck:     true,
 							Tags:            true,
 						},
 						Current: mockFree(),

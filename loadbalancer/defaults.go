@@ -19,8 +19,9 @@ var healthCheckAnnotations = []string{AnnotationHealthCheckProtocol, AnnotationH
 	AnnotationHealthCheckInterval, AnnotationHealthCheckTimeout, AnnotationHealthCheckHealthyThreshold, AnnotationHealthCheckUnhealthyThreshold}
 
 // healthCheck returns the health check the Service asks for, and an error when its
-// timeout is longer than its interval. With keep (an adopted load balancer, see cloudapi.TagAdopted),
-// kept is the load balancer's health check as read (nil: none, or one per listener): a
+// timeout is longer than its interval. With keep (an adopted load balancer, see
+// cloudapi.TagAdopted), kept is the load balancer's health check as read (nil: one per
+// listener, on a cloud that keeps them so; translate passes no keep for none at all): a
 // Service that sets none of the health check's annotations keeps it as it is, and one
 // that sets some changes those parts of it (of ccmkit's default when kept is nil).
 func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, keep bool, kept *cloudapi.HealthCheck) (*cloudapi.HealthCheck, error) {

@@ -116,10 +116,14 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 	spec.Targets = in.targets(a.nodeSelector)
 
 	var kept *cloudapi.HealthCheck
+	keepHC := keep
 	if keep {
+		// None read is kept only where it means one per listener, unlike: elsewhere it is
+		// none at all, and ccmkit's default is better than none.
 		kept = in.current.Spec.HealthCheck
+		keepHC = kept != nil || slices.Contains(in.shape.PerListener, cloudapi.FeatureHealthCheck)
 	}
-	hc, err := healthCheck(prefix, svc, a, keep, kept)
+	hc, err := healthCheck(prefix, svc, a, keepHC, kept)
 	if err != nil {
 		fail(a.key(prefix, AnnotationHealthCheckTimeout), err)
 	}
