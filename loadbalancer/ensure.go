@@ -17,7 +17,8 @@ import (
 
 // ensure is EnsureLoadBalancer's write, from found, the Service's load balancers as read
 // afresh: it deletes duplicates, and creates (or adopts the one its load-balancer-id
-// annotation names), replaces or updates the load balancer. It returns the load balancer
+// annotation names, or takes over the one the earlier cloud-controller-manager marked as
+// the Service's, Aliases.OwnerTag), replaces or updates the load balancer. It returns the load balancer
 // as the cloud last answered.
 func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, found []cloudapi.LoadBalancer) (_ *cloudapi.LoadBalancer, err error) {
 	adoptID := l.intents.annotation(svc, AnnotationLoadBalancerID).loadBalancerID // malformed: desired reports it
