@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/mock/gomock"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
@@ -274,4 +275,18 @@ func TestAliasDefaults(t *testing.T) {
 	assert.Contains(t, err.Error(), `alias default "health-check-interval"`)
 	assert.Contains(t, err.Error(), `"nothing" is not one of ccmkit's annotations`)
 	assert.Contains(t, err.Error(), "owner tag")
+}
+
+// TestTakeoverRefusedCondition: a refused takeover is the Service's condition
+// LoadBalancerReady, reason TakeoverRefused, with the error's message.
+func TestTakeoverRefusedCondition(t *testing.T) {
+	k := newKubeEnvWith(t, fake.Config{}, func(o *loadbalancer.Options) { o.Aliases.OwnerTag = earlierTag }, newService("web"))
+	k.marked(t, "uid-web", func(s *cloudapi.LoadBalancerSpec) { s.Tags[cloudapi.TagCluster] = "other" })
+	_, err := k.lb.EnsureLoadBalancer(t.Context(), "c", k.get(t, "web"), k.nodes)
+	require.ErrorIs(t, err, loadbalancer.ErrTakeoverRefused)
+	ready := readiness(t, k.get(t, "web"))
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Equal(t, loadbalancer.ReasonTakeoverRefused, ready.Reason)
+	assert.Contains(t, ready.Message, "belongs to another cluster")
+	assert.Len(t, k.cloud.Inventory().LoadBalancers, 1, "none created")
 }
