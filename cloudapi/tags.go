@@ -28,6 +28,20 @@ const (
 	// TagTargetGroup's values: what the Services of its share must agree on beside the
 	// rest of the spec.
 	TagShareNodes = "ccmkit.io/share-nodes"
+	// TagAdopted is "true" on a load balancer a Service adopted (named by its
+	// load-balancer-id annotation, or taken over from the cloud's earlier
+	// cloud-controller-manager by its mark) rather than one ccmkit created. Such a load
+	// balancer keeps what its earlier owner set, as long as it is the Service's, of each
+	// part the Service sets no annotation for: the health check (whole when the Service
+	// sets none of the health-check annotations, else all but the parts it sets; one
+	// without a health check gets ccmkit's, but on a cloud that keeps health checks per
+	// listener, where none read means the listeners' own, which stay), the
+	// adapter's declared settings (such as a type or an algorithm; their defaults are not
+	// applied), and the requested addresses. Everything else (listeners, targets, internal
+	// or public, the PROXY protocol, source ranges) is what the Service asks for, as on a
+	// load balancer ccmkit created. The targets are added and removed, never rewritten: how
+	// an existing target is reached (a private or public address) stays as it is.
+	TagAdopted = "ccmkit.io/adopted"
 )
 
 // MatchTags reports whether tags carries every key of filter with the same value.

@@ -283,9 +283,14 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 	}
 	timeout, interval := AnnotationHealthCheckTimeout, AnnotationHealthCheckInterval
 	validDuration := func(name string) string { return valid(celDuration, value(name)) }
+	defaultIv, defaultText := celString(defaultInterval.String()), defaultInterval.String()
+	if d, ok := opts.Aliases.Defaults[interval]; ok { // the earlier default, for a Service that spells a legacy key
+		defaultIv = fmt.Sprintf("(variables.a.exists(k, %s) ? %s : %s)", opts.Aliases.celLegacy("k"), celString(d), defaultIv)
+		defaultText += ", " + d + " with a legacy key"
+	}
 	contradiction(unread(fmt.Sprintf("!(%s) || !(%s) || duration(%s) <= ((%s) && (%s) ? duration(%s) : duration(%s))",
-		has(timeout), validDuration(timeout), value(timeout), has(interval), validDuration(interval), value(interval), celString(defaultInterval.String())), timeout, interval),
-		"annotation %s: the health check timeout is longer than its interval (annotation %s, default "+defaultInterval.String()+")", timeout, interval)
+		has(timeout), validDuration(timeout), value(timeout), has(interval), validDuration(interval), value(interval), defaultIv), timeout, interval),
+		"annotation %s: the health check timeout is longer than its interval (annotation %s, default "+defaultText+")", timeout, interval)
 	if unit := cmp.Or(opts.HealthCheckUnit, opts.Shape.HealthCheckUnit); unit > 0 && unit%time.Millisecond == 0 {
 		for _, name := range []string{interval, timeout} {
 			contradiction(unread(fmt.Sprintf("!(%s) || !(%s) || duration(%s).getMilliseconds() %% %d == 0", has(name), validDuration(name), value(name), unit.Milliseconds()), name),

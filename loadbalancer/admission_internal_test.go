@@ -744,3 +744,31 @@ func TestAdmissionPolicyPortHealthChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmissionPolicyAliasDefaults: the policy reads the aliases' default interval for a
+// Service that spells a legacy key, as the sync does: a legacy timeout alone within the
+// earlier default is admitted, the same under ccmkit's key is refused, as by the sync.
+func TestAdmissionPolicyAliasDefaults(t *testing.T) {
+	const legacy = "lb.legacy.example/"
+	aliases := Aliases{Prefixes: []string{legacy}, Keys: []Alias{{Key: legacy + "hc-timeout", Name: AnnotationHealthCheckTimeout}},
+		Defaults: map[string]string{AnnotationHealthCheckInterval: "15s"}}
+	e := newPolicyEval(t, AdmissionPolicyOptions{Aliases: aliases})
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		refused     bool
+	}{
+		{"a legacy timeout within the earlier default", map[string]string{legacy + "hc-timeout": "15s"}, false},
+		{"a legacy timeout over the earlier default", map[string]string{legacy + "hc-timeout": "20s"}, true},
+		{"ccmkit's timeout over ccmkit's default", map[string]string{DefaultAnnotationPrefix + AnnotationHealthCheckTimeout: "15s"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := lbService(tc.annotations)
+			_, _, ps := translate(translation{svc: svc, prefix: DefaultAnnotationPrefix, clusterID: "c1", aliases: aliases,
+				targets: func(labels.Selector) []string { return nil }})
+			refused := e.admit(t, svc, "")[admissionregistrationv1.Deny]
+			assert.Equal(t, tc.refused, ps.err(svc) != nil, "the sync")
+			assert.Equal(t, tc.refused, len(refused) > 0, "the policy: %v", refused)
+		})
+	}
+}

@@ -219,6 +219,28 @@ func (as Aliases) celRead(k, prefix string) string {
 	return strings.Join(terms, " || ")
 }
 
+// celLegacy returns the CEL that is true when the annotation key k is a legacy one: under
+// a legacy prefix, or an alias's key (Aliases.inUse). It is false without either.
+func (as Aliases) celLegacy(k string) string {
+	var terms []string
+	for _, lp := range as.Prefixes {
+		terms = append(terms, fmt.Sprintf("%s.startsWith(%s)", k, celString(lp)))
+	}
+	var keys []string
+	for _, a := range as.Keys {
+		if !as.legacy(a.Key) {
+			keys = append(keys, a.Key)
+		}
+	}
+	if len(keys) > 0 {
+		terms = append(terms, fmt.Sprintf("%s in [%s]", k, celList(keys)))
+	}
+	if len(terms) == 0 {
+		return "false"
+	}
+	return strings.Join(terms, " || ")
+}
+
 // binding returns the binding of the policy name with actions, in every namespace.
 func binding(name string, action admissionregistrationv1.ValidationAction) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{

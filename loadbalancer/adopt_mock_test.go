@@ -38,10 +38,11 @@ func mockAdopting() *corev1.Service {
 }
 
 // mockAdoptedSpec is what mockAdopting makes of mockFree: mockSpec, with the other team's
-// tag kept.
+// tag kept and marked adopted (mockFree has no health check: it gets ccmkit's).
 func mockAdoptedSpec() cloudapi.LoadBalancerSpec {
 	spec := mockSpec()
 	spec.Tags["billing"] = "team-a"
+	spec.Tags[cloudapi.TagAdopted] = "true"
 	return spec
 }
 

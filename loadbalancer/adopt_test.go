@@ -113,7 +113,7 @@ func TestKeepOnDeleteThenAdoptKeepsTheAddress(t *testing.T) {
 	adopted := e.only(t)
 	assert.Equal(t, first.ID, adopted.ID)
 	assert.Equal(t, first.Addresses, adopted.Addresses)
-	assert.Equal(t, map[string]string{cloudapi.TagCluster: "c1", cloudapi.TagService: "uid-web-again", cloudapi.TagServiceName: "default/web-again", "billing": "team-a"}, adopted.Spec.Tags)
+	assert.Equal(t, map[string]string{cloudapi.TagCluster: "c1", cloudapi.TagService: "uid-web-again", cloudapi.TagServiceName: "default/web-again", cloudapi.TagAdopted: "true", "billing": "team-a"}, adopted.Spec.Tags)
 	assert.Equal(t, []string{"i-0", "i-1", "i-2", "i-3", "i-4"}, adopted.Spec.Targets)
 	assert.Equal(t, "c1-auidwebagain", adopted.Spec.Name, "named as any of the Service's load balancers")
 	hist := e.cloud.LoadBalancerHistory()

@@ -3,6 +3,8 @@ package loadbalancer
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -33,6 +35,27 @@ type Aliases struct {
 	Prefixes []string
 	// Keys are the legacy keys, in the order of the reference (Reference).
 	Keys []Alias
+	// Defaults are the earlier cloud-controller-manager's defaults (or its cloud's, where
+	// it left a part to the cloud), by the name of ccmkit's annotation or declared setting
+	// they stand for, each in that name's syntax: for example the health check interval
+	// "15s" where ccmkit's default is 10s. A Service that spells any annotation with a
+	// legacy key (one of Keys, or a key under Prefixes) reads them in place of ccmkit's
+	// defaults where it sets the annotation with no key, so that a Service that was valid
+	// under the earlier cloud-controller-manager is valid under ccmkit and means the same.
+	// Optional.
+	Defaults map[string]string
+	// OwnerTag is the tag (in ccmkit's tag syntax, as the adapter maps it onto the cloud's)
+	// the earlier cloud-controller-manager put on each load balancer it made for a
+	// Service, with the Service's UID as its value, such as Hetzner's
+	// "hcloud-ccm/service-uid". When set, a Service with no load balancer of ccmkit's
+	// takes over the one so marked for its UID, found by one list filtered by the tag, as
+	// it adopts one named by its load-balancer-id annotation: under the same ownership
+	// rule, keeping its addresses and what its earlier owner set (see AnnotationLoadBalancerID).
+	// Where a marked load balancer cannot be taken over (another owner's, addresses that
+	// would change, several marked), ccmkit creates none: the Service's error matches
+	// ErrTakeoverRefused and a Warning event TakeoverRefused says why. Empty: no list,
+	// no takeover. It must not be one of ccmkit's tags (under "ccmkit.io/").
+	OwnerTag string
 }
 
 // Alias is one legacy annotation key and what it stands for. Several keys may stand for
@@ -108,6 +131,14 @@ func (as Aliases) Validate(prefix string, settings Settings) error {
 		if a.Convert != nil && a.Allowed == "" {
 			bad("Convert needs Allowed, which says what the legacy key takes")
 		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(as.Defaults)) {
+		if err := checkDefault(name, as.Defaults[name], settings); err != nil {
+			errs = append(errs, fmt.Errorf("alias default %q: %w", name, err))
+		}
+	}
+	if strings.HasPrefix(as.OwnerTag, "ccmkit.io/") || strings.TrimSpace(as.OwnerTag) != as.OwnerTag {
+		errs = append(errs, fmt.Errorf("owner tag %q: must be the earlier cloud-controller-manager's tag, without white space around it and not one of ccmkit's (under \"ccmkit.io/\")", as.OwnerTag))
 	}
 	return errors.Join(errs...)
 }
@@ -238,4 +269,34 @@ func (as Aliases) legacy(key string) bool {
 		}
 	}
 	return false
+}
+
+// inUse reports whether annotations spell any annotation with a legacy key: a key of an
+// alias or under a legacy prefix. Such a Service reads the aliases' Defaults.
+func (as Aliases) inUse(annotations map[string]string) bool {
+	for k := range annotations {
+		if as.known(k) || as.legacy(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkDefault reports what is wrong with v as the alias default of name: name must be
+// one of ccmkit's annotations (a declared setting has its own default, Setting.Default),
+// and v a value it takes.
+func checkDefault(name, v string, settings Settings) error {
+	for _, an := range Annotations() {
+		if an.Name == name {
+			var a parsedAnnotations
+			if err := an.apply(v, &a); err != nil {
+				return fmt.Errorf("%s is not a value of annotation %s (allowed: %s): %w", quote.Value(v), name, an.Values, err)
+			}
+			return nil
+		}
+	}
+	if _, ok := target(name, settings); ok {
+		return fmt.Errorf("%q is a declared setting: give its default in the Setting (Default), not among the aliases' defaults", name)
+	}
+	return fmt.Errorf("%q is not one of ccmkit's annotations", name)
 }

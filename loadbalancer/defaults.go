@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,10 +19,26 @@ import (
 // The parts of a Service's load balancer that come with defaults: its health checks (the
 // Service's and its ports' own) and the adapter's settings.
 
+// healthCheckAnnotations are the annotations of the health check's parts.
+var healthCheckAnnotations = []string{AnnotationHealthCheckProtocol, AnnotationHealthCheckPort, AnnotationHealthCheckPath,
+	AnnotationHealthCheckInterval, AnnotationHealthCheckTimeout, AnnotationHealthCheckHealthyThreshold, AnnotationHealthCheckUnhealthyThreshold}
+
 // healthCheck returns the health check the Service asks for, of the port of port when it
 // is not nil (an entry of the port-health-checks annotation, over the Service's), and an
-// error when its timeout is longer than its interval.
-func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, port *portHealthCheck) (*cloudapi.HealthCheck, error) {
+// error when its timeout is longer than its interval. With keep (an adopted load balancer,
+// see cloudapi.TagAdopted), kept is the load balancer's health check as read (nil: one
+// per listener, on a cloud that keeps them so; translate passes no keep for none at all):
+// a Service that sets none of the health check's annotations keeps it as it is, and one
+// that sets some changes those parts of it (of ccmkit's default when kept is nil).
+func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, keep bool, kept *cloudapi.HealthCheck, port *portHealthCheck) (*cloudapi.HealthCheck, error) {
+	asked := func(name string) bool { _, ok := a.keys[name]; return ok }
+	if keep && port == nil && !slices.ContainsFunc(healthCheckAnnotations, asked) {
+		if kept == nil {
+			return nil, nil
+		}
+		c := *kept
+		return &c, nil
+	}
 	hc := &cloudapi.HealthCheck{
 		Protocol:           cloudapi.HealthCheckHTTP,
 		Port:               KubeProxyHealthzPort,
@@ -34,17 +51,28 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, port *
 	if path, port := servicehelpers.GetServiceHealthCheckPathPort(svc); port != 0 {
 		hc.Path, hc.Port = path, port
 	}
-	overlayHealthCheck(hc, a)
-	timeoutSet, key, of := a.hcTimeout != 0, a.key(prefix, AnnotationHealthCheckTimeout), ""
+	// set reports whether the part name is read from the Service: always on ccmkit's
+	// defaults (a part an alias default sets included), only where the Service sets it
+	// on a kept health check.
+	set := func(string) bool { return true }
+	if keep && kept != nil {
+		c := *kept
+		hc, set = &c, asked
+	}
+	overlayHealthCheck(hc, a, set)
+	timeoutSet, key, of := asked(AnnotationHealthCheckTimeout), a.key(prefix, AnnotationHealthCheckTimeout), ""
 	if port != nil {
-		overlayHealthCheck(hc, port.set)
+		overlayHealthCheck(hc, port.set, func(string) bool { return true })
 		timeoutSet, key, of = timeoutSet || port.set.hcTimeout != 0, a.key(prefix, AnnotationPortHealthChecks), " of port "+port.port
 	}
-	if hc.Protocol == cloudapi.HealthCheckTCP {
+	switch {
+	case hc.Protocol == cloudapi.HealthCheckTCP:
 		hc.Path = ""
+	case hc.Path == "":
+		hc.Path = defaultHealthCheckPath // a kept TCP check the Service makes HTTP
 	}
 	if !timeoutSet && hc.Timeout > hc.Interval {
-		hc.Timeout = hc.Interval // a short interval alone shortens the default timeout
+		hc.Timeout = hc.Interval // a short interval alone shortens the default (or kept) timeout
 	}
 	if hc.Timeout > hc.Interval {
 		return hc, fmt.Errorf("annotation %s: the health check timeout%s %s is longer than its interval %s", key, of, hc.Timeout, hc.Interval)
@@ -52,27 +80,28 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, port *
 	return hc, nil
 }
 
-// overlayHealthCheck sets the parts of hc that a's health check annotations set.
-func overlayHealthCheck(hc *cloudapi.HealthCheck, a parsedAnnotations) {
-	if a.hcProtocol != "" {
+// overlayHealthCheck sets the parts of hc that a's health check annotations set, of those
+// that set reports.
+func overlayHealthCheck(hc *cloudapi.HealthCheck, a parsedAnnotations, set func(name string) bool) {
+	if a.hcProtocol != "" && set(AnnotationHealthCheckProtocol) {
 		hc.Protocol = a.hcProtocol
 	}
-	if a.hcPort != 0 {
+	if a.hcPort != 0 && set(AnnotationHealthCheckPort) {
 		hc.Port = a.hcPort
 	}
-	if a.hcPath != "" {
+	if a.hcPath != "" && set(AnnotationHealthCheckPath) {
 		hc.Path = a.hcPath
 	}
-	if a.hcInterval != 0 {
+	if a.hcInterval != 0 && set(AnnotationHealthCheckInterval) {
 		hc.Interval = a.hcInterval
 	}
-	if a.hcTimeout != 0 {
+	if a.hcTimeout != 0 && set(AnnotationHealthCheckTimeout) {
 		hc.Timeout = a.hcTimeout
 	}
-	if a.hcHealthy != 0 {
+	if a.hcHealthy != 0 && set(AnnotationHealthCheckHealthyThreshold) {
 		hc.HealthyThreshold = a.hcHealthy
 	}
-	if a.hcUnhealthy != 0 {
+	if a.hcUnhealthy != 0 && set(AnnotationHealthCheckUnhealthyThreshold) {
 		hc.UnhealthyThreshold = a.hcUnhealthy
 	}
 }
@@ -141,11 +170,12 @@ func parsePortHealthChecks(v string) ([]portHealthCheck, error) {
 }
 
 // portHealthChecks gives the listeners ls, of the Service's ports, the health checks of
-// their own that the port-health-checks annotation asks for, over svcHC, the Service's
+// their own that the port-health-checks annotation asks for (each over the Service's,
+// kept as healthCheck keeps it), over svcHC, the Service's
 // (a listener whose health check would be svcHC gets none of its own), and returns the
 // problems: an entry that names no port of the Service, a timeout longer than the
 // interval, a time that is not a whole number of unit (the cloud's).
-func portHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, svcHC *cloudapi.HealthCheck, ls []cloudapi.Listener, unit time.Duration) problems {
+func portHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, keep bool, kept, svcHC *cloudapi.HealthCheck, ls []cloudapi.Listener, unit time.Duration) problems {
 	var ps problems
 	key := a.key(prefix, AnnotationPortHealthChecks)
 	fail := func(err error) {
@@ -162,7 +192,7 @@ func portHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, s
 			fail(fmt.Errorf("the Service has no port %s", e.port))
 			continue
 		}
-		hc, err := healthCheck(prefix, svc, a, &e)
+		hc, err := healthCheck(prefix, svc, a, keep, kept, &e)
 		if err != nil {
 			fail(err)
 			continue
@@ -171,7 +201,7 @@ func portHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, s
 			fail(fmt.Errorf("port %s: interval %s and timeout %s: this cloud keeps a health check's times in whole numbers of %s", e.port, hc.Interval, hc.Timeout, unit))
 			continue
 		}
-		if *hc == *svcHC {
+		if svcHC != nil && *hc == *svcHC {
 			continue
 		}
 		for _, p := range ports {
@@ -193,7 +223,10 @@ func portHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, s
 // one, a setting made outside ccmkit). A setting declared Replace that current lacks and
 // the Service does not annotate stays absent: a load balancer made before the setting was
 // declared, or before it had a default, is not replaced for a value nobody asked for.
-func adapterValues(decls Settings, defaults, annotated map[string]string, current *cloudapi.LoadBalancer) map[string]string {
+//
+// With keep (an adopted load balancer, see cloudapi.TagAdopted), every declared setting the Service does
+// not annotate stays as current has it (absent when it has none), whatever its default.
+func adapterValues(decls Settings, defaults, annotated map[string]string, current *cloudapi.LoadBalancer, keep bool) map[string]string {
 	out := maps.Clone(defaults)
 	if out == nil {
 		out = make(map[string]string, len(annotated))
@@ -206,7 +239,7 @@ func adapterValues(decls Settings, defaults, annotated map[string]string, curren
 			}
 		}
 		for _, d := range decls {
-			if !d.Replace || annotated[d.Name] != "" {
+			if !(d.Replace || keep) || annotated[d.Name] != "" {
 				continue
 			}
 			// A default is no reason to replace a load balancer: one made before the

@@ -9,8 +9,13 @@
 //   - Ownership is data: a Service's load balancer is the one tagged with the cluster ID
 //     (cloudapi.TagCluster) and the Service's UID (cloudapi.TagService). Nothing else is
 //     changed or deleted, but a load balancer without any of ccmkit's tags that the
-//     Service adopts with its load-balancer-id annotation; one owned elsewhere is
-//     ErrOwnedElsewhere. Every write passes one guard (owned.go).
+//     Service adopts with its load-balancer-id annotation, or takes over from the
+//     cloud's earlier cloud-controller-manager by its mark (Aliases.OwnerTag, one list
+//     before a create; takeover.go); one owned elsewhere is ErrOwnedElsewhere, a mark
+//     that cannot be taken over ErrTakeoverRefused, and neither is ever a reason to
+//     create a second load balancer. An adopted load balancer keeps what its earlier
+//     owner set that the Service does not ask for (cloudapi.TagAdopted). Every write
+//     passes one guard (owned.go).
 //   - Sharing (share.go; its rules are internal/plan's pure functions): Services that
 //     name one share (AnnotationShare) get one load balancer, owned by the share
 //     (cloudapi.TagShare), each listener by its Service (its name begins with the
@@ -53,7 +58,8 @@
 //     whom its load balancer belongs to (owner: the Service, or its share), and whether a
 //     share has other Services; parseAnnotations (parse.go) is the one reading of all of
 //     them, aliases (aliases.go) included. What the cloud has is the snapshot
-//     (snapshot.go; find, trusted and the fresh read in reconcile.go).
+//     (snapshot.go; find, trusted and the fresh read in reconcile.go; marked in
+//     takeover.go, the list by the earlier cloud-controller-manager's mark).
 //   - Plan: the planner (planner.go) makes no cloud call: translate (translate.go,
 //     defaults.go) is a pure function from a Service, its Nodes' targets (targets.go) and
 //     the adapter's declared settings (Setting, settings.go) to the spec and a typed list
@@ -67,7 +73,8 @@
 //   - Apply: the writer (owned.go, write.go) is the one code that writes to the cloud: every
 //     write passes one guard (owned.go); it creates, updates, replaces, deletes and
 //     releases, and acquires and drops target groups. ensure.go sequences
-//     EnsureLoadBalancer's write and adoption, share.go leaving a share.
+//     EnsureLoadBalancer's write and adoption (by ID, or a takeover by mark),
+//     share.go leaving a share.
 //   - Report: the reporter (report.go, servicestatus.go, status.go) is the one that tells a
 //     Service what its syncs found out: the status published, the status annotation, the
 //     condition and the events, each once per change.

@@ -2,6 +2,7 @@ package loadbalancer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -16,7 +17,8 @@ import (
 
 // ensure is EnsureLoadBalancer's write, from found, the Service's load balancers as read
 // afresh: it deletes duplicates, and creates (or adopts the one its load-balancer-id
-// annotation names), replaces or updates the load balancer. It returns the load balancer
+// annotation names, or takes over the one the earlier cloud-controller-manager marked as
+// the Service's, Aliases.OwnerTag), replaces or updates the load balancer. It returns the load balancer
 // as the cloud last answered.
 func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, found []cloudapi.LoadBalancer) (_ *cloudapi.LoadBalancer, err error) {
 	adoptID := l.intents.annotation(svc, AnnotationLoadBalancerID).loadBalancerID // malformed: desired reports it
@@ -32,7 +34,27 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 		return nil, err
 	}
 	if len(found) == 0 && adoptID != "" && !isShare(owner) { // a share adopts nothing: desired says so
-		return l.adopt(ctx, logger, svc, owner, nodes, adoptID)
+		return l.adopt(ctx, logger, svc, owner, nodes, adoption{id: adoptID, key: l.intents.key(svc, AnnotationLoadBalancerID)})
+	}
+	if tag := l.opts.Aliases.OwnerTag; len(found) == 0 && tag != "" && !isShare(owner) {
+		// Before a create: the load balancer the earlier cloud-controller-manager made for
+		// the Service, if any, is taken over instead (one list; none without OwnerTag).
+		lb, err := l.w.snap.marked(ctx, tag, owner)
+		var adopted *cloudapi.LoadBalancer
+		if err == nil && lb != nil {
+			adopted, err = l.adopt(ctx, logger, svc, owner, nodes, adoption{id: lb.ID, mark: tag + "=" + owner, lb: lb})
+		}
+		what := ""
+		if errors.Is(err, ErrTakeoverRefused) {
+			what = err.Error()
+		}
+		if l.report.changed(svc, ReasonTakeoverRefused, what) {
+			logger.Info("Not creating a load balancer: the earlier cloud-controller-manager's cannot be taken over", "err", err)
+			l.report.event(svc, corev1.EventTypeWarning, ReasonTakeoverRefused, what)
+		}
+		if err != nil || adopted != nil {
+			return adopted, err
+		}
 	}
 	var current *cloudapi.LoadBalancer
 	if len(found) > 0 {
@@ -73,38 +95,44 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 	return l.w.update(ctx, logger, owner, false, current, want.spec)
 }
 
-// adopt makes the load balancer with ID id, named by the Service's load-balancer-id
-// annotation, the Service's: one fresh read (GetLoadBalancer), then, when it carries no
-// ownership tag of another cluster or Service, one update to what the Service asks for,
-// with the Service's owner tags and the load balancer's addresses. A load balancer that
-// does not exist is an error, never a reason to create one. After the adoption the load
-// balancer is the Service's like any it created. It holds the load balancer's lock
-// (writer.lockLB), so that two Services never both adopt it; two clusters can race, since
-// cloudapi has no conditional update: the last write wins, and the other cluster's next
-// sync reports the owner's tags.
-func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, id string) (*cloudapi.LoadBalancer, error) {
-	defer l.w.lockLB(id)()
-	key := l.intents.key(svc, AnnotationLoadBalancerID)
-	lb, err := l.w.api.GetLoadBalancer(ctx, id)
-	switch {
-	case cloudapi.IsNotFound(err):
-		return nil, fmt.Errorf("annotation %s names load balancer %s, which does not exist: %w; ccmkit creates none in its place: correct the ID, or remove the annotation to get a new load balancer", key, id, err)
-	case err != nil:
-		return nil, fmt.Errorf("reading load balancer %s, named by annotation %s: %w", id, key, err)
-	case lb == nil:
-		return nil, fmt.Errorf("reading load balancer %s, named by annotation %s: the cloud answered neither a load balancer nor an error: %w", id, key, cloudapi.ErrTransient)
+// adopt makes the load balancer how names the Service's: the one with the ID its
+// load-balancer-id annotation names (one fresh read, GetLoadBalancer), or the one the
+// earlier cloud-controller-manager marked as the Service's (as marked listed it, no
+// further read). When it carries no ownership tag of another cluster or Service, one
+// update makes it what the Service asks for, with the Service's owner tags, the load
+// balancer's addresses, and what its earlier owner set that the Service does not ask
+// otherwise (cloudapi.TagAdopted). A load balancer that does not exist is an error,
+// never a reason to create one. After the adoption the load balancer is the Service's
+// like any it created. It holds the load balancer's lock (writer.lockLB), so that two
+// Services never both adopt it; two clusters can race, since cloudapi has no conditional
+// update: the last write wins, and the other cluster's next sync reports the owner's
+// tags. Every error of a takeover before its update matches ErrTakeoverRefused.
+func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, how adoption) (*cloudapi.LoadBalancer, error) {
+	defer l.w.lockLB(how.id)()
+	id, lb := how.id, how.lb
+	if lb == nil {
+		var err error
+		lb, err = l.w.api.GetLoadBalancer(ctx, id)
+		switch {
+		case cloudapi.IsNotFound(err):
+			return nil, fmt.Errorf("annotation %s names load balancer %s, which does not exist: %w; ccmkit creates none in its place: correct the ID, or remove the annotation to get a new load balancer", how.key, id, err)
+		case err != nil:
+			return nil, fmt.Errorf("reading load balancer %s, named by annotation %s: %w", id, how.key, err)
+		case lb == nil:
+			return nil, fmt.Errorf("reading load balancer %s, named by annotation %s: the cloud answered neither a load balancer nor an error: %w", id, how.key, cloudapi.ErrTransient)
+		}
 	}
-	owned, err := l.w.adoptable(owner, lb, key)
+	owned, err := l.w.adoptable(owner, lb, how)
 	if err != nil {
 		logger.Info("Refusing to adopt load balancer", "loadBalancer", id, "tags", lb.Spec.Tags, "err", err)
-		return nil, err
+		return nil, how.refused(err)
 	}
 	want, err := l.p.ensureWant(logger, svc, owner, nodes, lb) // owner is no share: a share adopts nothing
 	if err != nil {
-		return nil, err
+		return nil, how.refused(err)
 	}
-	if err := keepsAddresses(lb, want.spec, key, l.opts.Shape); err != nil {
-		return nil, err
+	if err := keepsAddresses(lb, want.spec, how, l.opts.Shape); err != nil {
+		return nil, how.refused(err)
 	}
 	release, err := l.w.group(ctx, logger, &want, 0)
 	if err != nil {
@@ -114,13 +142,13 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 	adopted, err := l.w.update(ctx, logger, owner, true, lb, want.spec)
 	if err != nil {
 		if !owned {
-			return nil, fmt.Errorf("adopting load balancer %s, named by annotation %s: %w; nothing else was written to it: it is not this Service's until the adopting update succeeds", id, key, err)
+			return nil, fmt.Errorf("adopting load balancer %s, %s: %w; nothing else was written to it: it is not this Service's until the adopting update succeeds", id, how.named(), err)
 		}
 		return nil, err
 	}
 	if !owned {
-		logger.Info("Adopted load balancer", "loadBalancer", id, "addresses", adopted.Addresses)
-		l.report.event(svc, corev1.EventTypeNormal, "AdoptedLoadBalancer", fmt.Sprintf("Adopted load balancer %s (addresses [%s]), named by annotation %s", id, strings.Join(adopted.Addresses, ", "), key))
+		logger.Info("Adopted load balancer", "loadBalancer", id, "addresses", adopted.Addresses, "by", how.named())
+		l.report.event(svc, corev1.EventTypeNormal, "AdoptedLoadBalancer", fmt.Sprintf("Adopted load balancer %s (addresses [%s]), %s", id, strings.Join(adopted.Addresses, ", "), how.named()))
 	}
 	return adopted, nil
 }
@@ -129,12 +157,12 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 // for no other address than lb has, and, on a cloud that keeps the families (shape),
 // for every family of lb's addresses; a cloud whose load balancers serve the families
 // they serve whatever a spec asks never drops one.
-func keepsAddresses(lb *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, key string, shape cloudapi.LoadBalancerShape) error {
+func keepsAddresses(lb *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, how adoption, shape cloudapi.LoadBalancerShape) error {
 	if !slices.Equal(want.RequestedIPs, lb.Spec.RequestedIPs) {
 		for _, ip := range want.RequestedIPs {
 			if !slices.Contains(lb.Addresses, ip) {
-				return fmt.Errorf("the Service asks for address %s (annotation %s or spec.loadBalancerIP), but load balancer %s, named by annotation %s, has [%s]: adopting keeps its addresses; ask for those or none",
-					ip, AnnotationIPAddresses, lb.ID, key, strings.Join(lb.Addresses, ", "))
+				return fmt.Errorf("the Service asks for address %s (annotation %s or spec.loadBalancerIP), but load balancer %s, %s, has [%s]: adopting keeps its addresses; ask for those or none",
+					ip, AnnotationIPAddresses, lb.ID, how.named(), strings.Join(lb.Addresses, ", "))
 			}
 		}
 	}
@@ -148,15 +176,15 @@ func keepsAddresses(lb *cloudapi.LoadBalancer, want cloudapi.LoadBalancerSpec, k
 	for _, a := range lb.Addresses {
 		ip, err := netip.ParseAddr(a)
 		if err != nil {
-			return fmt.Errorf("load balancer %s, named by annotation %s, has the address %q, which is not an IP address: the cloud's answer cannot tell whether adopting keeps it", lb.ID, key, a)
+			return fmt.Errorf("load balancer %s, %s, has the address %q, which is not an IP address: the cloud's answer cannot tell whether adopting keeps it", lb.ID, how.named(), a)
 		}
 		f := cloudapi.IPv4
 		if !ip.Unmap().Is4() {
 			f = cloudapi.IPv6
 		}
 		if !slices.Contains(families, f) {
-			return fmt.Errorf("load balancer %s, named by annotation %s, has the %s address %s, but the Service's spec.ipFamilies are %v: adopting would drop it; set spec.ipFamilyPolicy and spec.ipFamilies to include %s",
-				lb.ID, key, f, a, families, f)
+			return fmt.Errorf("load balancer %s, %s, has the %s address %s, but the Service's spec.ipFamilies are %v: adopting would drop it; set spec.ipFamilyPolicy and spec.ipFamilies to include %s",
+				lb.ID, how.named(), f, a, families, f)
 		}
 	}
 	return nil

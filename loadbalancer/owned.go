@@ -99,25 +99,32 @@ func (w *writer) deleteLB(ctx context.Context, lb *cloudapi.LoadBalancer, uid st
 	return nil
 }
 
-// adoptable reports whether the Service may adopt lb: when it carries none of ccmkit's
-// ownership tags (owned false), or already the Service's own (owned true: a list that
-// missed it). Any other owner, even one tag of one, is ErrOwnedElsewhere; the error names
-// no other cluster or Service, since the Service's events are its users'.
-func (w *writer) adoptable(owner string, lb *cloudapi.LoadBalancer, key string) (owned bool, err error) {
+// adoptable reports whether the Service may adopt lb, named for adoption as how says:
+// when it carries none of ccmkit's ownership tags (owned false), or already the Service's
+// own (owned true: a list that missed it). Any other owner, even one tag of one, is
+// ErrOwnedElsewhere; the error names no other cluster or Service, since the Service's
+// events are its users'.
+func (w *writer) adoptable(owner string, lb *cloudapi.LoadBalancer, how adoption) (owned bool, err error) {
 	cluster, hasCluster := lb.Spec.Tags[cloudapi.TagCluster]
+	names := fmt.Sprintf("annotation %s names load balancer %s", how.key, lb.ID)
+	other, otherService := "name a load balancer without ownership tags, or remove the annotation", "name another, or remove the annotation"
+	if how.mark != "" {
+		names = fmt.Sprintf("the earlier cloud-controller-manager's mark %s is on load balancer %s", how.mark, lb.ID)
+		other, otherService = how.instead(), how.instead()
+	}
 	switch {
 	case lb.Status == cloudapi.LoadBalancerDeleting:
-		return false, fmt.Errorf("annotation %s names load balancer %s, which the cloud is deleting: name another, or remove the annotation to get a new load balancer", key, lb.ID)
+		return false, fmt.Errorf("%s, which the cloud is deleting: name another, or %s", names, how.instead())
 	case unowned(lb.Spec.Tags):
 		return false, nil
 	case cluster == w.clusterID && ownerKey(lb.Spec.Tags) == owner:
 		return true, nil
 	case hasCluster && cluster != w.clusterID:
-		return false, fmt.Errorf("annotation %s names load balancer %s, which belongs to another cluster (tag %s): %w; ccmkit changes nothing that is not this cluster's: name a load balancer without ownership tags, or remove the annotation",
-			key, lb.ID, cloudapi.TagCluster, ErrOwnedElsewhere)
+		return false, fmt.Errorf("%s, which belongs to another cluster (tag %s): %w; ccmkit changes nothing that is not this cluster's: %s",
+			names, cloudapi.TagCluster, ErrOwnedElsewhere, other)
 	default:
-		return false, fmt.Errorf("annotation %s names load balancer %s, which belongs to another Service or share (tag %s or %s): %w; it is adopted only once it is let go (deleted with keep-on-delete): name another, or remove the annotation",
-			key, lb.ID, cloudapi.TagService, cloudapi.TagShare, ErrOwnedElsewhere)
+		return false, fmt.Errorf("%s, which belongs to another Service or share (tag %s or %s): %w; it is adopted only once it is let go (deleted with keep-on-delete): %s",
+			names, cloudapi.TagService, cloudapi.TagShare, ErrOwnedElsewhere, otherService)
 	}
 }
 

@@ -55,10 +55,14 @@ func parseAnnotations(prefix string, decls Settings, aliases Aliases, annotation
 			a.keys[name] = sps[0]
 		}
 	}
+	legacy := aliases.inUse(annotations)
 	for _, an := range Annotations() {
 		known[an.Name] = true
 		sps := aliases.spellings(prefix, an.Name, annotations)
 		written(an.Name, sps)
+		if v, ok := aliases.Defaults[an.Name]; ok && legacy && len(sps) == 0 {
+			_ = an.apply(v, &a) // Aliases.Validate checked it
+		}
 		parsed, ok, aerrs := readSpellings(sps, prefix, an.Name, an.Values, func(v string) (parsedAnnotations, error) {
 			p := a
 			err := an.apply(v, &p)

@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -200,6 +201,7 @@ func TestPlannerUpdateWant(t *testing.T) {
 			if current.Spec.Tags == nil {
 				current.Spec.Tags = map[string]string{}
 			}
+			maps.Copy(current.Spec.Tags, ownerTags("c1", owner)) // the owner's, as read: not one being adopted
 			tc.check(t, p.updateWant(klog.Logger{}, svc, owner, nodes, current))
 			_, member := p.shares.member(owner, string(svc.UID))
 			assert.False(t, member, "a node sync records no member")

@@ -178,6 +178,8 @@ func (r *reporter) condition(svc *corev1.Service, have *metav1.Condition, o outc
 		if o.known && o.id != "" {
 			c.Message = fmt.Sprintf("Load balancer %s is ready", o.id)
 		}
+	case errors.Is(err, ErrTakeoverRefused) && !errors.As(err, &annotation):
+		c.Reason = ReasonTakeoverRefused
 	case errors.Is(err, ErrOwnedElsewhere):
 		c.Reason = ReasonOwnedElsewhere
 	case errors.Is(err, ErrPortsTaken):

@@ -76,6 +76,13 @@ func (a scriptedLBs) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadB
 
 func newKubeEnv(t *testing.T, cfg fake.Config, services ...*corev1.Service) *kubeEnv {
 	t.Helper()
+	return newKubeEnvWith(t, cfg, nil, services...)
+}
+
+// newKubeEnvWith is newKubeEnv with the LoadBalancer's options changed by tweak (nil:
+// none) after the clientset's and the recorder's are set.
+func newKubeEnvWith(t *testing.T, cfg fake.Config, tweak func(*loadbalancer.Options), services ...*corev1.Service) *kubeEnv {
+	t.Helper()
 	objs := make([]runtime.Object, 0, len(services))
 	for _, s := range services {
 		s.ResourceVersion = "0"
@@ -86,6 +93,9 @@ func newKubeEnv(t *testing.T, cfg fake.Config, services ...*corev1.Service) *kub
 	k.env = newEnvWith(t, cfg, func(o *loadbalancer.Options) {
 		o.Services = k.kube.CoreV1()
 		o.Recorder = k.recorder
+		if tweak != nil {
+			tweak(o)
+		}
 	}, func(c cloudapi.Client) cloudapi.Client { return scriptedClient{c, k.script} })
 	return k
 }

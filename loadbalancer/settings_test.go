@@ -333,7 +333,7 @@ func TestNamedLoadBalancerIsNeverReplacedForASetting(t *testing.T) {
 	e.ensure(t, svc, e.nodes)
 	lb := e.only(t)
 	assert.Equal(t, named.ID, lb.ID, "adopted")
-	assert.Equal(t, map[string]string{"size": "small", "network-tier": "premium"}, lb.Spec.SettingValues)
+	assert.Equal(t, map[string]string{"network-tier": "premium"}, lb.Spec.SettingValues, "the default size is not applied to an adopted load balancer that has none (cloudapi.TagAdopted)")
 }
 
 // A cloud that spells a setting differently, a default that changes and a value the

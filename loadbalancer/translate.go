@@ -66,7 +66,13 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 			spec.Name = shareName(in.clusterID, share)
 		}
 	}
-	spec.SettingValues = adapterValues(in.declarations, in.settingDefaults, a.adapterValues, in.current)
+	// adopting: current is the load balancer a Service adopts (by its load-balancer-id
+	// annotation, or the earlier cloud-controller-manager's mark), which carries none of
+	// ccmkit's ownership tags yet; keep: the parts cloudapi.TagAdopted lists that the Service does not ask
+	// for stay as current has them, during the adoption and after it (cloudapi.TagAdopted).
+	adopting := in.current != nil && unowned(in.current.Spec.Tags)
+	keep := adopting || (in.current != nil && in.current.Spec.Tags[cloudapi.TagAdopted] != "")
+	spec.SettingValues = adapterValues(in.declarations, in.settingDefaults, a.adapterValues, in.current, keep)
 	if raw := svc.Spec.LoadBalancerIP; raw != "" { //nolint:staticcheck // the deprecated field is still honoured
 		addr, perr := netip.ParseAddr(raw)
 		ip := addr.Unmap().String() // canonical, as the annotation's and the cloud's
@@ -80,14 +86,14 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 		}
 	}
 
-	if a.loadBalancerID != "" && in.current != nil {
+	if in.current != nil && (a.loadBalancerID != "" || adopting) {
 		for _, err := range checkNamed(prefix, in.declarations, a, spec, in.current) {
 			fail(a.key(prefix, AnnotationLoadBalancerID), err)
 		}
-		if len(spec.RequestedIPs) == 0 {
-			// The Service asks for no address: the load balancer keeps its own.
-			spec.RequestedIPs = slices.Clone(in.current.Spec.RequestedIPs)
-		}
+	}
+	if in.current != nil && (a.loadBalancerID != "" || keep) && len(spec.RequestedIPs) == 0 {
+		// The Service asks for no address: the load balancer keeps its own.
+		spec.RequestedIPs = slices.Clone(in.current.Spec.RequestedIPs)
 	}
 
 	var lps problems
@@ -109,7 +115,15 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 
 	spec.Targets = in.targets(a.nodeSelector)
 
-	hc, err := healthCheck(prefix, svc, a, nil)
+	var kept *cloudapi.HealthCheck
+	keepHC := keep
+	if keep {
+		// None read is kept only where it means one per listener, unlike: elsewhere it is
+		// none at all, and ccmkit's default is better than none.
+		kept = in.current.Spec.HealthCheck
+		keepHC = kept != nil || slices.Contains(in.shape.PerListener, cloudapi.FeatureHealthCheck)
+	}
+	hc, err := healthCheck(prefix, svc, a, keepHC, kept, nil)
 	if err != nil {
 		fail(a.key(prefix, AnnotationHealthCheckTimeout), err)
 	}
@@ -125,7 +139,7 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 		}
 	}
 	spec.HealthCheck = hc
-	ps = append(ps, portHealthChecks(prefix, svc, a, hc, spec.Listeners, in.shape.HealthCheckUnit)...)
+	ps = append(ps, portHealthChecks(prefix, svc, a, keepHC, kept, hc, spec.Listeners, in.shape.HealthCheckUnit)...)
 
 	ranges, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
 	if err != nil {
@@ -155,6 +169,9 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 	maps.Copy(spec.Tags, ownerTags(in.clusterID, owner))
 	if !shared {
 		spec.Tags[cloudapi.TagServiceName] = svc.Namespace + "/" + svc.Name
+	}
+	if keep {
+		spec.Tags[cloudapi.TagAdopted] = "true"
 	}
 	for _, f := range in.shape.Uses(spec) {
 		ps = append(ps, unsupported(prefix, a, f, spec))
@@ -355,22 +372,27 @@ func (ps problems) unknownKeys() []string {
 }
 
 // checkNamed returns what keeps the Service's load balancer current from being the one its
-// load-balancer-id annotation names: another load balancer, or one that only a
+// load-balancer-id annotation names, or the one it takes over from the earlier
+// cloud-controller-manager (Aliases.OwnerTag): another load balancer, or one that only a
 // replacement could make what the Service asks for (internal or public).
 func checkNamed(prefix string, decls Settings, a parsedAnnotations, spec cloudapi.LoadBalancerSpec, current *cloudapi.LoadBalancer) []error {
 	key := a.key(prefix, AnnotationLoadBalancerID)
+	named := "named by annotation " + key
+	if a.loadBalancerID == "" {
+		named = "taken over from the earlier cloud-controller-manager"
+	}
 	var errs []error
-	if current.ID != a.loadBalancerID {
+	if a.loadBalancerID != "" && current.ID != a.loadBalancerID {
 		errs = append(errs, fmt.Errorf("annotation %s names load balancer %s, but the Service's load balancer is %s: ccmkit neither swaps nor deletes load balancers for it; set the annotation to %s, or remove it",
 			key, a.loadBalancerID, current.ID, current.ID))
 	}
 	if current.Spec.Internal != spec.Internal {
-		errs = append(errs, fmt.Errorf("load balancer %s is %s, but annotation %s asks for %s: a load balancer named by annotation %s is never replaced; set %s",
-			current.ID, reach(current.Spec.Internal), a.key(prefix, AnnotationInternal), reach(spec.Internal), key, a.setTo(prefix, AnnotationInternal, strconv.FormatBool(current.Spec.Internal))))
+		errs = append(errs, fmt.Errorf("load balancer %s is %s, but annotation %s asks for %s: a load balancer %s is never replaced; set %s",
+			current.ID, reach(current.Spec.Internal), a.key(prefix, AnnotationInternal), reach(spec.Internal), named, a.setTo(prefix, AnnotationInternal, strconv.FormatBool(current.Spec.Internal))))
 	}
 	if name := decls.replaced(current.Spec, spec); name != "" {
-		errs = append(errs, fmt.Errorf("load balancer %s has %s %s, but annotation %s asks for %s, which only a new load balancer can have: a load balancer named by annotation %s is never replaced; set %s",
-			current.ID, name, quote.Value(current.Spec.SettingValues[name]), a.key(prefix, name), quote.Value(spec.SettingValues[name]), key, a.setTo(prefix, name, quote.Value(current.Spec.SettingValues[name]))))
+		errs = append(errs, fmt.Errorf("load balancer %s has %s %s, but annotation %s asks for %s, which only a new load balancer can have: a load balancer %s is never replaced; set %s",
+			current.ID, name, quote.Value(current.Spec.SettingValues[name]), a.key(prefix, name), quote.Value(spec.SettingValues[name]), named, a.setTo(prefix, name, quote.Value(current.Spec.SettingValues[name]))))
 	}
 	return errs
 }

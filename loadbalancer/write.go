@@ -201,7 +201,7 @@ func (w *writer) remove(ctx context.Context, logger klog.Logger, svc *corev1.Ser
 func (w *writer) release(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, lb *cloudapi.LoadBalancer) error {
 	defer w.lockLB(lb.ID)()
 	want := lb.Spec.Clone()
-	for _, k := range append(ownershipTags, cloudapi.TagShareNodes) {
+	for _, k := range append(ownershipTags, cloudapi.TagShareNodes, cloudapi.TagAdopted) {
 		delete(want.Tags, k)
 	}
 	if isShare(owner) {

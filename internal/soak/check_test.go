@@ -428,6 +428,16 @@ func specProblems(svc *corev1.Service, lb cloudapi.LoadBalancer, nodes []*corev1
 		if proto == string(cloudapi.HealthCheckTCP) {
 			path = ""
 		}
+		if lb.Spec.Tags[cloudapi.TagAdopted] != "" {
+			// An adopted load balancer keeps its own health check but for the parts the
+			// Service annotates (cloudapi.TagAdopted).
+			proto = cmp.Or(ann(loadbalancer.AnnotationHealthCheckProtocol), string(hc.Protocol))
+			port = cmp.Or(ann(loadbalancer.AnnotationHealthCheckPort), fmt.Sprint(hc.Port))
+			path = cmp.Or(ann(loadbalancer.AnnotationHealthCheckPath), hc.Path)
+			if proto == string(cloudapi.HealthCheckTCP) {
+				path = ""
+			}
+		}
 		if string(hc.Protocol) != proto || fmt.Sprint(hc.Port) != port || hc.Path != path {
 			bad("health check %s port %d path %q, want %s port %s path %q", hc.Protocol, hc.Port, hc.Path, proto, port, path)
 		}

@@ -67,12 +67,26 @@ const serviceOnly = "a default location or network zone would be merged into eve
 // LegacyPrefix is the annotation prefix of Hetzner's own cloud-controller-manager.
 const LegacyPrefix = "load-balancer.hetzner.cloud/"
 
+// LabelServiceUID is the label Hetzner's own cloud-controller-manager puts on each load
+// balancer it made or found for a Service, its value the Service's UID: the mark by which
+// ccmkit takes such a load balancer over (Aliases.OwnerTag). The label codec
+// (cloudapi.HetznerLabelRules) carries the tag as this very label.
+const LabelServiceUID = "hcloud-ccm/service-uid"
+
 // Aliases keep the annotations of Hetzner's own cloud-controller-manager working: each
 // key stands for ccmkit's annotation or the adapter's setting that does the same. The
 // others under LegacyPrefix (README.md says why each is left out) are reported as
-// unknown, never silently ignored.
+// unknown, never silently ignored. A Service with a legacy key reads the health check's
+// defaults Hetzner's CCM left to the API (interval 15 s, timeout 10 s, 3 retries); the
+// load balancer that CCM labelled LabelServiceUID for a Service is taken over.
 var Aliases = loadbalancer.Aliases{
 	Prefixes: []string{LegacyPrefix},
+	Defaults: map[string]string{
+		loadbalancer.AnnotationHealthCheckInterval:           "15s",
+		loadbalancer.AnnotationHealthCheckTimeout:            "10s",
+		loadbalancer.AnnotationHealthCheckUnhealthyThreshold: "3",
+	},
+	OwnerTag: LabelServiceUID,
 	Keys: []loadbalancer.Alias{
 		{Key: LegacyPrefix + "name", Name: loadbalancer.AnnotationName},
 		{Key: LegacyPrefix + "disable-public-network", Name: loadbalancer.AnnotationInternal},
