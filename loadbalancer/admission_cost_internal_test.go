@@ -417,7 +417,7 @@ func TestAdmissionPolicyCost(t *testing.T) {
 				_, _, ps := translate(translation{svc: c.svc, prefix: prefix, clusterID: "c1", declarations: tc.opts.Settings, aliases: tc.opts.Aliases,
 					targets: func(labels.Selector) []string { return nil }})
 				require.NoError(t, ps.err(c.svc), "the sync accepts it: %s", c.name)
-				attrs := attributes(c.svc, c.old)
+				attrs := attributes(t, c.svc, c.old)
 				for _, p := range policies {
 					for id, ec := range p.costs(t, attrs) {
 						// A message of an annotation the Service does not set is never shown.

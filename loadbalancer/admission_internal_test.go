@@ -128,15 +128,26 @@ func compilePolicy(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionP
 }
 
 // attributes are the admission attributes of the creation of svc, or of its update from
-// old when old is not nil.
-func attributes(svc, old *corev1.Service) *admission.VersionedAttributes {
+// old when old is not nil, with the objects at the version the policies match (v1), as
+// the API server hands them to a policy.
+func attributes(t *testing.T, svc, old *corev1.Service) *admission.VersionedAttributes {
+	t.Helper()
 	gvk := corev1.SchemeGroupVersion.WithKind("Service")
-	op, oldObj := admission.Create, runtime.Object(nil)
-	if old != nil {
-		op, oldObj = admission.Update, old
+	// At gvk already, the objects need no conversion (admission.ConvertToGVK), so no
+	// scheme is passed to convert them.
+	versioned := func(s *corev1.Service) *corev1.Service {
+		s = s.DeepCopy()
+		s.SetGroupVersionKind(gvk)
+		return s
 	}
-	attrs := admission.NewAttributesRecord(svc, oldObj, gvk, svc.Namespace, svc.Name, corev1.SchemeGroupVersion.WithResource("services"), "", op, nil, false, nil)
-	return &admission.VersionedAttributes{Attributes: attrs, VersionedObject: svc, VersionedOldObject: oldObj, VersionedKind: gvk}
+	op, obj, oldObj := admission.Create, versioned(svc), runtime.Object(nil)
+	if old != nil {
+		op, oldObj = admission.Update, versioned(old)
+	}
+	attrs := admission.NewAttributesRecord(obj, oldObj, gvk, svc.Namespace, svc.Name, corev1.SchemeGroupVersion.WithResource("services"), "", op, nil, false, nil)
+	out, err := admission.NewVersionedAttributes(attrs, gvk, nil)
+	require.NoError(t, err)
+	return out
 }
 
 // admit returns the messages of the failed validations of svc's creation, by action, and
@@ -157,7 +168,7 @@ func (e *policyEval) admit(t *testing.T, svc *corev1.Service, only string) map[a
 func (e *policyEval) admitUpdate(t *testing.T, old, svc *corev1.Service, only string) map[admissionregistrationv1.ValidationAction][]string {
 	t.Helper()
 	ctx := context.Background()
-	attrs := attributes(svc, old)
+	attrs := attributes(t, svc, old)
 	request := plugincel.CreateAdmissionRequest(attrs.Attributes, metav1.GroupVersionResource(attrs.GetResource()), metav1.GroupVersionKind(attrs.VersionedKind))
 	none := plugincel.OptionalVariableBindings{}
 	out := map[admissionregistrationv1.ValidationAction][]string{}
