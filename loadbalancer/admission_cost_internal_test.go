@@ -100,18 +100,6 @@ func compileAPIServerPolicy(t *testing.T, p *admissionregistrationv1.ValidatingA
 	return out
 }
 
-// attributes are the admission attributes of the creation of svc, or of its update from
-// old when old is not nil.
-func attributes(svc, old *corev1.Service) *admission.VersionedAttributes {
-	gvk := corev1.SchemeGroupVersion.WithKind("Service")
-	op, oldObj := admission.Create, runtime.Object(nil)
-	if old != nil {
-		op, oldObj = admission.Update, old
-	}
-	attrs := admission.NewAttributesRecord(svc, oldObj, gvk, svc.Namespace, svc.Name, corev1.SchemeGroupVersion.WithResource("services"), "", op, nil, false, nil)
-	return &admission.VersionedAttributes{Attributes: attrs, VersionedObject: svc, VersionedOldObject: oldObj, VersionedKind: gvk}
-}
-
 // validate returns the API server's decisions on the request, with its budget for a
 // policy (RuntimeCELCostBudget).
 func (p *apiServerPolicy) validate(attrs *admission.VersionedAttributes) validating.ValidateResult {
@@ -429,7 +417,7 @@ func TestAdmissionPolicyCost(t *testing.T) {
 				_, _, ps := translate(translation{svc: c.svc, prefix: prefix, clusterID: "c1", declarations: tc.opts.Settings, aliases: tc.opts.Aliases,
 					targets: func(labels.Selector) []string { return nil }})
 				require.NoError(t, ps.err(c.svc), "the sync accepts it: %s", c.name)
-				attrs := attributes(c.svc, c.old)
+				attrs := attributes(t, c.svc, c.old)
 				for _, p := range policies {
 					for id, ec := range p.costs(t, attrs) {
 						// A message of an annotation the Service does not set is never shown.

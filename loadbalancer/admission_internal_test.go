@@ -2,6 +2,7 @@ package loadbalancer
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -10,8 +11,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -20,6 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
 
@@ -30,25 +34,32 @@ import (
 // admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy is GA in 1.30.
 var oldestAdmissionVersion = version.MajorMinor(1, 30)
 
-// policyEval evaluates the policies AdmissionPolicy writes as the API server does, with
-// the API server's CEL environment of oldestAdmissionVersion.
+// policyEval evaluates the policies AdmissionPolicy writes as the API server's
+// ValidatingAdmissionPolicy plugin does, through k8s.io/apiserver's own compiler and
+// evaluator (k8s.io/apiserver/pkg/admission/plugin/cel): each policy compiled as a new
+// policy is, in the CEL environment of oldestAdmissionVersion, its variables evaluated
+// lazily, within the API server's cost limits. It names no type of the CEL library,
+// whose module path k8s.io/apiserver changes (github.com/google/cel-go up to v0.37,
+// cel.dev/cel-go from v0.38), so that it builds against every minor compat tests.
 type policyEval struct {
-	env      *cel.Env
 	policies []*admissionregistrationv1.ValidatingAdmissionPolicy
-	actions  map[string]admissionregistrationv1.ValidationAction // by policy name
-	programs map[string]cel.Program                              // by expression
+	compiled []compiledPolicy
+}
+
+// compiledPolicy is one policy compiled as the API server compiles it (compilePolicy in
+// k8s.io/apiserver/pkg/admission/plugin/policy/validating), with its binding's action.
+type compiledPolicy struct {
+	policy                                 *admissionregistrationv1.ValidatingAdmissionPolicy
+	action                                 admissionregistrationv1.ValidationAction
+	matchConditions, validations, messages plugincel.ConditionEvaluator
 }
 
 func newPolicyEval(t *testing.T, opts AdmissionPolicyOptions) *policyEval {
 	t.Helper()
 	out, err := AdmissionPolicy(opts)
 	require.NoError(t, err)
-	env, err := environment.MustBaseEnvSet(oldestAdmissionVersion).Env(environment.NewExpressions)
-	require.NoError(t, err)
-	env, err = env.Extend(cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType),
-		cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)))
-	require.NoError(t, err)
-	e := &policyEval{env: env, actions: map[string]admissionregistrationv1.ValidationAction{}, programs: map[string]cel.Program{}}
+	e := &policyEval{}
+	actions := map[string]admissionregistrationv1.ValidationAction{} // by policy name
 	for _, doc := range bytes.Split(out, []byte("\n---\n"))[1:] {
 		var meta metav1.TypeMeta
 		require.NoError(t, yaml.Unmarshal(doc, &meta))
@@ -61,32 +72,82 @@ func newPolicyEval(t *testing.T, opts AdmissionPolicyOptions) *policyEval {
 			var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
 			require.NoError(t, yaml.UnmarshalStrict(doc, &b))
 			require.Len(t, b.Spec.ValidationActions, 1)
-			e.actions[b.Spec.PolicyName] = b.Spec.ValidationActions[0]
+			actions[b.Spec.PolicyName] = b.Spec.ValidationActions[0]
 		default:
 			t.Fatalf("unexpected kind %q", meta.Kind)
 		}
 	}
 	require.Len(t, e.policies, 2)
-	require.Len(t, e.actions, 2)
+	require.Len(t, actions, 2)
+	for _, p := range e.policies {
+		action, ok := actions[p.Name]
+		require.True(t, ok, "policy %s has a binding", p.Name)
+		e.compiled = append(e.compiled, compilePolicy(t, p, action))
+	}
 	return e
 }
 
-func (e *policyEval) eval(t *testing.T, expr string, vars map[string]any) (any, error) {
+// compilePolicy compiles p as the API server compiles a new policy: the authorizer
+// declared for all but the message expressions, the variables in the order declared
+// (each may read those before it), every expression checked against the CEL of
+// oldestAdmissionVersion.
+func compilePolicy(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolicy, action admissionregistrationv1.ValidationAction) compiledPolicy {
 	t.Helper()
-	prg, ok := e.programs[expr]
-	if !ok {
-		ast, iss := e.env.Compile(expr)
-		require.NoError(t, iss.Err(), expr)
-		var err error
-		prg, err = e.env.Program(ast)
-		require.NoError(t, err)
-		e.programs[expr] = prg
+	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(oldestAdmissionVersion))
+	require.NoError(t, err)
+	vars := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
+	for _, v := range p.Spec.Variables {
+		r := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, vars, environment.NewExpressions)
+		require.Nil(t, r.Error, "%s: variable %s: %s", p.Name, v.Name, v.Expression)
 	}
-	v, _, err := prg.Eval(vars)
-	if err != nil {
-		return nil, err
+	compile := func(kind string, exprs []plugincel.ExpressionAccessor, decls plugincel.OptionalVariableDeclarations) plugincel.ConditionEvaluator {
+		c := compiler.CompileCondition(exprs, decls, environment.NewExpressions)
+		require.Empty(t, c.CompilationErrors(), "%s: %s", p.Name, kind)
+		return c
 	}
-	return v.Value(), nil
+	conditions := make([]plugincel.ExpressionAccessor, len(p.Spec.MatchConditions))
+	for i := range p.Spec.MatchConditions {
+		conditions[i] = (*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i])
+	}
+	// A message expression at the index of its validation, nil where it has none.
+	validations := make([]plugincel.ExpressionAccessor, len(p.Spec.Validations))
+	messages := make([]plugincel.ExpressionAccessor, len(p.Spec.Validations))
+	for i, v := range p.Spec.Validations {
+		validations[i] = &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
+		if v.MessageExpression != "" {
+			messages[i] = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+		}
+	}
+	return compiledPolicy{
+		policy:          p,
+		action:          action,
+		matchConditions: compile("match conditions", conditions, vars),
+		validations:     compile("validations", validations, vars),
+		messages:        compile("message expressions", messages, plugincel.OptionalVariableDeclarations{}),
+	}
+}
+
+// attributes are the admission attributes of the creation of svc, or of its update from
+// old when old is not nil, with the objects at the version the policies match (v1), as
+// the API server hands them to a policy.
+func attributes(t *testing.T, svc, old *corev1.Service) *admission.VersionedAttributes {
+	t.Helper()
+	gvk := corev1.SchemeGroupVersion.WithKind("Service")
+	// At gvk already, the objects need no conversion (admission.ConvertToGVK), so no
+	// scheme is passed to convert them.
+	versioned := func(s *corev1.Service) *corev1.Service {
+		s = s.DeepCopy()
+		s.SetGroupVersionKind(gvk)
+		return s
+	}
+	op, obj, oldObj := admission.Create, versioned(svc), runtime.Object(nil)
+	if old != nil {
+		op, oldObj = admission.Update, versioned(old)
+	}
+	attrs := admission.NewAttributesRecord(obj, oldObj, gvk, svc.Namespace, svc.Name, corev1.SchemeGroupVersion.WithResource("services"), "", op, nil, false, nil)
+	out, err := admission.NewVersionedAttributes(attrs, gvk, nil)
+	require.NoError(t, err)
+	return out
 }
 
 // admit returns the messages of the failed validations of svc's creation, by action, and
@@ -96,57 +157,53 @@ func (e *policyEval) admit(t *testing.T, svc *corev1.Service, only string) map[a
 	return e.admitUpdate(t, nil, svc, only)
 }
 
-// admitUpdate is admit of the update of old to svc; of a creation when old is nil.
+// admitUpdate is admit of the update of old to svc; of a creation when old is nil. It
+// decides as the API server's validator does (validator.Validate in
+// k8s.io/apiserver/pkg/admission/plugin/policy/validating): a policy whose match
+// conditions all hold evaluates its validations within the budget of a policy, then its
+// message expressions within what is left; a failed validation's message is its message
+// expression's value when that is a string of one line, not empty, and not too long,
+// else its message. A match condition that fails to evaluate, or a request over the
+// budget, fails the test: the policy must never fail that way.
 func (e *policyEval) admitUpdate(t *testing.T, old, svc *corev1.Service, only string) map[admissionregistrationv1.ValidationAction][]string {
 	t.Helper()
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(svc)
-	require.NoError(t, err)
-	request := map[string]any{"operation": "CREATE"}
-	var oldObj any
-	if old != nil {
-		request["operation"] = "UPDATE"
-		oldObj, err = runtime.DefaultUnstructuredConverter.ToUnstructured(old)
-		require.NoError(t, err)
-	}
+	ctx := context.Background()
+	attrs := attributes(t, svc, old)
+	request := plugincel.CreateAdmissionRequest(attrs.Attributes, metav1.GroupVersionResource(attrs.GetResource()), metav1.GroupVersionKind(attrs.VersionedKind))
+	none := plugincel.OptionalVariableBindings{}
 	out := map[admissionregistrationv1.ValidationAction][]string{}
-	for _, p := range e.policies {
-		vars := map[string]any{"object": obj, "oldObject": oldObj, "request": request}
+	for _, c := range e.compiled {
+		matches, _, err := c.matchConditions.ForInput(ctx, attrs, request, none, nil, celconfig.RuntimeCELCostBudgetMatchConditions)
+		require.NoError(t, err, "%s: match conditions", c.policy.Name)
 		matched := true
-		for _, mc := range p.Spec.MatchConditions {
-			v, err := e.eval(t, mc.Expression, vars)
-			require.NoError(t, err, mc.Expression)
-			matched = matched && v == true
+		for _, m := range matches {
+			require.NoError(t, m.Error, "%s: %s", c.policy.Name, m.ExpressionAccessor.GetExpression())
+			matched = matched && m.EvalResult.Value() == true
 		}
 		if !matched {
 			continue
 		}
-		variables := map[string]any{}
-		vars["variables"] = variables
-		for _, v := range p.Spec.Variables {
-			val, err := e.eval(t, v.Expression, vars)
-			if err != nil {
-				val = types.NewErr("%v", err) // an error only when a validation reads it
-			}
-			variables[v.Name] = val
-		}
-		for _, v := range p.Spec.Validations {
+		results, remaining, err := c.validations.ForInput(ctx, attrs, request, none, nil, celconfig.RuntimeCELCostBudget)
+		require.NoError(t, err, "%s: validations, within the budget of a policy", c.policy.Name)
+		messages, _, err := c.messages.ForInput(ctx, attrs, request, none, nil, remaining)
+		require.NoError(t, err, "%s: message expressions, within the budget of a policy", c.policy.Name)
+		for i, r := range results {
+			v := c.policy.Spec.Validations[i]
 			if only != "" && !strings.HasPrefix(v.Message, only) {
 				continue
 			}
-			ok, err := e.eval(t, v.Expression, vars)
 			switch {
-			case err != nil:
-				out[e.actions[p.Name]] = append(out[e.actions[p.Name]], fmt.Sprintf("%s: evaluation error: %v", v.Message, err))
-			case ok != true:
-				msg := v.Message
-				if v.MessageExpression != "" {
-					m, err := e.eval(t, v.MessageExpression, vars)
-					require.NoError(t, err, v.MessageExpression)
-					if s, _ := m.(string); strings.TrimSpace(s) != "" && !strings.ContainsAny(s, "\r\n") {
+			case r.Error != nil:
+				out[c.action] = append(out[c.action], fmt.Sprintf("%s: evaluation error: %v", v.Message, r.Error))
+			case r.EvalResult.Value() != true:
+				msg := strings.TrimSpace(v.Message)
+				if m := messages[i]; v.MessageExpression != "" && m.Error == nil && m.EvalResult != nil {
+					s, _ := m.EvalResult.Value().(string)
+					if s = strings.TrimSpace(s); s != "" && len(s) <= celconfig.MaxEvaluatedMessageExpressionSizeBytes && !strings.Contains(s, "\n") {
 						msg = s
 					}
 				}
-				out[e.actions[p.Name]] = append(out[e.actions[p.Name]], msg)
+				out[c.action] = append(out[c.action], msg)
 			}
 		}
 	}
@@ -290,6 +347,7 @@ func TestAdmissionPolicyValues(t *testing.T) {
 // the contradictions it checks, and warns of unknown keys.
 func TestAdmissionPolicyServices(t *testing.T) {
 	const prefix = DefaultAnnotationPrefix
+	e := newPolicyEval(t, AdmissionPolicyOptions{})
 	an := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for i := 0; i < len(kv); i += 2 {
@@ -337,7 +395,6 @@ func TestAdmissionPolicyServices(t *testing.T) {
 		{"a malformed value", lbService(an(AnnotationInternal, "maybe")), `annotation loadbalancer.ccmkit.io/internal: "maybe" is not allowed (allowed: true, false)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newPolicyEval(t, AdmissionPolicyOptions{})
 			_, _, ps := translate(translation{svc: tc.svc, prefix: prefix, clusterID: "c1", targets: func(labels.Selector) []string { return nil }})
 			syncErr := ps.err(tc.svc)
 			refused := e.admit(t, tc.svc, "")[admissionregistrationv1.Deny]
@@ -513,6 +570,7 @@ func TestAdmissionPolicyAliasValues(t *testing.T) {
 // legacy keys, and never refuses what the sync accepts.
 func TestAdmissionPolicyAliasServices(t *testing.T) {
 	const prefix = DefaultAnnotationPrefix
+	e := newPolicyEval(t, AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable})
 	own := func(name string) string { return prefix + name }
 	legacy := func(name string) string { return legacyPrefix + name }
 	lbIP := func(ip string) func(*corev1.Service) {
@@ -556,7 +614,6 @@ func TestAdmissionPolicyAliasServices(t *testing.T) {
 		{name: "loadBalancerIP with a legacy key", annotations: map[string]string{legacy("private"): "true"}, tweaks: []func(*corev1.Service){lbIP("10.0.0.1")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newPolicyEval(t, AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable})
 			svc := lbService(tc.annotations, tc.tweaks...)
 			_, _, ps := translate(translation{svc: svc, prefix: prefix, clusterID: "c1", declarations: aliasSettings, aliases: aliasTable,
 				targets: func(labels.Selector) []string { return nil }})

@@ -123,11 +123,11 @@ func TestCompatToolchains(t *testing.T) {
 	}
 	assert.Contains(t, out, "0.37      PASS  k8s.io/client-go@v0.37.2 k8s.io/cloud-provider@v0.37.2 go1.26.8 (")
 	assert.Contains(t, out, "0.38-pre  PASS  k8s.io/client-go@v0.38.0-beta.0 k8s.io/cloud-provider@v0.38.0-beta.0 go1.27.3 (")
-	assert.Contains(t, out, "compat: every supported minor passed")
+	assert.Contains(t, out, "compat: every target passed")
 }
 
-// TestCompatVerdicts: a failing pre-release is reported as a failure, with its log, and
-// does not fail the run; a failing supported minor does.
+// TestCompatVerdicts: a failing target, the pre-release's as a supported minor's, is
+// reported as a failure, with its log, and fails the run; the other targets still run.
 func TestCompatVerdicts(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -136,14 +136,22 @@ func TestCompatVerdicts(t *testing.T) {
 		want     []string
 	}{
 		{
-			name: "pre-release fails its tests",
-			fail: "go1.27.3/0.38-pre/test",
+			name: "every target passes",
 			want: []string{
 				"0.37      PASS  ",
-				"0.38-pre  FAIL (allowed: pre-release)  k8s.io/client-go@v0.38.0-beta.0 k8s.io/cloud-provider@v0.38.0-beta.0 go1.27.3 (",
+				"0.38-pre  PASS  ",
+				"compat: every target passed",
+			},
+		},
+		{
+			name:     "pre-release fails its tests",
+			fail:     "go1.27.3/0.38-pre/test",
+			wantCode: 1,
+			want: []string{
+				"0.37      PASS  ",
+				"0.38-pre  FAIL  k8s.io/client-go@v0.38.0-beta.0 k8s.io/cloud-provider@v0.38.0-beta.0 go1.27.3 (",
 				"    stub: go test fails in 0.38-pre",
-				"compat: allowed failure (pre-release): 0.38-pre",
-				"compat: every supported minor passed",
+				"compat: FAILED: 0.38-pre",
 			},
 		},
 		{
@@ -157,6 +165,16 @@ func TestCompatVerdicts(t *testing.T) {
 				"compat: FAILED: 0.37",
 			},
 		},
+		{
+			name:     "both fail",
+			fail:     "local/0.37/build go1.27.3/0.38-pre/get",
+			wantCode: 1,
+			want: []string{
+				"    stub: go build fails in 0.37",
+				"    stub: go get fails in 0.38-pre",
+				"compat: FAILED: 0.37 0.38-pre",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,6 +182,10 @@ func TestCompatVerdicts(t *testing.T) {
 			assert.Equal(t, tt.wantCode, code, out)
 			for _, w := range tt.want {
 				assert.Contains(t, out, w)
+			}
+			assert.NotContains(t, out, "allowed", "no target's failure is allowed")
+			if tt.wantCode != 0 {
+				assert.NotContains(t, out, "compat: every target passed")
 			}
 		})
 	}
