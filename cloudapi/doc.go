@@ -70,9 +70,10 @@
 // Map every error onto one of the sentinels (ErrNotFound, ErrConflict, ErrThrottled,
 // ErrInvalidRequest, ErrTransient), for example with NewError or Throttled, keeping the
 // cloud's own error as the cause; ErrorCodes classifies the typed error codes of an API
-// that has them, and what is not the API's answer. A cloud whose IDs are numbers refuses
-// any other ID before a call (NumericID; PartwiseLoadBalancers.IDs and Refs with
-// CheckNumericID do it for load balancers). The one rule that matters most: return
+// that has them, and what is not the API's answer. A cloud refuses an ID that is not of
+// the kind it gives before a call (NumericID, CheckNumericID, CheckUUID, PrefixedID;
+// PartwiseLoadBalancers.IDs does it for load balancers, RefChecks for a spec's targets
+// and certificates, each of its kind). The one rule that matters most: return
 // ErrNotFound only when the cloud says, with certainty, that the resource does not exist.
 // A timeout or a 5xx is ErrTransient; reading it as "not found" makes Kubernetes delete
 // a healthy Node.
