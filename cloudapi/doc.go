@@ -65,7 +65,9 @@
 //     split over several labels; decoding reads a tag only from exactly the labels encoding
 //     writes for it, so a foreign or broken label never reads as a cluster's tag, and the
 //     selector selects exactly the resources whose tags match. Another cloud's syntax is a
-//     LabelRules value.
+//     LabelRules value. A cloud whose tags are a set of plain strings (DigitalOcean's)
+//     carries them with EncodeTagSet, DecodeTagSet and EncodeTagSetKeeping over the same
+//     codec (TagSetRules), and one that writes them a call per tag with a TagWriter.
 //
 // Map every error onto one of the sentinels (ErrNotFound, ErrConflict, ErrThrottled,
 // ErrInvalidRequest, ErrTransient), for example with NewError or Throttled, keeping the
@@ -139,6 +141,12 @@
 // the rate limiter and are counted (extra_requests_total) like calls, and the call's
 // per-attempt timeout bounds them all. An action that fails, or whose wait ends before it
 // does, may have changed the resource: answer ErrTransient, never ErrInvalidRequest.
+//
+// A cloud whose list neither sorts by ID nor filters by tag makes ccmkit's pages with
+// SortedPage; one that answers a create at once and refuses changes while it builds waits
+// with WaitReady; one whose errors differ only by status and message classifies them with
+// ErrorCodes.Rules, and reads what its SDK drops of a failed answer with ErrorTransport and
+// RecordFailures.
 //
 // Prove the adapter with the contract suite in package cloudapitest, which runs the whole
 // behavioural contract of this package against a backend you construct; package fake is
