@@ -105,10 +105,12 @@ generate: $(BIN)/mockgen
 	go generate ./...
 
 ## docs: rewrite the generated parts of docs/reference/ (the configuration, annotation and
-## metrics references) and the Helm chart's admission policy from the code; `make unit`
-## fails when they are stale (internal/docgen).
+## metrics references), of examples/hcloud/README.md (its section and variables) and the
+## Helm chart's admission policy from the code; `make unit` fails when they are stale
+## (internal/docgen).
 docs:
 	CCMKIT_UPDATE_DOCS=1 go test -count=1 -run '^TestDocs' ./provider ./fake ./loadbalancer ./deploy
+	cd examples/hcloud && CCMKIT_UPDATE_DOCS=1 go test -count=1 -run '^TestDocs' ./adapter
 
 mocks-check: $(BIN)/mockgen
 	@echo "==> mocks are current"

@@ -26,8 +26,8 @@
 //     the PROXY protocol per listener declares it (LoadBalancerShape.PerListener: a change
 //     rewrites every listener) and reports them with JoinListenerParts. A cloud that
 //     reports a value of every setting for every load balancer (a type, a location)
-//     records the settings asked for as tags (TagsWithSettings) and reports only those
-//     (SettingsFromTags). ccmkit calls UpdateLoadBalancer only when
+//     records the settings asked for as tags (TagsWithSettingValues) and reports only those
+//     (SettingValuesFromTags). ccmkit calls UpdateLoadBalancer only when
 //     LoadBalancerUpdate.Changes is not empty. A part of the spec the cloud cannot build (a session affinity, an
 //     application protocol or TLS termination it lacks) is refused with
 //     ErrInvalidRequest, never left out: ccmkit then tells the Service's owner, where a

@@ -14,17 +14,19 @@ import (
 type LoadBalancerSteps struct {
 	// Properties writes the name, the tags and the settings of desired, once, when any of
 	// them differs (a cloud that records the settings asked for as tags writes them here,
-	// see TagsWithSettings).
+	// see TagsWithSettingValues).
 	Properties func(ctx context.Context) error
 	// Setting applies one setting that differs, after Properties: value is the desired
 	// one, empty when the setting is no longer asked for.
 	Setting func(ctx context.Context, name, value string) error
 	// RemoveListener removes the listener of key.
 	RemoveListener func(ctx context.Context, key ListenerKey) error
-	// AddListener adds l, with the health check and PROXY protocol of desired.
+	// AddListener adds l, with the health check and PROXY protocol of desired; on a cloud
+	// that keeps the health check per listener, l.HealthCheck is the listener's (its own,
+	// else desired's: LoadBalancerSpec.ListenerHealthCheck), which Update sets.
 	AddListener func(ctx context.Context, l Listener) error
 	// UpdateListener rewrites the existing listener of l's key as l, with the health check
-	// and PROXY protocol of desired.
+	// and PROXY protocol of desired, as AddListener.
 	UpdateListener func(ctx context.Context, l Listener) error
 	// HealthCheck writes desired's health check, for a cloud that keeps one per load
 	// balancer (a cloud that keeps it per listener, LoadBalancerShape.PerListener,
@@ -73,8 +75,8 @@ func (s LoadBalancerShape) Update(ctx context.Context, op Operation, id string, 
 		changed  bool
 		stepless bool
 	}{
-		{"name, tags or settings", c.Name || c.Tags || len(c.Settings) > 0, steps.Properties == nil},
-		{"settings", len(c.Settings) > 0, steps.Setting == nil},
+		{"name, tags or settings", c.Name || c.Tags || len(c.SettingValues) > 0, steps.Properties == nil},
+		{"settings", len(c.SettingValues) > 0, steps.Setting == nil},
 		{"internal", c.Internal, true},
 		{"listeners removed", len(c.RemoveListeners) > 0, steps.RemoveListener == nil},
 		{"listeners added", len(c.AddListeners) > 0, steps.AddListener == nil},
@@ -102,20 +104,26 @@ func (s LoadBalancerShape) Update(ctx context.Context, op Operation, id string, 
 			err = f()
 		}
 	}
-	if c.Name || c.Tags || len(c.Settings) > 0 {
+	if c.Name || c.Tags || len(c.SettingValues) > 0 {
 		step(func() error { return steps.Properties(ctx) })
 	}
-	for _, name := range c.Settings {
-		step(func() error { return steps.Setting(ctx, name, desired.Settings[name]) })
+	for _, name := range c.SettingValues {
+		step(func() error { return steps.Setting(ctx, name, desired.SettingValues[name]) })
 	}
 	for _, k := range c.RemoveListeners {
 		step(func() error { return steps.RemoveListener(ctx, k) })
 	}
+	own := func(l Listener) Listener { // the listener's health check, where the cloud keeps it per listener
+		if hcPerListener {
+			l.HealthCheck = desired.ListenerHealthCheck(l).clone()
+		}
+		return l
+	}
 	for _, l := range c.AddListeners {
-		step(func() error { return steps.AddListener(ctx, l) })
+		step(func() error { return steps.AddListener(ctx, own(l)) })
 	}
 	for _, l := range c.UpdateListeners {
-		step(func() error { return steps.UpdateListener(ctx, l) })
+		step(func() error { return steps.UpdateListener(ctx, own(l)) })
 	}
 	if c.HealthCheck && !hcPerListener {
 		step(func() error { return steps.HealthCheck(ctx) })
@@ -145,10 +153,12 @@ type ListenerParts struct {
 }
 
 // JoinListenerParts sets spec's HealthCheck and ProxyProtocol from parts, the parts of each
-// of its listeners as the cloud reports them: those every listener shares. When the
-// listeners do not all share them, the health check is nil and the PROXY protocol the
-// first listener's, so that a desired spec (which has a health check) differs and the next
-// update rewrites every listener (Plan). Without listeners, spec is left as it is.
+// of its listeners as the cloud reports them, in the order of spec.Listeners: those every
+// listener shares. When the listeners do not all share them, the health check is nil and
+// each listener has its own (Listener.HealthCheck), and the PROXY protocol is the first
+// listener's, so that a desired spec differs where a listener's health check or the PROXY
+// protocol does, and the next update rewrites those listeners (Plan). Without listeners, spec
+// is left as it is.
 func JoinListenerParts(spec *LoadBalancerSpec, parts []ListenerParts) {
 	if len(parts) == 0 {
 		return
@@ -157,7 +167,13 @@ func JoinListenerParts(spec *LoadBalancerSpec, parts []ListenerParts) {
 	for _, p := range parts[1:] {
 		if !equalHealthChecks(p.HealthCheck, spec.HealthCheck) || p.ProxyProtocol != spec.ProxyProtocol {
 			spec.HealthCheck = nil
-			return
+			break
 		}
+	}
+	if spec.HealthCheck != nil || len(parts) != len(spec.Listeners) {
+		return
+	}
+	for i, p := range parts {
+		spec.Listeners[i].HealthCheck = p.HealthCheck.clone()
 	}
 }

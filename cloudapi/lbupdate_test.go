@@ -48,12 +48,12 @@ func tcp(port int32) cloudapi.Listener {
 func TestLoadBalancerShapeUpdate(t *testing.T) {
 	hc := &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 10256, Interval: time.Second}
 	current := cloudapi.LoadBalancerSpec{Name: "web", Listeners: []cloudapi.Listener{tcp(80), tcp(443), tcp(8080)},
-		Targets: []string{"1", "2"}, HealthCheck: hc, Settings: map[string]string{"type": "lb11"}}
+		Targets: []string{"1", "2"}, HealthCheck: hc, SettingValues: map[string]string{"type": "lb11"}}
 	desired := current.Clone()
 	desired.Listeners = []cloudapi.Listener{tcp(443), tcp(8080), tcp(9090)}
 	desired.Listeners[1].TargetPort = 31000
 	desired.Targets = []string{"2", "3"}
-	desired.Settings = map[string]string{"algorithm": "least_connections", "type": "lb21"}
+	desired.SettingValues = map[string]string{"algorithm": "least_connections", "type": "lb21"}
 	perListener := cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureProxyProtocol}}
 	newHC := desired.Clone()
 	newHC.HealthCheck = &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTP, Port: 10256, Path: "/healthz"}
@@ -76,7 +76,7 @@ func TestLoadBalancerShapeUpdate(t *testing.T) {
 		{name: "converged: no step", current: current, desired: current},
 		{name: "a setting no longer asked for is passed empty", current: current, desired: func() cloudapi.LoadBalancerSpec {
 			d := current.Clone()
-			d.Settings = nil
+			d.SettingValues = nil
 			return d
 		}(), want: []string{"properties", "setting type="}},
 		{name: "health check and PROXY protocol kept per load balancer", current: desired, desired: newHC,
@@ -85,7 +85,7 @@ func TestLoadBalancerShapeUpdate(t *testing.T) {
 			want: []string{"update listener 443", "update listener 8080", "update listener 9090"}},
 		{name: "kept per listener: new listeners are added, not rewritten", shape: perListener, current: current, desired: func() cloudapi.LoadBalancerSpec {
 			d := newHC.Clone()
-			d.Settings = current.Settings
+			d.SettingValues = current.SettingValues
 			d.Targets = current.Targets
 			return d
 		}(), want: []string{"remove listener 80", "add listener 9090", "update listener 443", "update listener 8080"}},
@@ -166,4 +166,77 @@ func TestJoinListenerParts(t *testing.T) {
 			assert.Equal(t, tc.wantProxy, spec.ProxyProtocol)
 		})
 	}
+}
+
+// TestListenerHealthChecks: on a cloud that keeps the health check per listener and builds
+// each listener's own, the listeners are read with their own health checks where they do
+// not share one (JoinListenerParts), compared listener by listener (a listener whose check
+// is the desired one is not rewritten), and written with their own (Update); a cloud that
+// does not declare it refuses a spec with one (Uses, Check), and a declaration of it
+// without the health check per listener is refused (Validate).
+func TestListenerHealthChecks(t *testing.T) {
+	shape := cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureListenerHealthCheck}}
+	lbHC := &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTP, Port: 10256, Path: "/healthz", Interval: 10 * time.Second}
+	ready := &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTPS, Port: 10256, Path: "/ready", Interval: 10 * time.Second}
+	live := &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTPS, Port: 10256, Path: "/live", Interval: 10 * time.Second}
+	listeners := func(own443 *cloudapi.HealthCheck) []cloudapi.Listener {
+		return []cloudapi.Listener{
+			{Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080},
+			{Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443, HealthCheck: own443},
+		}
+	}
+	// reported is what a cloud keeping one health check per listener reports of checks.
+	reported := func(checks ...*cloudapi.HealthCheck) cloudapi.LoadBalancerSpec {
+		s := cloudapi.LoadBalancerSpec{Name: "lb", Listeners: listeners(nil)}
+		var parts []cloudapi.ListenerParts
+		for _, hc := range checks {
+			parts = append(parts, cloudapi.ListenerParts{HealthCheck: hc})
+		}
+		cloudapi.JoinListenerParts(&s, parts)
+		return s
+	}
+	desired := cloudapi.LoadBalancerSpec{Name: "lb", Listeners: listeners(ready), HealthCheck: lbHC}
+
+	t.Run("read", func(t *testing.T) {
+		shared := reported(lbHC, lbHC)
+		assert.Equal(t, lbHC, shared.HealthCheck)
+		assert.Nil(t, shared.Listeners[1].HealthCheck)
+		own := reported(lbHC, ready)
+		assert.Nil(t, own.HealthCheck)
+		assert.Equal(t, []*cloudapi.HealthCheck{lbHC, ready}, []*cloudapi.HealthCheck{own.Listeners[0].HealthCheck, own.Listeners[1].HealthCheck})
+	})
+	t.Run("converged", func(t *testing.T) {
+		assert.True(t, shape.Plan(reported(lbHC, ready), desired).Empty())
+	})
+	for _, tc := range []struct {
+		name    string
+		current cloudapi.LoadBalancerSpec
+		desired cloudapi.LoadBalancerSpec
+		want    map[int32]*cloudapi.HealthCheck // the listeners rewritten, with the health check written
+	}{
+		{"a port gets its own", reported(lbHC, lbHC), desired, map[int32]*cloudapi.HealthCheck{443: ready}},
+		{"a port's own changes", reported(lbHC, ready), cloudapi.LoadBalancerSpec{Name: "lb", Listeners: listeners(live), HealthCheck: lbHC}, map[int32]*cloudapi.HealthCheck{443: live}},
+		{"a port's own goes", reported(lbHC, ready), cloudapi.LoadBalancerSpec{Name: "lb", Listeners: listeners(nil), HealthCheck: lbHC}, map[int32]*cloudapi.HealthCheck{443: lbHC}},
+		{"the load balancer's changes", reported(lbHC, ready), cloudapi.LoadBalancerSpec{Name: "lb", Listeners: listeners(ready), HealthCheck: live}, map[int32]*cloudapi.HealthCheck{80: live}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			written := map[int32]*cloudapi.HealthCheck{}
+			err := shape.Update(t.Context(), cloudapi.OpUpdateLoadBalancer, "lb-1", tc.current, tc.desired, cloudapi.LoadBalancerSteps{
+				UpdateListener: func(_ context.Context, l cloudapi.Listener) error { written[l.Port] = l.HealthCheck; return nil },
+			})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, written)
+		})
+	}
+	t.Run("refused where not declared", func(t *testing.T) {
+		for _, s := range []cloudapi.LoadBalancerShape{{}, {PerListener: []cloudapi.Feature{cloudapi.FeatureHealthCheck}}} {
+			assert.Equal(t, []cloudapi.Feature{cloudapi.FeatureListenerHealthCheck}, s.Uses(desired))
+			require.ErrorIs(t, s.Check(cloudapi.OpCreateLoadBalancer, "", desired), cloudapi.ErrInvalidRequest)
+		}
+		require.NoError(t, shape.Check(cloudapi.OpCreateLoadBalancer, "", desired))
+		bad := desired.Clone()
+		bad.Listeners[1].HealthCheck = &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTP}
+		assert.ErrorContains(t, bad.Validate(), "listeners[1].healthCheck: an HTTP check needs a path")
+		assert.ErrorContains(t, cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureListenerHealthCheck}}.Validate(), `"listener-health-check" without "health-check"`)
+	})
 }

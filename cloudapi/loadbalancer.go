@@ -105,18 +105,23 @@ type Listener struct {
 	// cloud with SNI picks among the others by the name the client asks for. At least one
 	// when AppProtocol.TerminatesTLS(), none otherwise.
 	Certificates []string
+	// HealthCheck is the listener's own health check, in place of the load balancer's
+	// (LoadBalancerSpec.HealthCheck); nil means the load balancer's. Only a cloud whose
+	// shape declares FeatureListenerHealthCheck builds one (LoadBalancerShape.Check).
+	HealthCheck *HealthCheck
 }
 
 // Clone returns a deep copy of the listener.
 func (l Listener) Clone() Listener {
 	l.Certificates = slices.Clone(l.Certificates)
+	l.HealthCheck = l.HealthCheck.clone()
 	return l
 }
 
 // Equal reports whether l and o are the same listener, certificates in the same order.
 func (l Listener) Equal(o Listener) bool {
 	return l.Name == o.Name && l.Protocol == o.Protocol && l.Port == o.Port && l.TargetPort == o.TargetPort &&
-		l.AppProtocol == o.AppProtocol && slices.Equal(l.Certificates, o.Certificates)
+		l.AppProtocol == o.AppProtocol && slices.Equal(l.Certificates, o.Certificates) && equalHealthChecks(l.HealthCheck, o.HealthCheck)
 }
 
 // Key returns what identifies the listener inside its load balancer: its protocol and port.
@@ -167,6 +172,15 @@ type HealthCheck struct {
 	UnhealthyThreshold int32
 }
 
+// clone returns a copy of hc, nil for nil.
+func (hc *HealthCheck) clone() *HealthCheck {
+	if hc == nil {
+		return nil
+	}
+	c := *hc
+	return &c
+}
+
 // LoadBalancerSpec is everything a caller decides about a load balancer. CreateLoadBalancer
 // takes it; UpdateLoadBalancer makes a load balancer match it.
 type LoadBalancerSpec struct {
@@ -185,7 +199,8 @@ type LoadBalancerSpec struct {
 	// without target groups refuses a spec that names one with ErrInvalidRequest, as does
 	// a cloud that has no group with that ID.
 	TargetGroup string
-	// HealthCheck probes the targets; nil means the cloud's default.
+	// HealthCheck probes the targets; nil means the cloud's default. A listener with a
+	// health check of its own (Listener.HealthCheck) has that one instead.
 	HealthCheck *HealthCheck
 	// SourceRanges are the CIDRs allowed to connect; empty means everyone.
 	SourceRanges []string
@@ -204,11 +219,11 @@ type LoadBalancerSpec struct {
 	// SessionAffinityTimeout is how long a SessionAffinityClientIP pin lasts after the
 	// client's last connection; zero with SessionAffinityNone.
 	SessionAffinityTimeout time.Duration
-	// Settings are the adapter's own settings (package loadbalancer's Setting declares
-	// them): name to value, each value canonical and allowed by its declaration. Nil or
-	// empty means none. A backend keeps every setting exactly as given, or refuses a spec
+	// SettingValues are the values of the adapter's own settings (package loadbalancer's
+	// Settings declare them): name to value, each value canonical and allowed by its
+	// declaration. Nil or empty means none. A backend keeps every setting exactly as given, or refuses a spec
 	// with one it does not know or cannot build with ErrInvalidRequest; it never drops one.
-	Settings map[string]string
+	SettingValues map[string]string
 	// Tags are key/value labels stored with the load balancer; ccmkit records its
 	// ownership (cluster, Service) in them.
 	Tags map[string]string
@@ -218,16 +233,22 @@ type LoadBalancerSpec struct {
 func (s LoadBalancerSpec) Clone() LoadBalancerSpec {
 	s.Listeners = cloneListeners(s.Listeners)
 	s.Targets = slices.Clone(s.Targets)
-	if s.HealthCheck != nil {
-		hc := *s.HealthCheck
-		s.HealthCheck = &hc
-	}
+	s.HealthCheck = s.HealthCheck.clone()
 	s.SourceRanges = slices.Clone(s.SourceRanges)
 	s.IPFamilies = slices.Clone(s.IPFamilies)
 	s.RequestedIPs = slices.Clone(s.RequestedIPs)
-	s.Settings = maps.Clone(s.Settings)
+	s.SettingValues = maps.Clone(s.SettingValues)
 	s.Tags = maps.Clone(s.Tags)
 	return s
+}
+
+// ListenerHealthCheck returns the health check of l, a listener of s: its own, else the
+// load balancer's.
+func (s LoadBalancerSpec) ListenerHealthCheck(l Listener) *HealthCheck {
+	if l.HealthCheck != nil {
+		return l.HealthCheck
+	}
+	return s.HealthCheck
 }
 
 // cloneListeners returns a deep copy of ls.
@@ -311,7 +332,8 @@ type LoadBalancerChanges struct {
 	// AddListeners are listeners whose (Protocol, Port) is new.
 	AddListeners []Listener
 	// UpdateListeners are listeners whose (Protocol, Port) exists but whose name, target
-	// port, application protocol or certificates differ; they hold the new values.
+	// port, application protocol, certificates or own health check differ; they hold the
+	// new values.
 	UpdateListeners []Listener
 	// RemoveListeners are the keys of listeners to remove.
 	RemoveListeners []ListenerKey
@@ -333,9 +355,9 @@ type LoadBalancerChanges struct {
 	RequestedIPs bool
 	// SessionAffinity is true when the session affinity or its timeout differs.
 	SessionAffinity bool
-	// Settings are the names of the adapter's settings that are new, changed or removed,
-	// sorted; Spec.Settings holds the new values.
-	Settings []string
+	// SettingValues are the names of the adapter's settings whose values are new, changed
+	// or removed, sorted; Spec.SettingValues holds the new values.
+	SettingValues []string
 	// Tags is true when the tags differ.
 	Tags bool
 }
@@ -346,7 +368,7 @@ func (c LoadBalancerChanges) Empty() bool {
 		len(c.RemoveListeners) == 0 && len(c.AddTargets) == 0 && len(c.RemoveTargets) == 0 &&
 		!c.HealthCheck && !c.SourceRanges && !c.ProxyProtocol && !c.IPFamilies &&
 		!c.RequestedIPs && !c.SessionAffinity && !c.Tags && !c.TargetGroup &&
-		len(c.Settings) == 0
+		len(c.SettingValues) == 0
 }
 
 // DiffLoadBalancer returns what must change for a load balancer configured as current to
@@ -392,7 +414,7 @@ func DiffLoadBalancer(current, desired LoadBalancerSpec) LoadBalancerChanges {
 	c.SessionAffinity = current.SessionAffinity != desired.SessionAffinity ||
 		current.SessionAffinityTimeout != desired.SessionAffinityTimeout
 	c.Tags = !maps.Equal(current.Tags, desired.Tags)
-	c.Settings = diffSettings(current.Settings, desired.Settings)
+	c.SettingValues = diffSettings(current.SettingValues, desired.SettingValues)
 	return c
 }
 

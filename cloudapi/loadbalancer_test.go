@@ -17,11 +17,11 @@ func baseSpec() cloudapi.LoadBalancerSpec {
 			{Name: "http", Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080},
 			{Name: "dns", Protocol: cloudapi.ProtocolUDP, Port: 53, TargetPort: 30053},
 		},
-		Targets:      []string{"i-2", "i-1", "i-3"},
-		HealthCheck:  &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTP, Port: 10256, Path: "/healthz", Interval: 5 * time.Second},
-		SourceRanges: []string{"10.0.0.0/8", "192.168.0.0/16"},
-		Settings:     map[string]string{"size": "small", "algorithm": "round-robin"},
-		Tags:         map[string]string{cloudapi.TagCluster: "c1"},
+		Targets:       []string{"i-2", "i-1", "i-3"},
+		HealthCheck:   &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckHTTP, Port: 10256, Path: "/healthz", Interval: 5 * time.Second},
+		SourceRanges:  []string{"10.0.0.0/8", "192.168.0.0/16"},
+		SettingValues: map[string]string{"size": "small", "algorithm": "round-robin"},
+		Tags:          map[string]string{cloudapi.TagCluster: "c1"},
 	}
 }
 
@@ -82,20 +82,20 @@ func TestDiffLoadBalancer(t *testing.T) {
 		{
 			name: "adapter settings changed, added and removed",
 			tweak: func(s *cloudapi.LoadBalancerSpec) {
-				s.Settings = map[string]string{"size": "large", "type": "lb11"}
+				s.SettingValues = map[string]string{"size": "large", "type": "lb11"}
 			},
-			want: cloudapi.LoadBalancerChanges{Settings: []string{"algorithm", "size", "type"}},
+			want: cloudapi.LoadBalancerChanges{SettingValues: []string{"algorithm", "size", "type"}},
 		},
 		{
 			name: "the same adapter settings in a new map",
 			tweak: func(s *cloudapi.LoadBalancerSpec) {
-				s.Settings = map[string]string{"algorithm": "round-robin", "size": "small"}
+				s.SettingValues = map[string]string{"algorithm": "round-robin", "size": "small"}
 			},
 		},
 		{
 			name:  "no adapter settings",
-			tweak: func(s *cloudapi.LoadBalancerSpec) { s.Settings = nil },
-			want:  cloudapi.LoadBalancerChanges{Settings: []string{"algorithm", "size"}},
+			tweak: func(s *cloudapi.LoadBalancerSpec) { s.SettingValues = nil },
+			want:  cloudapi.LoadBalancerChanges{SettingValues: []string{"algorithm", "size"}},
 		},
 		{
 			name:  "only the session affinity timeout",
@@ -130,7 +130,7 @@ func TestLoadBalancerCloneIsDeep(t *testing.T) {
 	c.Spec.HealthCheck.Port = 1
 	c.Spec.SourceRanges[0] = "x"
 	c.Spec.Tags["x"] = "y"
-	c.Spec.Settings["size"] = "large"
+	c.Spec.SettingValues["size"] = "large"
 	c.Addresses[0] = "x"
 	assert.Equal(t, cloudapi.LoadBalancer{ID: "lb-1", Spec: baseSpec(), Addresses: []string{"203.0.113.1"}}, lb)
 }
@@ -166,6 +166,6 @@ func TestValidEnums(t *testing.T) {
 
 func TestDiffLoadBalancerNilAndEmptySettings(t *testing.T) {
 	a, b := baseSpec(), baseSpec()
-	a.Settings, b.Settings = nil, map[string]string{}
+	a.SettingValues, b.SettingValues = nil, map[string]string{}
 	assert.True(t, cloudapi.DiffLoadBalancer(a, b).Empty(), "no settings, nil or empty, is one state: a converged load balancer costs no write")
 }

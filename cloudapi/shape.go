@@ -77,6 +77,12 @@ const (
 	FeatureSourceRanges Feature = "source-ranges"
 	// FeatureHealthCheck is the HealthCheck; may be per listener.
 	FeatureHealthCheck Feature = "health-check"
+	// FeatureListenerHealthCheck is a Listener's own HealthCheck; may be per listener, and
+	// only there supported: a cloud that keeps the health check per listener
+	// (FeatureHealthCheck in PerListener) and builds each listener's own (its adapter
+	// writes Listener.HealthCheck) declares it in PerListener too. Without it, a spec with
+	// one is refused (Uses, Check) as an unsupported part.
+	FeatureListenerHealthCheck Feature = "listener-health-check"
 	// FeatureProxyProtocol is ProxyProtocol true; may be unsupported. As ProxyProtocol, it
 	// may be per listener.
 	FeatureProxyProtocol Feature = "proxy-protocol"
@@ -91,15 +97,15 @@ const (
 // notKeepable, unsupportable and perListenable are the features each list of a
 // LoadBalancerShape allows.
 var (
-	perListenable = []Feature{FeatureHealthCheck, FeatureProxyProtocol}
+	perListenable = []Feature{FeatureHealthCheck, FeatureListenerHealthCheck, FeatureProxyProtocol}
 	notKeepable   = []Feature{FeatureName, FeatureListenerNames, FeatureHealthyThreshold, FeatureIPFamilies}
 	unsupportable = []Feature{FeatureIPv6, FeatureUDP, FeatureSCTP, FeatureTLS, FeatureHTTP, FeatureHTTPS,
 		FeatureSourceRanges, FeatureProxyProtocol, FeatureInternal, FeatureRequestedIPs, FeatureSessionAffinity}
 )
 
 // Validate reports every problem of the declaration at once: a feature that its list does
-// not allow, listed twice, or both unsupported and kept per listener; a negative
-// HealthCheckUnit.
+// not allow, listed twice, or both unsupported and kept per listener; a listener's own
+// health check without the health check per listener; a negative HealthCheckUnit.
 func (s LoadBalancerShape) Validate() error {
 	var errs []error
 	check := func(list string, fs, allowed []Feature) {
@@ -122,6 +128,9 @@ func (s LoadBalancerShape) Validate() error {
 			errs = append(errs, fmt.Errorf("load balancer shape: %q is both unsupported and kept per listener", f))
 		}
 	}
+	if s.keepsPerListener(FeatureListenerHealthCheck) && !s.keepsPerListener(FeatureHealthCheck) {
+		errs = append(errs, fmt.Errorf("load balancer shape: PerListener: %q without %q: a cloud that builds a listener's own health check keeps the health check per listener", FeatureListenerHealthCheck, FeatureHealthCheck))
+	}
 	if s.HealthCheckUnit < 0 {
 		errs = append(errs, fmt.Errorf("load balancer shape: HealthCheckUnit %s is negative", s.HealthCheckUnit))
 	}
@@ -137,9 +146,12 @@ func (s LoadBalancerShape) Supports(f Feature) bool { return !slices.Contains(s.
 // Comparable returns current, a spec as the cloud reports it, with the parts the cloud
 // does not keep taken from desired, so that DiffLoadBalancer(s.Comparable(current,
 // desired), desired) finds no difference in them. A listener's name is taken from the
-// desired listener with the same (Protocol, Port). current is not changed.
+// desired listener with the same (Protocol, Port). On a cloud that keeps the health check
+// per listener, the health checks are compared listener by listener (comparableHealthChecks).
+// current is not changed.
 func (s LoadBalancerShape) Comparable(current, desired LoadBalancerSpec) LoadBalancerSpec {
-	if len(s.NotKept) == 0 {
+	perListener := s.keepsPerListener(FeatureHealthCheck)
+	if len(s.NotKept) == 0 && !perListener {
 		return current
 	}
 	current = current.Clone()
@@ -155,17 +167,65 @@ func (s LoadBalancerShape) Comparable(current, desired LoadBalancerSpec) LoadBal
 			current.Listeners[i].Name = names[l.Key()]
 		}
 	}
-	if !s.Keeps(FeatureHealthyThreshold) && current.HealthCheck != nil && desired.HealthCheck != nil {
-		current.HealthCheck.HealthyThreshold = desired.HealthCheck.HealthyThreshold
+	if !s.Keeps(FeatureHealthyThreshold) {
+		if current.HealthCheck != nil && desired.HealthCheck != nil {
+			current.HealthCheck.HealthyThreshold = desired.HealthCheck.HealthyThreshold
+		}
+		want := make(map[ListenerKey]Listener, len(desired.Listeners))
+		for _, l := range desired.Listeners {
+			want[l.Key()] = l
+		}
+		for _, l := range current.Listeners {
+			if d, ok := want[l.Key()]; ok && l.HealthCheck != nil && desired.ListenerHealthCheck(d) != nil {
+				l.HealthCheck.HealthyThreshold = desired.ListenerHealthCheck(d).HealthyThreshold
+			}
+		}
 	}
 	if !s.Keeps(FeatureIPFamilies) {
 		current.IPFamilies = slices.Clone(desired.IPFamilies)
 	}
+	if perListener { // after the parts not kept, which it compares
+		comparableHealthChecks(&current, desired)
+	}
 	return current
 }
 
+// comparableHealthChecks makes the health checks of current, a spec as a cloud that keeps
+// the health check per listener reports it (JoinListenerParts), comparable with desired's,
+// listener by listener: a listener whose health check (LoadBalancerSpec.ListenerHealthCheck)
+// is desired's gets desired's own (none, or its own), one whose health check differs keeps
+// its own, as reported, so that it differs from the desired listener. The load balancer's
+// health check is desired's when every listener that differs shows it so; otherwise (a
+// listener reported without a health check) it stays as reported, so that the difference
+// rewrites every listener (Plan).
+func comparableHealthChecks(current *LoadBalancerSpec, desired LoadBalancerSpec) {
+	want := make(map[ListenerKey]Listener, len(desired.Listeners))
+	for _, l := range desired.Listeners {
+		want[l.Key()] = l
+	}
+	shown := true // every listener whose health check differs differs as a listener
+	for i, l := range current.Listeners {
+		d, ok := want[l.Key()]
+		if !ok {
+			continue
+		}
+		have := current.ListenerHealthCheck(l)
+		if equalHealthChecks(have, desired.ListenerHealthCheck(d)) {
+			current.Listeners[i].HealthCheck = d.HealthCheck.clone()
+			continue
+		}
+		current.Listeners[i].HealthCheck = have.clone()
+		shown = shown && have != nil
+	}
+	if shown {
+		current.HealthCheck = desired.HealthCheck.clone()
+	}
+}
+
 // Uses returns the features of the s.Unsupported list that spec uses, in the order of
-// that list: nil when the cloud can build spec as far as its shape goes.
+// that list, then FeatureListenerHealthCheck when a listener of spec has a health check of
+// its own and the cloud does not declare it (PerListener): nil when the cloud can build
+// spec as far as its shape goes.
 func (s LoadBalancerShape) Uses(spec LoadBalancerSpec) []Feature {
 	var out []Feature
 	for _, f := range s.Unsupported {
@@ -173,21 +233,30 @@ func (s LoadBalancerShape) Uses(spec LoadBalancerSpec) []Feature {
 			out = append(out, f)
 		}
 	}
+	if !s.keepsPerListener(FeatureListenerHealthCheck) && uses(spec, FeatureListenerHealthCheck) {
+		out = append(out, FeatureListenerHealthCheck)
+	}
 	return out
 }
 
 // Check returns an error matching ErrInvalidRequest, for op on the load balancer id
 // (empty for a create), naming every problem: what spec.Validate refuses, the parts of
-// spec the cloud does not support, and a health check interval or timeout that is not a
-// multiple of HealthCheckUnit. Nil when none. An adapter calls it first in
+// spec the cloud does not support (Uses), and a health check interval or timeout (the load
+// balancer's or a listener's) that is not a multiple of HealthCheckUnit. Nil when none. An adapter calls it first in
 // CreateLoadBalancer and UpdateLoadBalancer, and adds its cloud's own checks.
 func (s LoadBalancerShape) Check(op Operation, id string, spec LoadBalancerSpec) error {
 	err := spec.Validate()
 	if used := s.Uses(spec); len(used) > 0 {
 		err = errors.Join(err, fmt.Errorf("the cloud's load balancers do not support %v", used))
 	}
-	if hc, unit := spec.HealthCheck, s.HealthCheckUnit; hc != nil && unit > 0 && (hc.Interval%unit != 0 || hc.Timeout%unit != 0) {
-		err = errors.Join(err, fmt.Errorf("health check interval %s and timeout %s: the cloud keeps whole multiples of %s", hc.Interval, hc.Timeout, unit))
+	hcs := []*HealthCheck{spec.HealthCheck}
+	for _, l := range spec.Listeners {
+		hcs = append(hcs, l.HealthCheck)
+	}
+	for _, hc := range hcs {
+		if unit := s.HealthCheckUnit; hc != nil && unit > 0 && (hc.Interval%unit != 0 || hc.Timeout%unit != 0) {
+			err = errors.Join(err, fmt.Errorf("health check interval %s and timeout %s: the cloud keeps whole multiples of %s", hc.Interval, hc.Timeout, unit))
+		}
 	}
 	if err != nil {
 		return NewError(ErrInvalidRequest, op, id, err)
@@ -221,6 +290,8 @@ func uses(spec LoadBalancerSpec, f Feature) bool {
 		return len(spec.RequestedIPs) > 0
 	case FeatureSessionAffinity:
 		return spec.SessionAffinity == SessionAffinityClientIP
+	case FeatureListenerHealthCheck:
+		return listener(func(l Listener) bool { return l.HealthCheck != nil })
 	}
 	return false
 }

@@ -176,19 +176,19 @@ func TestNumericID(t *testing.T) {
 }
 
 func TestSettingsAsTags(t *testing.T) {
-	spec := cloudapi.LoadBalancerSpec{Tags: map[string]string{cloudapi.TagCluster: "prod"}, Settings: map[string]string{"type": "lb21", "location": "fsn1"}}
-	tags := cloudapi.TagsWithSettings(spec)
+	spec := cloudapi.LoadBalancerSpec{Tags: map[string]string{cloudapi.TagCluster: "prod"}, SettingValues: map[string]string{"type": "lb21", "location": "fsn1"}}
+	tags := cloudapi.TagsWithSettingValues(spec)
 	assert.Equal(t, map[string]string{cloudapi.TagCluster: "prod", cloudapi.TagSettingPrefix + "type": "lb21", cloudapi.TagSettingPrefix + "location": "fsn1"}, tags)
 	assert.Equal(t, map[string]string{cloudapi.TagCluster: "prod"}, spec.Tags, "spec is not changed")
-	assert.Equal(t, map[string]string{cloudapi.TagSettingPrefix + "type": "lb11"}, cloudapi.TagsWithSettings(cloudapi.LoadBalancerSpec{Settings: map[string]string{"type": "lb11"}}))
+	assert.Equal(t, map[string]string{cloudapi.TagSettingPrefix + "type": "lb11"}, cloudapi.TagsWithSettingValues(cloudapi.LoadBalancerSpec{SettingValues: map[string]string{"type": "lb11"}}))
 
 	tags[cloudapi.TagSettingPrefix+"gone"] = "x"
-	rest, settings := cloudapi.SettingsFromTags(tags, map[string]string{"type": "lb31", "location": "fsn1", "algorithm": "round_robin"})
+	rest, settings := cloudapi.SettingValuesFromTags(tags, map[string]string{"type": "lb31", "location": "fsn1", "algorithm": "round_robin"})
 	assert.Equal(t, map[string]string{cloudapi.TagCluster: "prod"}, rest)
 	assert.Equal(t, map[string]string{"type": "lb31", "location": "fsn1"}, settings,
 		"the settings asked for, as the cloud has them; one the cloud reports no value of is dropped")
 	assert.Contains(t, tags, cloudapi.TagSettingPrefix+"type", "tags is not changed")
-	rest, settings = cloudapi.SettingsFromTags(map[string]string{"a": "b"}, map[string]string{"type": "lb11"})
+	rest, settings = cloudapi.SettingValuesFromTags(map[string]string{"a": "b"}, map[string]string{"type": "lb11"})
 	assert.Equal(t, map[string]string{"a": "b"}, rest)
 	assert.Nil(t, settings, "none asked for")
 }

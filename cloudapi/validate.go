@@ -13,8 +13,9 @@ import (
 // whose ports are outside 1-65535, that repeats a (Protocol, Port), that speaks an
 // application protocol over another transport than TCP, or whose certificates do not match
 // whether it terminates TLS (empty, blank or repeated ones too); a target listed twice;
-// a health check with an undefined protocol, a port outside 0-65535, an HTTP(S) path not
-// starting with '/', or negative durations or thresholds; a source range that is not a
+// a health check (the load balancer's or a listener's own) with an undefined protocol, a
+// port outside 0-65535, an HTTP(S) path not starting with '/', or negative durations or
+// thresholds; a source range that is not a
 // CIDR; an IP family undefined or listed twice; a requested address that is not an IP;
 // a session affinity undefined, or a timeout without ClientIP or none with it; an empty
 // tag key or setting name. What a cloud lacks on top of that (LoadBalancerShape, name
@@ -42,6 +43,7 @@ func (s LoadBalancerSpec) Validate() error {
 		}
 		keys[l.Key()] = true
 		errs = append(errs, l.validateApp(i)...)
+		errs = append(errs, l.HealthCheck.validate(fmt.Sprintf("listeners[%d].healthCheck", i))...)
 	}
 	seen := make(map[string]bool, len(s.Targets))
 	for _, t := range s.Targets {
@@ -50,20 +52,7 @@ func (s LoadBalancerSpec) Validate() error {
 		}
 		seen[t] = true
 	}
-	if hc := s.HealthCheck; hc != nil {
-		if !hc.Protocol.Valid() {
-			bad("healthCheck: protocol %q is not TCP, HTTP or HTTPS", hc.Protocol)
-		}
-		if hc.Port < 0 || hc.Port > 65535 {
-			bad("healthCheck: port %d is outside 0-65535", hc.Port)
-		}
-		if (hc.Protocol == HealthCheckHTTP || hc.Protocol == HealthCheckHTTPS) && (hc.Path == "" || hc.Path[0] != '/') {
-			bad("healthCheck: an %s check needs a path starting with /, got %q", hc.Protocol, hc.Path)
-		}
-		if hc.Interval < 0 || hc.Timeout < 0 || hc.HealthyThreshold < 0 || hc.UnhealthyThreshold < 0 {
-			bad("healthCheck: intervals and thresholds must not be negative")
-		}
-	}
+	errs = append(errs, s.HealthCheck.validate("healthCheck")...)
 	for _, r := range s.SourceRanges {
 		if _, err := netip.ParsePrefix(r); err != nil {
 			bad("sourceRanges: %q is not a CIDR", r)
@@ -100,7 +89,7 @@ func (s LoadBalancerSpec) Validate() error {
 			bad("tags: empty key")
 		}
 	}
-	for k := range s.Settings {
+	for k := range s.SettingValues {
 		if k == "" {
 			bad("settings: empty name")
 		}
@@ -134,6 +123,28 @@ func (l Listener) validateApp(i int) []error {
 			errs = append(errs, fmt.Errorf("listeners[%d]: certificate %q is listed twice", i, cert))
 		}
 		seen[cert] = true
+	}
+	return errs
+}
+
+// validate checks the health check hc, nil for none; field names it in the messages.
+func (hc *HealthCheck) validate(field string) []error {
+	if hc == nil {
+		return nil
+	}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(field+": "+format, args...)) }
+	if !hc.Protocol.Valid() {
+		bad("protocol %q is not TCP, HTTP or HTTPS", hc.Protocol)
+	}
+	if hc.Port < 0 || hc.Port > 65535 {
+		bad("port %d is outside 0-65535", hc.Port)
+	}
+	if (hc.Protocol == HealthCheckHTTP || hc.Protocol == HealthCheckHTTPS) && (hc.Path == "" || hc.Path[0] != '/') {
+		bad("an %s check needs a path starting with /, got %q", hc.Protocol, hc.Path)
+	}
+	if hc.Interval < 0 || hc.Timeout < 0 || hc.HealthyThreshold < 0 || hc.UnhealthyThreshold < 0 {
+		bad("intervals and thresholds must not be negative")
 	}
 	return errs
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/controller-manager/controller"
 	"k8s.io/klog/v2"
 
+	"github.com/ccmkit/ccmkit/controllers/labelwatch"
 	"github.com/ccmkit/ccmkit/lbclass"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/sweeper"
@@ -52,8 +53,8 @@ func With(constructors map[string]app.ControllerInitFuncConstructor) map[string]
 const (
 	// NodeLabelsController watches Nodes and syncs the targets of the load balancers whose
 	// Service selects Nodes by label when a Node's labels change, which the upstream
-	// service controller does not do. It calls the API server as the provider's own
-	// identity, <provider>-cloud-provider (list and watch of Nodes).
+	// service controller does not do (package labelwatch). It calls the API server as the
+	// provider's own identity, <provider>-cloud-provider (list and watch of Nodes).
 	NodeLabelsController = "ccmkit-node-labels"
 	// TargetGroupCollector deletes the cluster's target groups that no load balancer
 	// names and that no call of the LoadBalancer collects, every collection period. It
@@ -84,8 +85,8 @@ func loadBalancerWork(logger klog.Logger, cloud cloudprovider.Interface) (*loadb
 	return lb, every, ok
 }
 
-// newNodeLabels builds the InitFunc of NodeLabelsController: the LoadBalancer's watch of
-// Node labels (loadbalancer.LoadBalancer.WatchNodeLabels), with a client of the
+// newNodeLabels builds the InitFunc of NodeLabelsController: the watch of Node labels
+// (labelwatch.Run) over the LoadBalancer's SyncNodeLabels, with a client of the
 // provider's identity.
 func newNodeLabels(_ app.ControllerInitContext, completed *config.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
 	return func(ctx context.Context, _ genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
@@ -99,7 +100,7 @@ func newNodeLabels(_ app.ControllerInitContext, completed *config.CompletedConfi
 		if err != nil {
 			return nil, false, fmt.Errorf("%s: a client for %q: %w", NodeLabelsController, identity, err)
 		}
-		lb.WatchNodeLabels(klog.NewContext(ctx, logger), kube)
+		go labelwatch.Run(klog.NewContext(ctx, logger), kube, lb)
 		return nil, true, nil
 	}
 }

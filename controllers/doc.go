@@ -16,9 +16,10 @@
 //     unless the provider offers a sweeper (ccmkit's provider: sweeper.enabled).
 //   - NodeLabelsController ("ccmkit-node-labels"): syncs the targets of the load
 //     balancers whose Service selects Nodes by label when a Node's labels change, which
-//     the upstream service controller does not do (loadbalancer.LoadBalancer.WatchNodeLabels),
-//     as the provider's own identity, <provider>-cloud-provider. On with "*"; it does not
-//     start when load balancers are off (LoadBalancerCloud).
+//     the upstream service controller does not do (package controllers/labelwatch, over
+//     loadbalancer.LoadBalancer.SyncNodeLabels), as the provider's own identity,
+//     <provider>-cloud-provider. On with "*"; it does not start when load balancers are
+//     off (LoadBalancerCloud).
 //   - TargetGroupCollector ("ccmkit-target-group-collector"): deletes the cluster's target
 //     groups that no load balancer names, every cache.maxAge
 //     (loadbalancer.LoadBalancer.CollectGroups); it calls only the cloud. On with "*"; it
@@ -31,5 +32,6 @@
 // This package is the only one of ccmkit's that imports k8s.io/cloud-provider/app (and
 // with it the API server's libraries): a program or test that uses provider, lbclass or
 // sweeper without the command does not compile them. Such a program starts the load
-// balancers' background work itself, as examples/servicecontroller does.
+// balancers' background work itself, as examples/servicecontroller does: the watch of
+// Node labels with labelwatch.Run, which does not import the command either.
 package controllers

@@ -193,8 +193,10 @@ func TestHcloudCCMProcessOverTheMock(t *testing.T) {
 			require.NoError(t, err)
 			i, _ := strconv.Atoi(strings.TrimPrefix(name, "hc-node-"))
 			assert.Equal(t, fmt.Sprintf("hcloud://%d", 100+i), n.Spec.ProviderID, name)
-			assert.Equal(t, "nbg1", n.Labels[corev1.LabelTopologyZone], name)
-			assert.Equal(t, "eu-central", n.Labels[corev1.LabelTopologyRegion], name)
+			// As Hetzner's own CCM labelled them: the legacy datacenter, the location.
+			assert.Equal(t, "nbg1-dc3", n.Labels[corev1.LabelTopologyZone], name)
+			assert.Equal(t, "nbg1", n.Labels[corev1.LabelTopologyRegion], name)
+			assert.Equal(t, "cloud", n.Labels[adapter.LabelProvidedBy], name)
 			assert.Equal(t, "cx22", n.Labels[corev1.LabelInstanceTypeStable], name)
 			assert.Subset(t, n.Status.Addresses, []corev1.NodeAddress{
 				{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.0.0.%d", i)},

@@ -223,14 +223,14 @@ func loadBalancerAdapterSetting(t *testing.T, m mode) {
 	web := e.createService(newLBService("web", withAnnotations(lbAnnotation("size"), "Medium")))
 	e.waitIngress("web")
 	lb := e.waitLB(web, "size medium", func(lb cloudapi.LoadBalancer) bool {
-		return lb.Status == cloudapi.LoadBalancerActive && lb.Spec.Settings["size"] == "medium"
+		return lb.Status == cloudapi.LoadBalancerActive && lb.Spec.SettingValues["size"] == "medium"
 	})
-	assert.Equal(t, map[string]string{"size": "medium"}, lb.Spec.Settings, "the canonical value, nothing else")
+	assert.Equal(t, map[string]string{"size": "medium"}, lb.Spec.SettingValues, "the canonical value, nothing else")
 
 	t.Run("a change is one update in place", func(t *testing.T) {
 		before := len(e.cloud.Fake.LoadBalancerHistory())
 		e.updateService("web", withAnnotations(lbAnnotation("size"), "large"))
-		updated := e.waitLB(web, "size large", func(lb cloudapi.LoadBalancer) bool { return lb.Spec.Settings["size"] == "large" })
+		updated := e.waitLB(web, "size large", func(lb cloudapi.LoadBalancer) bool { return lb.Spec.SettingValues["size"] == "large" })
 		assert.Equal(t, lb.ID, updated.ID, "in place")
 		assert.Equal(t, lb.Addresses, updated.Addresses)
 		if m.faults {
@@ -244,7 +244,7 @@ func loadBalancerAdapterSetting(t *testing.T, m mode) {
 		}
 		require.Len(t, writes, 1, "one write: %+v", writes)
 		assert.Equal(t, cloudapi.OpUpdateLoadBalancer, writes[0].Op)
-		assert.Equal(t, []string{"size"}, writes[0].Changes.Settings)
+		assert.Equal(t, []string{"size"}, writes[0].Changes.SettingValues)
 	})
 	t.Run("a malformed value is a Warning event naming it", func(t *testing.T) {
 		e.updateService("web", withAnnotations(lbAnnotation("size"), "huge"))
@@ -253,6 +253,6 @@ func loadBalancerAdapterSetting(t *testing.T, m mode) {
 	t.Run("a misspelt key is a Warning event naming it", func(t *testing.T) {
 		e.updateService("web", withAnnotations(lbAnnotation("size"), "large", lbAnnotation("sise"), "small"))
 		e.waitEvent("web", corev1.EventTypeWarning, "UnknownAnnotation", lbAnnotation("sise"))
-		assert.Equal(t, "large", e.serviceLBs(string(web.UID))[0].Spec.Settings["size"], "the misspelt key changes nothing")
+		assert.Equal(t, "large", e.serviceLBs(string(web.UID))[0].Spec.SettingValues["size"], "the misspelt key changes nothing")
 	})
 }

@@ -70,7 +70,7 @@
 //     certificates exactly on those that terminate TLS). Capabilities.TLS and
 //     Capabilities.HTTP switched off refuse the listeners that need them, as a cloud of
 //     network load balancers does.
-//   - Adapter settings (LoadBalancerSpec.Settings): any setting with a non-empty name is
+//   - Adapter settings (LoadBalancerSpec.SettingValues): any setting with a non-empty name is
 //     stored exactly as given, changed by an update, recorded in LoadBalancerHistory (the
 //     spec, and the changed names in Changes and Actual) and kept in the state file.
 //   - Every load balancer gets one address per IP family (IPv4 when it names none), from

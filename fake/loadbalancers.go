@@ -402,8 +402,8 @@ func normalChanges(c cloudapi.LoadBalancerChanges) cloudapi.LoadBalancerChanges 
 	if len(c.RemoveTargets) == 0 {
 		c.RemoveTargets = nil
 	}
-	if len(c.Settings) == 0 {
-		c.Settings = nil
+	if len(c.SettingValues) == 0 {
+		c.SettingValues = nil
 	}
 	return c
 }
@@ -414,7 +414,7 @@ func cloneChanges(c cloudapi.LoadBalancerChanges) cloudapi.LoadBalancerChanges {
 	c.RemoveListeners = slices.Clone(c.RemoveListeners)
 	c.AddTargets = slices.Clone(c.AddTargets)
 	c.RemoveTargets = slices.Clone(c.RemoveTargets)
-	c.Settings = slices.Clone(c.Settings)
+	c.SettingValues = slices.Clone(c.SettingValues)
 	return c
 }
 

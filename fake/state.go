@@ -80,9 +80,9 @@ type stateLB struct {
 	// SessionAffinity and SessionAffinityTimeout (a Go duration) are the spec's.
 	SessionAffinity        string `json:"sessionAffinity,omitempty"`
 	SessionAffinityTimeout string `json:"sessionAffinityTimeout,omitempty"`
-	// Settings are the adapter's settings, name to value.
-	Settings  map[string]string `json:"settings,omitempty"`
-	Addresses []string          `json:"addresses"`
+	// SettingValues are the adapter's settings, name to value.
+	SettingValues map[string]string `json:"settings,omitempty"`
+	Addresses     []string          `json:"addresses"`
 	// Hostname is the DNS name the cloud gave the load balancer, if any.
 	Hostname string `json:"hostname,omitempty"`
 	Status   string `json:"status"`
@@ -100,6 +100,8 @@ type stateListener struct {
 	// AppProtocol and Certificates: TLS termination and HTTP, where the listener has them.
 	AppProtocol  string   `json:"appProtocol,omitempty"`
 	Certificates []string `json:"certificates,omitempty"`
+	// HealthCheck is the listener's own health check, if any.
+	HealthCheck *stateHealthCheck `json:"healthCheck,omitempty"`
 }
 
 type stateHealthCheck struct {
@@ -315,7 +317,7 @@ func (d *stateDoc) validate() error {
 		if _, err := parseDuration(lb.SessionAffinityTimeout); err != nil {
 			errs = append(errs, fmt.Errorf("%s.sessionAffinityTimeout: %w", path, err))
 		}
-		if _, ok := lb.Settings[""]; ok {
+		if _, ok := lb.SettingValues[""]; ok {
 			errs = append(errs, fmt.Errorf("%s.settings: empty name", path))
 		}
 		for _, s := range lb.Addresses {
@@ -334,11 +336,19 @@ func (d *stateDoc) validate() error {
 		if lb.Created.IsZero() || lb.Reads < 0 {
 			errs = append(errs, fmt.Errorf("%s: no creation time, or negative reads", path))
 		}
-		if hc := lb.HealthCheck; hc != nil {
+		checkHC := func(field string, hc *stateHealthCheck) {
 			for _, s := range []string{hc.Interval, hc.Timeout} {
 				if _, err := parseDuration(s); err != nil {
-					errs = append(errs, fmt.Errorf("%s.healthCheck: %w", path, err))
+					errs = append(errs, fmt.Errorf("%s: %w", field, err))
 				}
+			}
+		}
+		if hc := lb.HealthCheck; hc != nil {
+			checkHC(path+".healthCheck", hc)
+		}
+		for j, l := range lb.Listeners {
+			if l.HealthCheck != nil {
+				checkHC(fmt.Sprintf("%s.listeners[%d].healthCheck", path, j), l.HealthCheck)
 			}
 		}
 	}
@@ -517,51 +527,64 @@ func toStateLB(rec *loadBalancer) stateLB {
 	out := stateLB{
 		ID: rec.lb.ID, Name: s.Name, Internal: s.Internal, Targets: s.Targets, TargetGroup: s.TargetGroup,
 		SourceRanges: s.SourceRanges, ProxyProtocol: s.ProxyProtocol,
-		RequestedIPs: s.RequestedIPs, Tags: s.Tags, Settings: s.Settings,
+		RequestedIPs: s.RequestedIPs, Tags: s.Tags, SettingValues: s.SettingValues,
 		Addresses: rec.lb.Addresses, Status: string(rec.lb.Status), Created: rec.created, Reads: rec.reads,
 		SessionAffinity: string(s.SessionAffinity), SessionAffinityTimeout: formatDuration(s.SessionAffinityTimeout),
 		Hostname: rec.lb.Hostname,
 	}
 	for _, l := range s.Listeners {
 		out.Listeners = append(out.Listeners, stateListener{Name: l.Name, Protocol: string(l.Protocol), Port: l.Port, TargetPort: l.TargetPort,
-			AppProtocol: string(l.AppProtocol), Certificates: l.Certificates})
+			AppProtocol: string(l.AppProtocol), Certificates: l.Certificates, HealthCheck: toStateHealthCheck(l.HealthCheck)})
 	}
 	for _, f := range s.IPFamilies {
 		out.IPFamilies = append(out.IPFamilies, string(f))
 	}
-	if hc := s.HealthCheck; hc != nil {
-		out.HealthCheck = &stateHealthCheck{
-			Protocol: string(hc.Protocol), Port: hc.Port, Path: hc.Path,
-			Interval: formatDuration(hc.Interval), Timeout: formatDuration(hc.Timeout),
-			HealthyThreshold: hc.HealthyThreshold, UnhealthyThreshold: hc.UnhealthyThreshold,
-		}
-	}
+	out.HealthCheck = toStateHealthCheck(s.HealthCheck)
 	return out
+}
+
+// toStateHealthCheck is hc as the state file keeps it; nil for nil.
+func toStateHealthCheck(hc *cloudapi.HealthCheck) *stateHealthCheck {
+	if hc == nil {
+		return nil
+	}
+	return &stateHealthCheck{
+		Protocol: string(hc.Protocol), Port: hc.Port, Path: hc.Path,
+		Interval: formatDuration(hc.Interval), Timeout: formatDuration(hc.Timeout),
+		HealthyThreshold: hc.HealthyThreshold, UnhealthyThreshold: hc.UnhealthyThreshold,
+	}
+}
+
+// fromStateHealthCheck is the health check the state file keeps as hc, validated; nil for
+// nil.
+func fromStateHealthCheck(hc *stateHealthCheck) *cloudapi.HealthCheck {
+	if hc == nil {
+		return nil
+	}
+	interval, _ := parseDuration(hc.Interval) // validated
+	timeout, _ := parseDuration(hc.Timeout)
+	return &cloudapi.HealthCheck{
+		Protocol: cloudapi.HealthCheckProtocol(hc.Protocol), Port: hc.Port, Path: hc.Path,
+		Interval: interval, Timeout: timeout,
+		HealthyThreshold: hc.HealthyThreshold, UnhealthyThreshold: hc.UnhealthyThreshold,
+	}
 }
 
 func fromStateLB(s stateLB) *loadBalancer {
 	spec := cloudapi.LoadBalancerSpec{
 		Name: s.Name, Internal: s.Internal, Targets: s.Targets, TargetGroup: s.TargetGroup, SourceRanges: s.SourceRanges,
-		ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags, Settings: s.Settings,
+		ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags, SettingValues: s.SettingValues,
 	}
 	for _, l := range s.Listeners {
 		spec.Listeners = append(spec.Listeners, cloudapi.Listener{Name: l.Name, Protocol: cloudapi.Protocol(l.Protocol), Port: l.Port, TargetPort: l.TargetPort,
-			AppProtocol: cloudapi.AppProtocol(l.AppProtocol), Certificates: l.Certificates})
+			AppProtocol: cloudapi.AppProtocol(l.AppProtocol), Certificates: l.Certificates, HealthCheck: fromStateHealthCheck(l.HealthCheck)})
 	}
 	for _, f := range s.IPFamilies {
 		spec.IPFamilies = append(spec.IPFamilies, cloudapi.IPFamily(f))
 	}
 	spec.SessionAffinity = cloudapi.SessionAffinity(s.SessionAffinity)
 	spec.SessionAffinityTimeout, _ = parseDuration(s.SessionAffinityTimeout) // validated
-	if hc := s.HealthCheck; hc != nil {
-		interval, _ := parseDuration(hc.Interval) // validated
-		timeout, _ := parseDuration(hc.Timeout)
-		spec.HealthCheck = &cloudapi.HealthCheck{
-			Protocol: cloudapi.HealthCheckProtocol(hc.Protocol), Port: hc.Port, Path: hc.Path,
-			Interval: interval, Timeout: timeout,
-			HealthyThreshold: hc.HealthyThreshold, UnhealthyThreshold: hc.UnhealthyThreshold,
-		}
-	}
+	spec.HealthCheck = fromStateHealthCheck(s.HealthCheck)
 	return &loadBalancer{
 		lb: cloudapi.LoadBalancer{
 			ID: s.ID, Spec: spec, Addresses: s.Addresses, Hostname: s.Hostname, Status: cloudapi.LoadBalancerStatus(s.Status),

@@ -78,9 +78,13 @@ func fullSpec(name string) cloudapi.LoadBalancerSpec {
 		s.Internal = true
 		s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTPS
 		s.Listeners[0].Certificates = []string{"cert-1", "cert-2"}
+		s.Listeners[0].HealthCheck = &cloudapi.HealthCheck{
+			Protocol: cloudapi.HealthCheckHTTPS, Port: 8443, Path: "/ready",
+			Interval: 5 * time.Second, Timeout: 2 * time.Second, HealthyThreshold: 1, UnhealthyThreshold: 2,
+		}
 		s.SessionAffinity = cloudapi.SessionAffinityClientIP
 		s.SessionAffinityTimeout = 3 * time.Hour
-		s.Settings = map[string]string{"size": "large", "algorithm": "least-connections"}
+		s.SettingValues = map[string]string{"size": "large", "algorithm": "least-connections"}
 	})
 }
 

@@ -2,6 +2,7 @@ package loadbalancer
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"github.com/ccmkit/ccmkit/cloudapi"
 )
 
 // AdmissionPolicyOptions are the configuration AdmissionPolicy writes the policies for:
@@ -32,9 +35,15 @@ type AdmissionPolicyOptions struct {
 	ClassOnly bool
 	// HealthCheckUnit is the unit the cloud keeps a health check's interval and timeout
 	// in (the adapter's cloudapi.LoadBalancerShape.HealthCheckUnit): an interval or
-	// timeout that is not a whole number of it is refused, as the sync refuses it. Zero,
-	// or a unit that is not a whole number of milliseconds, checks none.
+	// timeout that is not a whole number of it is refused, as the sync refuses it. Zero
+	// means Shape's; zero there too, or a unit that is not a whole number of
+	// milliseconds, checks none.
 	HealthCheckUnit time.Duration
+	// Shape is what the cloud's load balancers do not support or keep per listener (the
+	// adapter's cloudapi.LoadBalancerShape): an annotation that asks for what it cannot
+	// build is refused, as the sync refuses it (port-health-checks without
+	// cloudapi.FeatureListenerHealthCheck in its PerListener).
+	Shape cloudapi.LoadBalancerShape
 }
 
 // The names of the objects AdmissionPolicy writes: each policy and its binding share one.
@@ -61,7 +70,8 @@ const (
 // contradict each other or the Service as the sync refuses them (ports that terminate TLS
 // without tls-certificates, tls-certificates without such a port, tls-ports naming a port
 // the Service does not have or one that is not TCP, a health check timeout longer than its
-// interval, a spec.loadBalancerIP not among the ip-addresses). Where CEL cannot check a
+// interval, a spec.loadBalancerIP not among the ip-addresses, a port's own health check
+// on a cloud that keeps one for all ports (opts.Shape)). Where CEL cannot check a
 // value as ccmkit does, the policy checks less, never more: it refuses no value the sync
 // accepts. The node-selector and an adapter's setting declared with Parse are left to the
 // sync and listed in the policy's annotation AdmissionPolicySyncOnlyAnnotation; an
@@ -276,11 +286,16 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 	contradiction(unread(fmt.Sprintf("!(%s) || !(%s) || duration(%s) <= ((%s) && (%s) ? duration(%s) : duration(%s))",
 		has(timeout), validDuration(timeout), value(timeout), has(interval), validDuration(interval), value(interval), celString(defaultInterval.String())), timeout, interval),
 		"annotation %s: the health check timeout is longer than its interval (annotation %s, default "+defaultInterval.String()+")", timeout, interval)
-	if unit := opts.HealthCheckUnit; unit > 0 && unit%time.Millisecond == 0 {
+	if unit := cmp.Or(opts.HealthCheckUnit, opts.Shape.HealthCheckUnit); unit > 0 && unit%time.Millisecond == 0 {
 		for _, name := range []string{interval, timeout} {
 			contradiction(unread(fmt.Sprintf("!(%s) || !(%s) || duration(%s).getMilliseconds() %% %d == 0", has(name), validDuration(name), value(name), unit.Milliseconds()), name),
 				"annotation %s: not a whole number of "+unit.String()+", the unit this cloud keeps a health check's times in", name)
 		}
+	}
+	// A port's own health check, where the cloud cannot build it: the rule of the sync (Uses).
+	if portHC := AnnotationPortHealthChecks; opts.Shape.Uses(cloudapi.LoadBalancerSpec{Listeners: []cloudapi.Listener{{HealthCheck: &cloudapi.HealthCheck{}}}}) != nil {
+		contradiction(unread("!("+has(portHC)+")", portHC),
+			"annotation %s: this cloud's load balancers keep one health check for all ports, not one of a port's own; remove the annotation", portHC)
 	}
 	// The checks of the ports that terminate TLS read variables.terminating and
 	// variables.tlsPorts, which only variables.portsChecked Services have.

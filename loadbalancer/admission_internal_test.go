@@ -281,7 +281,7 @@ func TestAdmissionPolicyValues(t *testing.T) {
 		}
 		out, err := AdmissionPolicy(AdmissionPolicyOptions{Settings: settings})
 		require.NoError(t, err)
-		assert.Contains(t, string(out), AdmissionPolicySyncOnlyAnnotation+": node-selector, version")
+		assert.Contains(t, string(out), AdmissionPolicySyncOnlyAnnotation+": port-health-checks, node-selector, version")
 	})
 }
 
@@ -501,7 +501,7 @@ func TestAdmissionPolicyAliasValues(t *testing.T) {
 	t.Run("sync only", func(t *testing.T) {
 		out, err := AdmissionPolicy(AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable})
 		require.NoError(t, err)
-		want := "node-selector, version, " + legacyPrefix + "public, " + legacyPrefix + "certificate-ids, " + legacyPrefix + "selector, " + legacyPrefix + "version"
+		want := "port-health-checks, node-selector, version, " + legacyPrefix + "public, " + legacyPrefix + "certificate-ids, " + legacyPrefix + "selector, " + legacyPrefix + "version"
 		assert.Contains(t, string(out), AdmissionPolicySyncOnlyAnnotation+": "+want)
 		assert.Contains(t, string(out), "# Checked only when ccmkit syncs the Service: "+want+".\n")
 	})
@@ -714,6 +714,33 @@ func TestAdmissionPolicyHealthCheckUnit(t *testing.T) {
 			require.NotEmpty(t, refused)
 			assert.Contains(t, strings.Join(refused, "\n"), "not a whole number of 1s")
 			assert.Contains(t, strings.Join(refused, "\n"), prefix+tc.annotation)
+		})
+	}
+}
+
+// TestAdmissionPolicyPortHealthChecks: the policy refuses the port-health-checks
+// annotation where the shape says the cloud keeps one health check for all ports, as the
+// sync does, and admits it where the shape declares a port's own.
+func TestAdmissionPolicyPortHealthChecks(t *testing.T) {
+	key := DefaultAnnotationPrefix + AnnotationPortHealthChecks
+	svc := lbService(map[string]string{key: "443: protocol=HTTPS path=/ready"})
+	for _, tc := range []struct {
+		name    string
+		shape   cloudapi.LoadBalancerShape
+		refused bool
+	}{
+		{"one health check per load balancer", cloudapi.LoadBalancerShape{}, true},
+		{"kept per listener, but not a port's own", cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureHealthCheck}}, true},
+		{"a port's own", cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureListenerHealthCheck}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refused := newPolicyEval(t, AdmissionPolicyOptions{Shape: tc.shape}).admit(t, svc, "")[admissionregistrationv1.Deny]
+			if !tc.refused {
+				assert.Empty(t, refused)
+				return
+			}
+			require.Len(t, refused, 1)
+			assert.Contains(t, refused[0], "annotation "+key+": this cloud's load balancers keep one health check for all ports")
 		})
 	}
 }

@@ -165,11 +165,13 @@ func TestLegacyAnnotationReadsAsItsTarget(t *testing.T) {
 				assert.Equal(t, cloudapi.AppProtocolHTTP, s.Listeners[0].AppProtocol)
 			}},
 		{"a setting with Values", legacy + "type", "LARGE", "size", "large",
-			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, "large", s.Settings["size"]) }},
+			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, "large", s.SettingValues["size"]) }},
 		{"a second legacy key of that setting", "old.legacy.example/size", "medium", "size", "medium",
-			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, "medium", s.Settings["size"]) }},
+			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, "medium", s.SettingValues["size"]) }},
 		{"a setting with Parse", legacy + "idle-timeout", "060", "idle-timeout", "60",
-			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, "60", s.Settings["idle-timeout"]) }},
+			func(t *testing.T, s cloudapi.LoadBalancerSpec) {
+				assert.Equal(t, "60", s.SettingValues["idle-timeout"])
+			}},
 		{"a name", legacy + "name", "old-web", loadbalancer.AnnotationName, "old-web",
 			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, "old-web", s.Name) }},
 	} {
@@ -236,7 +238,7 @@ func TestSpellingsThatAgree(t *testing.T) {
 				assert.Equal(t, 15*time.Second, s.HealthCheck.Interval)
 			}},
 		{"a setting in two spellings by two aliases", []func(*corev1.Service){withKey(legacy+"type", "Large"), withKey("old.legacy.example/size", "large"), withAnnotation("size", " LARGE")},
-			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, "large", s.Settings["size"]) }},
+			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, "large", s.SettingValues["size"]) }},
 		{"a node selector", []func(*corev1.Service){withNodeSelector("pool in (a,web)"), withKey(legacy+"node-selector", "pool in (web, a)")},
 			func(t *testing.T, s cloudapi.LoadBalancerSpec) { assert.Equal(t, []string{"i-0"}, s.Targets) }},
 	} {
@@ -354,7 +356,7 @@ func TestUnknownLegacyKey(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Contains(t, got[0], "Warning UnknownAnnotation Ignoring annotation lb.legacy.example/uses-proxy-protocol, loadbalancer.ccmkit.io/sise: "+
 		"neither ccmkit nor the cloud's adapter reads it under the prefix loadbalancer.ccmkit.io/ or lb.legacy.example/")
-	assert.Equal(t, "large", e.only(t).Spec.Settings["size"], "never a failed sync")
+	assert.Equal(t, "large", e.only(t).Spec.SettingValues["size"], "never a failed sync")
 }
 
 // TestAliasesOutsideTheSpec: the readers of single annotations outside the spec see the

@@ -55,6 +55,7 @@ const (
 	AnnotationHealthCheckTimeout            = "health-check-timeout"
 	AnnotationHealthCheckHealthyThreshold   = "health-check-healthy-threshold"
 	AnnotationHealthCheckUnhealthyThreshold = "health-check-unhealthy-threshold"
+	AnnotationPortHealthChecks              = "port-health-checks"
 	AnnotationHostname                      = "hostname"
 	AnnotationNodeSelector                  = "node-selector"
 	AnnotationProtocol                      = "protocol"
@@ -117,6 +118,8 @@ type parsedAnnotations struct {
 	hcPath                 string
 	hcInterval, hcTimeout  time.Duration
 	hcHealthy, hcUnhealthy int32
+	// portHCs are the entries of the port-health-checks annotation, in its order.
+	portHCs []portHealthCheck
 
 	// adapterValues are the values of the adapter's declared settings (Options.Settings)
 	// that the Service annotates, canonical; nil when it annotates none.
@@ -246,6 +249,14 @@ func Annotations() []Annotation {
 			},
 		},
 		{
+			Name: AnnotationPortHealthChecks, Values: portHealthChecksValues, Default: "none: every port has the Service's health check",
+			Doc: "A health check of its own for some of the Service's ports (a number names the port of each protocol with that number): each part it does not set is the Service's health check's (the health-check-* annotations, or their defaults). Only a cloud whose load balancers keep a health check per port builds it (the adapter's shape declares listener-health-check); elsewhere the admission policy refuses the Service, and the sync neither creates nor changes its load balancer (a Warning event).",
+			apply: func(v string, a *parsedAnnotations) (err error) {
+				a.portHCs, err = parsePortHealthChecks(v)
+				return err
+			},
+		},
+		{
 			Name: AnnotationHostname, check: celHostname, Values: "a DNS name: lower-case RFC 1123 subdomain, not an IP address", Default: "none: the status lists the load balancer's addresses, or the cloud's hostname when it gives no address",
 			Doc: "Publish this hostname in the Service's status instead of the load balancer's addresses, for example a DNS name that points at them. kube-proxy then sends in-cluster traffic through the load balancer, as PROXY protocol or TLS termination need where ipMode Proxy is not enough.",
 			apply: func(v string, a *parsedAnnotations) error {
@@ -289,16 +300,11 @@ func Annotations() []Annotation {
 			apply: func(v string, a *parsedAnnotations) error {
 				a.tlsPorts = nil
 				for _, f := range strings.Split(v, ",") {
-					f = strings.TrimSpace(f)
-					if n, err := strconv.Atoi(f); err == nil {
-						if n < 1 || n > 65535 {
-							return fmt.Errorf("port %d is outside 1-65535", n)
-						}
-						f = strconv.Itoa(n) // "080" and "+80" are port 80: compared as numbers
-					} else if msgs := validation.IsValidPortName(f); len(msgs) > 0 {
-						return fmt.Errorf("%s is neither a port number nor a port name", quote.Value(f))
+					port, err := parsePortRef(f)
+					if err != nil {
+						return err
 					}
-					a.tlsPorts = append(a.tlsPorts, f)
+					a.tlsPorts = append(a.tlsPorts, port)
 				}
 				return nil
 			},
@@ -369,6 +375,22 @@ func annotationReference(prefix string) string {
 		rows[i] = [4]string{prefix + a.Name, a.Values, a.Default, a.Doc}
 	}
 	return referenceTable(rows)
+}
+
+// parsePortRef returns the Service port that f (trimmed) names: a number, canonical, or a
+// port name.
+func parsePortRef(f string) (string, error) {
+	f = strings.TrimSpace(f)
+	if n, err := strconv.Atoi(f); err == nil {
+		if n < 1 || n > 65535 {
+			return "", fmt.Errorf("port %d is outside 1-65535", n)
+		}
+		return strconv.Itoa(n), nil // "080" and "+80" are port 80: compared as numbers
+	}
+	if msgs := validation.IsValidPortName(f); len(msgs) > 0 {
+		return "", fmt.Errorf("%s is neither a port number nor a port name", quote.Value(f))
+	}
+	return f, nil
 }
 
 // checkHostname returns why h cannot be a hostname in a Service's status, or nil: the

@@ -133,7 +133,7 @@ func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings, gr
 		got := len(inv.Targets(inv.LoadBalancers[0]))
 		b.Fatalf("the load balancer has %d targets, want %d", got, n)
 	}
-	if got := cloud.Inventory().LoadBalancers[0].Spec.Settings; settings && (got["size"] != "large" || got["algorithm"] != "round-robin") {
+	if got := cloud.Inventory().LoadBalancers[0].Spec.SettingValues; settings && (got["size"] != "large" || got["algorithm"] != "round-robin") {
 		b.Fatalf("the load balancer has the settings %v, want size large and algorithm round-robin", got)
 	}
 

@@ -1,21 +1,27 @@
 package loadbalancer
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/internal/quote"
 )
 
-// The parts of a Service's load balancer that come with defaults: its health check and
-// the adapter's settings.
+// The parts of a Service's load balancer that come with defaults: its health checks (the
+// Service's and its ports' own) and the adapter's settings.
 
-// healthCheck returns the health check the Service asks for, and an error when its
-// timeout is longer than its interval.
-func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations) (*cloudapi.HealthCheck, error) {
+// healthCheck returns the health check the Service asks for, of the port of port when it
+// is not nil (an entry of the port-health-checks annotation, over the Service's), and an
+// error when its timeout is longer than its interval.
+func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, port *portHealthCheck) (*cloudapi.HealthCheck, error) {
 	hc := &cloudapi.HealthCheck{
 		Protocol:           cloudapi.HealthCheckHTTP,
 		Port:               KubeProxyHealthzPort,
@@ -28,6 +34,26 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations) (*clou
 	if path, port := servicehelpers.GetServiceHealthCheckPathPort(svc); port != 0 {
 		hc.Path, hc.Port = path, port
 	}
+	overlayHealthCheck(hc, a)
+	timeoutSet, key, of := a.hcTimeout != 0, a.key(prefix, AnnotationHealthCheckTimeout), ""
+	if port != nil {
+		overlayHealthCheck(hc, port.set)
+		timeoutSet, key, of = timeoutSet || port.set.hcTimeout != 0, a.key(prefix, AnnotationPortHealthChecks), " of port "+port.port
+	}
+	if hc.Protocol == cloudapi.HealthCheckTCP {
+		hc.Path = ""
+	}
+	if !timeoutSet && hc.Timeout > hc.Interval {
+		hc.Timeout = hc.Interval // a short interval alone shortens the default timeout
+	}
+	if hc.Timeout > hc.Interval {
+		return hc, fmt.Errorf("annotation %s: the health check timeout%s %s is longer than its interval %s", key, of, hc.Timeout, hc.Interval)
+	}
+	return hc, nil
+}
+
+// overlayHealthCheck sets the parts of hc that a's health check annotations set.
+func overlayHealthCheck(hc *cloudapi.HealthCheck, a parsedAnnotations) {
 	if a.hcProtocol != "" {
 		hc.Protocol = a.hcProtocol
 	}
@@ -49,16 +75,115 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations) (*clou
 	if a.hcUnhealthy != 0 {
 		hc.UnhealthyThreshold = a.hcUnhealthy
 	}
-	if hc.Protocol == cloudapi.HealthCheckTCP {
-		hc.Path = ""
+}
+
+// portHealthChecksValues are the values the port-health-checks annotation allows.
+const portHealthChecksValues = "entries separated by ';', each the number or name of a Service port, ':', and parts separated by spaces: " +
+	"protocol=, port=, path=, interval=, timeout=, healthy-threshold=, unhealthy-threshold=, each with a value its health-check-* annotation allows; " +
+	"for example `443: protocol=HTTPS path=/ready; metrics: protocol=TCP port=9100`"
+
+// portHealthCheck is one entry of the port-health-checks annotation: the Service port it
+// names (a number, canonical, or a name) and the parts of the health check it sets, in the
+// health check fields of set.
+type portHealthCheck struct {
+	port string
+	set  parsedAnnotations
+}
+
+// parsePortHealthChecks parses the value of the port-health-checks annotation: each part
+// by the health-check-* annotation of its name.
+func parsePortHealthChecks(v string) ([]portHealthCheck, error) {
+	parts := map[string]Annotation{}
+	var names []string
+	for _, an := range Annotations() {
+		if part, ok := strings.CutPrefix(an.Name, "health-check-"); ok {
+			parts[part] = an
+			names = append(names, part+"=")
+		}
 	}
-	if a.hcTimeout == 0 && hc.Timeout > hc.Interval {
-		hc.Timeout = hc.Interval // a short interval alone shortens the default timeout
+	var out []portHealthCheck
+	seen := map[string]bool{}
+	for _, entry := range strings.Split(v, ";") {
+		ref, rest, ok := strings.Cut(entry, ":")
+		if !ok {
+			return nil, fmt.Errorf("%s is not a port, ':' and the parts of its health check", quote.Value(strings.TrimSpace(entry)))
+		}
+		port, err := parsePortRef(ref)
+		if err != nil {
+			return nil, err
+		}
+		if seen[port] {
+			return nil, fmt.Errorf("port %s is named twice", port)
+		}
+		seen[port] = true
+		e, set := portHealthCheck{port: port}, map[string]bool{}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			return nil, fmt.Errorf("port %s: no part of a health check set (%s)", port, strings.Join(names, ", "))
+		}
+		for _, f := range fields {
+			name, value, _ := strings.Cut(f, "=")
+			an, known := parts[name]
+			switch {
+			case !known:
+				return nil, fmt.Errorf("port %s: %s is not one of %s followed by a value", port, quote.Value(f), strings.Join(names, ", "))
+			case set[name]:
+				return nil, fmt.Errorf("port %s: %s is set twice", port, name)
+			}
+			set[name] = true
+			if err := an.apply(value, &e.set); err != nil {
+				return nil, fmt.Errorf("port %s: %s=%s: %w (allowed: %s)", port, name, quote.Value(value), err, an.Values)
+			}
+		}
+		out = append(out, e)
 	}
-	if hc.Timeout > hc.Interval {
-		return hc, fmt.Errorf("annotation %s: the health check timeout %s is longer than its interval %s", a.key(prefix, AnnotationHealthCheckTimeout), hc.Timeout, hc.Interval)
+	return out, nil
+}
+
+// portHealthChecks gives the listeners ls, of the Service's ports, the health checks of
+// their own that the port-health-checks annotation asks for, over svcHC, the Service's
+// (a listener whose health check would be svcHC gets none of its own), and returns the
+// problems: an entry that names no port of the Service, a timeout longer than the
+// interval, a time that is not a whole number of unit (the cloud's).
+func portHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, svcHC *cloudapi.HealthCheck, ls []cloudapi.Listener, unit time.Duration) problems {
+	var ps problems
+	key := a.key(prefix, AnnotationPortHealthChecks)
+	fail := func(err error) {
+		ps = append(ps, problem{key: key, err: &AnnotationError{Key: key, Value: svc.Annotations[key], Allowed: portHealthChecksValues, Err: err}})
 	}
-	return hc, nil
+	for _, e := range a.portHCs {
+		var ports []corev1.ServicePort
+		for _, p := range svc.Spec.Ports {
+			if strconv.Itoa(int(p.Port)) == e.port || (p.Name != "" && p.Name == e.port) {
+				ports = append(ports, p)
+			}
+		}
+		if len(ports) == 0 {
+			fail(fmt.Errorf("the Service has no port %s", e.port))
+			continue
+		}
+		hc, err := healthCheck(prefix, svc, a, &e)
+		if err != nil {
+			fail(err)
+			continue
+		}
+		if unit > 0 && ((e.set.hcInterval != 0 && hc.Interval%unit != 0) || (e.set.hcTimeout != 0 && hc.Timeout%unit != 0)) {
+			fail(fmt.Errorf("port %s: interval %s and timeout %s: this cloud keeps a health check's times in whole numbers of %s", e.port, hc.Interval, hc.Timeout, unit))
+			continue
+		}
+		if *hc == *svcHC {
+			continue
+		}
+		for _, p := range ports {
+			proto := cloudapi.Protocol(cmp.Or(p.Protocol, corev1.ProtocolTCP))
+			for i, l := range ls {
+				if l.Key() == (cloudapi.ListenerKey{Protocol: proto, Port: p.Port}) {
+					ls[i].HealthCheck = hc
+				}
+			}
+		}
+	}
+	return ps
 }
 
 // adapterValues returns the adapter's settings of the spec: the defaults, overridden by
@@ -75,7 +200,7 @@ func adapterValues(decls Settings, defaults, annotated map[string]string, curren
 	}
 	maps.Copy(out, annotated)
 	if current != nil {
-		for name, v := range current.Spec.Settings {
+		for name, v := range current.Spec.SettingValues {
 			if !decls.declared(name) {
 				out[name] = v
 			}
@@ -87,7 +212,7 @@ func adapterValues(decls Settings, defaults, annotated map[string]string, curren
 			// A default is no reason to replace a load balancer: one made before the
 			// setting was declared or had a default, or before the default changed (in
 			// the cloud config or in the adapter), keeps the value it has.
-			if v, ok := d.canonical(current.Spec.Settings); ok {
+			if v, ok := d.canonical(current.Spec.SettingValues); ok {
 				out[d.Name] = v
 			} else {
 				delete(out, d.Name)

@@ -87,9 +87,10 @@
 //     annotations at apply time, from the same declarations the translation checks
 //     (each Annotation's CEL check beside its parser, a Setting's Values, the cloud's
 //     health check unit), the aliases' legacy keys included.
-//   - Node labels (nodelabels.go): WatchNodeLabels and SyncNodeLabels sync the targets of
-//     the Services it tracks with a node selector (tracked) when only a Node's labels
-//     change, which the service controller does not.
+//   - Node labels (nodelabels.go): SyncNodeLabels, which the Node label watch
+//     (controllers/labelwatch) calls, syncs the targets of the Services it tracks with a
+//     node selector (tracked) when only a Node's labels change, which the service
+//     controller does not.
 //
 // # Building it
 //

@@ -1,17 +1,12 @@
 package loadbalancer_test
 
 import (
-	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
@@ -163,55 +158,9 @@ func TestSyncNodeLabels(t *testing.T) {
 	assert.Empty(t, e.cloud.Calls().Sub(before))
 }
 
-// TestWatchNodeLabels runs the watch over a fake clientset: a label change on a Node moves
-// the targets of the Service that selects by it, within the informer's delivery.
-func TestWatchNodeLabels(t *testing.T) {
-	e := newEnv(t, fake.Config{})
-	nodes := e.labelled("web", "web", "db", "db", "db")
-	nodes[4].Labels[corev1.LabelNodeExcludeBalancers] = "true" // the service controller passes it not
-	nodes[3].Spec.Taints = []corev1.Taint{{Key: "ToBeDeletedByClusterAutoscaler", Effect: corev1.TaintEffectNoSchedule}}
-	objects := make([]runtime.Object, len(nodes))
-	for i, n := range nodes {
-		objects[i] = n
-	}
-	client := kubefake.NewClientset(objects...)
-	svc := newService("web", withNodeSelector("pool=db"))
-	passed := nodes[:3] // as the service controller would pass them
-	e.ensure(t, svc, passed)
-	require.Equal(t, []string{"i-2"}, e.only(t).Spec.Targets)
-
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	e.lb.WatchNodeLabels(ctx, client)
-
-	relabel := func(name string, labels map[string]string) {
-		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		require.NoError(t, err)
-		n.Labels = labels
-		_, err = client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		require.NoError(t, err)
-	}
-	waitTargets := func(want ...string) {
-		t.Helper()
-		assert.EventuallyWithT(t, func(c *assert.CollectT) {
-			assert.Equal(c, want, e.only(t).Spec.Targets)
-		}, 10*time.Second, 10*time.Millisecond)
-	}
-	relabel("node-0", map[string]string{"pool": "db"})
-	waitTargets("i-0", "i-2")
-	relabel("node-2", map[string]string{"pool": "web"})
-	waitTargets("i-0")
-	relabel("node-3", map[string]string{"pool": "db"}) // tainted for deletion: no target
-	relabel("node-1", map[string]string{"pool": "db", "zone": "a"})
-	waitTargets("i-0", "i-1")
-	relabel("node-4", map[string]string{"pool": "db"}) // no longer excluded
-	waitTargets("i-0", "i-1", "i-4")
-}
-
 // A Service with a node selector and a malformed annotation: a sync of node labels writes
 // the new targets and leaves the annotation to the service controller's sync (its event),
-// never returning it, which would make WatchNodeLabels retry every Service for ever.
+// never returning it, which would make the Node label watch retry every Service for ever.
 func TestSyncNodeLabelsLeavesAMalformedAnnotationToTheServiceController(t *testing.T) {
 	e := newEnv(t, fake.Config{})
 	nodes := e.labelled("web", "web", "db")

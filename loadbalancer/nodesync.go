@@ -35,8 +35,8 @@ import (
 // failed: then each call reads by owner tags, and the list is tried again after its
 // backoff. A node set that holds a Node twice has no arrival, and is read by owner tags.
 // Node sets of different sources that alternate make an arrival at every alternation: more
-// lists, never an older base. SyncNodeLabels, whose Node objects are WatchNodeLabels' own,
-// reads by owner tags and moves no arrival.
+// lists, never an older base. SyncNodeLabels, whose Node objects are the Node label
+// watch's own, reads by owner tags and moves no arrival.
 type nodeSetClock struct {
 	mu    sync.Mutex
 	set   nodeSet

@@ -73,9 +73,10 @@ type Options struct {
 	// this process synced, and the creation brake counts the creates as they come), and
 	// so does a nil ServiceInterface from it (a client not set up yet).
 	Services typedcorev1.ServicesGetter
-	// Settings are the adapter's own load balancer settings (see Setting), read from the
-	// Service's annotations and handed to the cloud in cloudapi.LoadBalancerSpec.Settings.
-	// New refuses declarations that Settings.Validate refuses.
+	// Settings are the adapter's declarations of its own load balancer settings (see
+	// Setting); their values are read from the Service's annotations and handed to the
+	// cloud in cloudapi.LoadBalancerSpec.SettingValues. New refuses declarations that
+	// Settings.Validate refuses.
 	Settings Settings
 	// SettingDefaults override the declared defaults of Settings for every Service
 	// (setting name to value, as the cloud config's loadBalancer.settings). New refuses a

@@ -22,7 +22,7 @@ import (
 type planner struct {
 	clusterID, prefix string
 	settings          Settings
-	adapterDefaults   map[string]string // the adapter's settings every Service starts from; never changed
+	settingDefaults   map[string]string // the adapter's settings every Service starts from; never changed
 	aliases           Aliases
 	shape             cloudapi.LoadBalancerShape
 	providerID        providerid.Format
@@ -75,7 +75,7 @@ func (p *planner) desired(logger klog.Logger, svc *corev1.Service, owner string,
 		current:   current,
 		targets:   func(sel labels.Selector) []string { return p.targets(logger, nodes, sel) },
 		clusterID: p.clusterID, prefix: p.prefix,
-		declarations: p.settings, adapterDefaults: p.adapterDefaults, aliases: p.aliases, shape: p.shape,
+		declarations: p.settings, settingDefaults: p.settingDefaults, aliases: p.aliases, shape: p.shape,
 	})
 	p.report.unknown(logger, svc, ps.unknownKeys())
 	p.report.conflicts(logger, svc, ps)
@@ -169,9 +169,9 @@ func (p *planner) replaces(logger klog.Logger, svc *corev1.Service, current *clo
 	}
 	if keep {
 		return false, fmt.Errorf("load balancer %s has %s %s, and annotation %s asks for %s, which takes a new load balancer with a new address: with keep-on-delete, ccmkit deletes none; set annotation %s to replace it, or set %s back",
-			current.ID, name, quote.Value(current.Spec.Settings[name]), p.intents.key(svc, name), quote.Value(want.Settings[name]), setTo, p.intents.key(svc, name))
+			current.ID, name, quote.Value(current.Spec.SettingValues[name]), p.intents.key(svc, name), quote.Value(want.SettingValues[name]), setTo, p.intents.key(svc, name))
 	}
-	logger.Info("Replacing load balancer: the cloud cannot change this setting in place", "loadBalancer", current.ID, "setting", name, "from", quote.Text(current.Spec.Settings[name]), "to", quote.Text(want.Settings[name]))
+	logger.Info("Replacing load balancer: the cloud cannot change this setting in place", "loadBalancer", current.ID, "setting", name, "from", quote.Text(current.Spec.SettingValues[name]), "to", quote.Text(want.SettingValues[name]))
 	return true, nil
 }
 

@@ -61,7 +61,7 @@ func plannedNodes(n int) []*corev1.Node {
 // else does.
 func TestPlannerReplaces(t *testing.T) {
 	p := testPlanner(t)
-	current := &cloudapi.LoadBalancer{ID: "lb-1", Spec: cloudapi.LoadBalancerSpec{Settings: map[string]string{"tier": "standard"}}}
+	current := &cloudapi.LoadBalancer{ID: "lb-1", Spec: cloudapi.LoadBalancerSpec{SettingValues: map[string]string{"tier": "standard"}}}
 	for _, tc := range []struct {
 		name     string
 		ann      map[string]string
@@ -79,7 +79,7 @@ func TestPlannerReplaces(t *testing.T) {
 		{name: "keep-on-delete without a change", ann: map[string]string{AnnotationKeepOnDelete: "true"}, tier: "standard"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			want := cloudapi.LoadBalancerSpec{Internal: tc.internal, Settings: map[string]string{"tier": tc.tier}}
+			want := cloudapi.LoadBalancerSpec{Internal: tc.internal, SettingValues: map[string]string{"tier": tc.tier}}
 			replace, err := p.replaces(klog.Logger{}, plannedService("web", tc.ann), current, want)
 			if tc.err != "" {
 				require.Error(t, err)
@@ -111,13 +111,13 @@ func TestPlannerUpdateWant(t *testing.T) {
 	}{
 		{
 			name:    "well-formed: every node, grouped, internal kept",
-			current: cloudapi.LoadBalancerSpec{Internal: true, Targets: []string{"i-0"}, Settings: map[string]string{"tier": "premium"}},
+			current: cloudapi.LoadBalancerSpec{Internal: true, Targets: []string{"i-0"}, SettingValues: map[string]string{"tier": "premium"}},
 			check: func(t *testing.T, w wanted) {
 				require.NoError(t, w.serr)
 				assert.Equal(t, []string{"i-0", "i-1", "i-2", "i-3"}, w.spec.Targets)
 				assert.True(t, w.grouped)
 				assert.True(t, w.spec.Internal, "a node sync never switches internal and public")
-				assert.Equal(t, "premium", w.spec.Settings["tier"], "a node sync never changes a replaced setting")
+				assert.Equal(t, "premium", w.spec.SettingValues["tier"], "a node sync never changes a replaced setting")
 			},
 		},
 		{

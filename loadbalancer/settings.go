@@ -15,10 +15,10 @@ import (
 // Setting is a load balancer setting that an adapter declares for its cloud, such as a
 // size or an algorithm: ccmkit reads it from the Service annotation Name under the
 // annotation prefix, checks it like its own annotations, and hands the adapter its
-// canonical value in cloudapi.LoadBalancerSpec.Settings[Name]. The adapter never sees the
+// canonical value in cloudapi.LoadBalancerSpec.SettingValues[Name]. The adapter never sees the
 // Service.
 type Setting struct {
-	// Name is the setting's name: the key in cloudapi.LoadBalancerSpec.Settings and the
+	// Name is the setting's name: the key in cloudapi.LoadBalancerSpec.SettingValues and the
 	// annotation's key after the prefix, for example "size". A DNS label (lower-case
 	// letters, digits and '-'), not one of ccmkit's own annotations. Required.
 	Name string
@@ -207,8 +207,8 @@ func (ss Settings) replaced(current, want cloudapi.LoadBalancerSpec) string {
 		if !d.Replace {
 			continue
 		}
-		cur, known := d.canonical(current.Settings)
-		w, wanted := want.Settings[d.Name]
+		cur, known := d.canonical(current.SettingValues)
+		w, wanted := want.SettingValues[d.Name]
 		if known && wanted && cur != w {
 			return d.Name
 		}
@@ -236,16 +236,16 @@ func (s Setting) canonical(values map[string]string) (string, bool) {
 // cloud spells it (so a wanted value replaces it), and the names ss does not declare as
 // they are (translate carries them over unchanged: no difference).
 func (ss Settings) comparable(current cloudapi.LoadBalancerSpec) cloudapi.LoadBalancerSpec {
-	if len(current.Settings) == 0 {
+	if len(current.SettingValues) == 0 {
 		return current
 	}
-	values := maps.Clone(current.Settings)
+	values := maps.Clone(current.SettingValues)
 	for _, d := range ss {
 		if c, ok := d.canonical(values); ok {
 			values[d.Name] = c
 		}
 	}
-	current.Settings = values
+	current.SettingValues = values
 	return current
 }
 
@@ -255,25 +255,25 @@ func (ss Settings) keepReplaced(current cloudapi.LoadBalancerSpec, want *cloudap
 	if ss.replaced(current, *want) == "" {
 		return
 	}
-	want.Settings = maps.Clone(want.Settings)
-	if want.Settings == nil {
-		want.Settings = map[string]string{}
+	want.SettingValues = maps.Clone(want.SettingValues)
+	if want.SettingValues == nil {
+		want.SettingValues = map[string]string{}
 	}
 	for _, d := range ss {
 		if !d.Replace {
 			continue
 		}
-		if v, ok := current.Settings[d.Name]; ok {
+		if v, ok := current.SettingValues[d.Name]; ok {
 			if c, err := d.parse(v); err == nil {
 				v = c // as comparable has it, so the diff sees no change
 			}
-			want.Settings[d.Name] = v
+			want.SettingValues[d.Name] = v
 		} else {
-			delete(want.Settings, d.Name)
+			delete(want.SettingValues, d.Name)
 		}
 	}
-	if len(want.Settings) == 0 {
-		want.Settings = nil
+	if len(want.SettingValues) == 0 {
+		want.SettingValues = nil
 	}
 }
 

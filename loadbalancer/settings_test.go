@@ -163,7 +163,7 @@ func TestAdapterSettings(t *testing.T) {
 	svc := newService("web")
 	e.ensure(t, svc, e.nodes)
 	first := e.only(t)
-	assert.Equal(t, map[string]string{"size": "small", "network-tier": "standard", "idle-timeout": "30"}, first.Spec.Settings,
+	assert.Equal(t, map[string]string{"size": "small", "network-tier": "standard", "idle-timeout": "30"}, first.Spec.SettingValues,
 		"the declared defaults, and the config's default")
 
 	before := e.cloud.Calls()
@@ -181,10 +181,10 @@ func TestAdapterSettings(t *testing.T) {
 		lb := e.only(t)
 		assert.Equal(t, first.ID, lb.ID)
 		assert.Equal(t, first.Addresses, lb.Addresses)
-		assert.Equal(t, map[string]string{"size": "large", "network-tier": "standard", "idle-timeout": "120"}, lb.Spec.Settings, "canonical values")
+		assert.Equal(t, map[string]string{"size": "large", "network-tier": "standard", "idle-timeout": "120"}, lb.Spec.SettingValues, "canonical values")
 		h := e.cloud.LoadBalancerHistory()[history:]
 		require.Len(t, h, 1)
-		assert.Equal(t, []string{"idle-timeout", "size"}, h[0].Changes.Settings)
+		assert.Equal(t, []string{"idle-timeout", "size"}, h[0].Changes.SettingValues)
 		assert.True(t, h[0].ChangesMatch())
 
 		before = e.cloud.Calls()
@@ -202,7 +202,7 @@ func TestAdapterSettings(t *testing.T) {
 		e.ensure(t, premium, e.nodes)
 		lb := e.only(t)
 		assert.NotEqual(t, old.ID, lb.ID, "replaced")
-		assert.Equal(t, "premium", lb.Spec.Settings["network-tier"])
+		assert.Equal(t, "premium", lb.Spec.SettingValues["network-tier"])
 	})
 
 	t.Run("keep-on-delete refuses a replacement", func(t *testing.T) {
@@ -231,7 +231,7 @@ func TestReplaceSettingNotAnnotatedKeepsAnOlderLoadBalancer(t *testing.T) {
 	e2.ensure(t, svc, e.nodes)
 	lb := e2.only(t)
 	assert.Equal(t, first.ID, lb.ID, "not replaced for a default nobody asked for")
-	assert.Equal(t, map[string]string{"size": "small"}, lb.Spec.Settings, "the in-place setting's default is written")
+	assert.Equal(t, map[string]string{"size": "small"}, lb.Spec.SettingValues, "the in-place setting's default is written")
 	before := e.cloud.Calls()
 	e2.ensure(t, svc, e.nodes)
 	assert.Empty(t, e.cloud.Calls().Sub(before), "converged")
@@ -268,7 +268,7 @@ func TestUnknownAnnotationIsAWarningEventOncePerChange(t *testing.T) {
 	got := events(rec)
 	require.Len(t, got, 1)
 	assert.Contains(t, got[0], "Warning UnknownAnnotation Ignoring annotation loadbalancer.ccmkit.io/sise")
-	assert.Equal(t, "small", e.only(t).Spec.Settings["size"], "never a failed sync")
+	assert.Equal(t, "small", e.only(t).Spec.SettingValues["size"], "never a failed sync")
 
 	e.ensure(t, typo, e.nodes)
 	require.NoError(t, e.lb.UpdateLoadBalancer(t.Context(), "c", typo, e.nodes))
@@ -320,7 +320,7 @@ func mustFormat(t *testing.T) providerid.Format {
 
 func TestNamedLoadBalancerIsNeverReplacedForASetting(t *testing.T) {
 	e := newEnvWith(t, fake.Config{}, withSettings(nil, nil))
-	named := e.unowned(t, "kept", func(s *cloudapi.LoadBalancerSpec) { s.Settings = map[string]string{"network-tier": "premium"} })
+	named := e.unowned(t, "kept", func(s *cloudapi.LoadBalancerSpec) { s.SettingValues = map[string]string{"network-tier": "premium"} })
 	svc := newService("web", withAnnotation(loadbalancer.AnnotationLoadBalancerID, named.ID), withAnnotation("network-tier", "standard"))
 	before := e.cloud.Calls()
 	_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", svc, e.nodes)
@@ -333,7 +333,7 @@ func TestNamedLoadBalancerIsNeverReplacedForASetting(t *testing.T) {
 	e.ensure(t, svc, e.nodes)
 	lb := e.only(t)
 	assert.Equal(t, named.ID, lb.ID, "adopted")
-	assert.Equal(t, map[string]string{"size": "small", "network-tier": "premium"}, lb.Spec.Settings)
+	assert.Equal(t, map[string]string{"size": "small", "network-tier": "premium"}, lb.Spec.SettingValues)
 }
 
 // A cloud that spells a setting differently, a default that changes and a value the
@@ -351,7 +351,7 @@ func TestReplaceSettingIsReplacedOnlyForAnAnnotatedValue(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := e.only(t).Spec.Clone()
-			spec.Settings["network-tier"] = tc.cloudValue
+			spec.SettingValues["network-tier"] = tc.cloudValue
 			_, err := api.UpdateLoadBalancer(t.Context(), first.ID, cloudapi.LoadBalancerUpdate{Spec: spec})
 			require.NoError(t, err)
 			e.expire() // Ensure reads the cloud again
@@ -387,7 +387,7 @@ func TestUndeclaredSettingsAreKept(t *testing.T) {
 	svc := newService("web", withAnnotation("zone-x", "b"))
 	e.ensure(t, svc, e.nodes)
 	first := e.only(t)
-	require.Equal(t, map[string]string{"size": "small", "zone-x": "b"}, first.Spec.Settings)
+	require.Equal(t, map[string]string{"size": "small", "zone-x": "b"}, first.Spec.SettingValues)
 
 	// The adapter now declares only size.
 	api, _ := e.cloud.LoadBalancers()
@@ -415,9 +415,9 @@ func TestUndeclaredSettingsAreKept(t *testing.T) {
 			assert.Equal(t, int64(1), e.cloud.Calls().Sub(before).Writes(), "one update")
 			got := e.only(t)
 			assert.Equal(t, first.ID, got.ID)
-			assert.Equal(t, map[string]string{"size": "small", "zone-x": "b"}, got.Spec.Settings, "zone-x kept")
+			assert.Equal(t, map[string]string{"size": "small", "zone-x": "b"}, got.Spec.SettingValues, "zone-x kept")
 			h := e.cloud.LoadBalancerHistory()
-			assert.Empty(t, h[len(h)-1].Changes.Settings, "no setting changed")
+			assert.Empty(t, h[len(h)-1].Changes.SettingValues, "no setting changed")
 
 			before = e.cloud.Calls()
 			require.NoError(t, tc.sync())

@@ -176,3 +176,49 @@ func TestHealthCheckTimesTheCloudCannotKeepAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestPortHealthChecks: on a cloud that builds a port's own health check (its shape
+// declares cloudapi.FeatureListenerHealthCheck), the port-health-checks annotation gives
+// the port's listener its own, which a converged sync does not write again, a change
+// rewrites and a removal takes away; a cloud that keeps one health check for all ports
+// refuses the Service before any write.
+func TestPortHealthChecks(t *testing.T) {
+	ports := withPorts(corev1.ServicePort{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080},
+		corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443})
+	own := func(t *testing.T, e *env) map[int32]*cloudapi.HealthCheck {
+		out := map[int32]*cloudapi.HealthCheck{}
+		for _, l := range e.only(t).Spec.Listeners {
+			out[l.Port] = l.HealthCheck
+		}
+		return out
+	}
+	t.Run("built where declared", func(t *testing.T) {
+		shape := cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureListenerHealthCheck}}
+		e := newEnvWith(t, fake.Config{}, withShape(shape))
+		e.ensure(t, newService("web", ports, withAnnotation(loadbalancer.AnnotationPortHealthChecks, "https: protocol=HTTPS path=/ready")), e.nodes)
+		got := own(t, e)
+		require.NotNil(t, got[443])
+		assert.Equal(t, cloudapi.HealthCheckHTTPS, got[443].Protocol)
+		assert.Equal(t, "/ready", got[443].Path)
+		assert.Nil(t, got[80], "the Service's health check")
+		assert.Equal(t, cloudapi.HealthCheckHTTP, e.only(t).Spec.HealthCheck.Protocol)
+
+		e.expire()
+		before := e.cloud.Calls()
+		e.ensure(t, newService("web", ports, withAnnotation(loadbalancer.AnnotationPortHealthChecks, "443: protocol=HTTPS path=/ready")), e.nodes)
+		assert.Zero(t, e.cloud.Calls().Sub(before).Writes(), "converged: the port by number is the port by name")
+
+		e.ensure(t, newService("web", ports, withAnnotation(loadbalancer.AnnotationPortHealthChecks, "443: protocol=HTTPS path=/live")), e.nodes)
+		assert.Equal(t, "/live", own(t, e)[443].Path)
+
+		e.ensure(t, newService("web", ports), e.nodes)
+		assert.Nil(t, own(t, e)[443], "removed with the annotation")
+	})
+	t.Run("refused where the cloud keeps one for all ports", func(t *testing.T) {
+		e := newEnvWith(t, fake.Config{}, withShape(cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureHealthCheck}}))
+		_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", newService("web", ports, withAnnotation(loadbalancer.AnnotationPortHealthChecks, "443: port=9000")), e.nodes)
+		require.ErrorContains(t, err, "do not support a health check of a port's own")
+		assert.ErrorContains(t, err, prefix+loadbalancer.AnnotationPortHealthChecks)
+		assert.Zero(t, e.cloud.Calls().Writes(), "nothing created")
+	})
+}

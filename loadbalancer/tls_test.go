@@ -206,7 +206,7 @@ func TestConvergedWithEverySettingCostsNoCall(t *testing.T) {
 	lb := e.only(t)
 	assert.Equal(t, []string{"i-0", "i-1", "i-3"}, lb.Spec.Targets)
 	assert.Equal(t, cloudapi.SessionAffinityClientIP, lb.Spec.SessionAffinity)
-	assert.Equal(t, map[string]string{"size": "medium", "network-tier": "premium", "idle-timeout": "30"}, lb.Spec.Settings)
+	assert.Equal(t, map[string]string{"size": "medium", "network-tier": "premium", "idle-timeout": "30"}, lb.Spec.SettingValues)
 
 	before := e.cloud.Calls()
 	e.ensure(t, svc, nodes)

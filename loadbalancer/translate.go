@@ -29,7 +29,7 @@ import (
 // tls-ports annotation with the tls-certificates), the targets of the Nodes the
 // node-selector annotation selects, the health check (HTTP on spec.healthCheckNodePort at
 // /healthz with externalTrafficPolicy Local, else kube-proxy's KubeProxyHealthzPort; each
-// part overridden by its annotation), the source ranges (the upstream helper's rules;
+// part overridden by its annotation; a port's own from the port-health-checks annotation), the source ranges (the upstream helper's rules;
 // allow-all is none), session affinity, IP families, the requested addresses (annotation,
 // else spec.loadBalancerIP), the adapter's settings (see adapterValues), and the owner
 // tags beside the tags others put on in.current.
@@ -66,7 +66,7 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 			spec.Name = shareName(in.clusterID, share)
 		}
 	}
-	spec.Settings = adapterValues(in.declarations, in.adapterDefaults, a.adapterValues, in.current)
+	spec.SettingValues = adapterValues(in.declarations, in.settingDefaults, a.adapterValues, in.current)
 	if raw := svc.Spec.LoadBalancerIP; raw != "" { //nolint:staticcheck // the deprecated field is still honoured
 		addr, perr := netip.ParseAddr(raw)
 		ip := addr.Unmap().String() // canonical, as the annotation's and the cloud's
@@ -109,7 +109,7 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 
 	spec.Targets = in.targets(a.nodeSelector)
 
-	hc, err := healthCheck(prefix, svc, a)
+	hc, err := healthCheck(prefix, svc, a, nil)
 	if err != nil {
 		fail(a.key(prefix, AnnotationHealthCheckTimeout), err)
 	}
@@ -125,6 +125,7 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 		}
 	}
 	spec.HealthCheck = hc
+	ps = append(ps, portHealthChecks(prefix, svc, a, hc, spec.Listeners, in.shape.HealthCheckUnit)...)
 
 	ranges, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
 	if err != nil {
@@ -201,6 +202,9 @@ func unsupported(prefix string, a parsedAnnotations, f cloudapi.Feature, spec cl
 		field, what = key(AnnotationIPAddresses), "requested addresses (annotation "+key(AnnotationIPAddresses)+" or spec.loadBalancerIP)"
 	case cloudapi.FeatureSessionAffinity:
 		field, what = "spec.sessionAffinity", "session affinity ClientIP (spec.sessionAffinity)"
+	case cloudapi.FeatureListenerHealthCheck:
+		field = key(AnnotationPortHealthChecks)
+		what = fmt.Sprintf("a health check of a port's own, they keep one per load balancer (ports %s; annotation %s)", ports(func(l cloudapi.Listener) bool { return l.HealthCheck != nil }), field)
 	default:
 		what = string(f)
 	}
@@ -281,7 +285,7 @@ type translation struct {
 	// declarations are the adapter's declared settings (Options.Settings), and
 	// adapterDefaults the values every Service starts from (see LoadBalancer).
 	declarations    Settings
-	adapterDefaults map[string]string
+	settingDefaults map[string]string
 	// shape is what the cloud's load balancers do not support (Options.Shape): a spec
 	// that uses one is a problem.
 	shape cloudapi.LoadBalancerShape
@@ -366,7 +370,7 @@ func checkNamed(prefix string, decls Settings, a parsedAnnotations, spec cloudap
 	}
 	if name := decls.replaced(current.Spec, spec); name != "" {
 		errs = append(errs, fmt.Errorf("load balancer %s has %s %s, but annotation %s asks for %s, which only a new load balancer can have: a load balancer named by annotation %s is never replaced; set %s",
-			current.ID, name, quote.Value(current.Spec.Settings[name]), a.key(prefix, name), quote.Value(spec.Settings[name]), key, a.setTo(prefix, name, quote.Value(current.Spec.Settings[name]))))
+			current.ID, name, quote.Value(current.Spec.SettingValues[name]), a.key(prefix, name), quote.Value(spec.SettingValues[name]), key, a.setTo(prefix, name, quote.Value(current.Spec.SettingValues[name]))))
 	}
 	return errs
 }

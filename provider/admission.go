@@ -27,7 +27,7 @@ func (c *Cloud) AdmissionPolicy() ([]byte, error) {
 		Aliases:          c.opts.LoadBalancerAliases,
 		Class:            c.cfg.LoadBalancer.Class,
 		ClassOnly:        !c.cfg.ServesUnclassed(),
-		HealthCheckUnit:  c.opts.LoadBalancerShape.HealthCheckUnit,
+		Shape:            c.opts.LoadBalancerShape,
 	})
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/nodelabels"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/providerid"
 	"github.com/ccmkit/ccmkit/routes"
@@ -71,6 +74,9 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		errs = append(errs, err)
 	}
 	if err := checkSettings(&cfg, opts); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkNodeLabels(opts.NodeLabels); err != nil {
 		errs = append(errs, err)
 	}
 	format, err := providerid.Compile(opts.ProviderIDTemplate)
@@ -125,7 +131,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 		c.instances, err = instances.New(c.lookup, instances.Options{
 			ProviderID:       format,
 			Region:           cfg.Region,
-			AdditionalLabels: cfg.Nodes.AdditionalLabels,
+			AdditionalLabels: nodeLabels(opts.NodeLabels, cfg.Nodes),
 			LabelsFromTags:   cfg.Nodes.LabelsFromTags,
 			IPFamilies:       cfg.Nodes.IPFamilies,
 			Recorder:         lateRecorder{c},
@@ -166,7 +172,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			Recorder:              lateRecorder{c},
 			Services:              lateServices{c},
 			Settings:              opts.LoadBalancerSettings,
-			SettingDefaults:       cfg.LoadBalancer.Settings,
+			SettingDefaults:       cfg.LoadBalancer.SettingDefaults,
 			Shape:                 opts.LoadBalancerShape,
 			Aliases:               opts.LoadBalancerAliases,
 			TargetGroups:          groups,
@@ -298,7 +304,7 @@ type Options struct {
 	Metrics MetricsRegistry
 	// LoadBalancerSettings are the adapter's own load balancer settings (a size, a type,
 	// an algorithm ...), read from Service annotations under the annotation prefix and
-	// handed to the backend, checked and canonical, in cloudapi.LoadBalancerSpec.Settings;
+	// handed to the backend, checked and canonical, in cloudapi.LoadBalancerSpec.SettingValues;
 	// see loadbalancer.Setting. The cloud config's loadBalancer.settings overrides their
 	// defaults. Register stops the process when they are declared wrongly; New and the
 	// Factory return the error.
@@ -315,6 +321,19 @@ type Options struct {
 	// are declared wrongly for the adapter's AnnotationPrefix; New and the Factory return
 	// the error, also for the config's loadBalancer.annotationPrefix.
 	LoadBalancerAliases loadbalancer.Aliases
+	// NodeLabels are labels the adapter puts on every Node at initialization, as its
+	// cloud's earlier cloud-controller-manager labelled them (Hetzner's:
+	// instance.hetzner.cloud/provided-by=cloud), beside the config's
+	// nodes.additionalLabels and nodes.labelsFromTags, which win for a label they set. Keys
+	// and values follow the rules of nodes.additionalLabels. Register stops the process
+	// when they are declared wrongly; New and the Factory return the error.
+	NodeLabels map[string]string
+	// EnvFallbacks are the environment variables the adapter reads as fallbacks of cloud
+	// config keys (see EnvFallback), such as those its cloud's earlier
+	// cloud-controller-manager read. The Factory (and so Register) reads them; New, given
+	// a Config, does not. Register stops the process when they are declared wrongly; the
+	// Factory returns the error.
+	EnvFallbacks []EnvFallback
 	// Clock is the clock the provider's caches age by (how old a snapshot is, when a
 	// failed list may be retried). Nil means the real clock, clock.RealClock{};
 	// simulations and tests pass a fake one (k8s.io/utils/clock/testing).
@@ -377,8 +396,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 // LoadBalancerWork returns the provider's LoadBalancer and how often its collection of
 // unused target groups runs (cache.maxAge; zero when the load balancers use no target
 // groups), for the controllers that do its background work: the watch of Node labels
-// (loadbalancer.LoadBalancer.WatchNodeLabels: the service controller does not sync a
-// Service's targets when only a Node's labels change) and the periodic collection
+// (labelwatch.Run of package controllers/labelwatch over the LoadBalancer's
+// SyncNodeLabels: the service controller does not sync a Service's targets when only a
+// Node's labels change) and the periodic collection
 // (loadbalancer.LoadBalancer.CollectGroups). controllers.With adds both to a
 // cloud-controller-manager; a program that runs the service controller itself starts
 // them. ok is false when load balancers are off.
@@ -557,4 +577,34 @@ func (c *Config) serves(svc *corev1.Service) bool {
 		return c.ServesUnclassed()
 	}
 	return c.LoadBalancer.Class != "" && *svc.Spec.LoadBalancerClass == c.LoadBalancer.Class
+}
+
+// nodeLabels are the additional labels of every Node: the adapter's (declared) and the
+// config's nodes.additionalLabels, leaving out a declared label that the config sets
+// itself or maps from a tag.
+func nodeLabels(declared map[string]string, nodes NodesConfig) map[string]string {
+	if len(declared) == 0 {
+		return nodes.AdditionalLabels
+	}
+	out := maps.Clone(nodes.AdditionalLabels)
+	if out == nil {
+		out = make(map[string]string, len(declared))
+	}
+	fromTags := slices.Collect(maps.Values(nodes.LabelsFromTags))
+	for k, v := range declared {
+		if _, set := out[k]; !set && !slices.Contains(fromTags, k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// checkNodeLabels checks the adapter's Options.NodeLabels by the rules of
+// nodes.additionalLabels.
+func checkNodeLabels(labels map[string]string) error {
+	var errs []error
+	for _, p := range nodelabels.Check(labels, nil) {
+		errs = append(errs, fmt.Errorf("provider.Options.NodeLabels: %s", p.Msg))
+	}
+	return errors.Join(errs...)
 }

@@ -352,12 +352,12 @@ type LoadBalancerConfig struct {
 	// controller does not start and Services without a class are left to another
 	// implementation.
 	ServeUnclassed *bool `yaml:"serveUnclassed"`
-	// Settings are the defaults of the adapter's own load balancer settings for every
+	// SettingDefaults are the defaults of the adapter's own load balancer settings for every
 	// Service (YAML "settings"): setting name to value, overriding the adapter's declared
 	// defaults; a Service's annotation overrides them. Each name must be one the adapter
 	// declares (provider.Options.LoadBalancerSettings) and each value allowed; checked
 	// with the rest of the config. Default: none, the adapter's defaults.
-	Settings map[string]string `yaml:"settings"`
+	SettingDefaults map[string]string `yaml:"settings"`
 	// TargetGroups says whether load balancers share the cloud's target groups when the
 	// adapter offers them (cloudapi.TargetGroupClient) (YAML "targetGroups"); default
 	// true. Then the load balancers that want the same Nodes (the same node selector, or
@@ -661,34 +661,62 @@ func validateAnnotationPrefix(p string) error {
 // ReadConfig reads a cloud config for providerName from r: decodes it strictly (an
 // unknown key is an error naming the key and its line), applies defaults and resolves
 // the credential from the file, the environment or a token file. It does not validate;
-// call Validate. A nil r yields the defaults, for backends that need no config.
+// call Validate. A nil r yields the defaults, for backends that need no config. It reads
+// no adapter's environment fallbacks (Options.EnvFallbacks): the Factory does.
 func ReadConfig(r io.Reader, providerName string) (*Config, error) {
 	return readConfig(r, providerName, os.Getenv, readTokenFile)
 }
 
 // readConfig is ReadConfig with the environment and the file system given.
 func readConfig(r io.Reader, providerName string, getenv func(string) string, readFile func(string) ([]byte, error)) (*Config, error) {
+	cfg, _, err := readConfigEnv(r, providerName, nil, func(k string) (string, bool) { v := getenv(k); return v, v != "" }, readFile)
+	return cfg, err
+}
+
+// readConfigEnv is readConfig that also reads the adapter's environment fallbacks
+// (applyEnv) where the file (r, not nil) sets no value; it returns the keys it read from
+// the environment, as "key from $NAME", also with an error, for the error's reader.
+func readConfigEnv(r io.Reader, providerName string, fallbacks []EnvFallback, lookup func(string) (string, bool), readFile func(string) ([]byte, error)) (*Config, []string, error) {
+	getenv := func(k string) string { v, _ := lookup(k); return v }
 	cfg := &Config{}
+	var used []string
 	if r != nil {
 		data, err := io.ReadAll(r)
 		if err != nil {
-			return nil, fmt.Errorf("reading cloud config: %w", err)
+			return nil, nil, fmt.Errorf("reading cloud config: %w", err)
 		}
 		node, err := strictyaml.Parse(data)
 		if err != nil {
-			return nil, fmt.Errorf("cloud config: %w", err)
+			return nil, nil, fmt.Errorf("cloud config: %w", err)
+		}
+		if len(fallbacks) > 0 {
+			tokenEnv, fileEnv := credentialEnv(providerName)
+			otherCredential := getenv(tokenEnv) != "" || getenv(fileEnv) != "" || (node != nil && hasKey(node, credentialsKey))
+			if node, used, err = applyEnv(node, fallbacks, lookup, otherCredential); err != nil {
+				return nil, used, fmt.Errorf("cloud config: %w", err)
+			}
 		}
 		if node != nil {
 			if err := decodeTop(node, cfg); err != nil {
-				return nil, fmt.Errorf("cloud config: %w", err)
+				return nil, used, fmt.Errorf("cloud config: %w", err)
 			}
 		}
 	}
 	if err := cfg.resolveCredentials(providerName, getenv, readFile); err != nil {
-		return nil, fmt.Errorf("cloud config: %w", err)
+		return nil, used, fmt.Errorf("cloud config: %w", err)
 	}
 	cfg.SetDefaults()
-	return cfg, nil
+	return cfg, used, nil
+}
+
+// hasKey reports whether the mapping n has the key with a value that is not null.
+func hasKey(n *yaml.Node, key string) bool {
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key && !isNull(n.Content[i+1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeTop decodes the known keys of the top-level mapping strictly into cfg and keeps

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -38,9 +40,10 @@ type Backend[C any] struct {
 // from an adapter package's init; a CCM's main.go then selects the adapter with a blank
 // import and --cloud-provider=providerName. Like cloudprovider.RegisterCloudProvider, it
 // stops the process (a fatal log line, exit status 255) when providerName is registered
-// twice, and also when opts.LoadBalancerSettings, opts.LoadBalancerShape or
-// opts.LoadBalancerAliases are declared wrongly (see loadbalancer.Settings.Validate,
-// cloudapi.LoadBalancerShape.Validate and loadbalancer.Aliases.Validate): a registration
+// twice, and also when opts.LoadBalancerSettings, opts.LoadBalancerShape,
+// opts.LoadBalancerAliases, opts.EnvFallbacks or opts.NodeLabels are declared wrongly (see
+// loadbalancer.Settings.Validate, cloudapi.LoadBalancerShape.Validate,
+// loadbalancer.Aliases.Validate, EnvFallback and Options.NodeLabels): a registration
 // is code, and a CCM built from a wrong one must not start. The log line names the
 // provider and every problem.
 func Register[C any](providerName string, backend Backend[C], opts Options) {
@@ -51,6 +54,10 @@ func Register[C any](providerName string, backend Backend[C], opts Options) {
 	}
 	if err := opts.LoadBalancerAliases.Validate(opts.withDefaults().AnnotationPrefix, opts.LoadBalancerSettings); err != nil {
 		klog.ErrorS(err, "Invalid annotation aliases in the provider's registration (provider.Options.LoadBalancerAliases)", "provider", providerName)
+		klog.FlushAndExit(klog.ExitFlushTimeout, 255)
+	}
+	if err := errors.Join(validateEnv(opts.EnvFallbacks, backend.Name), checkNodeLabels(opts.NodeLabels)); err != nil {
+		klog.ErrorS(err, "Invalid environment fallbacks or Node labels in the provider's registration (provider.Options.EnvFallbacks, NodeLabels)", "provider", providerName)
 		klog.FlushAndExit(klog.ExitFlushTimeout, 255)
 	}
 	cloudprovider.RegisterCloudProvider(providerName, Factory(backend, opts))
@@ -79,9 +86,12 @@ func build[C any](r io.Reader, backend Backend[C], opts Options) (*Cloud, error)
 	if r == nil && !backend.ConfigOptional {
 		return nil, fmt.Errorf("provider %q needs a cloud config: start the cloud-controller-manager with --cloud-config=<file> (a YAML file with at least cluster.id and a %q section; see the configuration reference in the README)", opts.ProviderName, backend.Name)
 	}
-	cfg, err := ReadConfig(r, opts.ProviderName)
+	if err := validateEnv(opts.EnvFallbacks, backend.Name); err != nil {
+		return nil, fmt.Errorf("provider %q: its environment fallbacks are declared wrongly: %w", opts.ProviderName, err)
+	}
+	cfg, fromEnv, err := readConfigEnv(r, opts.ProviderName, opts.EnvFallbacks, os.LookupEnv, readTokenFile)
 	if err != nil {
-		return nil, err
+		return nil, withEnvNote(err, fromEnv)
 	}
 	var errs []error
 	switch cfg.Backend {
@@ -111,13 +121,22 @@ func build[C any](r io.Reader, backend Backend[C], opts Options) (*Cloud, error)
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("invalid cloud config for provider %q:\n%w", opts.ProviderName, errors.Join(errs...))
+		return nil, withEnvNote(fmt.Errorf("invalid cloud config for provider %q:\n%w", opts.ProviderName, errors.Join(errs...)), fromEnv)
 	}
 	client, err := backend.New(cfg, section)
 	if err != nil {
 		return nil, fmt.Errorf("provider %q: building the %q backend: %w", opts.ProviderName, backend.Name, err)
 	}
 	return New(*cfg, client, opts)
+}
+
+// withEnvNote adds to err which keys were read from the environment (fromEnv, as "key
+// from $NAME"), so that an error naming such a key names its variable too.
+func withEnvNote(err error, fromEnv []string) error {
+	if len(fromEnv) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w\n(read from the environment: %s)", err, strings.Join(fromEnv, ", "))
 }
 
 // checkSettings checks the adapter's declarations (opts.LoadBalancerSettings,
@@ -138,7 +157,7 @@ func checkSettings(cfg *Config, opts Options) error {
 	if err := opts.LoadBalancerAliases.Validate(prefix, opts.LoadBalancerSettings); err != nil {
 		return fmt.Errorf("provider %q: its annotation aliases are declared wrongly for the annotation prefix %q: %w", opts.ProviderName, prefix, err)
 	}
-	_, err := opts.LoadBalancerSettings.Defaults(cfg.LoadBalancer.Settings)
+	_, err := opts.LoadBalancerSettings.Defaults(cfg.LoadBalancer.SettingDefaults)
 	if err == nil {
 		return nil
 	}

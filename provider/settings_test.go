@@ -46,7 +46,7 @@ func TestLoadBalancerSettingsFromConfig(t *testing.T) {
 	cloud, err := factory(strings.NewReader("cluster: {id: c1}\nloadBalancer:\n  settings: {size: Large}\n"))
 	require.NoError(t, err)
 	lb := ensureOne(t, cloud, map[string]string{DefaultAnnotationPrefix + "algorithm": "round-robin"})
-	assert.Equal(t, map[string]string{"size": "large", "algorithm": "round-robin"}, lb.Spec.Settings,
+	assert.Equal(t, map[string]string{"size": "large", "algorithm": "round-robin"}, lb.Spec.SettingValues,
 		"the config's default, canonical, and the annotation")
 }
 
@@ -123,5 +123,5 @@ func TestLoadBalancerAliases(t *testing.T) {
 	cloud, err := Factory(fakeBackend(), opts)(strings.NewReader("cluster: {id: c1}\n"))
 	require.NoError(t, err)
 	lb := ensureOne(t, cloud, map[string]string{"old.example.com/type": "Large"})
-	assert.Equal(t, map[string]string{"size": "large"}, lb.Spec.Settings, "the legacy key's value, canonical")
+	assert.Equal(t, map[string]string{"size": "large"}, lb.Spec.SettingValues, "the legacy key's value, canonical")
 }

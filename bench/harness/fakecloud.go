@@ -156,7 +156,7 @@ func (c *fakeCloud) Reaching(i int) (int, error) {
 // load balancer.
 func (c *fakeCloud) checkSettings(svc *corev1.Service) error {
 	if !slices.ContainsFunc(c.cloud.Inventory().LoadBalancers, func(lb cloudapi.LoadBalancer) bool {
-		return lb.Spec.Tags[cloudapi.TagService] == string(svc.UID) && lb.Spec.Settings["size"] == "large"
+		return lb.Spec.Tags[cloudapi.TagService] == string(svc.UID) && lb.Spec.SettingValues["size"] == "large"
 	}) {
 		return errors.New("the load balancer of a Service with every setting lacks its adapter setting size=large")
 	}

@@ -120,7 +120,7 @@ func WithoutAddresses() Option {
 	return func(o *options) { o.hostnames, o.noAddresses = true, true }
 }
 
-// WithSettings names adapter settings (cloudapi.LoadBalancerSpec.Settings) that the
+// WithSettings names adapter settings (cloudapi.LoadBalancerSpec.SettingValues) that the
 // backend declares and must keep exactly: each argument is one set of settings, canonical
 // values as the adapter's declarations allow. The suite creates a load balancer with the
 // first set, updates it to each of the others in turn, to none and to the first again,

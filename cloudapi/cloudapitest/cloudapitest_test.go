@@ -106,7 +106,7 @@ func newDropper(b bug) (cloudapitest.NewBackend, []cloudapitest.Option) {
 			}
 		}
 	case bugDropSettings:
-		d.in = func(s *cloudapi.LoadBalancerSpec) { s.Settings = nil }
+		d.in = func(s *cloudapi.LoadBalancerSpec) { s.SettingValues = nil }
 		opts = append(opts, cloudapitest.WithSettings(map[string]string{"size": "small"}, map[string]string{"size": "large"}))
 	case bugDropApp:
 		d.out = func(lb *cloudapi.LoadBalancer) {

@@ -803,7 +803,9 @@ func optionalSettings() []optionalSetting {
 			s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{"cert-b", "cert-a"}
 		}},
 		{"an HTTP listener", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTP }},
-		{"an adapter setting", func(s *cloudapi.LoadBalancerSpec) { s.Settings = map[string]string{"ccmkit-contract-size": "large"} }},
+		{"an adapter setting", func(s *cloudapi.LoadBalancerSpec) {
+			s.SettingValues = map[string]string{"ccmkit-contract-size": "large"}
+		}},
 		{"an HTTPS listener with a certificate", func(s *cloudapi.LoadBalancerSpec) {
 			s.Listeners = append(s.Listeners, cloudapi.Listener{Name: "https", Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443,
 				AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: []string{"cert-a"}})
@@ -876,15 +878,15 @@ func (s *suite) checkOptional(t *testing.T, o optionalSetting) {
 func (s *suite) checkDeclaredSettings(t *testing.T) {
 	api := s.lbBackend(t)
 	with := func(set map[string]string) cloudapi.LoadBalancerSpec {
-		return s.lbSpec("ct-settings", func(sp *cloudapi.LoadBalancerSpec) { sp.Settings = maps.Clone(set) })
+		return s.lbSpec("ct-settings", func(sp *cloudapi.LoadBalancerSpec) { sp.SettingValues = maps.Clone(set) })
 	}
 	want := with(s.opts.settings[0])
 	lb, err := api.CreateLoadBalancer(t.Context(), want.Clone())
-	require.NoErrorf(t, err, "CreateLoadBalancer with the settings %v, which WithSettings says the backend declares", want.Settings)
+	require.NoErrorf(t, err, "CreateLoadBalancer with the settings %v, which WithSettings says the backend declares", want.SettingValues)
 	require.NotNil(t, lb, "CreateLoadBalancer returned nil and no error")
-	s.requireSpec(t, want, lb.Spec, "CreateLoadBalancer with the settings %v, as it answered: %s", want.Settings, keepsSettings)
+	s.requireSpec(t, want, lb.Spec, "CreateLoadBalancer with the settings %v, as it answered: %s", want.SettingValues, keepsSettings)
 	lb = s.waitActive(t, api, lb)
-	s.requireSpec(t, want, lb.Spec, "GetLoadBalancer of a load balancer created with the settings %v: %s", want.Settings, keepsSettings)
+	s.requireSpec(t, want, lb.Spec, "GetLoadBalancer of a load balancer created with the settings %v: %s", want.SettingValues, keepsSettings)
 	steps := append(slices.Clone(s.opts.settings[1:]), nil, s.opts.settings[0])
 	for _, set := range steps {
 		to := with(set)

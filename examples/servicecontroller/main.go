@@ -32,6 +32,7 @@ import (
 	_ "k8s.io/controller-manager/pkg/features/register" // the controllers' feature gates
 	"k8s.io/klog/v2"
 
+	"github.com/ccmkit/ccmkit/controllers/labelwatch"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	_ "github.com/ccmkit/ccmkit/provider/builtin" // registers the "ccmkit" cloud provider over the fake cloud
 )
@@ -84,8 +85,8 @@ type loadBalancerWork interface {
 // run runs the service controller over cloud's LoadBalancer until ctx ends. It calls the
 // provider's Initialize, as a cloud-controller-manager does after leader election, and
 // starts the load balancers' background work that a cloud-controller-manager runs as
-// controllers (package controllers): the watch of Node labels, and the collection of
-// unused target groups when the load balancers use them.
+// controllers (package controllers): the watch of Node labels (labelwatch.Run), and the
+// collection of unused target groups when the load balancers use them.
 func run(ctx context.Context, kube kubernetes.Interface, cloud cloudprovider.Interface, clusterName string, workers int) error {
 	if _, ok := cloud.LoadBalancer(); !ok {
 		return fmt.Errorf("the %q provider offers no load balancers with this cloud config", cloud.ProviderName())
@@ -93,7 +94,7 @@ func run(ctx context.Context, kube kubernetes.Interface, cloud cloudprovider.Int
 	cloud.Initialize(clientBuilder{kube}, ctx.Done())
 	if w, ok := cloud.(loadBalancerWork); ok {
 		if lb, collectEvery, ok := w.LoadBalancerWork(); ok {
-			lb.WatchNodeLabels(ctx, kube)
+			go labelwatch.Run(ctx, kube, lb)
 			if collectEvery > 0 {
 				go wait.UntilWithContext(ctx, lb.CollectGroups, collectEvery)
 			}

@@ -193,7 +193,7 @@
 // condition and its watch-based mode; events, metrics and leader election; API server
 // failures, conflicts and informer lag; the kube-controller-manager's eviction; Nodes
 // that re-register; node address changes; the watch of node labels
-// (loadbalancer.WatchNodeLabels); the sweeper (package sweeper, off by default); a cloud
+// (controllers/labelwatch); the sweeper (package sweeper, off by default); a cloud
 // config that changes without a restart (credentials rotated under the running process),
 // and another project that has instances of its own (the deletion brake bounds a process
 // started against one only by its share of those). The history has no Services with a node selector (so a

@@ -6,7 +6,7 @@
 //
 // The mock holds the benchmark's world as a Hetzner project would: a server per instance
 // (running, type cx22, instance i's zone as a location: fsn1, nbg1, hel1, all in network
-// zone eu-central, which is the region), in a private network ("bench", 10.0.0.0/8) at the
+// zone eu-central; the adapter reports the location as the region), in a private network ("bench", 10.0.0.0/8) at the
 // world's private address moved on by one (the network's first address is its gateway),
 // and the two certificates the benchmark's Service with every setting names. The adapter is configured as its README gives a cluster with a private
 // network: the network (its routes carry the pod network) and a default location (fsn1).

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
@@ -24,42 +22,6 @@ func init() {
 			return New(section, cfg.Credentials.Token, nil), nil
 		},
 	}, Options())
-}
-
-// Config is the `hcloud:` section of the cloud config.
-type Config struct {
-	// Endpoint is the API's base URL (YAML "endpoint"); empty means the SDK's default,
-	// https://api.hetzner.cloud/v1.
-	Endpoint string `yaml:"endpoint"`
-	// Network is the name or ID of the project's private network (YAML "network"): its
-	// routes carry the pod network (Client.Routes answers false without one), and
-	// internal load balancers, and all of them with UsePrivateIP, attach to it (an
-	// internal one is refused without it).
-	Network string `yaml:"network"`
-	// Location is where a load balancer is made whose Service sets neither the location
-	// nor the network-zone setting (YAML "location", such as fsn1). Empty: such a load
-	// balancer is refused.
-	Location string `yaml:"location"`
-	// UsePrivateIP sends load balancer traffic to the servers' addresses in Network
-	// instead of their public ones (YAML "usePrivateIP"); it needs Network.
-	UsePrivateIP bool `yaml:"usePrivateIP"`
-}
-
-// Validate reports every problem at once: an Endpoint that is not empty or an absolute
-// http or https URL, a Network with surrounding white space, UsePrivateIP without a
-// Network.
-func (c *Config) Validate() error {
-	var errs []error
-	if u, err := url.Parse(c.Endpoint); c.Endpoint != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-		errs = append(errs, fmt.Errorf("endpoint: %q is not an absolute http(s) URL", c.Endpoint))
-	}
-	if c.Network != strings.TrimSpace(c.Network) {
-		errs = append(errs, fmt.Errorf("network: %q has surrounding white space", c.Network))
-	}
-	if c.UsePrivateIP && c.Network == "" {
-		errs = append(errs, errors.New("usePrivateIP: needs a network"))
-	}
-	return errors.Join(errs...)
 }
 
 // Client is a cloudapi.Client of the Hetzner Cloud API. It is safe for concurrent use.
@@ -90,7 +52,7 @@ func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 }
 
 // Instances returns the instance API, over the project's servers.
-func (c *Client) Instances() cloudapi.InstanceAPI { return instances{c.api} }
+func (c *Client) Instances() cloudapi.InstanceAPI { return instances{c.api, c.cfg} }
 
 // LoadBalancers returns the load balancer API, over the project's load balancers.
 func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return c.loadBalancers(), true }

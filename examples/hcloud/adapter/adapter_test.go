@@ -45,9 +45,14 @@ func statusOf(st cloudapi.InstanceState) string {
 // locations are the mock's locations the tests use, by the contract suite's zones.
 var locations = map[string]string{"zone-a": "fsn1", "zone-b": "nbg1", "zone-c": "hel1"}
 
+// datacenters are the zones Hetzner's own CCM gave the Nodes of servers in the tests'
+// locations: their legacy datacenters.
+var datacenters = map[string]string{"fsn1": "fsn1-dc14", "nbg1": "nbg1-dc3", "hel1": "hel1-dc2"}
+
 // shape is how Hetzner holds an instance of the contract suite: a numeric ID, a location
-// for a zone and its network zone for the region, public addresses and private IPv4 ones
-// only (public first), no terminated state.
+// for the region and its legacy datacenter for the zone, public addresses and private
+// IPv4 ones only (public first; the adapter is dualstack), then the name as Hostname, no
+// terminated state.
 func shape(inst cloudapi.Instance) cloudapi.Instance {
 	n, err := strconv.Atoi(strings.TrimPrefix(inst.ID, "i-contract-"))
 	inst.ID = strconv.Itoa(1000 + n)
@@ -55,7 +60,7 @@ func shape(inst cloudapi.Instance) cloudapi.Instance {
 		inst.ID = "999999"
 	}
 	if inst.Zone != "" {
-		inst.Zone, inst.Region = locations[inst.Zone], "eu-central"
+		inst.Zone, inst.Region = datacenters[locations[inst.Zone]], locations[inst.Zone]
 	}
 	var public, private []cloudapi.Address
 	for _, a := range inst.Addresses {
@@ -67,6 +72,9 @@ func shape(inst cloudapi.Instance) cloudapi.Instance {
 		}
 	}
 	inst.Addresses = append(public, private...)
+	if inst.Name != "" {
+		inst.Addresses = append(inst.Addresses, cloudapi.Address{Type: cloudapi.AddressHostname, Address: inst.Name})
+	}
 	if inst.State == cloudapi.InstanceTerminated {
 		inst.State = cloudapi.InstanceTerminating
 	}
@@ -81,9 +89,10 @@ func serverOf(t testing.TB, inst cloudapi.Instance) schema.Server {
 	labels, err := cloudapi.EncodeLabels(inst.Tags, cloudapi.HetznerLabelRules)
 	require.NoError(t, err)
 	srv := schema.Server{ID: id, Name: inst.Name, Status: statusOf(inst.State), Labels: labels,
-		ServerType: schema.ServerType{Name: inst.Type}, Location: schema.Location{Name: inst.Zone}}
+		ServerType: schema.ServerType{Name: inst.Type}, Location: schema.Location{Name: inst.Region}}
 	for _, a := range inst.Addresses {
 		switch ip := net.ParseIP(a.Address); {
+		case a.Type == cloudapi.AddressHostname:
 		case a.Type == cloudapi.AddressInternalIP:
 			srv.PrivateNet = append(srv.PrivateNet, schema.ServerPrivateNet{Network: network.ID, IP: a.Address})
 		case ip.To4() != nil:
@@ -136,7 +145,7 @@ func contractMock(t testing.TB, f cloudapitest.Fixture) string {
 
 func TestContract(t *testing.T) {
 	cloudapitest.Run(t, func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
-		return contractClient(t, f, adapter.Config{Location: "nbg1", Network: network.Name})
+		return contractClient(t, f, adapter.Config{Location: "nbg1", Network: network.Name, AddressFamily: adapter.AddressFamilyDualStack})
 	}, cloudapitest.WithInstanceShape(routeShape), cloudapitest.WithLoadBalancerShape(adapter.Shape), cloudapitest.WithProvisioningReads(0), cloudapitest.WithPageNumbers(),
 		cloudapitest.WithIPv4RoutesOnly(),
 		cloudapitest.WithSettings(
@@ -161,10 +170,10 @@ func TestGetInstance(t *testing.T) {
 		t.Run(srv.Status, func(t *testing.T) {
 			got, err := api.GetInstance(t.Context(), strconv.FormatInt(srv.ID, 10))
 			require.NoError(t, err)
-			assert.Equal(t, cloudapi.Instance{ID: strconv.FormatInt(srv.ID, 10), Name: srv.Status, Type: "cx22", Zone: "nbg1", Region: "eu-central",
+			assert.Equal(t, cloudapi.Instance{ID: strconv.FormatInt(srv.ID, 10), Name: srv.Status, Type: "cx22", Zone: "nbg1-dc3", Region: "nbg1",
 				State: statuses[srv.Status], Tags: map[string]string{cloudapi.TagServiceName: "default/web"},
 				Addresses: []cloudapi.Address{{Type: cloudapi.AddressExternalIP, Address: "198.51.100.7"},
-					{Type: cloudapi.AddressExternalIP, Address: "2001:db8:1:2::1"}, {Type: cloudapi.AddressInternalIP, Address: "10.0.0.7"}}}, *got)
+					{Type: cloudapi.AddressInternalIP, Address: "10.0.0.7"}, {Type: cloudapi.AddressHostname, Address: srv.Status}}}, *got)
 		})
 	}
 	calls := m.Calls()["GET /servers/{id}"]

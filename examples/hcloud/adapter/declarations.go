@@ -26,10 +26,12 @@ var Shape = cloudapi.LoadBalancerShape{
 }
 
 // Options are the provider options the adapter registers with: its name, settings, shape
-// and aliases. A program that assembles the provider itself with provider.New (with a
-// clock or a metrics registry of its own) starts from them.
+// and aliases, and the Node label and environment variables of Hetzner's own CCM. A
+// program that assembles the provider itself with provider.New (with a clock or a metrics
+// registry of its own) starts from them.
 func Options() provider.Options {
-	return provider.Options{ProviderName: ProviderName, LoadBalancerSettings: Settings, LoadBalancerShape: Shape, LoadBalancerAliases: Aliases}
+	return provider.Options{ProviderName: ProviderName, LoadBalancerSettings: Settings, LoadBalancerShape: Shape, LoadBalancerAliases: Aliases,
+		NodeLabels: map[string]string{LabelProvidedBy: "cloud"}, EnvFallbacks: Env}
 }
 
 // The load balancer settings the adapter declares (annotations under ccmkit's prefix).

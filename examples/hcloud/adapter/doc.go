@@ -10,7 +10,11 @@
 // pages by page number (the page token is the page's number in decimal), sorted by ID,
 // at most 50 servers a page. Servers created or deleted between two page reads may shift
 // the pages, so a list may repeat or miss a server: ccmkit's instance snapshot checks a
-// server a list misses with GetInstance before it reads as gone. A server's labels carry
+// server a list misses with GetInstance before it reads as gone. A Node gets what Hetzner's
+// own CCM gave it: the location as region, its legacy datacenter as zone (Config.ZoneLabel),
+// the label LabelProvidedBy (Options' NodeLabels), the server's name as Hostname and the
+// public addresses of Config.AddressFamily. The config's keys may come from that CCM's
+// environment variables (Env, Options' EnvFallbacks). A server's labels carry
 // its tags through cloudapi's label codec (HetznerLabelRules); labels it leaves out are
 // logged. Routes: those of the network the `hcloud:` section names (network), a
 // cloudapi.TaglessRouteAPI (a route is a destination and a gateway, without labels; its ID

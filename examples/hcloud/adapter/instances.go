@@ -16,8 +16,11 @@ import (
 // maxPerPage is the most servers the API answers in one page.
 const maxPerPage = 50
 
-// instances is cloudapi.InstanceAPI over the project's servers.
-type instances struct{ api *hcloud.Client }
+// instances is cloudapi.InstanceAPI over the project's servers, configured by cfg.
+type instances struct {
+	api *hcloud.Client
+	cfg Config
+}
 
 // GetInstance returns the server with the numeric ID id. Any other ID is
 // ErrInvalidRequest: it names no server of this API (a bare-metal "bm-..." one, another
@@ -27,7 +30,7 @@ func (in instances) GetInstance(ctx context.Context, id string) (*cloudapi.Insta
 	if err != nil {
 		return nil, err
 	}
-	inst := instanceOf(ctx, srv)
+	inst := in.instanceOf(ctx, srv)
 	return &inst, nil
 }
 
@@ -42,7 +45,7 @@ func (in instances) ListInstances(ctx context.Context, opts cloudapi.ListOptions
 	}
 	out := &cloudapi.InstancePage{Items: make([]cloudapi.Instance, 0, len(servers)), NextPageToken: next}
 	for _, srv := range servers {
-		if inst := instanceOf(ctx, srv); cloudapi.MatchTags(inst.Tags, opts.Tags) {
+		if inst := in.instanceOf(ctx, srv); cloudapi.MatchTags(inst.Tags, opts.Tags) {
 			out.Items = append(out.Items, inst)
 		}
 	}
@@ -88,25 +91,28 @@ func page[T any](op cloudapi.Operation, opts cloudapi.ListOptions,
 	return items, cloudapi.PageToken(req.Page, resp.Meta.Pagination.NextPage), nil
 }
 
-// instanceOf is the instance of a server. Its tags are the labels the codec reads; a
-// label it leaves out is logged.
-func instanceOf(ctx context.Context, srv *hcloud.Server) cloudapi.Instance {
+// instanceOf is the instance of a server, as Hetzner's own CCM gave it: the region its
+// location, the zone its legacy datacenter (Config.zone), the public addresses of the
+// configured family, the server's name as Hostname. Its tags are the labels the codec
+// reads; a label it leaves out is logged.
+func (in instances) instanceOf(ctx context.Context, srv *hcloud.Server) cloudapi.Instance {
 	inst := cloudapi.Instance{ID: strconv.FormatInt(srv.ID, 10), Name: srv.Name, State: cmp.Or(states[srv.Status], cloudapi.InstanceUnknown)}
 	if srv.ServerType != nil {
 		inst.Type = srv.ServerType.Name
 	}
 	if srv.Location != nil {
-		inst.Zone, inst.Region = srv.Location.Name, string(srv.Location.NetworkZone)
+		inst.Zone, inst.Region = in.cfg.zone(srv.Location.Name), srv.Location.Name
 	}
 	var v6 net.IP
 	if n := srv.PublicNet.IPv6.Network; n != nil && !n.IP.IsUnspecified() {
 		v6 = append(net.IP(nil), n.IP.To16()...) // the network's ::1, as Hetzner's own CCM reports
 		v6[len(v6)-1] |= 1
 	}
-	inst.Addresses = cloudapi.IPAddresses(cloudapi.AddressExternalIP, srv.PublicNet.IPv4.IP, v6)
+	inst.Addresses = cloudapi.IPAddresses(cloudapi.AddressExternalIP, in.cfg.publicIPs(srv.PublicNet.IPv4.IP, v6)...)
 	for _, pn := range srv.PrivateNet {
 		inst.Addresses = append(inst.Addresses, cloudapi.IPAddresses(cloudapi.AddressInternalIP, pn.IP)...)
 	}
+	inst.Addresses = append(inst.Addresses, hostname(srv.Name)...)
 	tags, err := cloudapi.DecodeLabels(srv.Labels, cloudapi.HetznerLabelRules)
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Server labels left out of its tags", "server", inst.ID, "err", err)

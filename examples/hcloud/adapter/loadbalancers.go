@@ -45,12 +45,12 @@ func (c *Client) createLB(ctx context.Context, spec cloudapi.LoadBalancerSpec) (
 	const op = cloudapi.OpCreateLoadBalancer
 	opts := hcloud.LoadBalancerCreateOpts{
 		Name:             spec.Name,
-		LoadBalancerType: &hcloud.LoadBalancerType{Name: cmp.Or(spec.Settings[SettingType], "lb11")},
-		Algorithm:        &hcloud.LoadBalancerAlgorithm{Type: hcloud.LoadBalancerAlgorithmType(cmp.Or(spec.Settings[SettingAlgorithm], "round_robin"))},
-		NetworkZone:      hcloud.NetworkZone(spec.Settings[SettingNetworkZone]),
+		LoadBalancerType: &hcloud.LoadBalancerType{Name: cmp.Or(spec.SettingValues[SettingType], "lb11")},
+		Algorithm:        &hcloud.LoadBalancerAlgorithm{Type: hcloud.LoadBalancerAlgorithmType(cmp.Or(spec.SettingValues[SettingAlgorithm], "round_robin"))},
+		NetworkZone:      hcloud.NetworkZone(spec.SettingValues[SettingNetworkZone]),
 		PublicInterface:  hcloud.Ptr(!spec.Internal),
 	}
-	if loc := cmp.Or(spec.Settings[SettingLocation], c.cfg.Location); opts.NetworkZone == "" || spec.Settings[SettingLocation] != "" {
+	if loc := cmp.Or(spec.SettingValues[SettingLocation], c.cfg.Location); opts.NetworkZone == "" || spec.SettingValues[SettingLocation] != "" {
 		if loc == "" {
 			return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", errors.New(
 				"no location: annotate location or network-zone, or set one in the cloud config's loadBalancer.settings or the hcloud section's location"))
@@ -58,7 +58,7 @@ func (c *Client) createLB(ctx context.Context, spec cloudapi.LoadBalancerSpec) (
 		opts.Location, opts.NetworkZone = &hcloud.Location{Name: loc}, "" // the location decides the zone
 	}
 	var err error
-	if opts.Labels, err = cloudapi.EncodeLabels(cloudapi.TagsWithSettings(spec), cloudapi.HetznerLabelRules); err != nil {
+	if opts.Labels, err = cloudapi.EncodeLabels(cloudapi.TagsWithSettingValues(spec), cloudapi.HetznerLabelRules); err != nil {
 		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, "", err)
 	}
 	if spec.Internal || c.cfg.UsePrivateIP {
@@ -82,7 +82,7 @@ func (c *Client) createLB(ctx context.Context, spec cloudapi.LoadBalancerSpec) (
 // while an action runs).
 func (c *Client) lbSteps(ctx context.Context, op cloudapi.Operation, cur *hcloud.LoadBalancer, want cloudapi.LoadBalancerSpec) (cloudapi.LoadBalancerSteps, error) {
 	id, lbs := strconv.FormatInt(cur.ID, 10), c.api.LoadBalancer
-	loc, zone := want.Settings[SettingLocation], want.Settings[SettingNetworkZone]
+	loc, zone := want.SettingValues[SettingLocation], want.SettingValues[SettingNetworkZone]
 	if cur.Location != nil && (loc != "" && loc != cur.Location.Name || zone != "" && zone != string(cur.Location.NetworkZone)) {
 		return cloudapi.LoadBalancerSteps{}, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id,
 			errors.New("location and network zone cannot change in place"))
@@ -92,7 +92,7 @@ func (c *Client) lbSteps(ctx context.Context, op cloudapi.Operation, cur *hcloud
 	}
 	return cloudapi.LoadBalancerSteps{
 		Properties: func(ctx context.Context) error {
-			labels, err := cloudapi.EncodeLabelsKeeping(cloudapi.TagsWithSettings(want), cur.Labels, cloudapi.HetznerLabelRules)
+			labels, err := cloudapi.EncodeLabelsKeeping(cloudapi.TagsWithSettingValues(want), cur.Labels, cloudapi.HetznerLabelRules)
 			if err != nil {
 				return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
 			}
@@ -147,8 +147,8 @@ func check(op cloudapi.Operation, spec cloudapi.LoadBalancerSpec) error {
 	if spec.TargetGroup != "" {
 		errs = append(errs, errors.New("target groups are not Hetzner's"))
 	}
-	errs = append(errs, Settings.Check(spec.Settings)) // errors.Join leaves out a nil
-	if spec.Settings[SettingLocation] != "" && spec.Settings[SettingNetworkZone] != "" && op == cloudapi.OpCreateLoadBalancer {
+	errs = append(errs, Settings.Check(spec.SettingValues)) // errors.Join leaves out a nil
+	if spec.SettingValues[SettingLocation] != "" && spec.SettingValues[SettingNetworkZone] != "" && op == cloudapi.OpCreateLoadBalancer {
 		errs = append(errs, errors.New("set location or network-zone, not both"))
 	}
 	return errors.Join(errs...)
@@ -222,7 +222,7 @@ func toLB(lb *hcloud.LoadBalancer) cloudapi.LoadBalancer {
 	if lb.Location != nil {
 		actual[SettingLocation], actual[SettingNetworkZone] = lb.Location.Name, string(lb.Location.NetworkZone)
 	}
-	spec.Tags, spec.Settings = cloudapi.SettingsFromTags(tags, actual) // a setting asked for is reported as the cloud has it
+	spec.Tags, spec.SettingValues = cloudapi.SettingValuesFromTags(tags, actual) // a setting asked for is reported as the cloud has it
 	ips := []net.IP{lb.PublicNet.IPv4.IP, lb.PublicNet.IPv6.IP}
 	if !lb.PublicNet.Enabled { // an internal one: its addresses in the network
 		ips = nil

@@ -226,25 +226,32 @@ type (
 
 // writeLB sends spec s with method to path. A setting restcloud lacks is refused, never dropped.
 func writeLB(ctx context.Context, c *Client, op cloudapi.Operation, id, method, path string, s cloudapi.LoadBalancerSpec) (*cloudapi.LoadBalancer, error) {
-	w := lbSpec{s.Name, s.Internal, convert(s.Listeners, func(l cloudapi.Listener) listener { return listener(l) }), s.Targets, nil, s.SourceRanges,
-		s.ProxyProtocol, s.IPFamilies, s.RequestedIPs, s.Tags, s.SessionAffinity, s.SessionAffinityTimeout.Milliseconds(), s.Settings["size"]}
+	w := lbSpec{s.Name, s.Internal, convert(s.Listeners, func(l cloudapi.Listener) listener {
+		return listener{l.Name, l.Protocol, l.Port, l.TargetPort, l.AppProtocol, l.Certificates}
+	}), s.Targets, nil, s.SourceRanges,
+		s.ProxyProtocol, s.IPFamilies, s.RequestedIPs, s.Tags, s.SessionAffinity, s.SessionAffinityTimeout.Milliseconds(), s.SettingValues["size"]}
 	if hc := s.HealthCheck; hc != nil {
 		w.HealthCheck = &healthCheck{hc.Protocol, hc.Port, hc.Path, hc.Interval.Milliseconds(),
 			hc.Timeout.Milliseconds(), hc.HealthyThreshold, hc.UnhealthyThreshold}
 	}
-	if err := Settings.Check(s.Settings); err != nil {
+	if err := Settings.Check(s.SettingValues); err != nil {
 		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, err)
+	}
+	if used := (cloudapi.LoadBalancerShape{}).Uses(s); len(used) > 0 { // one health check per load balancer
+		return nil, cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, fmt.Errorf("restcloud's load balancers do not support %v", used))
 	}
 	return call(ctx, c, op, id, method, path, w, loadBalancer.cloud)
 }
 
 func (w loadBalancer) cloud() cloudapi.LoadBalancer {
 	s := cloudapi.LoadBalancerSpec{Name: w.Name, Internal: w.Internal, Targets: w.Targets, SourceRanges: w.SourceRanges,
-		Listeners:     convert(w.Listeners, func(l listener) cloudapi.Listener { return cloudapi.Listener(l) }),
+		Listeners: convert(w.Listeners, func(l listener) cloudapi.Listener {
+			return cloudapi.Listener{Name: l.Name, Protocol: l.Protocol, Port: l.Port, TargetPort: l.TargetPort, AppProtocol: l.AppProtocol, Certificates: l.Certificates}
+		}),
 		ProxyProtocol: w.ProxyProtocol, IPFamilies: w.IPFamilies, RequestedIPs: w.RequestedIPs, Tags: w.Tags,
 		SessionAffinity: w.Affinity, SessionAffinityTimeout: time.Duration(w.AffinityMs) * time.Millisecond}
 	if w.Size != "" {
-		s.Settings = map[string]string{"size": w.Size}
+		s.SettingValues = map[string]string{"size": w.Size}
 	}
 	if hc := w.HealthCheck; hc != nil {
 		s.HealthCheck = &cloudapi.HealthCheck{Protocol: hc.Protocol, Port: hc.Port, Path: hc.Path,

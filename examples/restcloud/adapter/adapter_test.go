@@ -633,7 +633,7 @@ func TestSizeSetting(t *testing.T) {
 	_, err = lbs.EnsureLoadBalancer(t.Context(), "c1", svc, nodes)
 	require.NoError(t, err)
 	first := only()
-	assert.Equal(t, map[string]string{"size": "small"}, first.Spec.Settings, "the declared default")
+	assert.Equal(t, map[string]string{"size": "small"}, first.Spec.SettingValues, "the declared default")
 
 	svc.Annotations[loadbalancer.DefaultAnnotationPrefix+"size"] = "Large"
 	before := cloud.Calls()
@@ -644,7 +644,7 @@ func TestSizeSetting(t *testing.T) {
 	lb := only()
 	assert.Equal(t, first.ID, lb.ID)
 	assert.Equal(t, first.Addresses, lb.Addresses)
-	assert.Equal(t, map[string]string{"size": "large"}, lb.Spec.Settings, "canonical")
+	assert.Equal(t, map[string]string{"size": "large"}, lb.Spec.SettingValues, "canonical")
 
 	svc.Annotations[loadbalancer.DefaultAnnotationPrefix+"size"] = "huge"
 	before = cloud.Calls()
@@ -657,7 +657,7 @@ func TestSizeSetting(t *testing.T) {
 	client := adapter.New(srv.URL, testToken, srv.Client())
 	api, _ := client.LoadBalancers()
 	spec := lb.Spec.Clone()
-	spec.Settings["algorithm"] = "round-robin"
+	spec.SettingValues["algorithm"] = "round-robin"
 	before = cloud.Calls()
 	_, err = api.UpdateLoadBalancer(t.Context(), lb.ID, cloudapi.LoadBalancerUpdate{Spec: spec})
 	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest)

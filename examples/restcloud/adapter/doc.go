@@ -24,7 +24,7 @@
 //
 // restcloud's load balancers have a size (small, medium, large), declared to ccmkit as
 // Settings when the provider registers: ccmkit reads it from the Service's size
-// annotation and hands it over in cloudapi.LoadBalancerSpec.Settings, which the adapter
+// annotation and hands it over in cloudapi.LoadBalancerSpec.SettingValues, which the adapter
 // carries as the API's size field. A spec with any other setting is refused with
 // ErrInvalidRequest before any request, never sent without it.
 //

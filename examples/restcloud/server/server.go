@@ -215,7 +215,7 @@ func toLoadBalancer(in cloudapi.LoadBalancer) loadBalancer {
 		Name: s.Name, Internal: s.Internal, Targets: s.Targets, SourceRanges: s.SourceRanges,
 		ProxyProtocol: s.ProxyProtocol, RequestedIPs: s.RequestedIPs, Tags: s.Tags,
 		SessionAffinity: string(s.SessionAffinity), SessionAffinityTimeoutMillis: s.SessionAffinityTimeout.Milliseconds(),
-		Size: s.Settings[SettingSize],
+		Size: s.SettingValues[SettingSize],
 	}}
 	for _, l := range s.Listeners {
 		out.Listeners = append(out.Listeners, listener{l.Name, string(l.Protocol), l.Port, l.TargetPort, string(l.AppProtocol), l.Certificates})
@@ -236,7 +236,7 @@ func (s lbSpec) cloud() cloudapi.LoadBalancerSpec {
 		SessionAffinity:        cloudapi.SessionAffinity(s.SessionAffinity),
 		SessionAffinityTimeout: time.Duration(s.SessionAffinityTimeoutMillis) * time.Millisecond}
 	if s.Size != "" {
-		out.Settings = map[string]string{SettingSize: s.Size}
+		out.SettingValues = map[string]string{SettingSize: s.Size}
 	}
 	for _, l := range s.Listeners {
 		out.Listeners = append(out.Listeners, cloudapi.Listener{Name: l.Name, Protocol: cloudapi.Protocol(l.Protocol),
