@@ -37,8 +37,8 @@ func unsortedCloud(pages ...[]item) func(ctx context.Context, token string) ([]i
 	}
 }
 
-// TestSortedPage: a cloud's pages in any order, with an item repeated (its stale copy
-// without the tags) and one of another cluster, are ccmkit's pages: the cluster's items
+// TestSortedPage: a cloud's pages in any order, with items repeated (a stale copy
+// without the tags read before and after the current one) and one of another cluster, are ccmkit's pages: the cluster's items
 // once each in ID order, a token after each page's last, every cloud page after the
 // first through the gate.
 func TestSortedPage(t *testing.T) {
@@ -46,7 +46,7 @@ func TestSortedPage(t *testing.T) {
 	read := unsortedCloud(
 		[]item{{"d", ours}, {"b", nil}, {"x", theirs}},
 		[]item{{"a", ours}, {"", ours}, {"b", ours}},
-		[]item{{"c", ours}, {"d", ours}},
+		[]item{{"c", ours}, {"d", ours}, {"a", nil}},
 	)
 	id := func(i item) string { return i.id }
 	tags := func(i item) map[string]string { return i.tags }
