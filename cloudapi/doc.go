@@ -65,14 +65,17 @@
 //     split over several labels; decoding reads a tag only from exactly the labels encoding
 //     writes for it, so a foreign or broken label never reads as a cluster's tag, and the
 //     selector selects exactly the resources whose tags match. Another cloud's syntax is a
-//     LabelRules value.
+//     LabelRules value. A cloud whose tags are a set of plain strings (DigitalOcean's)
+//     carries them with EncodeTagSet, DecodeTagSet and EncodeTagSetKeeping over the same
+//     codec (TagSetRules), and one that writes them a call per tag with a TagWriter.
 //
 // Map every error onto one of the sentinels (ErrNotFound, ErrConflict, ErrThrottled,
 // ErrInvalidRequest, ErrTransient), for example with NewError or Throttled, keeping the
 // cloud's own error as the cause; ErrorCodes classifies the typed error codes of an API
-// that has them, and what is not the API's answer. A cloud whose IDs are numbers refuses
-// any other ID before a call (NumericID; PartwiseLoadBalancers.IDs and Refs with
-// CheckNumericID do it for load balancers). The one rule that matters most: return
+// that has them, and what is not the API's answer. A cloud refuses an ID that is not of
+// the kind it gives before a call (NumericID, CheckNumericID, CheckUUID, PrefixedID;
+// PartwiseLoadBalancers.IDs does it for load balancers, RefChecks for a spec's targets
+// and certificates, each of its kind). The one rule that matters most: return
 // ErrNotFound only when the cloud says, with certainty, that the resource does not exist.
 // A timeout or a 5xx is ErrTransient; reading it as "not found" makes Kubernetes delete
 // a healthy Node.
@@ -138,6 +141,12 @@
 // the rate limiter and are counted (extra_requests_total) like calls, and the call's
 // per-attempt timeout bounds them all. An action that fails, or whose wait ends before it
 // does, may have changed the resource: answer ErrTransient, never ErrInvalidRequest.
+//
+// A cloud whose list neither sorts by ID nor filters by tag makes ccmkit's pages with
+// SortedPage; one that answers a create at once and refuses changes while it builds waits
+// with WaitReady; one whose errors differ only by status and message classifies them with
+// ErrorCodes.Rules, and reads what its SDK drops of a failed answer with ErrorTransport and
+// RecordFailures.
 //
 // Prove the adapter with the contract suite in package cloudapitest, which runs the whole
 // behavioural contract of this package against a backend you construct; package fake is

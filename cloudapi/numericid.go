@@ -20,7 +20,7 @@ func NumericID(id string) (n int64, ok bool) {
 }
 
 // CheckNumericID refuses an ID that NumericID does not read, saying so: the check of
-// PartwiseLoadBalancers.IDs and Refs for a cloud of numbered resources.
+// PartwiseLoadBalancers.IDs and RefChecks for a cloud of numbered resources.
 func CheckNumericID(id string) error {
 	if _, ok := NumericID(id); !ok {
 		return errors.New("not a positive decimal number: the cloud names its resources by their numeric IDs")

@@ -55,10 +55,11 @@ type PartwiseLoadBalancers[L any] struct {
 	// delete of it answers ErrNotFound before any call, Get and Delete included (a context
 	// that has ended answers ErrTransient first: no answer is "not found").
 	IDs func(id string) error
-	// Refs, when set, checks a reference of a spec's targets and certificates as one the
-	// cloud takes (CheckNumericID for numbered ones): a spec with one it refuses is
-	// ErrInvalidRequest before any call, its error saying why.
-	Refs func(ref string) error
+	// Refs checks the references of a spec's targets and certificates as ones the cloud
+	// takes, a check per kind (CheckNumericID, CheckUUID, PrefixedID): a spec with one it
+	// refuses is ErrInvalidRequest before any call, its error saying why. The zero value
+	// checks none.
+	Refs RefChecks
 	// Reads, when set, remembers the load balancers as List and Get last read them (what
 	// Keep keeps of each, and a digest of each as Read reads it), until an update or a
 	// delete of one: an update whose LoadBalancerUpdate.Current is the load balancer as
@@ -216,26 +217,7 @@ func targetsOnly(c LoadBalancerChanges) bool {
 // check refuses, for op on id, what Shape.Check, Refs and Check refuse.
 func (p PartwiseLoadBalancers[L]) check(op Operation, id string, spec LoadBalancerSpec) error {
 	err := p.Shape.Check(op, id, spec)
-	var more []error
-	if p.Refs != nil {
-		for _, t := range slices.Compact(slices.Sorted(slices.Values(spec.Targets))) {
-			if bad := p.Refs(t); bad != nil {
-				more = append(more, fmt.Errorf("target %q: %w", t, bad))
-			}
-		}
-		seen := map[string]bool{}
-		for _, l := range spec.Listeners {
-			for _, c := range l.Certificates {
-				if seen[c] {
-					continue
-				}
-				seen[c] = true
-				if bad := p.Refs(c); bad != nil {
-					more = append(more, fmt.Errorf("certificate %q (listener %s/%d): %w", c, l.Protocol, l.Port, bad))
-				}
-			}
-		}
-	}
+	more := []error{p.Refs.Check(spec)}
 	if p.Check != nil {
 		more = append(more, p.Check(op, spec))
 	}

@@ -259,7 +259,7 @@ func TestPartwiseLoadBalancersIDsAndRefs(t *testing.T) {
 		}
 		return nil
 	}
-	api.Refs = cloudapi.CheckNumericID
+	api.Refs = cloudapi.RefChecks{Targets: cloudapi.CheckNumericID, Certificates: cloudapi.CheckNumericID}
 	ctx := t.Context()
 	spec := cloudapi.LoadBalancerSpec{Name: "a", Listeners: []cloudapi.Listener{tcp(80)}, Targets: []string{"1"}}
 

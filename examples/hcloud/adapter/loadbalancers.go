@@ -15,7 +15,7 @@ import (
 // loadBalancers is the cloudapi.LoadBalancerAPI of the project's load balancers.
 func (c *Client) loadBalancers() cloudapi.PartwiseLoadBalancers[*hcloud.LoadBalancer] {
 	return cloudapi.PartwiseLoadBalancers[*hcloud.LoadBalancer]{Shape: Shape, Check: check, Get: c.getLB, Read: toLB,
-		List: c.listLBs, Create: c.createLB, Steps: c.lbSteps, Delete: c.deleteLB, IDs: cloudapi.CheckNumericID, Refs: cloudapi.CheckNumericID, Reads: c.lbs, Keep: keptLB}
+		List: c.listLBs, Create: c.createLB, Steps: c.lbSteps, Delete: c.deleteLB, IDs: cloudapi.CheckNumericID, Refs: cloudapi.RefChecks{Targets: cloudapi.CheckNumericID, Certificates: cloudapi.CheckNumericID}, Reads: c.lbs, Keep: keptLB}
 }
 
 // keptLB is what Reads keeps of a load balancer as read: what lbSteps uses, not its
