@@ -15,13 +15,13 @@ import (
 // service has no name, a health check one threshold, retries; every load balancer serves
 // IPv4 and IPv6), do not support (UDP and SCTP, TLS termination to TCP, source ranges, a
 // requested public address, client-IP session affinity) and keep per service (the health
-// check and the PROXY protocol), with a health check's interval and timeout in whole
+// check, a port's own too, and the PROXY protocol), with a health check's interval and timeout in whole
 // seconds.
 var Shape = cloudapi.LoadBalancerShape{
 	NotKept: []cloudapi.Feature{cloudapi.FeatureListenerNames, cloudapi.FeatureHealthyThreshold, cloudapi.FeatureIPFamilies},
 	Unsupported: []cloudapi.Feature{cloudapi.FeatureUDP, cloudapi.FeatureSCTP, cloudapi.FeatureTLS,
 		cloudapi.FeatureSourceRanges, cloudapi.FeatureRequestedIPs, cloudapi.FeatureSessionAffinity},
-	PerListener:     []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureProxyProtocol},
+	PerListener:     []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureListenerHealthCheck, cloudapi.FeatureProxyProtocol},
 	HealthCheckUnit: time.Second,
 }
 

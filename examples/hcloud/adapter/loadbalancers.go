@@ -169,14 +169,24 @@ func serviceOf(l cloudapi.Listener, spec cloudapi.LoadBalancerSpec) hcloud.LoadB
 			s.HTTP.Certificates = append(s.HTTP.Certificates, &hcloud.Certificate{ID: number(cert)})
 		}
 	}
-	hc := cmp.Or(spec.HealthCheck, &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: l.TargetPort})
+	// The port's own, the load balancer's, else TCP on the node port; a time or retries
+	// not given (none read, as after a takeover) is left to the API's defaults, never 0.
+	hc := cmp.Or(l.HealthCheck, spec.HealthCheck, &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: l.TargetPort})
 	s.HealthCheck = &hcloud.LoadBalancerAddServiceOptsHealthCheck{Protocol: hcloud.LoadBalancerServiceProtocolTCP, Port: hcloud.Ptr(int(hc.Port)),
-		Interval: &hc.Interval, Timeout: &hc.Timeout, Retries: hcloud.Ptr(int(hc.UnhealthyThreshold))}
+		Interval: given(hc.Interval), Timeout: given(hc.Timeout), Retries: given(int(hc.UnhealthyThreshold))}
 	if hc.Protocol != cloudapi.HealthCheckTCP {
 		s.HealthCheck.Protocol = hcloud.LoadBalancerServiceProtocolHTTP
 		s.HealthCheck.HTTP = &hcloud.LoadBalancerAddServiceOptsHealthCheckHTTP{Path: &hc.Path, TLS: hcloud.Ptr(hc.Protocol == cloudapi.HealthCheckHTTPS)}
 	}
 	return s
+}
+
+// given is a pointer to v, nil for its zero value: a part the API then defaults.
+func given[T comparable](v T) *T {
+	if v == *new(T) {
+		return nil
+	}
+	return &v
 }
 
 // updateOf is a service as update_service takes it (the same fields, but the port).

@@ -372,3 +372,43 @@ func TestReviewedEdges(t *testing.T) {
 		require.ErrorContains(t, err, "set the default location in the hcloud section's location instead")
 	}
 }
+
+// TestPortHealthChecks: on Hetzner, whose services each have a health check, a port's own
+// (annotation port-health-checks) is built on its service, the others keep the Service's,
+// and the next sync writes nothing.
+func TestPortHealthChecks(t *testing.T) {
+	cfg := hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20},
+		Servers: []schema.Server{{ID: 100, Name: "node-0"}}}
+	m, url := newMock(t, cfg, nil)
+	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
+	p := hetznerProvider(t, adapter.Config{Endpoint: url, Location: "fsn1"}, metrics.NewKubeRegistry(), clock)
+	lbs, _ := p.LoadBalancer()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Spec: corev1.NodeSpec{ProviderID: "hcloud://100"}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u-web",
+		Annotations: map[string]string{loadbalancer.DefaultAnnotationPrefix + loadbalancer.AnnotationPortHealthChecks: "metrics: protocol=HTTP port=9100 path=/ready"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
+			Ports: []corev1.ServicePort{{Name: "web", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080},
+				{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9100, NodePort: 30100}}}}
+	_, err := lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
+	require.NoError(t, err)
+
+	inv := m.Inventory()
+	require.Len(t, inv.LoadBalancers, 1)
+	checks := map[int]*schema.LoadBalancerServiceHealthCheck{}
+	for _, s := range inv.LoadBalancers[0].Services {
+		checks[s.ListenPort] = s.HealthCheck
+	}
+	require.Len(t, checks, 2)
+	assert.Equal(t, "http", checks[9100].Protocol)
+	assert.Equal(t, 9100, checks[9100].Port)
+	require.NotNil(t, checks[9100].HTTP)
+	assert.Equal(t, "/ready", checks[9100].HTTP.Path)
+	assert.Equal(t, int(loadbalancer.KubeProxyHealthzPort), checks[80].Port, "the Service's health check")
+	assert.NotEqual(t, checks[80].Port, checks[9100].Port)
+
+	clock.Step(time.Hour)
+	calls := m.Calls()
+	_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, []*corev1.Node{node})
+	require.NoError(t, err)
+	assert.Zero(t, m.Calls().Sub(calls).Writes(), "converged: %v", m.Calls().Sub(calls))
+}
