@@ -1,6 +1,7 @@
 package cloudapi_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,6 +174,10 @@ func TestNumericID(t *testing.T) {
 		_, ok := cloudapi.NumericID(id)
 		assert.False(t, ok, "%q", id)
 	}
+	ids := []string{"lb-a", "10", "9", "100", "abc", "2"}
+	slices.SortFunc(ids, cloudapi.CompareNumericIDs)
+	assert.Equal(t, []string{"2", "9", "10", "100", "abc", "lb-a"}, ids, "numbers as numbers, then the rest byte-wise")
+	assert.Zero(t, cloudapi.CompareNumericIDs("42", "42"))
 }
 
 func TestSettingsAsTags(t *testing.T) {

@@ -306,7 +306,7 @@ func scribbleLB(lb *cloudapi.LoadBalancer) {
 
 func (s *suite) listAllLBs(t testing.TB, api cloudapi.LoadBalancerAPI, opts cloudapi.ListOptions, maxItems int) []cloudapi.LoadBalancer {
 	t.Helper()
-	return listAll(t, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, opts, maxItems)
+	return listAll(t, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, s.opts.order, opts, maxItems)
 }
 
 func (s *suite) testLoadBalancers(t *testing.T) {
@@ -417,7 +417,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 	})
 
 	t.Run("optional settings are kept or refused", func(t *testing.T) {
-		for _, o := range optionalSettings() {
+		for _, o := range optionalSettings(s.opts.certificates) {
 			t.Run(o.name, func(t *testing.T) { s.checkOptional(t, o) })
 		}
 	})
@@ -515,7 +515,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			for _, lb := range tc.want {
 				wantIDs = append(wantIDs, lb.ID)
 			}
-			slices.Sort(wantIDs)
+			slices.SortFunc(wantIDs, s.opts.order)
 			for _, size := range []int{1, 0} {
 				got := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: tc.filter, PageSize: size}, 5)
 				assert.Equalf(t, wantIDs, ids(got, lbID),
@@ -557,7 +557,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			lb := s.createLB(t, api, s.lbSpec(fmt.Sprintf("ct-page-%02d", i)))
 			want[lb.ID] = s.lbSpec(fmt.Sprintf("ct-page-%02d", i))
 		}
-		wantIDs := slices.Sorted(maps.Keys(want))
+		wantIDs := slices.SortedFunc(maps.Keys(want), s.opts.order)
 		require.Len(t, wantIDs, n, "CreateLoadBalancer: broke \"unique, immutable identifier\": IDs repeat")
 		for _, size := range pageSizes {
 			got := s.listAllLBs(t, api, cloudapi.ListOptions{PageSize: size}, n)
@@ -575,7 +575,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		for i := range 12 {
 			created = append(created, s.createLB(t, api, s.lbSpec(fmt.Sprintf("ct-change-%02d", i))).ID)
 		}
-		checkChangingSet(t, s.opts.pageNumbers, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, created,
+		checkChangingSet(t, s.opts, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, created,
 			func(id string) error { return api.DeleteLoadBalancer(t.Context(), id) },
 			func(i int) (string, error) {
 				lb, err := s.createLBErr(t.Context(), api, s.lbSpec(fmt.Sprintf("ct-change-new-%02d", i)))
@@ -642,7 +642,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			{"session affinity Sticky", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity = "Sticky" }},
 			{"application protocol QUIC", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = "QUIC" }},
 			{"a TLS listener without certificates", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolTLS }},
-			{"certificates on a listener that terminates no TLS", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].Certificates = []string{"cert-a"} }},
+			{"certificates on a listener that terminates no TLS", func(spec *cloudapi.LoadBalancerSpec) { spec.Listeners[0].Certificates = s.opts.certificates[:1] }},
 			{"an HTTP listener over UDP", func(s *cloudapi.LoadBalancerSpec) {
 				s.Listeners = append(s.Listeners, cloudapi.Listener{Protocol: cloudapi.ProtocolUDP, Port: 54, TargetPort: 30054, AppProtocol: cloudapi.AppProtocolHTTP})
 			}},
@@ -732,21 +732,21 @@ func requireDistinctAddresses(t testing.TB, lbs []*cloudapi.LoadBalancer, when s
 // deletes the page's last item (the one the token continues after) and an item of a later
 // page, and creates new items. The rest of the listing must hold every item that existed
 // throughout and sorts after the first page, no deleted item and nothing twice.
-func checkChangingSet[T any](t *testing.T, pageNumbers bool, op cloudapi.Operation, list lister[T], id func(T) string, created []string,
+func checkChangingSet[T any](t *testing.T, o options, op cloudapi.Operation, list lister[T], id func(T) string, created []string,
 	del func(id string) error, create func(i int) (string, error),
 ) {
 	t.Helper()
-	p := newPager(op, list, id, cloudapi.ListOptions{PageSize: 4})
+	p := newPager(op, list, id, o.order, cloudapi.ListOptions{PageSize: 4})
 	first, err := p.next(t.Context())
 	require.NoError(t, err)
 	require.NotEmpty(t, first, "%s: the first page of a listing of %d items is empty", op, len(created))
 	require.False(t, p.done, "%s with page size 4: the first page of %d items is the last", op, len(created))
 	cut := id(first[len(first)-1])
 
-	sorted := slices.Sorted(slices.Values(created))
+	sorted := slices.SortedFunc(slices.Values(created), o.order)
 	var later []string
 	for _, k := range sorted {
-		if k > cut {
+		if o.order(k, cut) > 0 {
 			later = append(later, k)
 		}
 	}
@@ -770,7 +770,7 @@ func checkChangingSet[T any](t *testing.T, pageNumbers bool, op cloudapi.Operati
 			assert.NotContainsf(t, got, k, "%s: an item deleted before its page was read is listed", op)
 			continue
 		}
-		if pageNumbers && !slices.Contains(got, k) && missed < len(deleted) {
+		if o.pageNumbers && !slices.Contains(got, k) && missed < len(deleted) {
 			missed++ // a page shifted by a deletion (WithPageNumbers)
 			continue
 		}
@@ -793,14 +793,15 @@ func (s *suite) refusedByShape(o optionalSetting) bool {
 	return len(s.opts.shape.Uses(spec)) > 0
 }
 
-// optionalSettings are the parts of the spec beyond what every cloud offers.
-func optionalSettings() []optionalSetting {
+// optionalSettings are the parts of the spec beyond what every cloud offers, the
+// listeners that terminate TLS naming certs (WithCertificates).
+func optionalSettings(certs []string) []optionalSetting {
 	return []optionalSetting{
 		{"session affinity ClientIP", func(s *cloudapi.LoadBalancerSpec) {
 			s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, 3*time.Hour
 		}},
 		{"a TLS listener with two certificates", func(s *cloudapi.LoadBalancerSpec) {
-			s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{"cert-b", "cert-a"}
+			s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{certs[1], certs[0]}
 		}},
 		{"an HTTP listener", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTP }},
 		{"an adapter setting", func(s *cloudapi.LoadBalancerSpec) {
@@ -808,7 +809,7 @@ func optionalSettings() []optionalSetting {
 		}},
 		{"an HTTPS listener with a certificate", func(s *cloudapi.LoadBalancerSpec) {
 			s.Listeners = append(s.Listeners, cloudapi.Listener{Name: "https", Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443,
-				AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: []string{"cert-a"}})
+				AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: []string{certs[0]}})
 		}},
 	}
 }
@@ -907,8 +908,9 @@ func (s *suite) checkDeclaredSettings(t *testing.T) {
 // was given.
 const keepsSettings = `broke "A backend keeps every setting exactly as given, or refuses a spec with one it does not know or cannot build with ErrInvalidRequest; it never drops one"`
 
-// uses returns a change of a spec that uses f.
-func uses(f cloudapi.Feature) func(*cloudapi.LoadBalancerSpec) {
+// uses returns a change of a spec that uses f, a listener that terminates TLS naming
+// cert.
+func uses(f cloudapi.Feature, cert string) func(*cloudapi.LoadBalancerSpec) {
 	listener := func(p cloudapi.Protocol, app cloudapi.AppProtocol, certs ...string) func(*cloudapi.LoadBalancerSpec) {
 		return func(s *cloudapi.LoadBalancerSpec) {
 			s.Listeners = append(s.Listeners, cloudapi.Listener{Name: "extra", Protocol: p, Port: 8443, TargetPort: 30843, AppProtocol: app, Certificates: certs})
@@ -922,11 +924,11 @@ func uses(f cloudapi.Feature) func(*cloudapi.LoadBalancerSpec) {
 	case cloudapi.FeatureSCTP:
 		return listener(cloudapi.ProtocolSCTP, cloudapi.AppProtocolNone)
 	case cloudapi.FeatureTLS:
-		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolTLS, "cert-a")
+		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolTLS, cert)
 	case cloudapi.FeatureHTTP:
 		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolHTTP)
 	case cloudapi.FeatureHTTPS:
-		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolHTTPS, "cert-a")
+		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolHTTPS, cert)
 	case cloudapi.FeatureSourceRanges:
 		return func(s *cloudapi.LoadBalancerSpec) { s.SourceRanges = []string{"10.0.0.0/8"} }
 	case cloudapi.FeatureProxyProtocol:
@@ -948,7 +950,7 @@ func uses(f cloudapi.Feature) func(*cloudapi.LoadBalancerSpec) {
 // nothing.
 func (s *suite) checkUnsupported(t *testing.T, f cloudapi.Feature) {
 	api := s.lbBackend(t)
-	want := s.lbSpec("ct-unsupported", uses(f))
+	want := s.lbSpec("ct-unsupported", uses(f, s.opts.certificates[0]))
 	require.Equalf(t, []cloudapi.Feature{f}, s.opts.shape.Uses(want), "the suite's spec for %s", f)
 	_, err := api.CreateLoadBalancer(t.Context(), want.Clone())
 	requireClass(t, err, cloudapi.ErrInvalidRequest,
