@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -358,6 +359,33 @@ func TestRunUsesTheAdaptersCertificates(t *testing.T) {
 	}
 }
 
+// limitedShape is a cloud's whose health checks take a timeout of 3s at least (the
+// suite's own is 2s), whose load balancers serve IPv6 only beside IPv4 and are not both
+// internal and dual-stack, and whose listeners take one certificate.
+var limitedShape = cloudapi.LoadBalancerShape{
+	Unsupported:     []cloudapi.Feature{cloudapi.FeatureIPv6First},
+	HealthCheckUnit: time.Second,
+	HealthCheckRanges: cloudapi.HealthCheckRanges{Interval: cloudapi.DurationRange{Min: 3 * time.Second, Max: 5 * time.Minute},
+		Timeout: cloudapi.DurationRange{Min: 3 * time.Second, Max: time.Minute}, HealthyThreshold: cloudapi.CountRange{Min: 2, Max: 10}},
+	Exclusive:       [][2]cloudapi.Feature{{cloudapi.FeatureInternal, cloudapi.FeatureDualStack}},
+	MaxCertificates: 1,
+}
+
+// TestRunPassesLimitedBackend proves that the suite derives its specs from the shape: a
+// backend that refuses what limitedShape refuses passes with it, its health checks within
+// the ranges, its refusals of IPv6 first, of internal with dual-stack and of two
+// certificates checked.
+func TestRunPassesLimitedBackend(t *testing.T) {
+	cloudapitest.Run(t, func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
+		cloud, err := fake.New(fake.Config{})
+		require.NoError(t, err)
+		for _, inst := range f.Instances {
+			require.NoError(t, cloud.AddInstance(inst))
+		}
+		return dropper{Cloud: cloud, in: func(*cloudapi.LoadBalancerSpec) {}, out: func(*cloudapi.LoadBalancer) {}, check: limitedShape.Check}
+	}, cloudapitest.WithLoadBalancerShape(limitedShape))
+}
+
 // TestBrokenBackendChild runs the suite against the backend broken as CCMKIT_CONTRACT_BUG
 // says. It runs only as the child process of TestSuiteFailsBrokenBackend, and fails there.
 func TestBrokenBackendChild(t *testing.T) {
@@ -421,7 +449,7 @@ func TestSuiteFailsBrokenBackend(t *testing.T) {
 		{bugNarrow, "TestBrokenBackendChild/loadbalancers/create_and_get_round-trip_the_spec",
 			`broke "returns it as the cloud stored it"`},
 		{bugBuildsUDP, "TestBrokenBackendChild/loadbalancers/unsupported_parts_are_refused/udp",
-			`CreateLoadBalancer with udp, which the backend's shape declares unsupported`},
+			`CreateLoadBalancer with udp, which the backend's shape refuses`},
 		{bugTaglessKeepsTags, "TestBrokenBackendChild/routes/create_list_delete_round_trip/IPv4",
 			`broke "CreateRoute drops RouteSpec.Tags; every route it returns or lists has no tags" (cloudapi.TaglessRouteAPI)`},
 		{bugNumericOrder, "TestBrokenBackendChild/instances/list_pagination/page_size_1",

@@ -34,8 +34,8 @@ func (s *suite) lbBackend(t *testing.T) cloudapi.LoadBalancerAPI {
 	return api
 }
 
-// lbSpec returns a valid public IPv4 spec named name that uses most fields, changed by
-// tweaks.
+// lbSpec returns a valid public IPv4 spec named name that uses most fields, its health
+// check within the backend's ranges (LoadBalancerShape.FitHealthCheck), changed by tweaks.
 func (s *suite) lbSpec(name string, tweaks ...func(*cloudapi.LoadBalancerSpec)) cloudapi.LoadBalancerSpec {
 	spec := cloudapi.LoadBalancerSpec{
 		Name: name,
@@ -57,6 +57,7 @@ func (s *suite) lbSpec(name string, tweaks ...func(*cloudapi.LoadBalancerSpec)) 
 			cloudapi.TagServiceName: "default/" + name,
 		},
 	}
+	*spec.HealthCheck = s.opts.shape.FitHealthCheck(*spec.HealthCheck)
 	s.supported(&spec)
 	for _, tweak := range tweaks {
 		tweak(&spec)
@@ -66,7 +67,8 @@ func (s *suite) lbSpec(name string, tweaks ...func(*cloudapi.LoadBalancerSpec)) 
 
 // supported removes from spec what the backend's shape does not support
 // (WithLoadBalancerShape): listeners it cannot build, source ranges, the PROXY protocol,
-// internal, requested addresses, session affinity and IPv6.
+// internal, requested addresses, session affinity, IPv6, IPv6 first and both families
+// (also where an exclusive pair with dual-stack asks for one family).
 func (s *suite) supported(spec *cloudapi.LoadBalancerSpec) {
 	sh := s.opts.shape
 	spec.Listeners = slices.DeleteFunc(spec.Listeners, func(l cloudapi.Listener) bool {
@@ -90,6 +92,19 @@ func (s *suite) supported(spec *cloudapi.LoadBalancerSpec) {
 	}
 	if !sh.Supports(cloudapi.FeatureIPv6) {
 		spec.IPFamilies = slices.DeleteFunc(spec.IPFamilies, func(f cloudapi.IPFamily) bool { return f == cloudapi.IPv6 })
+	}
+	if !sh.Supports(cloudapi.FeatureIPv6First) && len(spec.IPFamilies) > 0 && spec.IPFamilies[0] == cloudapi.IPv6 {
+		spec.IPFamilies = append(spec.IPFamilies[1:], cloudapi.IPv6) // IPv6 second, or alone (then refused below)
+		if len(spec.IPFamilies) == 1 {
+			spec.IPFamilies = nil
+		}
+	}
+	dual := !sh.Supports(cloudapi.FeatureDualStack)
+	for _, pair := range sh.Excluded(*spec) {
+		dual = dual || slices.Contains(pair[:], cloudapi.FeatureDualStack)
+	}
+	if dual && len(spec.IPFamilies) > 1 {
+		spec.IPFamilies = spec.IPFamilies[:1]
 	}
 }
 
@@ -345,8 +360,8 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			{cloudapi.IPv6, cloudapi.IPv4},
 		} {
 			t.Run(fmt.Sprintf("families %v", fams), func(t *testing.T) {
-				if slices.Contains(fams, cloudapi.IPv6) && !s.opts.shape.Supports(cloudapi.FeatureIPv6) {
-					t.Skip("the backend's shape does not support IPv6 (WithLoadBalancerShape; its refusal is checked apart)")
+				if used := s.opts.shape.Uses(cloudapi.LoadBalancerSpec{IPFamilies: fams}); len(used) > 0 {
+					t.Skipf("the backend's shape does not support %v (WithLoadBalancerShape; its refusal is checked apart)", used)
 				}
 				api := s.lbBackend(t)
 				spec := s.lbSpec("ct-active", withFamilies(fams...))
@@ -385,10 +400,11 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			{Name: "https", Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443}, // added
 		} // UDP 53 removed
 		desired.Targets = []string{s.instanceID(1), s.instanceID(2), s.instanceID(3)}
-		desired.HealthCheck = &cloudapi.HealthCheck{
+		hc := s.opts.shape.FitHealthCheck(cloudapi.HealthCheck{
 			Protocol: cloudapi.HealthCheckTCP, Port: 30090,
 			Interval: 10 * time.Second, Timeout: 3 * time.Second, HealthyThreshold: 3, UnhealthyThreshold: 2,
-		}
+		})
+		desired.HealthCheck = &hc
 		desired.SourceRanges = []string{"172.16.0.0/12"}
 		desired.ProxyProtocol = false
 		s.supported(&desired)
@@ -427,7 +443,24 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			t.Skip("the backend's shape declares nothing unsupported (WithLoadBalancerShape)")
 		}
 		for _, f := range s.opts.shape.Unsupported {
-			t.Run(string(f), func(t *testing.T) { s.checkUnsupported(t, f) })
+			t.Run(string(f), func(t *testing.T) {
+				want := s.lbSpec("ct-unsupported", uses(f, s.opts.certificates[0]))
+				require.Containsf(t, s.opts.shape.Uses(want), f, "the suite's spec for %s", f)
+				s.checkRefused(t, string(f), want)
+			})
+		}
+	})
+
+	t.Run("exclusive parts are refused together", func(t *testing.T) {
+		if len(s.opts.shape.Exclusive) == 0 {
+			t.Skip("the backend's shape declares no exclusive features (WithLoadBalancerShape)")
+		}
+		for _, pair := range s.opts.shape.Exclusive {
+			t.Run(fmt.Sprintf("%s with %s", pair[0], pair[1]), func(t *testing.T) {
+				want := s.lbSpec("ct-exclusive", uses(pair[0], s.opts.certificates[0]), uses(pair[1], s.opts.certificates[0]))
+				require.Equalf(t, [][2]cloudapi.Feature{pair}, s.opts.shape.Excluded(want), "the suite's spec for %v", pair)
+				s.checkRefused(t, fmt.Sprintf("%s with %s", pair[0], pair[1]), want)
+			})
 		}
 	})
 
@@ -787,10 +820,9 @@ type optionalSetting struct {
 	tweak func(*cloudapi.LoadBalancerSpec)
 }
 
-// refusedByShape reports whether the backend's shape declares a part of o unsupported.
+// refusedByShape reports whether the backend's shape refuses a part of o (Check).
 func (s *suite) refusedByShape(o optionalSetting) bool {
-	spec := s.lbSpec("ct-optional", o.tweak)
-	return len(s.opts.shape.Uses(spec)) > 0
+	return s.opts.shape.Check(cloudapi.OpCreateLoadBalancer, "", s.lbSpec("ct-optional", o.tweak)) != nil
 }
 
 // optionalSettings are the parts of the spec beyond what every cloud offers, the
@@ -827,7 +859,7 @@ func (s *suite) checkOptional(t *testing.T, o optionalSetting) {
 	lb, err := api.CreateLoadBalancer(t.Context(), want.Clone())
 	if err == nil && s.refusedByShape(o) {
 		require.Failf(t, "a part declared unsupported was built",
-			"CreateLoadBalancer with %s, which the backend's shape declares unsupported (%v): it must be refused with ErrInvalidRequest", o.name, s.opts.shape.Uses(want))
+			"CreateLoadBalancer with %s, which the backend's shape refuses (%v): it must be refused with ErrInvalidRequest", o.name, s.opts.shape.Check(cloudapi.OpCreateLoadBalancer, "", want))
 	}
 	if err != nil {
 		requireClass(t, err, cloudapi.ErrInvalidRequest,
@@ -917,8 +949,10 @@ func uses(f cloudapi.Feature, cert string) func(*cloudapi.LoadBalancerSpec) {
 		}
 	}
 	switch f {
-	case cloudapi.FeatureIPv6:
+	case cloudapi.FeatureIPv6, cloudapi.FeatureDualStack:
 		return withFamilies(cloudapi.IPv4, cloudapi.IPv6)
+	case cloudapi.FeatureIPv6First:
+		return withFamilies(cloudapi.IPv6, cloudapi.IPv4)
 	case cloudapi.FeatureUDP:
 		return listener(cloudapi.ProtocolUDP, cloudapi.AppProtocolNone)
 	case cloudapi.FeatureSCTP:
@@ -945,23 +979,21 @@ func uses(f cloudapi.Feature, cert string) func(*cloudapi.LoadBalancerSpec) {
 	return func(*cloudapi.LoadBalancerSpec) {}
 }
 
-// checkUnsupported requires a spec that uses f, which the backend's shape declares
-// unsupported, to be refused with ErrInvalidRequest by create and by update, changing
+// checkRefused requires want, a spec of what (a part or parts the backend's shape
+// refuses), to be refused with ErrInvalidRequest by create and by update, changing
 // nothing.
-func (s *suite) checkUnsupported(t *testing.T, f cloudapi.Feature) {
+func (s *suite) checkRefused(t *testing.T, what string, want cloudapi.LoadBalancerSpec) {
 	api := s.lbBackend(t)
-	want := s.lbSpec("ct-unsupported", uses(f, s.opts.certificates[0]))
-	require.Equalf(t, []cloudapi.Feature{f}, s.opts.shape.Uses(want), "the suite's spec for %s", f)
 	_, err := api.CreateLoadBalancer(t.Context(), want.Clone())
 	requireClass(t, err, cloudapi.ErrInvalidRequest,
-		"CreateLoadBalancer with %s, which the backend's shape declares unsupported: broke \"a backend never drops a part of the spec it cannot build, it refuses the spec\"", f)
+		"CreateLoadBalancer with %s, which the backend's shape refuses: broke \"a backend never drops a part of the spec it cannot build, it refuses the spec\"", what)
 	assert.Empty(t, s.listAllLBs(t, api, cloudapi.ListOptions{}, 1), "CreateLoadBalancer refused with ErrInvalidRequest created a load balancer anyway")
 
-	plain := s.waitActive(t, api, s.createLB(t, api, s.lbSpec("ct-unsupported")))
+	plain := s.waitActive(t, api, s.createLB(t, api, s.lbSpec(want.Name)))
 	_, err = api.UpdateLoadBalancer(t.Context(), plain.ID,
 		cloudapi.LoadBalancerUpdate{Spec: want.Clone(), Changes: cloudapi.DiffLoadBalancer(plain.Spec, want)})
 	requireClass(t, err, cloudapi.ErrInvalidRequest,
-		"UpdateLoadBalancer to %s, which the backend's shape declares unsupported: \"ErrInvalidRequest when the cloud cannot build update.Spec\"", f)
+		"UpdateLoadBalancer to %s, which the backend's shape refuses: \"ErrInvalidRequest when the cloud cannot build update.Spec\"", what)
 	got, err := api.GetLoadBalancer(t.Context(), plain.ID)
 	require.NoError(t, err)
 	s.requireSpec(t, plain.Spec, got.Spec, "UpdateLoadBalancer refused with ErrInvalidRequest changed the load balancer")
