@@ -6,7 +6,6 @@ import (
 	"maps"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
@@ -18,11 +17,10 @@ import (
 // The parts of a Service's load balancer that come with defaults: its health checks (the
 // Service's and its ports' own) and the adapter's settings.
 
-// healthCheck returns the health check the Service asks for, of the port of port when it
-// is not nil (an entry of the port-health-checks annotation, over the Service's), and an
-// error when its timeout is longer than its interval.
-func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, port *portHealthCheck) (*cloudapi.HealthCheck, error) {
-	hc := &cloudapi.HealthCheck{
+// defaultHealthCheck is the health check a Service starts from: ccmkit's defaults brought
+// within the cloud's ranges and unit (shape.FitHealthCheck).
+func defaultHealthCheck(shape cloudapi.LoadBalancerShape) cloudapi.HealthCheck {
+	return shape.FitHealthCheck(cloudapi.HealthCheck{
 		Protocol:           cloudapi.HealthCheckHTTP,
 		Port:               KubeProxyHealthzPort,
 		Path:               defaultHealthCheckPath,
@@ -30,7 +28,16 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, port *
 		Timeout:            defaultTimeout,
 		HealthyThreshold:   defaultHealthyThreshold,
 		UnhealthyThreshold: defaultUnhealthyThreshold,
-	}
+	})
+}
+
+// healthCheck returns the health check the Service asks for, of the port of port when it
+// is not nil (an entry of the port-health-checks annotation, over the Service's), from
+// the defaults of the cloud's shape, and an error when its timeout is longer than its
+// interval.
+func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, port *portHealthCheck, shape cloudapi.LoadBalancerShape) (*cloudapi.HealthCheck, error) {
+	def := defaultHealthCheck(shape)
+	hc := &def
 	if path, port := servicehelpers.GetServiceHealthCheckPathPort(svc); port != 0 {
 		hc.Path, hc.Port = path, port
 	}
@@ -50,6 +57,45 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, port *
 		return hc, fmt.Errorf("annotation %s: the health check timeout%s %s is longer than its interval %s", key, of, hc.Timeout, hc.Interval)
 	}
 	return hc, nil
+}
+
+// healthCheckRanges returns the problems of hc, the Service's health check, whose values
+// the cloud's shape does not take (HealthCheckRanges), each keyed by the annotation of
+// its part.
+func healthCheckRanges(prefix string, svc *corev1.Service, a parsedAnnotations, hc *cloudapi.HealthCheck, shape cloudapi.LoadBalancerShape) problems {
+	var ps problems
+	for _, part := range outOfRange(hc, shape.HealthCheckRanges) {
+		key := a.key(prefix, part.name)
+		ps = append(ps, problem{key: key, err: &AnnotationError{Key: key, Value: svc.Annotations[key],
+			Allowed: part.rng + ", the range of this cloud's health checks", Err: part.err}})
+	}
+	return ps
+}
+
+// rangeProblem is a part of a health check out of the cloud's range: the annotation of the
+// part, the range and what is wrong.
+type rangeProblem struct {
+	name, rng string
+	err       error
+}
+
+// outOfRange returns the parts of hc that r does not take, in the order of the annotations.
+func outOfRange(hc *cloudapi.HealthCheck, r cloudapi.HealthCheckRanges) []rangeProblem {
+	var out []rangeProblem
+	for _, p := range []struct {
+		name, value, rng string
+		ok               bool
+	}{
+		{AnnotationHealthCheckInterval, "interval " + hc.Interval.String(), r.Interval.String(), r.Interval.Contains(hc.Interval)},
+		{AnnotationHealthCheckTimeout, "timeout " + hc.Timeout.String(), r.Timeout.String(), r.Timeout.Contains(hc.Timeout)},
+		{AnnotationHealthCheckHealthyThreshold, fmt.Sprint("healthy threshold ", hc.HealthyThreshold), r.HealthyThreshold.String(), r.HealthyThreshold.Contains(hc.HealthyThreshold)},
+		{AnnotationHealthCheckUnhealthyThreshold, fmt.Sprint("unhealthy threshold ", hc.UnhealthyThreshold), r.UnhealthyThreshold.String(), r.UnhealthyThreshold.Contains(hc.UnhealthyThreshold)},
+	} {
+		if !p.ok {
+			out = append(out, rangeProblem{name: p.name, rng: p.rng, err: fmt.Errorf("the health check's %s is out of this cloud's range (%s)", p.value, p.rng)})
+		}
+	}
+	return out
 }
 
 // overlayHealthCheck sets the parts of hc that a's health check annotations set.
@@ -144,8 +190,10 @@ func parsePortHealthChecks(v string) ([]portHealthCheck, error) {
 // their own that the port-health-checks annotation asks for, over svcHC, the Service's
 // (a listener whose health check would be svcHC gets none of its own), and returns the
 // problems: an entry that names no port of the Service, a timeout longer than the
-// interval, a time that is not a whole number of unit (the cloud's).
-func portHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, svcHC *cloudapi.HealthCheck, ls []cloudapi.Listener, unit time.Duration) problems {
+// interval, a time that is not a whole number of the cloud's unit, a value out of its
+// ranges (shape).
+func portHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, svcHC *cloudapi.HealthCheck, ls []cloudapi.Listener, shape cloudapi.LoadBalancerShape) problems {
+	unit := shape.HealthCheckUnit
 	var ps problems
 	key := a.key(prefix, AnnotationPortHealthChecks)
 	fail := func(err error) {
@@ -162,9 +210,13 @@ func portHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, s
 			fail(fmt.Errorf("the Service has no port %s", e.port))
 			continue
 		}
-		hc, err := healthCheck(prefix, svc, a, &e)
+		hc, err := healthCheck(prefix, svc, a, &e, shape)
 		if err != nil {
 			fail(err)
+			continue
+		}
+		if out := outOfRange(hc, shape.HealthCheckRanges); len(out) > 0 {
+			fail(fmt.Errorf("port %s: %w", e.port, out[0].err))
 			continue
 		}
 		if unit > 0 && ((e.set.hcInterval != 0 && hc.Interval%unit != 0) || (e.set.hcTimeout != 0 && hc.Timeout%unit != 0)) {
