@@ -248,7 +248,9 @@ func TestShapeLimits(t *testing.T) {
 		"defaults within the ranges: interval 8s (not 10s), timeout 6s (not 5s), healthy threshold 3 (not 2)")
 
 	https := corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443}
-	families := func(f ...corev1.IPFamily) func(*corev1.Service) { return func(s *corev1.Service) { s.Spec.IPFamilies = f } }
+	families := func(f ...corev1.IPFamily) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Spec.IPFamilies = f }
+	}
 	for _, tc := range []struct {
 		name   string
 		tweaks []func(*corev1.Service)
