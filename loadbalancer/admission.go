@@ -70,7 +70,10 @@ const (
 // without tls-certificates, tls-certificates without such a port, tls-ports naming a port
 // the Service does not have or one that is not TCP, a health check timeout longer than its
 // interval, a spec.loadBalancerIP not among the ip-addresses, a port's own health check
-// on a cloud that keeps one for all ports (opts.Shape)). Where CEL cannot check a
+// on a cloud that keeps one for all ports, and what the limits of opts.Shape refuse: a
+// health check value out of its ranges, IPv6 first or dual-stack where unsupported, a
+// pair of exclusive features that CEL sees (internal, the PROXY protocol, session
+// affinity, the IP families), more certificates than a listener takes). Where CEL cannot check a
 // value as ccmkit does, the policy checks less, never more: it refuses no value the sync
 // accepts. The node-selector and an adapter's setting declared with Parse are left to the
 // sync and listed in the policy's annotation AdmissionPolicySyncOnlyAnnotation; an
