@@ -176,6 +176,19 @@ func (s *suite) waitActive(t testing.TB, api cloudapi.LoadBalancerAPI, lb *cloud
 }
 
 func (s *suite) waitActiveErr(ctx context.Context, api cloudapi.LoadBalancerAPI, lb *cloudapi.LoadBalancer) (*cloudapi.LoadBalancer, error) {
+	lb, err := s.awaitActive(ctx, api, lb)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkActive(lb); err != nil {
+		return nil, err
+	}
+	return lb, nil
+}
+
+// awaitActive reads the load balancer until it is active, within the provisioning read
+// budget.
+func (s *suite) awaitActive(ctx context.Context, api cloudapi.LoadBalancerAPI, lb *cloudapi.LoadBalancer) (*cloudapi.LoadBalancer, error) {
 	for reads := 0; lb.Status != cloudapi.LoadBalancerActive; reads++ {
 		if lb.Status == cloudapi.LoadBalancerError {
 			return nil, fmt.Errorf("load balancer %q (%s) failed to provision: status error", lb.ID, lb.Spec.Name)
@@ -195,9 +208,6 @@ func (s *suite) waitActiveErr(ctx context.Context, api cloudapi.LoadBalancerAPI,
 			return nil, fmt.Errorf("GetLoadBalancer(%q) returned load balancer %q", lb.ID, got.ID)
 		}
 		lb = got
-	}
-	if err := s.checkActive(lb); err != nil {
-		return nil, err
 	}
 	return lb, nil
 }

@@ -52,8 +52,7 @@ type NewRESTBackend func(t testing.TB, f Fixture) (baseURL string, newClient fun
 // assigns its addresses or hostname when it has built it does not fail.
 //
 // Of the options, RunMiddlebox honours WithInstanceShape (the instance the load balancer
-// and the route target, as the backend's cloud holds it), WithProvisioningReads,
-// WithHostnames and WithoutAddresses (checked on the active load balancer) and
+// and the route target, as the backend's cloud holds it), WithProvisioningReads and
 // WithIDOrder; the others do not apply.
 func RunMiddlebox(t *testing.T, newBackend NewRESTBackend, maxAnswerBytes int64, opts ...Option) {
 	o := defaultOptions()
@@ -128,7 +127,8 @@ func (m middleboxMode) run(t *testing.T, newBackend NewRESTBackend, o options) {
 	if hasLBs {
 		lb, err = lbs.CreateLoadBalancer(t.Context(), middleboxLB(instances[0].ID, "kept"))
 		require.NoError(t, err, "creating a load balancer directly")
-		lb = (&suite{opts: o}).waitActive(t, lbs, lb) // not finishing its provisioning while the writes run
+		lb, err = (&suite{opts: o}).awaitActive(t.Context(), lbs, lb) // not finishing its provisioning while the writes run
+		require.NoError(t, err)
 	}
 	var route *cloudapi.Route
 	if hasRoutes {
