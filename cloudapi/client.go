@@ -35,7 +35,9 @@ type InstanceAPI interface {
 	GetInstance(ctx context.Context, id string) (*Instance, error)
 
 	// ListInstances returns one page of the instances that carry every tag in opts.Tags.
-	// Pages are ordered by ID; a page token returned in InstancePage.NextPageToken
+	// Pages are ordered by ID, in one order of the cloud's IDs that never changes
+	// (byte-wise, or by number for numbered IDs: CompareNumericIDs; the contract suite
+	// checks the adapter's with cloudapitest.WithIDOrder); a page token returned in InstancePage.NextPageToken
 	// continues after the last item of the page, so paging through a changing set never
 	// returns an instance twice. An empty NextPageToken means the last page.
 	ListInstances(ctx context.Context, opts ListOptions) (*InstancePage, error)

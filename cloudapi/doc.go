@@ -27,7 +27,12 @@
 //     rewrites every listener) and reports them with JoinListenerParts. A cloud that
 //     reports a value of every setting for every load balancer (a type, a location)
 //     records the settings asked for as tags (TagsWithSettingValues) and reports only those
-//     (SettingValuesFromTags). ccmkit calls UpdateLoadBalancer only when
+//     (SettingValuesFromTags). The shape also declares the limits of the cloud's load
+//     balancers (health check ranges, IPv6 only second, exclusive features, certificates
+//     per listener: LoadBalancerShape.HealthCheckRanges, Exclusive, MaxCertificates), which
+//     ccmkit's sync and admission policy and the contract suite read; a cloud with a
+//     firewall per load balancer changes its source ranges in place
+//     (LoadBalancerSteps.SourceRanges). ccmkit calls UpdateLoadBalancer only when
 //     LoadBalancerUpdate.Changes is not empty. A part of the spec the cloud cannot build (a session affinity, an
 //     application protocol or TLS termination it lacks) is refused with
 //     ErrInvalidRequest, never left out: ccmkit then tells the Service's owner, where a

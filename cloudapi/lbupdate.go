@@ -35,6 +35,10 @@ type LoadBalancerSteps struct {
 	// ProxyProtocol writes desired's PROXY protocol, for a cloud that keeps it per load
 	// balancer (as HealthCheck).
 	ProxyProtocol func(ctx context.Context) error
+	// SourceRanges writes desired's source ranges in place (a cloud whose load balancers
+	// have a firewall of their own: its rules), once, when the set differs; an empty set
+	// allows everyone. Nil: the cloud cannot change them in place.
+	SourceRanges func(ctx context.Context) error
 	// RemoveTarget removes the target instance id.
 	RemoveTarget func(ctx context.Context, id string) error
 	// AddTarget adds the target instance id.
@@ -61,9 +65,9 @@ func (s LoadBalancerShape) Plan(current, desired LoadBalancerSpec) LoadBalancerC
 // steps: it plans the changes (Plan), then calls, stopping at the first error, which it
 // returns as it is: Properties; Setting for each setting that differs, by name;
 // RemoveListener, AddListener, UpdateListener, each by key; HealthCheck; ProxyProtocol;
-// RemoveTarget, AddTarget, each by ID. Removals come before additions, so a cloud that
-// caps the listeners or targets of a load balancer holds the desired ones. A change that
-// no step can make (a nil step, or Internal, TargetGroup, SourceRanges, IPFamilies,
+// SourceRanges; RemoveTarget, AddTarget, each by ID. Removals come before additions, so a
+// cloud that caps the listeners or targets of a load balancer holds the desired ones. A
+// change that no step can make (a nil step, or Internal, TargetGroup, IPFamilies,
 // RequestedIPs or SessionAffinity, which have none) is ErrInvalidRequest for op on id,
 // naming each, before any step is called.
 func (s LoadBalancerShape) Update(ctx context.Context, op Operation, id string, current, desired LoadBalancerSpec, steps LoadBalancerSteps) error {
@@ -86,7 +90,7 @@ func (s LoadBalancerShape) Update(ctx context.Context, op Operation, id string, 
 		{"targets removed", len(c.RemoveTargets) > 0, steps.RemoveTarget == nil},
 		{"targets added", len(c.AddTargets) > 0, steps.AddTarget == nil},
 		{"target group", c.TargetGroup, true},
-		{"source ranges", c.SourceRanges, true},
+		{"source ranges", c.SourceRanges, steps.SourceRanges == nil},
 		{"IP families", c.IPFamilies, true},
 		{"requested IPs", c.RequestedIPs, true},
 		{"session affinity", c.SessionAffinity, true},
@@ -130,6 +134,9 @@ func (s LoadBalancerShape) Update(ctx context.Context, op Operation, id string, 
 	}
 	if c.ProxyProtocol && !proxyPerListener {
 		step(func() error { return steps.ProxyProtocol(ctx) })
+	}
+	if c.SourceRanges {
+		step(func() error { return steps.SourceRanges(ctx) })
 	}
 	for _, t := range c.RemoveTargets {
 		step(func() error { return steps.RemoveTarget(ctx, t) })

@@ -32,6 +32,7 @@ func recordingSteps(calls *[]string, fail string) cloudapi.LoadBalancerSteps {
 		UpdateListener: func(_ context.Context, l cloudapi.Listener) error { return rec(fmt.Sprint("update listener ", l.Port)) },
 		HealthCheck:    func(context.Context) error { return rec("health check") },
 		ProxyProtocol:  func(context.Context) error { return rec("proxy protocol") },
+		SourceRanges:   func(context.Context) error { return rec("source ranges") },
 		RemoveTarget:   func(_ context.Context, id string) error { return rec("remove target " + id) },
 		AddTarget:      func(_ context.Context, id string) error { return rec("add target " + id) },
 	}
@@ -73,6 +74,11 @@ func TestLoadBalancerShapeUpdate(t *testing.T) {
 		{name: "every kind of change, in order", current: current, desired: desired, want: []string{
 			"properties", "setting algorithm=least_connections", "setting type=lb21",
 			"remove listener 80", "add listener 9090", "update listener 8080", "remove target 1", "add target 3"}},
+		{name: "health check, PROXY protocol and source ranges, in order", current: current, desired: func() cloudapi.LoadBalancerSpec {
+			d := newHC.Clone()
+			d.Listeners, d.Targets, d.SettingValues, d.SourceRanges = current.Listeners, current.Targets, current.SettingValues, []string{"10.0.0.0/8"}
+			return d
+		}(), want: []string{"health check", "proxy protocol", "source ranges"}},
 		{name: "converged: no step", current: current, desired: current},
 		{name: "a setting no longer asked for is passed empty", current: current, desired: func() cloudapi.LoadBalancerSpec {
 			d := current.Clone()
@@ -90,7 +96,21 @@ func TestLoadBalancerShapeUpdate(t *testing.T) {
 			return d
 		}(), want: []string{"remove listener 80", "add listener 9090", "update listener 443", "update listener 8080"}},
 		{name: "a change no step makes is refused before any step", current: current, desired: stepless,
-			wantError: "the cloud cannot change [internal source ranges] of a load balancer in place"},
+			wantError: "the cloud cannot change [internal] of a load balancer in place"},
+		{name: "source ranges alone: their step, nothing rewritten", current: current, desired: func() cloudapi.LoadBalancerSpec {
+			d := current.Clone()
+			d.SourceRanges = []string{"10.0.0.0/8", "192.0.2.0/24"}
+			return d
+		}(), want: []string{"source ranges"}},
+		{name: "source ranges without their step are refused before any step", current: current, desired: func() cloudapi.LoadBalancerSpec {
+			d := desired.Clone()
+			d.SourceRanges = []string{"10.0.0.0/8"}
+			return d
+		}(), steps: func(calls *[]string) cloudapi.LoadBalancerSteps {
+			s := recordingSteps(calls, "")
+			s.SourceRanges = nil
+			return s
+		}, wantError: "the cloud cannot change [source ranges] of a load balancer in place"},
 		{name: "a nil step is refused before any step", current: current, desired: desired,
 			steps: func(calls *[]string) cloudapi.LoadBalancerSteps {
 				s := recordingSteps(calls, "")

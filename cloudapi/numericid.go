@@ -1,8 +1,10 @@
 package cloudapi
 
 import (
+	"cmp"
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // NumericID returns the number that id names, for a cloud whose IDs are positive decimal
@@ -26,4 +28,24 @@ func CheckNumericID(id string) error {
 		return errors.New("not a positive decimal number: the cloud names its resources by their numeric IDs")
 	}
 	return nil
+}
+
+// CompareNumericIDs orders IDs as a cloud of numbered resources sorts them by ID
+// (Hetzner's sort=id:asc): by their numbers (NumericID), so "9" before "10"; an ID that
+// NumericID does not read sorts after every number, byte-wise among its kind. It returns
+// a negative number when a sorts before b, zero when they are one ID, a positive number
+// otherwise (cloudapitest.WithIDOrder).
+func CompareNumericIDs(a, b string) int {
+	na, oka := NumericID(a)
+	nb, okb := NumericID(b)
+	switch {
+	case oka && okb:
+		return cmp.Compare(na, nb)
+	case oka != okb:
+		if oka {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a, b)
 }

@@ -88,6 +88,10 @@ func (c *partCloud) api() cloudapi.PartwiseLoadBalancers[*cloudapi.LoadBalancerS
 					lb.Targets = slices.DeleteFunc(lb.Targets, func(t string) bool { return t == id })
 					return c.step("remove target " + id)
 				},
+				SourceRanges: func(context.Context) error {
+					lb.SourceRanges = slices.Clone(desired.SourceRanges)
+					return c.step(fmt.Sprint("source ranges ", desired.SourceRanges))
+				},
 			}, nil
 		},
 		Delete: func(_ context.Context, id string) error {
@@ -131,6 +135,21 @@ func TestPartwiseLoadBalancers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"get a", "remove target i-1", "add target i-2"}, c.calls, "targets changed alone: the read before, with them changed")
 	assert.Equal(t, want, got.Spec)
+
+	c.calls = nil
+	firewalled := want.Clone()
+	firewalled.SourceRanges = []string{"10.0.0.0/8", "192.0.2.0/24"}
+	got, err = api.UpdateLoadBalancer(ctx, "a", cloudapi.LoadBalancerUpdate{Spec: firewalled})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"get a", "source ranges [10.0.0.0/8 192.0.2.0/24]", "get a"}, c.calls,
+		"source ranges changed alone: their step in place, no listener or target rewritten, then the read")
+	assert.Equal(t, firewalled, got.Spec)
+	c.calls = nil
+	firewalled.SourceRanges = nil
+	_, err = api.UpdateLoadBalancer(ctx, "a", cloudapi.LoadBalancerUpdate{Spec: firewalled})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"get a", "source ranges []", "get a"}, c.calls, "no source ranges: the step opens the load balancer to everyone")
+	want = firewalled
 
 	c.calls = nil
 	internal := want.Clone()

@@ -41,6 +41,20 @@ type LoadBalancerShape struct {
 	// timeout that is not a whole multiple of it: the cloud would round it, and every sync
 	// would find it changed and write it again.
 	HealthCheckUnit time.Duration
+	// HealthCheckRanges are the values the cloud's health checks take (an interval of 3s
+	// to 5m, thresholds of 2 to 10): Check refuses a value out of its range, ccmkit's
+	// defaults and the contract suite's health check are brought within them
+	// (FitHealthCheck), and a Service that asks for a value out of range is refused.
+	HealthCheckRanges HealthCheckRanges
+	// Exclusive are the pairs of features (each one Unsupported may hold, or
+	// FeatureListenerHealthCheck) the cloud's load balancers cannot combine, though each
+	// alone is supported (an internal load balancer that is not dual-stack:
+	// {FeatureInternal, FeatureDualStack}): Check refuses a spec that uses both
+	// (Excluded).
+	Exclusive [][2]Feature
+	// MaxCertificates is the most certificates a listener that terminates TLS takes (1 on
+	// a cloud with one certificate per HTTPS listener); zero takes any number.
+	MaxCertificates int
 }
 
 // Feature names a part of a LoadBalancerSpec that a cloud may not keep (a
@@ -62,6 +76,12 @@ const (
 	FeatureIPFamilies Feature = "ip-families"
 	// FeatureIPv6 is IPv6 among the IPFamilies; may be unsupported.
 	FeatureIPv6 Feature = "ipv6"
+	// FeatureIPv6First is IPv6 first among the IPFamilies (an IPv6 or IPv6-first
+	// load balancer); may be unsupported, for a cloud whose load balancers serve IPv6 only
+	// beside IPv4, as the second family of a dual-stack one.
+	FeatureIPv6First Feature = "ipv6-first"
+	// FeatureDualStack are both families among the IPFamilies; may be unsupported.
+	FeatureDualStack Feature = "dual-stack"
 	// FeatureUDP are listeners of Protocol UDP; may be unsupported.
 	FeatureUDP Feature = "udp"
 	// FeatureSCTP are listeners of Protocol SCTP; may be unsupported.
@@ -99,13 +119,16 @@ const (
 var (
 	perListenable = []Feature{FeatureHealthCheck, FeatureListenerHealthCheck, FeatureProxyProtocol}
 	notKeepable   = []Feature{FeatureName, FeatureListenerNames, FeatureHealthyThreshold, FeatureIPFamilies}
-	unsupportable = []Feature{FeatureIPv6, FeatureUDP, FeatureSCTP, FeatureTLS, FeatureHTTP, FeatureHTTPS,
+	unsupportable = []Feature{FeatureIPv6, FeatureIPv6First, FeatureDualStack, FeatureUDP, FeatureSCTP, FeatureTLS, FeatureHTTP, FeatureHTTPS,
 		FeatureSourceRanges, FeatureProxyProtocol, FeatureInternal, FeatureRequestedIPs, FeatureSessionAffinity}
 )
 
 // Validate reports every problem of the declaration at once: a feature that its list does
 // not allow, listed twice, or both unsupported and kept per listener; a listener's own
-// health check without the health check per listener; a negative HealthCheckUnit.
+// health check without the health check per listener; a negative HealthCheckUnit; a
+// health check range that is none, or whose bounds are not whole multiples of the unit;
+// an exclusive pair of unknown, unsupported or the same features; a negative
+// MaxCertificates.
 func (s LoadBalancerShape) Validate() error {
 	var errs []error
 	check := func(list string, fs, allowed []Feature) {
@@ -134,6 +157,7 @@ func (s LoadBalancerShape) Validate() error {
 	if s.HealthCheckUnit < 0 {
 		errs = append(errs, fmt.Errorf("load balancer shape: HealthCheckUnit %s is negative", s.HealthCheckUnit))
 	}
+	errs = append(errs, s.validateLimits()...)
 	return errors.Join(errs...)
 }
 
@@ -241,9 +265,11 @@ func (s LoadBalancerShape) Uses(spec LoadBalancerSpec) []Feature {
 
 // Check returns an error matching ErrInvalidRequest, for op on the load balancer id
 // (empty for a create), naming every problem: what spec.Validate refuses, the parts of
-// spec the cloud does not support (Uses), and a health check interval or timeout (the load
-// balancer's or a listener's) that is not a multiple of HealthCheckUnit. Nil when none. An adapter calls it first in
-// CreateLoadBalancer and UpdateLoadBalancer, and adds its cloud's own checks.
+// spec the cloud does not support (Uses), the features it combines that the cloud cannot
+// (Excluded), a health check interval or timeout (the load balancer's or a listener's)
+// that is not a multiple of HealthCheckUnit or a value out of HealthCheckRanges, and a
+// listener with more than MaxCertificates certificates. Nil when none. An adapter calls
+// it first in CreateLoadBalancer and UpdateLoadBalancer, and adds its cloud's own checks.
 func (s LoadBalancerShape) Check(op Operation, id string, spec LoadBalancerSpec) error {
 	err := spec.Validate()
 	if used := s.Uses(spec); len(used) > 0 {
@@ -258,6 +284,7 @@ func (s LoadBalancerShape) Check(op Operation, id string, spec LoadBalancerSpec)
 			err = errors.Join(err, fmt.Errorf("health check interval %s and timeout %s: the cloud keeps whole multiples of %s", hc.Interval, hc.Timeout, unit))
 		}
 	}
+	err = errors.Join(err, s.checkLimits(spec))
 	if err != nil {
 		return NewError(ErrInvalidRequest, op, id, err)
 	}
@@ -270,6 +297,10 @@ func uses(spec LoadBalancerSpec, f Feature) bool {
 	switch f {
 	case FeatureIPv6:
 		return slices.Contains(spec.IPFamilies, IPv6)
+	case FeatureIPv6First:
+		return len(spec.IPFamilies) > 0 && spec.IPFamilies[0] == IPv6
+	case FeatureDualStack:
+		return slices.Contains(spec.IPFamilies, IPv4) && slices.Contains(spec.IPFamilies, IPv6)
 	case FeatureUDP:
 		return listener(func(l Listener) bool { return l.Protocol == ProtocolUDP })
 	case FeatureSCTP:

@@ -1,6 +1,7 @@
 package cloudapi_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,6 +174,10 @@ func TestNumericID(t *testing.T) {
 		_, ok := cloudapi.NumericID(id)
 		assert.False(t, ok, "%q", id)
 	}
+	ids := []string{"lb-a", "10", "9", "100", "abc", "2"}
+	slices.SortFunc(ids, cloudapi.CompareNumericIDs)
+	assert.Equal(t, []string{"2", "9", "10", "100", "abc", "lb-a"}, ids, "numbers as numbers, then the rest byte-wise")
+	assert.Zero(t, cloudapi.CompareNumericIDs("42", "42"))
 }
 
 func TestSettingsAsTags(t *testing.T) {
@@ -208,4 +213,78 @@ func TestLoadBalancerShapeHealthCheckUnit(t *testing.T) {
 		assert.ErrorContains(t, err, "the cloud keeps whole multiples of 1s")
 		require.NoError(t, cloudapi.LoadBalancerShape{}.Check(cloudapi.OpCreateLoadBalancer, "", odd), "no unit: any duration")
 	}
+}
+
+// TestLoadBalancerShapeLimits: health check ranges, exclusive features, IPv6 only second
+// and one certificate per listener are declared, validated, and refused by Check; a health
+// check is fitted within the ranges and the unit.
+func TestLoadBalancerShapeLimits(t *testing.T) {
+	shape := cloudapi.LoadBalancerShape{
+		Unsupported:     []cloudapi.Feature{cloudapi.FeatureIPv6First},
+		HealthCheckUnit: time.Second,
+		HealthCheckRanges: cloudapi.HealthCheckRanges{
+			Interval: cloudapi.DurationRange{Min: 3 * time.Second, Max: time.Minute}, Timeout: cloudapi.DurationRange{Min: 3 * time.Second, Max: 30 * time.Second},
+			HealthyThreshold: cloudapi.CountRange{Min: 2, Max: 10}, UnhealthyThreshold: cloudapi.CountRange{Min: 2, Max: 10},
+		},
+		Exclusive:       [][2]cloudapi.Feature{{cloudapi.FeatureInternal, cloudapi.FeatureDualStack}},
+		MaxCertificates: 1,
+	}
+	require.NoError(t, shape.Validate())
+	hc := cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 1, Interval: 5 * time.Second, Timeout: 2 * time.Second, HealthyThreshold: 1, UnhealthyThreshold: 3}
+	assert.Equal(t, cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 1, Interval: 5 * time.Second, Timeout: 3 * time.Second, HealthyThreshold: 2, UnhealthyThreshold: 3},
+		shape.FitHealthCheck(hc), "each value within its range")
+	assert.Equal(t, 4*time.Second, cloudapi.LoadBalancerShape{HealthCheckUnit: 2 * time.Second, HealthCheckRanges: cloudapi.HealthCheckRanges{Timeout: cloudapi.DurationRange{Min: 4 * time.Second}}}.
+		FitHealthCheck(cloudapi.HealthCheck{Interval: 3 * time.Second, Timeout: time.Second}).Interval, "rounded up to the unit, and not shorter than the timeout")
+	assert.Equal(t, hc, cloudapi.LoadBalancerShape{}.FitHealthCheck(hc), "no ranges: as it is")
+
+	base := cloudapi.LoadBalancerSpec{Name: "web", Listeners: []cloudapi.Listener{{Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443,
+		AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: []string{"c1"}}}}
+	fitted := shape.FitHealthCheck(hc)
+	base.HealthCheck = &fitted
+	require.NoError(t, shape.Check(cloudapi.OpCreateLoadBalancer, "", base))
+	dual := base.Clone()
+	dual.IPFamilies = []cloudapi.IPFamily{cloudapi.IPv4, cloudapi.IPv6}
+	require.NoError(t, shape.Check(cloudapi.OpCreateLoadBalancer, "", dual), "IPv6 second is supported")
+	assert.Empty(t, shape.Excluded(dual))
+	for name, tc := range map[string]struct {
+		tweak func(*cloudapi.LoadBalancerSpec)
+		want  string
+	}{
+		"IPv6 first": {func(s *cloudapi.LoadBalancerSpec) { s.IPFamilies = []cloudapi.IPFamily{cloudapi.IPv6, cloudapi.IPv4} }, "do not support [ipv6-first]"},
+		"IPv6 only":  {func(s *cloudapi.LoadBalancerSpec) { s.IPFamilies = []cloudapi.IPFamily{cloudapi.IPv6} }, "do not support [ipv6-first]"},
+		"internal and dual-stack": {func(s *cloudapi.LoadBalancerSpec) {
+			s.Internal, s.IPFamilies = true, []cloudapi.IPFamily{cloudapi.IPv4, cloudapi.IPv6}
+		}, "cannot combine internal with dual-stack"},
+		"a timeout below the range":   {func(s *cloudapi.LoadBalancerSpec) { s.HealthCheck.Timeout = 2 * time.Second }, "timeout 2s is out of the cloud's range (from 3s to 30s)"},
+		"an interval above the range": {func(s *cloudapi.LoadBalancerSpec) { s.HealthCheck.Interval = 2 * time.Minute }, "interval 2m0s is out of the cloud's range (from 3s to 1m0s)"},
+		"a threshold above the range": {func(s *cloudapi.LoadBalancerSpec) { s.HealthCheck.UnhealthyThreshold = 11 }, "unhealthy threshold 11 is out of the cloud's range (from 2 to 10)"},
+		"a listener's own health check out of range": {func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners[0].HealthCheck = &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: 1, Interval: 5 * time.Second, Timeout: time.Second, HealthyThreshold: 2, UnhealthyThreshold: 2}
+		}, "health check of listener TCP/443: timeout 1s is out of the cloud's range"},
+		"two certificates": {func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].Certificates = []string{"c1", "c2"} }, "2 certificates, the cloud's listeners take at most 1"},
+	} {
+		spec := base.Clone()
+		tc.tweak(&spec)
+		err := shape.Check(cloudapi.OpUpdateLoadBalancer, "lb-1", spec)
+		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, name)
+		assert.ErrorContains(t, err, tc.want, name)
+	}
+	assert.Equal(t, [][2]cloudapi.Feature{{cloudapi.FeatureInternal, cloudapi.FeatureDualStack}},
+		shape.Excluded(cloudapi.LoadBalancerSpec{Internal: true, IPFamilies: []cloudapi.IPFamily{cloudapi.IPv6, cloudapi.IPv4}}))
+
+	err := cloudapi.LoadBalancerShape{
+		Unsupported:     []cloudapi.Feature{cloudapi.FeatureInternal},
+		HealthCheckUnit: time.Second,
+		HealthCheckRanges: cloudapi.HealthCheckRanges{Interval: cloudapi.DurationRange{Min: 5 * time.Second, Max: 4 * time.Second},
+			Timeout: cloudapi.DurationRange{Min: 1500 * time.Millisecond}, HealthyThreshold: cloudapi.CountRange{Min: 5, Max: 2}},
+		Exclusive:       [][2]cloudapi.Feature{{cloudapi.FeatureInternal, cloudapi.FeatureDualStack}, {cloudapi.FeatureUDP, cloudapi.FeatureUDP}, {"quic", cloudapi.FeatureUDP}, {cloudapi.FeatureTLS, cloudapi.FeatureUDP}, {cloudapi.FeatureUDP, cloudapi.FeatureTLS}},
+		MaxCertificates: -1,
+	}.Validate()
+	for _, want := range []string{"HealthCheckRanges.Interval: Min 5s is more than Max 4s", "HealthCheckRanges.Timeout at least 1.5s: a bound is not a whole multiple of HealthCheckUnit 1s",
+		"HealthCheckRanges.HealthyThreshold: Min 5 and Max 2", `Exclusive: [internal dual-stack] names a feature the shape declares unsupported`, `Exclusive: "udp" excludes itself`,
+		`Exclusive: "quic" is not one of`, "Exclusive: [udp tls] is listed twice", "MaxCertificates -1 is negative"} {
+		assert.ErrorContains(t, err, want)
+	}
+	assert.ErrorContains(t, cloudapi.LoadBalancerShape{HealthCheckRanges: cloudapi.HealthCheckRanges{Interval: cloudapi.DurationRange{Max: 2 * time.Second}, Timeout: cloudapi.DurationRange{Min: 3 * time.Second}}}.Validate(),
+		"the shortest timeout 3s is longer than the longest interval 2s: no health check fits")
 }

@@ -2,7 +2,6 @@ package loadbalancer
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -71,7 +70,10 @@ const (
 // without tls-certificates, tls-certificates without such a port, tls-ports naming a port
 // the Service does not have or one that is not TCP, a health check timeout longer than its
 // interval, a spec.loadBalancerIP not among the ip-addresses, a port's own health check
-// on a cloud that keeps one for all ports (opts.Shape)). Where CEL cannot check a
+// on a cloud that keeps one for all ports, and what the limits of opts.Shape refuse: a
+// health check value out of its ranges, IPv6 first or dual-stack where unsupported, a
+// pair of exclusive features that CEL sees (internal, the PROXY protocol, session
+// affinity, the IP families), more certificates than a listener takes). Where CEL cannot check a
 // value as ccmkit does, the policy checks less, never more: it refuses no value the sync
 // accepts. The node-selector and an adapter's setting declared with Parse are left to the
 // sync and listed in the policy's annotation AdmissionPolicySyncOnlyAnnotation; an
@@ -283,7 +285,8 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 	}
 	timeout, interval := AnnotationHealthCheckTimeout, AnnotationHealthCheckInterval
 	validDuration := func(name string) string { return valid(celDuration, value(name)) }
-	defaultIv, defaultText := celString(defaultInterval.String()), defaultInterval.String()
+	defInterval := defaultHealthCheck(opts.Shape).Interval.String()
+	defaultIv, defaultText := celString(defInterval), defInterval
 	if d, ok := opts.Aliases.Defaults[interval]; ok { // the earlier default, for a Service that spells a legacy key
 		defaultIv = fmt.Sprintf("(variables.a.exists(k, %s) ? %s : %s)", opts.Aliases.celLegacy("k"), celString(d), defaultIv)
 		defaultText += ", " + d + " with a legacy key"
@@ -291,17 +294,7 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 	contradiction(unread(fmt.Sprintf("!(%s) || !(%s) || duration(%s) <= ((%s) && (%s) ? duration(%s) : duration(%s))",
 		has(timeout), validDuration(timeout), value(timeout), has(interval), validDuration(interval), value(interval), defaultIv), timeout, interval),
 		"annotation %s: the health check timeout is longer than its interval (annotation %s, default "+defaultText+")", timeout, interval)
-	if unit := cmp.Or(opts.HealthCheckUnit, opts.Shape.HealthCheckUnit); unit > 0 && unit%time.Millisecond == 0 {
-		for _, name := range []string{interval, timeout} {
-			contradiction(unread(fmt.Sprintf("!(%s) || !(%s) || duration(%s).getMilliseconds() %% %d == 0", has(name), validDuration(name), value(name), unit.Milliseconds()), name),
-				"annotation %s: not a whole number of "+unit.String()+", the unit this cloud keeps a health check's times in", name)
-		}
-	}
-	// A port's own health check, where the cloud cannot build it: the rule of the sync (Uses).
-	if portHC := AnnotationPortHealthChecks; opts.Shape.Uses(cloudapi.LoadBalancerSpec{Listeners: []cloudapi.Listener{{HealthCheck: &cloudapi.HealthCheck{}}}}) != nil {
-		contradiction(unread("!("+has(portHC)+")", portHC),
-			"annotation %s: this cloud's load balancers keep one health check for all ports, not one of a port's own; remove the annotation", portHC)
-	}
+	shapeContradictions(opts, celRules{has: has, value: value, valid: valid, unread: unread, contradiction: contradiction})
 	// The checks of the ports that terminate TLS read variables.terminating and
 	// variables.tlsPorts, which only variables.portsChecked Services have.
 	certs, ports := AnnotationTLSCertificates, AnnotationTLSPorts
@@ -430,6 +423,19 @@ func newPolicy(name string, opts AdmissionPolicyOptions, annotated string, varia
 			Validations: validations,
 		},
 	}
+}
+
+// celRules are the CEL builders of denyPolicy's contradictions, for the checks it
+// leaves to other functions (shapeContradictions): has(name) whether the Service sets the
+// annotation name, value(name) its value, valid(check, v) whether the policy checks v and
+// check accepts it, unread(expr, names...) expr, true too when one of names is set by an
+// alias with Convert, and contradiction the validation that refuses a Service of type
+// LoadBalancer that expr is false for, its message's %s the keys of names.
+type celRules struct {
+	has, value    func(name string) string
+	valid         func(check func(string) string, v string) string
+	unread        func(expr string, names ...string) string
+	contradiction func(expr, format string, names ...string)
 }
 
 // oneLine returns text without line breaks, which a validation's message must not have.

@@ -829,3 +829,56 @@ func TestAdmissionPolicyAliasDefaults(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmissionPolicyShapeLimits: the policy refuses what the shape's limits refuse at
+// sync (a health check value out of range, IPv6 first, internal with dual-stack, more
+// certificates than a listener takes) and admits what the sync admits, reading the same
+// declaration.
+func TestAdmissionPolicyShapeLimits(t *testing.T) {
+	const prefix = DefaultAnnotationPrefix
+	shape := cloudapi.LoadBalancerShape{
+		Unsupported:     []cloudapi.Feature{cloudapi.FeatureIPv6First},
+		HealthCheckUnit: time.Second,
+		HealthCheckRanges: cloudapi.HealthCheckRanges{Interval: cloudapi.DurationRange{Min: 6 * time.Second, Max: 8 * time.Second},
+			Timeout: cloudapi.DurationRange{Min: 6 * time.Second}, UnhealthyThreshold: cloudapi.CountRange{Min: 3, Max: 5}},
+		Exclusive:       [][2]cloudapi.Feature{{cloudapi.FeatureInternal, cloudapi.FeatureDualStack}},
+		MaxCertificates: 1,
+	}
+	e := newPolicyEval(t, AdmissionPolicyOptions{Shape: shape})
+	tcpOnly := func(s *corev1.Service) { s.Spec.Ports = s.Spec.Ports[:1] }
+	families := func(f ...corev1.IPFamily) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Spec.IPFamilies = f }
+	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		tweak       func(*corev1.Service)
+		want        string // in the refusal; empty: admitted
+	}{
+		{"an interval in range", map[string]string{prefix + AnnotationHealthCheckInterval: "7s"}, tcpOnly, ""},
+		{"an interval above the range", map[string]string{prefix + AnnotationHealthCheckInterval: "9s"}, tcpOnly, "out of this cloud's range of a health check's interval (from 6s to 8s)"},
+		{"a timeout below the range", map[string]string{prefix + AnnotationHealthCheckTimeout: "5s"}, tcpOnly, "out of this cloud's range of a health check's timeout (at least 6s)"},
+		{"a threshold above the range", map[string]string{prefix + AnnotationHealthCheckUnhealthyThreshold: "6"}, tcpOnly, "out of this cloud's range of a health check's threshold (from 3 to 5)"},
+		{"IPv4 first", map[string]string{prefix + AnnotationName: "web"}, func(s *corev1.Service) { tcpOnly(s); families(corev1.IPv4Protocol, corev1.IPv6Protocol)(s) }, ""},
+		{"IPv6 first", map[string]string{prefix + AnnotationName: "web"}, func(s *corev1.Service) { tcpOnly(s); families(corev1.IPv6Protocol, corev1.IPv4Protocol)(s) }, "serve IPv6 only second"},
+		{"internal, one family", map[string]string{prefix + AnnotationInternal: "true"}, func(s *corev1.Service) { tcpOnly(s); families(corev1.IPv4Protocol)(s) }, ""},
+		{"internal and dual-stack", map[string]string{prefix + AnnotationInternal: "true"}, func(s *corev1.Service) { tcpOnly(s); families(corev1.IPv4Protocol, corev1.IPv6Protocol)(s) },
+			"cannot combine an internal load balancer (annotation " + prefix + AnnotationInternal + ") with both IP families"},
+		{"one certificate", map[string]string{prefix + AnnotationTLSPorts: "443", prefix + AnnotationTLSCertificates: "c1"}, tcpOnly, ""},
+		{"two certificates", map[string]string{prefix + AnnotationTLSPorts: "443", prefix + AnnotationTLSCertificates: "c1,c2"}, tcpOnly,
+			"annotation " + prefix + AnnotationTLSCertificates + " names more than 1 certificates"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := lbService(tc.annotations, tc.tweak)
+			_, _, ps := translate(translation{svc: svc, prefix: prefix, clusterID: "c1", shape: shape, targets: func(labels.Selector) []string { return nil }})
+			refused := e.admit(t, svc, "")[admissionregistrationv1.Deny]
+			if tc.want == "" {
+				require.NoError(t, ps.err(svc))
+				assert.Empty(t, refused)
+				return
+			}
+			require.Error(t, ps.err(svc), "the sync refuses it too")
+			assert.Contains(t, strings.Join(refused, "\n"), tc.want)
+		})
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
@@ -23,14 +22,29 @@ import (
 var healthCheckAnnotations = []string{AnnotationHealthCheckProtocol, AnnotationHealthCheckPort, AnnotationHealthCheckPath,
 	AnnotationHealthCheckInterval, AnnotationHealthCheckTimeout, AnnotationHealthCheckHealthyThreshold, AnnotationHealthCheckUnhealthyThreshold}
 
+// defaultHealthCheck is the health check a Service starts from: ccmkit's defaults brought
+// within the cloud's ranges and unit (shape.FitHealthCheck).
+func defaultHealthCheck(shape cloudapi.LoadBalancerShape) cloudapi.HealthCheck {
+	return shape.FitHealthCheck(cloudapi.HealthCheck{
+		Protocol:           cloudapi.HealthCheckHTTP,
+		Port:               KubeProxyHealthzPort,
+		Path:               defaultHealthCheckPath,
+		Interval:           defaultInterval,
+		Timeout:            defaultTimeout,
+		HealthyThreshold:   defaultHealthyThreshold,
+		UnhealthyThreshold: defaultUnhealthyThreshold,
+	})
+}
+
 // healthCheck returns the health check the Service asks for, of the port of port when it
-// is not nil (an entry of the port-health-checks annotation, over the Service's), and an
-// error when its timeout is longer than its interval. With keep (an adopted load balancer,
-// see cloudapi.TagAdopted), kept is the load balancer's health check as read (nil: one
-// per listener, on a cloud that keeps them so; translate passes no keep for none at all):
-// a Service that sets none of the health check's annotations keeps it as it is, and one
-// that sets some changes those parts of it (of ccmkit's default when kept is nil).
-func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, keep bool, kept *cloudapi.HealthCheck, port *portHealthCheck) (*cloudapi.HealthCheck, error) {
+// is not nil (an entry of the port-health-checks annotation, over the Service's), from
+// the defaults of the cloud's shape, and an error when its timeout is longer than its
+// interval. With keep (an adopted load balancer, see cloudapi.TagAdopted), kept is the
+// load balancer's health check as read (nil: one per listener, on a cloud that keeps them
+// so; translate passes no keep for none at all): a Service that sets none of the health
+// check's annotations keeps it as it is, and one that sets some changes those parts of it
+// (of the defaults when kept is nil).
+func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, keep bool, kept *cloudapi.HealthCheck, port *portHealthCheck, shape cloudapi.LoadBalancerShape) (*cloudapi.HealthCheck, error) {
 	asked := func(name string) bool { _, ok := a.keys[name]; return ok }
 	if keep && port == nil && !slices.ContainsFunc(healthCheckAnnotations, asked) {
 		if kept == nil {
@@ -39,15 +53,8 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, keep b
 		c := *kept
 		return &c, nil
 	}
-	hc := &cloudapi.HealthCheck{
-		Protocol:           cloudapi.HealthCheckHTTP,
-		Port:               KubeProxyHealthzPort,
-		Path:               defaultHealthCheckPath,
-		Interval:           defaultInterval,
-		Timeout:            defaultTimeout,
-		HealthyThreshold:   defaultHealthyThreshold,
-		UnhealthyThreshold: defaultUnhealthyThreshold,
-	}
+	def := defaultHealthCheck(shape)
+	hc := &def
 	if path, port := servicehelpers.GetServiceHealthCheckPathPort(svc); port != 0 {
 		hc.Path, hc.Port = path, port
 	}
@@ -78,6 +85,49 @@ func healthCheck(prefix string, svc *corev1.Service, a parsedAnnotations, keep b
 		return hc, fmt.Errorf("annotation %s: the health check timeout%s %s is longer than its interval %s", key, of, hc.Timeout, hc.Interval)
 	}
 	return hc, nil
+}
+
+// healthCheckRanges returns the problems of hc, the Service's health check, whose values
+// the cloud's shape does not take (HealthCheckRanges), each keyed by the annotation of
+// its part; with askedOnly, only the parts the Service sets (the rest of a kept health
+// check is the cloud's).
+func healthCheckRanges(prefix string, svc *corev1.Service, a parsedAnnotations, hc *cloudapi.HealthCheck, shape cloudapi.LoadBalancerShape, askedOnly bool) problems {
+	var ps problems
+	for _, part := range outOfRange(hc, shape.HealthCheckRanges) {
+		if _, asked := a.keys[part.name]; askedOnly && !asked {
+			continue
+		}
+		key := a.key(prefix, part.name)
+		ps = append(ps, problem{key: key, err: &AnnotationError{Key: key, Value: svc.Annotations[key],
+			Allowed: part.rng + ", the range of this cloud's health checks", Err: part.err}})
+	}
+	return ps
+}
+
+// rangeProblem is a part of a health check out of the cloud's range: the annotation of the
+// part, the range and what is wrong.
+type rangeProblem struct {
+	name, rng string
+	err       error
+}
+
+// outOfRange returns the parts of hc that r does not take, in the order of the annotations.
+func outOfRange(hc *cloudapi.HealthCheck, r cloudapi.HealthCheckRanges) []rangeProblem {
+	var out []rangeProblem
+	for _, p := range []struct {
+		name, value, rng string
+		ok               bool
+	}{
+		{AnnotationHealthCheckInterval, "interval " + hc.Interval.String(), r.Interval.String(), r.Interval.Contains(hc.Interval)},
+		{AnnotationHealthCheckTimeout, "timeout " + hc.Timeout.String(), r.Timeout.String(), r.Timeout.Contains(hc.Timeout)},
+		{AnnotationHealthCheckHealthyThreshold, fmt.Sprint("healthy threshold ", hc.HealthyThreshold), r.HealthyThreshold.String(), r.HealthyThreshold.Contains(hc.HealthyThreshold)},
+		{AnnotationHealthCheckUnhealthyThreshold, fmt.Sprint("unhealthy threshold ", hc.UnhealthyThreshold), r.UnhealthyThreshold.String(), r.UnhealthyThreshold.Contains(hc.UnhealthyThreshold)},
+	} {
+		if !p.ok {
+			out = append(out, rangeProblem{name: p.name, rng: p.rng, err: fmt.Errorf("the health check's %s is out of this cloud's range (%s)", p.value, p.rng)})
+		}
+	}
+	return out
 }
 
 // overlayHealthCheck sets the parts of hc that a's health check annotations set, of those
@@ -174,8 +224,10 @@ func parsePortHealthChecks(v string) ([]portHealthCheck, error) {
 // kept as healthCheck keeps it), over svcHC, the Service's
 // (a listener whose health check would be svcHC gets none of its own), and returns the
 // problems: an entry that names no port of the Service, a timeout longer than the
-// interval, a time that is not a whole number of unit (the cloud's).
-func portHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, keep bool, kept, svcHC *cloudapi.HealthCheck, ls []cloudapi.Listener, unit time.Duration) problems {
+// interval, a time that is not a whole number of the cloud's unit, a value out of its
+// ranges (shape).
+func portHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, keep bool, kept, svcHC *cloudapi.HealthCheck, ls []cloudapi.Listener, shape cloudapi.LoadBalancerShape) problems {
+	unit := shape.HealthCheckUnit
 	var ps problems
 	key := a.key(prefix, AnnotationPortHealthChecks)
 	fail := func(err error) {
@@ -192,9 +244,13 @@ func portHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, k
 			fail(fmt.Errorf("the Service has no port %s", e.port))
 			continue
 		}
-		hc, err := healthCheck(prefix, svc, a, keep, kept, &e)
+		hc, err := healthCheck(prefix, svc, a, keep, kept, &e, shape)
 		if err != nil {
 			fail(err)
+			continue
+		}
+		if out := outOfRange(hc, shape.HealthCheckRanges); len(out) > 0 {
+			fail(fmt.Errorf("port %s: %w", e.port, out[0].err))
 			continue
 		}
 		if unit > 0 && ((e.set.hcInterval != 0 && hc.Interval%unit != 0) || (e.set.hcTimeout != 0 && hc.Timeout%unit != 0)) {

@@ -222,3 +222,60 @@ func TestPortHealthChecks(t *testing.T) {
 		assert.Zero(t, e.cloud.Calls().Writes(), "nothing created")
 	})
 }
+
+// limitedShape is a cloud whose health checks take an interval of at most 8s, a timeout
+// of at least 6s and a healthy threshold of at least 3 (ccmkit's defaults are 10s, 5s and
+// 2), whose load balancers serve IPv6 only second and are not both internal and
+// dual-stack, and whose listeners take one certificate.
+var limitedShape = cloudapi.LoadBalancerShape{
+	Unsupported:     []cloudapi.Feature{cloudapi.FeatureIPv6First},
+	HealthCheckUnit: time.Second,
+	HealthCheckRanges: cloudapi.HealthCheckRanges{Interval: cloudapi.DurationRange{Min: 6 * time.Second, Max: 8 * time.Second},
+		Timeout: cloudapi.DurationRange{Min: 6 * time.Second}, HealthyThreshold: cloudapi.CountRange{Min: 3, Max: 10}},
+	Exclusive:       [][2]cloudapi.Feature{{cloudapi.FeatureInternal, cloudapi.FeatureDualStack}},
+	MaxCertificates: 1,
+}
+
+// TestShapeLimits: the defaults of a Service's health check are brought within the
+// cloud's ranges; a value out of them, IPv6 first, internal with dual-stack and two
+// certificates are refused before any write, each naming what in the Service asks for it.
+func TestShapeLimits(t *testing.T) {
+	e := newEnvWith(t, fake.Config{}, withShape(limitedShape))
+	e.ensure(t, newService("web"), e.nodes)
+	hc := e.only(t).Spec.HealthCheck
+	require.NotNil(t, hc)
+	assert.Equal(t, []any{8 * time.Second, 6 * time.Second, int32(3), int32(3)}, []any{hc.Interval, hc.Timeout, hc.HealthyThreshold, hc.UnhealthyThreshold},
+		"defaults within the ranges: interval 8s (not 10s), timeout 6s (not 5s), healthy threshold 3 (not 2)")
+
+	https := corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443}
+	families := func(f ...corev1.IPFamily) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Spec.IPFamilies = f }
+	}
+	for _, tc := range []struct {
+		name   string
+		tweaks []func(*corev1.Service)
+		want   []string
+	}{
+		{"a timeout below the range", []func(*corev1.Service){withAnnotation(loadbalancer.AnnotationHealthCheckTimeout, "5s")},
+			[]string{prefix + loadbalancer.AnnotationHealthCheckTimeout, "timeout 5s is out of this cloud's range (at least 6s)"}},
+		{"a threshold above the range", []func(*corev1.Service){withAnnotation(loadbalancer.AnnotationHealthCheckHealthyThreshold, "2")},
+			[]string{prefix + loadbalancer.AnnotationHealthCheckHealthyThreshold, "healthy threshold 2 is out of this cloud's range (from 3 to 10)"}},
+		{"a port's own interval above the range", []func(*corev1.Service){withAnnotation(loadbalancer.AnnotationPortHealthChecks, "80: interval=9s")},
+			[]string{"port 80: the health check's interval 9s is out of this cloud's range (from 6s to 8s)"}},
+		{"IPv6 first", []func(*corev1.Service){families(corev1.IPv6Protocol, corev1.IPv4Protocol)}, []string{"do not support IPv6 as the first (or only) family"}},
+		{"internal and dual-stack", []func(*corev1.Service){families(corev1.IPv4Protocol, corev1.IPv6Protocol), withAnnotation(loadbalancer.AnnotationInternal, "true")},
+			[]string{"internal load balancers (annotation " + prefix + loadbalancer.AnnotationInternal + ") together with both IP families"}},
+		{"two certificates", []func(*corev1.Service){withPorts(https), withAnnotation(loadbalancer.AnnotationTLSPorts, "443"), withAnnotation(loadbalancer.AnnotationTLSCertificates, "c1,c2")},
+			[]string{"more than 1 certificates on a listener (annotation " + prefix + loadbalancer.AnnotationTLSCertificates + " names 2)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnvWith(t, fake.Config{}, withShape(limitedShape))
+			_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", newService("web", tc.tweaks...), e.nodes)
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.ErrorContains(t, err, w)
+			}
+			assert.Zero(t, e.cloud.Calls().Writes(), "nothing created")
+		})
+	}
+}

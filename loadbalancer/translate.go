@@ -123,7 +123,7 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 		kept = in.current.Spec.HealthCheck
 		keepHC = kept != nil || slices.Contains(in.shape.PerListener, cloudapi.FeatureHealthCheck)
 	}
-	hc, err := healthCheck(prefix, svc, a, keepHC, kept, nil)
+	hc, err := healthCheck(prefix, svc, a, keepHC, kept, nil, in.shape)
 	if err != nil {
 		fail(a.key(prefix, AnnotationHealthCheckTimeout), err)
 	}
@@ -139,7 +139,11 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 		}
 	}
 	spec.HealthCheck = hc
-	ps = append(ps, portHealthChecks(prefix, svc, a, keepHC, kept, hc, spec.Listeners, in.shape.HealthCheckUnit)...)
+	if hc != nil {
+		// A kept health check's parts are the cloud's: only those the Service sets are its.
+		ps = append(ps, healthCheckRanges(prefix, svc, a, hc, in.shape, keepHC && kept != nil)...)
+	}
+	ps = append(ps, portHealthChecks(prefix, svc, a, keepHC, kept, hc, spec.Listeners, in.shape)...)
 
 	ranges, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
 	if err != nil {
@@ -173,64 +177,9 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 	if keep {
 		spec.Tags[cloudapi.TagAdopted] = "true"
 	}
-	for _, f := range in.shape.Uses(spec) {
-		ps = append(ps, unsupported(prefix, a, f, spec))
-	}
+	ps = append(ps, shapeProblems(prefix, a, spec, in.shape)...)
 	return spec, a, ps
 }
-
-// unsupported is the problem of a spec that uses f, a feature the cloud's load balancers
-// do not support (Options.Shape): it names what in the Service asks for it, annotations
-// by the key the Service spells them with (a, parsed under prefix).
-func unsupported(prefix string, a parsedAnnotations, f cloudapi.Feature, spec cloudapi.LoadBalancerSpec) problem {
-	key := func(name string) string { return a.key(prefix, name) }
-	ports := func(match func(cloudapi.Listener) bool) string {
-		var out []string
-		for _, l := range spec.Listeners {
-			if match(l) {
-				out = append(out, fmt.Sprintf("%d/%s", l.Port, l.Protocol))
-			}
-		}
-		return strings.Join(out, ", ")
-	}
-	app := func(p cloudapi.AppProtocol) string {
-		return ports(func(l cloudapi.Listener) bool { return l.AppProtocol == p })
-	}
-	field, what := "spec.ports", ""
-	switch f {
-	case cloudapi.FeatureUDP, cloudapi.FeatureSCTP:
-		proto := cloudapi.Protocol(strings.ToUpper(string(f)))
-		what = fmt.Sprintf("%s listeners (ports %s)", proto, ports(func(l cloudapi.Listener) bool { return l.Protocol == proto }))
-	case cloudapi.FeatureTLS:
-		what = fmt.Sprintf("TLS termination with TCP to the targets (ports %s; see appProtocol and annotations %s, %s)", app(cloudapi.AppProtocolTLS), key(AnnotationTLSPorts), key(AnnotationProtocol))
-	case cloudapi.FeatureHTTP:
-		what = fmt.Sprintf("HTTP listeners (ports %s; see appProtocol and annotation %s)", app(cloudapi.AppProtocolHTTP), key(AnnotationProtocol))
-	case cloudapi.FeatureHTTPS:
-		what = fmt.Sprintf("HTTPS listeners (ports %s; see appProtocol and annotations %s, %s)", app(cloudapi.AppProtocolHTTPS), key(AnnotationTLSPorts), key(AnnotationProtocol))
-	case cloudapi.FeatureIPv6:
-		field, what = "spec.ipFamilies", "IPv6"
-	case cloudapi.FeatureSourceRanges:
-		field, what = "spec.loadBalancerSourceRanges", "source ranges (spec.loadBalancerSourceRanges or annotation service.beta.kubernetes.io/load-balancer-source-ranges)"
-	case cloudapi.FeatureProxyProtocol:
-		field, what = key(AnnotationProxyProtocol), "the PROXY protocol (annotation "+key(AnnotationProxyProtocol)+")"
-	case cloudapi.FeatureInternal:
-		field, what = key(AnnotationInternal), "internal load balancers (annotation "+key(AnnotationInternal)+")"
-	case cloudapi.FeatureRequestedIPs:
-		field, what = key(AnnotationIPAddresses), "requested addresses (annotation "+key(AnnotationIPAddresses)+" or spec.loadBalancerIP)"
-	case cloudapi.FeatureSessionAffinity:
-		field, what = "spec.sessionAffinity", "session affinity ClientIP (spec.sessionAffinity)"
-	case cloudapi.FeatureListenerHealthCheck:
-		field = key(AnnotationPortHealthChecks)
-		what = fmt.Sprintf("a health check of a port's own, they keep one per load balancer (ports %s; annotation %s)", ports(func(l cloudapi.Listener) bool { return l.HealthCheck != nil }), field)
-	default:
-		what = string(f)
-	}
-	return problem{key: field, err: fmt.Errorf("%w %s; the Service's load balancer is neither created nor changed while the Service asks for it: remove it from the Service, or give the Service a load balancer class of a cloud that supports it", errUnsupported, what)}
-}
-
-// errUnsupported is the problem of a Service that asks for what the cloud's load
-// balancers do not support (Options.Shape).
-var errUnsupported = errors.New("the cloud's load balancers do not support")
 
 // listeners returns the listeners of the Service's ports, sorted by protocol and port,
 // and the problems of the ports and of the TLS annotations.

@@ -1,6 +1,9 @@
 package cloudapitest
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
@@ -45,6 +48,14 @@ type options struct {
 	shape             cloudapi.LoadBalancerShape
 	pageNumbers       bool
 	ipv4RoutesOnly    bool
+	order             func(a, b string) int // the cloud's order of IDs (WithIDOrder)
+	certificates      []string              // the certificate references of the suite's listeners (WithCertificates)
+}
+
+// defaultOptions are the options before any Option.
+func defaultOptions() options {
+	return options{provisioningReads: DefaultProvisioningReads, addresses: DefaultAddresses, order: strings.Compare,
+		certificates: []string{"cert-a", "cert-b"}}
 }
 
 // WithProvisioningReads sets how many GetLoadBalancer reads at most a new load balancer
@@ -120,6 +131,24 @@ func WithoutAddresses() Option {
 	return func(o *options) { o.hostnames, o.noAddresses = true, true }
 }
 
+// WithIDOrder says how the backend's cloud orders IDs, the order of its pages ("ordered
+// by ID", see cloudapi.ListOptions): compare returns a negative number when a sorts before
+// b, zero when they are one ID, a positive one otherwise (cloudapi.CompareNumericIDs for a
+// cloud that sorts its numbered IDs as numbers, Hetzner's id:asc). The suite then checks
+// the pages in that order. Without it, IDs are ordered byte-wise (strings.Compare).
+func WithIDOrder(compare func(a, b string) int) Option {
+	return func(o *options) { o.order = compare }
+}
+
+// WithCertificates gives the certificate references the suite's listeners that terminate
+// TLS name, as the backend's cloud takes them (the IDs, names or ARNs of two different
+// certificates of its test account): at least two, the first two different. Without it,
+// they are "cert-a" and "cert-b", which a cloud that checks its references (UUIDs, ARNs)
+// refuses, so that its TLS and HTTPS cases only check the refusal.
+func WithCertificates(refs ...string) Option {
+	return func(o *options) { o.certificates = refs }
+}
+
 // WithSettings names adapter settings (cloudapi.LoadBalancerSpec.SettingValues) that the
 // backend declares and must keep exactly: each argument is one set of settings, canonical
 // values as the adapter's declarations allow. The suite creates a load balancer with the
@@ -129,6 +158,17 @@ func WithoutAddresses() Option {
 // refused, never dropped.
 func WithSettings(sets ...map[string]string) Option {
 	return func(o *options) { o.settings = sets }
+}
+
+// validate refuses options that the suite cannot run with.
+func (o options) validate() error {
+	if len(o.certificates) < 2 || o.certificates[0] == o.certificates[1] {
+		return fmt.Errorf("cloudapitest.WithCertificates(%q): give at least two references of different certificates", o.certificates)
+	}
+	if o.order == nil {
+		return errors.New("cloudapitest.WithIDOrder(nil): give the cloud's comparison of two IDs")
+	}
+	return nil
 }
 
 // suite carries what every check needs.
@@ -181,12 +221,12 @@ func (s *suite) backend(t testing.TB, instances []cloudapi.Instance) cloudapi.Cl
 // concurrency and errors. Load balancer, route and target group checks are skipped when
 // the client reports that it lacks the capability (target groups: cloudapi.TargetGroups).
 func Run(t *testing.T, newBackend NewBackend, opts ...Option) {
-	s := &suite{
-		newBackend: newBackend,
-		opts:       options{provisioningReads: DefaultProvisioningReads, addresses: DefaultAddresses},
-	}
+	s := &suite{newBackend: newBackend, opts: defaultOptions()}
 	for _, o := range opts {
 		o(&s.opts)
+	}
+	if err := s.opts.validate(); err != nil {
+		t.Fatal(err)
 	}
 	t.Run("instances", s.testInstances)
 	t.Run("loadbalancers", s.testLoadBalancers)

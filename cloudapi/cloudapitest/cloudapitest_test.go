@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,6 +50,7 @@ const (
 	bugBuildsUDP    bug = "lb-builds-udp"    // UDP listeners are built though the shape declares them unsupported
 
 	bugTaglessKeepsTags bug = "routes-tagless-keeps-tags" // declares routes without tags, stores them
+	bugNumericOrder     bug = "numeric-order-undeclared"  // sorts its numbered IDs as numbers, run without WithIDOrder
 )
 
 // narrowShape is the shape of the narrow backend (newNarrow).
@@ -190,15 +195,19 @@ func (a dropperLBs) UpdateLoadBalancer(ctx context.Context, id string, u cloudap
 
 // tinyCloud is an in-memory instances-only backend, correct unless told to break.
 type tinyCloud struct {
-	bug bug
+	bug   bug
+	order func(a, b string) int // of its IDs: strings.Compare unless set
 
 	mu        sync.Mutex
 	instances map[string]*cloudapi.Instance
 }
 
-func newTiny(b bug) cloudapitest.NewBackend {
+func newTiny(b bug) cloudapitest.NewBackend { return newTinyOrdered(b, strings.Compare) }
+
+// newTinyOrdered is newTiny whose lists order IDs by order.
+func newTinyOrdered(b bug, order func(a, b string) int) cloudapitest.NewBackend {
 	return func(_ testing.TB, f cloudapitest.Fixture) cloudapi.Client {
-		c := &tinyCloud{bug: b, instances: map[string]*cloudapi.Instance{}}
+		c := &tinyCloud{bug: b, order: order, instances: map[string]*cloudapi.Instance{}}
 		for _, inst := range f.Instances {
 			inst = inst.Clone()
 			c.instances[inst.ID] = &inst
@@ -246,12 +255,15 @@ func (c *tinyCloud) ListInstances(ctx context.Context, opts cloudapi.ListOptions
 			matching = append(matching, inst.Clone())
 		}
 	}
-	slices.SortFunc(matching, func(a, b cloudapi.Instance) int { return strings.Compare(a.ID, b.ID) })
-	start, _ := slices.BinarySearchFunc(matching, opts.PageToken, func(inst cloudapi.Instance, id string) int {
-		return strings.Compare(inst.ID, id)
-	})
-	if opts.PageToken != "" && start < len(matching) && matching[start].ID == opts.PageToken {
-		start++
+	slices.SortFunc(matching, func(a, b cloudapi.Instance) int { return c.order(a.ID, b.ID) })
+	start := 0
+	if opts.PageToken != "" {
+		start, _ = slices.BinarySearchFunc(matching, opts.PageToken, func(inst cloudapi.Instance, id string) int {
+			return c.order(inst.ID, id)
+		})
+		if start < len(matching) && matching[start].ID == opts.PageToken {
+			start++
+		}
 	}
 	if c.bug == bugRepeatLast && start > 0 {
 		start--
@@ -285,6 +297,95 @@ func TestRunPassesNarrowBackend(t *testing.T) {
 	cloudapitest.Run(t, backend, cloudapitest.WithLoadBalancerShape(narrowShape))
 }
 
+// numbered holds the suite's instances as a cloud of numbered IDs: the suite's i-th as
+// i+1, so that the IDs pass from one digit to two; the unknown ID as 99999.
+func numbered(inst cloudapi.Instance) cloudapi.Instance {
+	n, err := strconv.Atoi(strings.TrimPrefix(inst.ID, "i-contract-"))
+	if err != nil {
+		n = 99998
+	}
+	inst.ID = strconv.Itoa(n + 1)
+	return inst
+}
+
+// TestRunComparesIDsInTheCloudsOrder: a backend that sorts its numbered IDs as numbers
+// ("9" before "10", as Hetzner's id:asc) passes with WithIDOrder; run without it, it
+// fails (bugNumericOrder).
+func TestRunComparesIDsInTheCloudsOrder(t *testing.T) {
+	cloudapitest.Run(t, newTinyOrdered(bugNone, cloudapi.CompareNumericIDs), cloudapitest.WithInstanceShape(numbered),
+		cloudapitest.WithIDOrder(cloudapi.CompareNumericIDs))
+}
+
+// uuidRE matches a UUID in its canonical form.
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// TestRunUsesTheAdaptersCertificates: a backend that takes only UUIDs as certificate
+// references builds the suite's TLS and HTTPS listeners when the suite names its
+// certificates (WithCertificates), where it only refuses them without.
+func TestRunUsesTheAdaptersCertificates(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  []cloudapitest.Option
+		built bool
+	}{
+		{"the adapter's certificates", []cloudapitest.Option{cloudapitest.WithCertificates("0b9c3c3e-6d1e-4e7e-9a51-3f0c2a8b7d10", "5f2d8e4a-1c3b-4a6f-8e9d-7b6a5c4d3e2f")}, true},
+		{"the suite's own", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var https atomic.Int32 // creates with an HTTPS listener the backend built
+			check := func(op cloudapi.Operation, id string, spec cloudapi.LoadBalancerSpec) error {
+				for _, l := range spec.Listeners {
+					for _, c := range l.Certificates {
+						if !uuidRE.MatchString(c) {
+							return cloudapi.NewError(cloudapi.ErrInvalidRequest, op, id, fmt.Errorf("certificate %q is not a UUID", c))
+						}
+					}
+					if op == cloudapi.OpCreateLoadBalancer && l.AppProtocol == cloudapi.AppProtocolHTTPS {
+						https.Add(1)
+					}
+				}
+				return nil
+			}
+			cloudapitest.Run(t, func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
+				cloud, err := fake.New(fake.Config{})
+				require.NoError(t, err)
+				for _, inst := range f.Instances {
+					require.NoError(t, cloud.AddInstance(inst))
+				}
+				return dropper{Cloud: cloud, in: func(*cloudapi.LoadBalancerSpec) {}, out: func(*cloudapi.LoadBalancer) {}, check: check}
+			}, tc.opts...)
+			assert.Equal(t, tc.built, https.Load() > 0, "HTTPS listeners built")
+		})
+	}
+}
+
+// limitedShape is a cloud's whose health checks take a timeout of 3s at least (the
+// suite's own is 2s), whose load balancers serve IPv6 only beside IPv4 and are not both
+// internal and dual-stack, and whose listeners take one certificate.
+var limitedShape = cloudapi.LoadBalancerShape{
+	Unsupported:     []cloudapi.Feature{cloudapi.FeatureIPv6First},
+	HealthCheckUnit: time.Second,
+	HealthCheckRanges: cloudapi.HealthCheckRanges{Interval: cloudapi.DurationRange{Min: 3 * time.Second, Max: 5 * time.Minute},
+		Timeout: cloudapi.DurationRange{Min: 3 * time.Second, Max: time.Minute}, HealthyThreshold: cloudapi.CountRange{Min: 2, Max: 10}},
+	Exclusive:       [][2]cloudapi.Feature{{cloudapi.FeatureInternal, cloudapi.FeatureDualStack}},
+	MaxCertificates: 1,
+}
+
+// TestRunPassesLimitedBackend proves that the suite derives its specs from the shape: a
+// backend that refuses what limitedShape refuses passes with it, its health checks within
+// the ranges, its refusals of IPv6 first, of internal with dual-stack and of two
+// certificates checked.
+func TestRunPassesLimitedBackend(t *testing.T) {
+	cloudapitest.Run(t, func(t testing.TB, f cloudapitest.Fixture) cloudapi.Client {
+		cloud, err := fake.New(fake.Config{})
+		require.NoError(t, err)
+		for _, inst := range f.Instances {
+			require.NoError(t, cloud.AddInstance(inst))
+		}
+		return dropper{Cloud: cloud, in: func(*cloudapi.LoadBalancerSpec) {}, out: func(*cloudapi.LoadBalancer) {}, check: limitedShape.Check}
+	}, cloudapitest.WithLoadBalancerShape(limitedShape))
+}
+
 // TestBrokenBackendChild runs the suite against the backend broken as CCMKIT_CONTRACT_BUG
 // says. It runs only as the child process of TestSuiteFailsBrokenBackend, and fails there.
 func TestBrokenBackendChild(t *testing.T) {
@@ -301,6 +402,10 @@ func TestBrokenBackendChild(t *testing.T) {
 			}
 			return claimsTagless{cloud}
 		})
+		return
+	}
+	if b == bugNumericOrder {
+		cloudapitest.Run(t, newTinyOrdered(bugNone, cloudapi.CompareNumericIDs), cloudapitest.WithInstanceShape(numbered))
 		return
 	}
 	if strings.HasPrefix(string(b), "lb-") {
@@ -344,9 +449,11 @@ func TestSuiteFailsBrokenBackend(t *testing.T) {
 		{bugNarrow, "TestBrokenBackendChild/loadbalancers/create_and_get_round-trip_the_spec",
 			`broke "returns it as the cloud stored it"`},
 		{bugBuildsUDP, "TestBrokenBackendChild/loadbalancers/unsupported_parts_are_refused/udp",
-			`CreateLoadBalancer with udp, which the backend's shape declares unsupported`},
+			`CreateLoadBalancer with udp, which the backend's shape refuses`},
 		{bugTaglessKeepsTags, "TestBrokenBackendChild/routes/create_list_delete_round_trip/IPv4",
 			`broke "CreateRoute drops RouteSpec.Tags; every route it returns or lists has no tags" (cloudapi.TaglessRouteAPI)`},
+		{bugNumericOrder, "TestBrokenBackendChild/instances/list_pagination/page_size_1",
+			`broke "pages are ordered by ID": "10" after "9"`},
 		{bugDropHostname, "TestBrokenBackendChild/loadbalancers/becomes_active_with_an_address_of_every_requested_family/families_[]",
 			`broke "Hostname is the DNS name the cloud gives the load balancer": none, but the suite runs WithHostnames`},
 	} {

@@ -63,7 +63,7 @@ func (s *suite) testConcurrency(t *testing.T) {
 		// Consistency: every instance as it was, every writer's last load balancer and
 		// route present with its last update, nothing deleted left over, and the shared
 		// load balancer as one writer left it.
-		got := listAll(t, cloudapi.OpListInstances, listInstances(instances), instID, cloudapi.ListOptions{}, len(fixture))
+		got := listAll(t, cloudapi.OpListInstances, listInstances(instances), instID, c.suite.opts.order, cloudapi.ListOptions{}, len(fixture))
 		require.Len(t, got, len(fixture), "ListInstances after concurrent calls")
 		for _, inst := range got {
 			assert.Equal(t, c.fixture[inst.ID], inst, "ListInstances after concurrent calls: an instance changed")
@@ -92,7 +92,7 @@ func (s *suite) testConcurrency(t *testing.T) {
 				"shared load balancer after concurrent updates: broke \"Methods ... may be called concurrently, also for the same resource\": the result is not any one caller's update")
 		}
 		if hasRoutes {
-			all := listAll(t, cloudapi.OpListRoutes, listRoutes(routes), routeID, cloudapi.ListOptions{}, workers*iterations)
+			all := listAll(t, cloudapi.OpListRoutes, listRoutes(routes), routeID, c.suite.opts.order, cloudapi.ListOptions{}, workers*iterations)
 			var cidrs []string
 			for _, r := range all {
 				cidrs = append(cidrs, r.DestinationCIDR)
@@ -130,7 +130,7 @@ func (c *concurrent) read(ctx context.Context, round int) error {
 	if !reflect.DeepEqual(c.fixture[id], *inst) {
 		return fmt.Errorf("GetInstance(%q) under concurrent calls: got %+v, want %+v", id, *inst, c.fixture[id])
 	}
-	all, err := newPager(cloudapi.OpListInstances, listInstances(c.instances), instID, cloudapi.ListOptions{PageSize: 3}).
+	all, err := newPager(cloudapi.OpListInstances, listInstances(c.instances), instID, c.suite.opts.order, cloudapi.ListOptions{PageSize: 3}).
 		all(ctx, len(c.fixture))
 	if err != nil {
 		return err
@@ -146,13 +146,13 @@ func (c *concurrent) read(ctx context.Context, round int) error {
 		if lb.Status != cloudapi.LoadBalancerActive {
 			return fmt.Errorf("GetLoadBalancer of the shared load balancer under concurrent updates: status %q", lb.Status)
 		}
-		if _, err := newPager(cloudapi.OpListLoadBalancers, listLoadBalancers(c.lbs), lbID, cloudapi.ListOptions{PageSize: 2}).
+		if _, err := newPager(cloudapi.OpListLoadBalancers, listLoadBalancers(c.lbs), lbID, c.suite.opts.order, cloudapi.ListOptions{PageSize: 2}).
 			all(ctx, workers*iterations+1); err != nil {
 			return err
 		}
 	}
 	if c.routes != nil {
-		if _, err := newPager(cloudapi.OpListRoutes, listRoutes(c.routes), routeID, cloudapi.ListOptions{PageSize: 2}).
+		if _, err := newPager(cloudapi.OpListRoutes, listRoutes(c.routes), routeID, c.suite.opts.order, cloudapi.ListOptions{PageSize: 2}).
 			all(ctx, workers*iterations); err != nil {
 			return err
 		}

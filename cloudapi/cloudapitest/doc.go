@@ -59,7 +59,11 @@
 // A cloud whose load balancers keep or support less than the spec (no listener names, one
 // health check threshold, no UDP, no source ranges) runs the suite with
 // WithLoadBalancerShape and the shape its adapter declares: what is not kept is not
-// compared, and every unsupported part must be refused by create and update alike.
+// compared, every unsupported part and every exclusive pair must be refused by create and
+// update alike, and the suite's health checks and families are within what the shape
+// declares. A cloud that takes only its own certificate references names two with
+// WithCertificates, and one that lists IDs in another order than byte-wise gives it with
+// WithIDOrder.
 //
 // Without a shape, the suite expects load balancers to support both IP families and TCP and UDP
 // listeners, and public (not internal) load balancers; it reads states by counting calls,

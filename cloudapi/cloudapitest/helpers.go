@@ -132,6 +132,7 @@ type pager[T any] struct {
 	op    cloudapi.Operation
 	list  lister[T]
 	id    func(T) string
+	order func(a, b string) int // the cloud's order of IDs (WithIDOrder)
 	opts  cloudapi.ListOptions
 	seen  map[string]bool
 	last  string
@@ -139,8 +140,8 @@ type pager[T any] struct {
 	done  bool
 }
 
-func newPager[T any](op cloudapi.Operation, list lister[T], id func(T) string, opts cloudapi.ListOptions) *pager[T] {
-	return &pager[T]{op: op, list: list, id: id, opts: opts, seen: map[string]bool{}}
+func newPager[T any](op cloudapi.Operation, list lister[T], id func(T) string, order func(a, b string) int, opts cloudapi.ListOptions) *pager[T] {
+	return &pager[T]{op: op, list: list, id: id, order: order, opts: opts, seen: map[string]bool{}}
 }
 
 // next fetches the next page and checks it against every page before.
@@ -160,8 +161,8 @@ func (p *pager[T]) next(ctx context.Context) ([]T, error) {
 			return nil, fmt.Errorf("%s: broke \"paging through a changing set never returns an item twice\": %q returned again on page %d (page size %d)",
 				p.op, k, p.pages, p.opts.PageSize)
 		}
-		if len(p.seen) > 0 && k <= p.last {
-			return nil, fmt.Errorf("%s: broke \"pages are ordered by ID\": %q after %q on page %d (page size %d)",
+		if len(p.seen) > 0 && p.order(k, p.last) <= 0 {
+			return nil, fmt.Errorf("%s: broke \"pages are ordered by ID\": %q after %q on page %d (page size %d), in the cloud's order of IDs (WithIDOrder)",
 				p.op, k, p.last, p.pages, p.opts.PageSize)
 		}
 		p.seen[k] = true
@@ -192,9 +193,9 @@ func (p *pager[T]) all(ctx context.Context, maxItems int) ([]T, error) {
 }
 
 // listAll pages through a whole listing with opts and checks the paging promises.
-func listAll[T any](t testing.TB, op cloudapi.Operation, list lister[T], id func(T) string, opts cloudapi.ListOptions, maxItems int) []T {
+func listAll[T any](t testing.TB, op cloudapi.Operation, list lister[T], id func(T) string, order func(a, b string) int, opts cloudapi.ListOptions, maxItems int) []T {
 	t.Helper()
-	out, err := newPager(op, list, id, opts).all(t.Context(), maxItems)
+	out, err := newPager(op, list, id, order, opts).all(t.Context(), maxItems)
 	require.NoError(t, err)
 	return out
 }

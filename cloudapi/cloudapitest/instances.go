@@ -68,10 +68,10 @@ func (s *suite) testInstances(t *testing.T) {
 		fixture := s.makeInstances(53)
 		api := s.backend(t, fixture).Instances()
 		want := byID(fixture, instID)
-		wantIDs := slices.Sorted(maps.Keys(want))
+		wantIDs := slices.SortedFunc(maps.Keys(want), s.opts.order)
 		for _, size := range pageSizes {
 			t.Run(fmt.Sprintf("page size %d", size), func(t *testing.T) {
-				got := listAll(t, cloudapi.OpListInstances, listInstances(api), instID,
+				got := listAll(t, cloudapi.OpListInstances, listInstances(api), instID, s.opts.order,
 					cloudapi.ListOptions{PageSize: size}, len(fixture))
 				require.Equalf(t, wantIDs, ids(got, instID),
 					"ListInstances: broke \"returns one page of the instances\" paged to the end: not every instance exactly once, in ID order")
@@ -101,9 +101,9 @@ func (s *suite) testInstances(t *testing.T) {
 					wantIDs = append(wantIDs, inst.ID)
 				}
 			}
-			slices.Sort(wantIDs)
+			slices.SortFunc(wantIDs, s.opts.order)
 			for _, size := range []int{2, 0} {
-				got := listAll(t, cloudapi.OpListInstances, listInstances(api), instID,
+				got := listAll(t, cloudapi.OpListInstances, listInstances(api), instID, s.opts.order,
 					cloudapi.ListOptions{Tags: filter, PageSize: size}, len(fixture))
 				assert.Equalf(t, wantIDs, ids(got, instID),
 					"ListInstances with Tags %v, page size %d: broke \"returns one page of the instances that carry every tag in opts.Tags\"", filter, size)

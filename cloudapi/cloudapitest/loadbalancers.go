@@ -34,8 +34,8 @@ func (s *suite) lbBackend(t *testing.T) cloudapi.LoadBalancerAPI {
 	return api
 }
 
-// lbSpec returns a valid public IPv4 spec named name that uses most fields, changed by
-// tweaks.
+// lbSpec returns a valid public IPv4 spec named name that uses most fields, its health
+// check within the backend's ranges (LoadBalancerShape.FitHealthCheck), changed by tweaks.
 func (s *suite) lbSpec(name string, tweaks ...func(*cloudapi.LoadBalancerSpec)) cloudapi.LoadBalancerSpec {
 	spec := cloudapi.LoadBalancerSpec{
 		Name: name,
@@ -57,6 +57,7 @@ func (s *suite) lbSpec(name string, tweaks ...func(*cloudapi.LoadBalancerSpec)) 
 			cloudapi.TagServiceName: "default/" + name,
 		},
 	}
+	*spec.HealthCheck = s.opts.shape.FitHealthCheck(*spec.HealthCheck)
 	s.supported(&spec)
 	for _, tweak := range tweaks {
 		tweak(&spec)
@@ -66,7 +67,8 @@ func (s *suite) lbSpec(name string, tweaks ...func(*cloudapi.LoadBalancerSpec)) 
 
 // supported removes from spec what the backend's shape does not support
 // (WithLoadBalancerShape): listeners it cannot build, source ranges, the PROXY protocol,
-// internal, requested addresses, session affinity and IPv6.
+// internal, requested addresses, session affinity, IPv6, IPv6 first and both families
+// (also where an exclusive pair with dual-stack asks for one family).
 func (s *suite) supported(spec *cloudapi.LoadBalancerSpec) {
 	sh := s.opts.shape
 	spec.Listeners = slices.DeleteFunc(spec.Listeners, func(l cloudapi.Listener) bool {
@@ -90,6 +92,19 @@ func (s *suite) supported(spec *cloudapi.LoadBalancerSpec) {
 	}
 	if !sh.Supports(cloudapi.FeatureIPv6) {
 		spec.IPFamilies = slices.DeleteFunc(spec.IPFamilies, func(f cloudapi.IPFamily) bool { return f == cloudapi.IPv6 })
+	}
+	if !sh.Supports(cloudapi.FeatureIPv6First) && len(spec.IPFamilies) > 0 && spec.IPFamilies[0] == cloudapi.IPv6 {
+		spec.IPFamilies = append(spec.IPFamilies[1:], cloudapi.IPv6) // IPv6 second, or alone (then refused below)
+		if len(spec.IPFamilies) == 1 {
+			spec.IPFamilies = nil
+		}
+	}
+	dual := !sh.Supports(cloudapi.FeatureDualStack)
+	for _, pair := range sh.Excluded(*spec) {
+		dual = dual || slices.Contains(pair[:], cloudapi.FeatureDualStack)
+	}
+	if dual && len(spec.IPFamilies) > 1 {
+		spec.IPFamilies = spec.IPFamilies[:1]
 	}
 }
 
@@ -161,6 +176,19 @@ func (s *suite) waitActive(t testing.TB, api cloudapi.LoadBalancerAPI, lb *cloud
 }
 
 func (s *suite) waitActiveErr(ctx context.Context, api cloudapi.LoadBalancerAPI, lb *cloudapi.LoadBalancer) (*cloudapi.LoadBalancer, error) {
+	lb, err := s.awaitActive(ctx, api, lb)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkActive(lb); err != nil {
+		return nil, err
+	}
+	return lb, nil
+}
+
+// awaitActive reads the load balancer until it is active, within the provisioning read
+// budget.
+func (s *suite) awaitActive(ctx context.Context, api cloudapi.LoadBalancerAPI, lb *cloudapi.LoadBalancer) (*cloudapi.LoadBalancer, error) {
 	for reads := 0; lb.Status != cloudapi.LoadBalancerActive; reads++ {
 		if lb.Status == cloudapi.LoadBalancerError {
 			return nil, fmt.Errorf("load balancer %q (%s) failed to provision: status error", lb.ID, lb.Spec.Name)
@@ -180,9 +208,6 @@ func (s *suite) waitActiveErr(ctx context.Context, api cloudapi.LoadBalancerAPI,
 			return nil, fmt.Errorf("GetLoadBalancer(%q) returned load balancer %q", lb.ID, got.ID)
 		}
 		lb = got
-	}
-	if err := s.checkActive(lb); err != nil {
-		return nil, err
 	}
 	return lb, nil
 }
@@ -306,7 +331,7 @@ func scribbleLB(lb *cloudapi.LoadBalancer) {
 
 func (s *suite) listAllLBs(t testing.TB, api cloudapi.LoadBalancerAPI, opts cloudapi.ListOptions, maxItems int) []cloudapi.LoadBalancer {
 	t.Helper()
-	return listAll(t, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, opts, maxItems)
+	return listAll(t, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, s.opts.order, opts, maxItems)
 }
 
 func (s *suite) testLoadBalancers(t *testing.T) {
@@ -345,8 +370,8 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			{cloudapi.IPv6, cloudapi.IPv4},
 		} {
 			t.Run(fmt.Sprintf("families %v", fams), func(t *testing.T) {
-				if slices.Contains(fams, cloudapi.IPv6) && !s.opts.shape.Supports(cloudapi.FeatureIPv6) {
-					t.Skip("the backend's shape does not support IPv6 (WithLoadBalancerShape; its refusal is checked apart)")
+				if used := s.opts.shape.Uses(cloudapi.LoadBalancerSpec{IPFamilies: fams}); len(used) > 0 {
+					t.Skipf("the backend's shape does not support %v (WithLoadBalancerShape; its refusal is checked apart)", used)
 				}
 				api := s.lbBackend(t)
 				spec := s.lbSpec("ct-active", withFamilies(fams...))
@@ -385,10 +410,11 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			{Name: "https", Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443}, // added
 		} // UDP 53 removed
 		desired.Targets = []string{s.instanceID(1), s.instanceID(2), s.instanceID(3)}
-		desired.HealthCheck = &cloudapi.HealthCheck{
+		hc := s.opts.shape.FitHealthCheck(cloudapi.HealthCheck{
 			Protocol: cloudapi.HealthCheckTCP, Port: 30090,
 			Interval: 10 * time.Second, Timeout: 3 * time.Second, HealthyThreshold: 3, UnhealthyThreshold: 2,
-		}
+		})
+		desired.HealthCheck = &hc
 		desired.SourceRanges = []string{"172.16.0.0/12"}
 		desired.ProxyProtocol = false
 		s.supported(&desired)
@@ -417,7 +443,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 	})
 
 	t.Run("optional settings are kept or refused", func(t *testing.T) {
-		for _, o := range optionalSettings() {
+		for _, o := range optionalSettings(s.opts.certificates) {
 			t.Run(o.name, func(t *testing.T) { s.checkOptional(t, o) })
 		}
 	})
@@ -427,7 +453,24 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			t.Skip("the backend's shape declares nothing unsupported (WithLoadBalancerShape)")
 		}
 		for _, f := range s.opts.shape.Unsupported {
-			t.Run(string(f), func(t *testing.T) { s.checkUnsupported(t, f) })
+			t.Run(string(f), func(t *testing.T) {
+				want := s.lbSpec("ct-unsupported", uses(f, s.opts.certificates[0]))
+				require.Containsf(t, s.opts.shape.Uses(want), f, "the suite's spec for %s", f)
+				s.checkRefused(t, string(f), want)
+			})
+		}
+	})
+
+	t.Run("exclusive parts are refused together", func(t *testing.T) {
+		if len(s.opts.shape.Exclusive) == 0 {
+			t.Skip("the backend's shape declares no exclusive features (WithLoadBalancerShape)")
+		}
+		for _, pair := range s.opts.shape.Exclusive {
+			t.Run(fmt.Sprintf("%s with %s", pair[0], pair[1]), func(t *testing.T) {
+				want := s.lbSpec("ct-exclusive", uses(pair[0], s.opts.certificates[0]), uses(pair[1], s.opts.certificates[0]))
+				require.Equalf(t, [][2]cloudapi.Feature{pair}, s.opts.shape.Excluded(want), "the suite's spec for %v", pair)
+				s.checkRefused(t, fmt.Sprintf("%s with %s", pair[0], pair[1]), want)
+			})
 		}
 	})
 
@@ -515,7 +558,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			for _, lb := range tc.want {
 				wantIDs = append(wantIDs, lb.ID)
 			}
-			slices.Sort(wantIDs)
+			slices.SortFunc(wantIDs, s.opts.order)
 			for _, size := range []int{1, 0} {
 				got := s.listAllLBs(t, api, cloudapi.ListOptions{Tags: tc.filter, PageSize: size}, 5)
 				assert.Equalf(t, wantIDs, ids(got, lbID),
@@ -557,7 +600,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			lb := s.createLB(t, api, s.lbSpec(fmt.Sprintf("ct-page-%02d", i)))
 			want[lb.ID] = s.lbSpec(fmt.Sprintf("ct-page-%02d", i))
 		}
-		wantIDs := slices.Sorted(maps.Keys(want))
+		wantIDs := slices.SortedFunc(maps.Keys(want), s.opts.order)
 		require.Len(t, wantIDs, n, "CreateLoadBalancer: broke \"unique, immutable identifier\": IDs repeat")
 		for _, size := range pageSizes {
 			got := s.listAllLBs(t, api, cloudapi.ListOptions{PageSize: size}, n)
@@ -575,7 +618,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		for i := range 12 {
 			created = append(created, s.createLB(t, api, s.lbSpec(fmt.Sprintf("ct-change-%02d", i))).ID)
 		}
-		checkChangingSet(t, s.opts.pageNumbers, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, created,
+		checkChangingSet(t, s.opts, cloudapi.OpListLoadBalancers, listLoadBalancers(api), lbID, created,
 			func(id string) error { return api.DeleteLoadBalancer(t.Context(), id) },
 			func(i int) (string, error) {
 				lb, err := s.createLBErr(t.Context(), api, s.lbSpec(fmt.Sprintf("ct-change-new-%02d", i)))
@@ -642,7 +685,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 			{"session affinity Sticky", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity = "Sticky" }},
 			{"application protocol QUIC", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = "QUIC" }},
 			{"a TLS listener without certificates", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolTLS }},
-			{"certificates on a listener that terminates no TLS", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].Certificates = []string{"cert-a"} }},
+			{"certificates on a listener that terminates no TLS", func(spec *cloudapi.LoadBalancerSpec) { spec.Listeners[0].Certificates = s.opts.certificates[:1] }},
 			{"an HTTP listener over UDP", func(s *cloudapi.LoadBalancerSpec) {
 				s.Listeners = append(s.Listeners, cloudapi.Listener{Protocol: cloudapi.ProtocolUDP, Port: 54, TargetPort: 30054, AppProtocol: cloudapi.AppProtocolHTTP})
 			}},
@@ -732,21 +775,21 @@ func requireDistinctAddresses(t testing.TB, lbs []*cloudapi.LoadBalancer, when s
 // deletes the page's last item (the one the token continues after) and an item of a later
 // page, and creates new items. The rest of the listing must hold every item that existed
 // throughout and sorts after the first page, no deleted item and nothing twice.
-func checkChangingSet[T any](t *testing.T, pageNumbers bool, op cloudapi.Operation, list lister[T], id func(T) string, created []string,
+func checkChangingSet[T any](t *testing.T, o options, op cloudapi.Operation, list lister[T], id func(T) string, created []string,
 	del func(id string) error, create func(i int) (string, error),
 ) {
 	t.Helper()
-	p := newPager(op, list, id, cloudapi.ListOptions{PageSize: 4})
+	p := newPager(op, list, id, o.order, cloudapi.ListOptions{PageSize: 4})
 	first, err := p.next(t.Context())
 	require.NoError(t, err)
 	require.NotEmpty(t, first, "%s: the first page of a listing of %d items is empty", op, len(created))
 	require.False(t, p.done, "%s with page size 4: the first page of %d items is the last", op, len(created))
 	cut := id(first[len(first)-1])
 
-	sorted := slices.Sorted(slices.Values(created))
+	sorted := slices.SortedFunc(slices.Values(created), o.order)
 	var later []string
 	for _, k := range sorted {
-		if k > cut {
+		if o.order(k, cut) > 0 {
 			later = append(later, k)
 		}
 	}
@@ -770,7 +813,7 @@ func checkChangingSet[T any](t *testing.T, pageNumbers bool, op cloudapi.Operati
 			assert.NotContainsf(t, got, k, "%s: an item deleted before its page was read is listed", op)
 			continue
 		}
-		if pageNumbers && !slices.Contains(got, k) && missed < len(deleted) {
+		if o.pageNumbers && !slices.Contains(got, k) && missed < len(deleted) {
 			missed++ // a page shifted by a deletion (WithPageNumbers)
 			continue
 		}
@@ -787,20 +830,20 @@ type optionalSetting struct {
 	tweak func(*cloudapi.LoadBalancerSpec)
 }
 
-// refusedByShape reports whether the backend's shape declares a part of o unsupported.
+// refusedByShape reports whether the backend's shape refuses a part of o (Check).
 func (s *suite) refusedByShape(o optionalSetting) bool {
-	spec := s.lbSpec("ct-optional", o.tweak)
-	return len(s.opts.shape.Uses(spec)) > 0
+	return s.opts.shape.Check(cloudapi.OpCreateLoadBalancer, "", s.lbSpec("ct-optional", o.tweak)) != nil
 }
 
-// optionalSettings are the parts of the spec beyond what every cloud offers.
-func optionalSettings() []optionalSetting {
+// optionalSettings are the parts of the spec beyond what every cloud offers, the
+// listeners that terminate TLS naming certs (WithCertificates).
+func optionalSettings(certs []string) []optionalSetting {
 	return []optionalSetting{
 		{"session affinity ClientIP", func(s *cloudapi.LoadBalancerSpec) {
 			s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, 3*time.Hour
 		}},
 		{"a TLS listener with two certificates", func(s *cloudapi.LoadBalancerSpec) {
-			s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{"cert-b", "cert-a"}
+			s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{certs[1], certs[0]}
 		}},
 		{"an HTTP listener", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTP }},
 		{"an adapter setting", func(s *cloudapi.LoadBalancerSpec) {
@@ -808,7 +851,7 @@ func optionalSettings() []optionalSetting {
 		}},
 		{"an HTTPS listener with a certificate", func(s *cloudapi.LoadBalancerSpec) {
 			s.Listeners = append(s.Listeners, cloudapi.Listener{Name: "https", Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443,
-				AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: []string{"cert-a"}})
+				AppProtocol: cloudapi.AppProtocolHTTPS, Certificates: []string{certs[0]}})
 		}},
 	}
 }
@@ -826,7 +869,7 @@ func (s *suite) checkOptional(t *testing.T, o optionalSetting) {
 	lb, err := api.CreateLoadBalancer(t.Context(), want.Clone())
 	if err == nil && s.refusedByShape(o) {
 		require.Failf(t, "a part declared unsupported was built",
-			"CreateLoadBalancer with %s, which the backend's shape declares unsupported (%v): it must be refused with ErrInvalidRequest", o.name, s.opts.shape.Uses(want))
+			"CreateLoadBalancer with %s, which the backend's shape refuses (%v): it must be refused with ErrInvalidRequest", o.name, s.opts.shape.Check(cloudapi.OpCreateLoadBalancer, "", want))
 	}
 	if err != nil {
 		requireClass(t, err, cloudapi.ErrInvalidRequest,
@@ -907,26 +950,29 @@ func (s *suite) checkDeclaredSettings(t *testing.T) {
 // was given.
 const keepsSettings = `broke "A backend keeps every setting exactly as given, or refuses a spec with one it does not know or cannot build with ErrInvalidRequest; it never drops one"`
 
-// uses returns a change of a spec that uses f.
-func uses(f cloudapi.Feature) func(*cloudapi.LoadBalancerSpec) {
+// uses returns a change of a spec that uses f, a listener that terminates TLS naming
+// cert.
+func uses(f cloudapi.Feature, cert string) func(*cloudapi.LoadBalancerSpec) {
 	listener := func(p cloudapi.Protocol, app cloudapi.AppProtocol, certs ...string) func(*cloudapi.LoadBalancerSpec) {
 		return func(s *cloudapi.LoadBalancerSpec) {
 			s.Listeners = append(s.Listeners, cloudapi.Listener{Name: "extra", Protocol: p, Port: 8443, TargetPort: 30843, AppProtocol: app, Certificates: certs})
 		}
 	}
 	switch f {
-	case cloudapi.FeatureIPv6:
+	case cloudapi.FeatureIPv6, cloudapi.FeatureDualStack:
 		return withFamilies(cloudapi.IPv4, cloudapi.IPv6)
+	case cloudapi.FeatureIPv6First:
+		return withFamilies(cloudapi.IPv6, cloudapi.IPv4)
 	case cloudapi.FeatureUDP:
 		return listener(cloudapi.ProtocolUDP, cloudapi.AppProtocolNone)
 	case cloudapi.FeatureSCTP:
 		return listener(cloudapi.ProtocolSCTP, cloudapi.AppProtocolNone)
 	case cloudapi.FeatureTLS:
-		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolTLS, "cert-a")
+		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolTLS, cert)
 	case cloudapi.FeatureHTTP:
 		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolHTTP)
 	case cloudapi.FeatureHTTPS:
-		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolHTTPS, "cert-a")
+		return listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolHTTPS, cert)
 	case cloudapi.FeatureSourceRanges:
 		return func(s *cloudapi.LoadBalancerSpec) { s.SourceRanges = []string{"10.0.0.0/8"} }
 	case cloudapi.FeatureProxyProtocol:
@@ -943,23 +989,21 @@ func uses(f cloudapi.Feature) func(*cloudapi.LoadBalancerSpec) {
 	return func(*cloudapi.LoadBalancerSpec) {}
 }
 
-// checkUnsupported requires a spec that uses f, which the backend's shape declares
-// unsupported, to be refused with ErrInvalidRequest by create and by update, changing
+// checkRefused requires want, a spec of what (a part or parts the backend's shape
+// refuses), to be refused with ErrInvalidRequest by create and by update, changing
 // nothing.
-func (s *suite) checkUnsupported(t *testing.T, f cloudapi.Feature) {
+func (s *suite) checkRefused(t *testing.T, what string, want cloudapi.LoadBalancerSpec) {
 	api := s.lbBackend(t)
-	want := s.lbSpec("ct-unsupported", uses(f))
-	require.Equalf(t, []cloudapi.Feature{f}, s.opts.shape.Uses(want), "the suite's spec for %s", f)
 	_, err := api.CreateLoadBalancer(t.Context(), want.Clone())
 	requireClass(t, err, cloudapi.ErrInvalidRequest,
-		"CreateLoadBalancer with %s, which the backend's shape declares unsupported: broke \"a backend never drops a part of the spec it cannot build, it refuses the spec\"", f)
+		"CreateLoadBalancer with %s, which the backend's shape refuses: broke \"a backend never drops a part of the spec it cannot build, it refuses the spec\"", what)
 	assert.Empty(t, s.listAllLBs(t, api, cloudapi.ListOptions{}, 1), "CreateLoadBalancer refused with ErrInvalidRequest created a load balancer anyway")
 
-	plain := s.waitActive(t, api, s.createLB(t, api, s.lbSpec("ct-unsupported")))
+	plain := s.waitActive(t, api, s.createLB(t, api, s.lbSpec(want.Name)))
 	_, err = api.UpdateLoadBalancer(t.Context(), plain.ID,
 		cloudapi.LoadBalancerUpdate{Spec: want.Clone(), Changes: cloudapi.DiffLoadBalancer(plain.Spec, want)})
 	requireClass(t, err, cloudapi.ErrInvalidRequest,
-		"UpdateLoadBalancer to %s, which the backend's shape declares unsupported: \"ErrInvalidRequest when the cloud cannot build update.Spec\"", f)
+		"UpdateLoadBalancer to %s, which the backend's shape refuses: \"ErrInvalidRequest when the cloud cannot build update.Spec\"", what)
 	got, err := api.GetLoadBalancer(t.Context(), plain.ID)
 	require.NoError(t, err)
 	s.requireSpec(t, plain.Spec, got.Spec, "UpdateLoadBalancer refused with ErrInvalidRequest changed the load balancer")

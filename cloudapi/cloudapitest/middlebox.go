@@ -47,12 +47,20 @@ type NewRESTBackend func(t testing.TB, f Fixture) (baseURL string, newClient fun
 // http.ErrUseLastResponse), map a 3xx to ErrInvalidRequest, and read at most a bound of
 // every answer, failing beyond it.
 //
+// The load balancer the writes work on is made directly and read until it is active
+// (WithProvisioningReads) before them, and compared by its ID and spec: a cloud that
+// assigns its addresses or hostname when it has built it does not fail.
+//
 // Of the options, RunMiddlebox honours WithInstanceShape (the instance the load balancer
-// and the route target, as the backend's cloud holds it); the others do not apply.
+// and the route target, as the backend's cloud holds it), WithProvisioningReads and
+// WithIDOrder; the others do not apply.
 func RunMiddlebox(t *testing.T, newBackend NewRESTBackend, maxAnswerBytes int64, opts ...Option) {
-	var o options
+	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
 	}
 	modes := make([]middleboxMode, 0, len(RedirectStatuses)+1)
 	for _, code := range RedirectStatuses {
@@ -119,6 +127,8 @@ func (m middleboxMode) run(t *testing.T, newBackend NewRESTBackend, o options) {
 	if hasLBs {
 		lb, err = lbs.CreateLoadBalancer(t.Context(), middleboxLB(instances[0].ID, "kept"))
 		require.NoError(t, err, "creating a load balancer directly")
+		lb, err = (&suite{opts: o}).awaitActive(t.Context(), lbs, lb) // not finishing its provisioning while the writes run
+		require.NoError(t, err)
 	}
 	var route *cloudapi.Route
 	if hasRoutes {
@@ -126,7 +136,7 @@ func (m middleboxMode) run(t *testing.T, newBackend NewRESTBackend, o options) {
 			Tags: map[string]string{cloudapi.TagCluster: "contract"}})
 		require.NoError(t, err, "creating a route directly")
 	}
-	before := inventory(t, direct)
+	before := inventory(t, direct, o.order)
 
 	var writes []middleboxWrite
 	if lbs, ok := through.LoadBalancers(); ok && hasLBs {
@@ -165,7 +175,7 @@ func (m middleboxMode) run(t *testing.T, newBackend NewRESTBackend, o options) {
 		}
 		assert.Errorf(t, err, "%s answered 200 with more than the adapter's bound of bytes: broke \"an answer longer than the bound is an error, never decoded in part\"", w.op)
 	}
-	assert.Equal(t, before, inventory(t, direct), "the API holds what it held: no write reached it")
+	assert.Equal(t, before, inventory(t, direct, o.order), "the API holds what it held: no write reached it")
 }
 
 // middleboxWrite is one write RunMiddlebox makes through the middlebox.
@@ -184,21 +194,21 @@ func middleboxLB(target, name string) cloudapi.LoadBalancerSpec {
 	}
 }
 
-// inventory lists every load balancer and route of c, without their status (which a
-// cloud may change by itself).
-func inventory(t testing.TB, c cloudapi.Client) (out struct {
+// inventory lists every load balancer and route of c, the load balancers without what
+// the cloud assigns by itself (status, addresses, hostname).
+func inventory(t testing.TB, c cloudapi.Client, order func(a, b string) int) (out struct {
 	LoadBalancers []cloudapi.LoadBalancer
 	Routes        []cloudapi.Route
 }) {
 	t.Helper()
 	if lbs, ok := c.LoadBalancers(); ok {
-		out.LoadBalancers = listAll(t, cloudapi.OpListLoadBalancers, listLoadBalancers(lbs), lbID, cloudapi.ListOptions{}, 1000)
-		for i := range out.LoadBalancers {
-			out.LoadBalancers[i].Status = ""
+		out.LoadBalancers = listAll(t, cloudapi.OpListLoadBalancers, listLoadBalancers(lbs), lbID, order, cloudapi.ListOptions{}, 1000)
+		for i, lb := range out.LoadBalancers {
+			out.LoadBalancers[i] = cloudapi.LoadBalancer{ID: lb.ID, Spec: lb.Spec}
 		}
 	}
 	if routes, ok := c.Routes(); ok {
-		out.Routes = listAll(t, cloudapi.OpListRoutes, listRoutes(routes), routeID, cloudapi.ListOptions{}, 1000)
+		out.Routes = listAll(t, cloudapi.OpListRoutes, listRoutes(routes), routeID, order, cloudapi.ListOptions{}, 1000)
 	}
 	return out
 }

@@ -95,19 +95,19 @@ func (s *suite) testRoutes(t *testing.T) {
 				created := createRoute(t, api, spec)
 				spec.Tags[cloudapi.TagNode] = "scribbled" // the backend must have copied the spec
 
-				all := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 1)
+				all := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, s.opts.order, cloudapi.ListOptions{}, 1)
 				require.Len(t, all, 1, "ListRoutes after CreateRoute")
 				assert.Equal(t, *created, all[0], "ListRoutes: the route differs from the one CreateRoute returned")
 				all[0].DestinationCIDR = "192.0.2.0/24"
 				if all[0].Tags != nil {
 					all[0].Tags[cloudapi.TagNode] = "scribbled"
 				}
-				again := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 1)
+				again := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, s.opts.order, cloudapi.ListOptions{}, 1)
 				assert.Equal(t, *created, again[0],
 					"ListRoutes: the backend's route changed when a caller changed one it got: answers must be copies")
 
 				require.NoError(t, api.DeleteRoute(t.Context(), created.ID), "DeleteRoute of an existing route")
-				assert.Empty(t, listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 1),
+				assert.Empty(t, listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, s.opts.order, cloudapi.ListOptions{}, 1),
 					"ListRoutes after DeleteRoute: broke \"DeleteRoute deletes the route\"")
 				requireClass(t, api.DeleteRoute(t.Context(), created.ID), cloudapi.ErrNotFound,
 					"DeleteRoute twice: broke \"returns an error matching ErrNotFound when there was nothing to delete\"")
@@ -121,7 +121,7 @@ func (s *suite) testRoutes(t *testing.T) {
 		_, err := api.CreateRoute(t.Context(), s.routeSpec("10.244.1.0/24", 2))
 		requireClass(t, err, cloudapi.ErrConflict,
 			"CreateRoute of an existing destination CIDR: broke \"returns an error matching ErrConflict when a route for the same destination CIDR exists\"")
-		all := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 2)
+		all := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, s.opts.order, cloudapi.ListOptions{}, 2)
 		assert.Equal(t, []string{first.ID}, ids(all, routeID), "CreateRoute refused with ErrConflict: broke \"The request was not applied\"")
 	})
 
@@ -146,7 +146,7 @@ func (s *suite) testRoutes(t *testing.T) {
 			requireClass(t, err, cloudapi.ErrInvalidRequest,
 				"CreateRoute with %s (%q): broke \"ErrInvalidRequest for a malformed CIDR or unknown target\"", tc.name, tc.spec.DestinationCIDR)
 		}
-		assert.Empty(t, listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 6),
+		assert.Empty(t, listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, s.opts.order, cloudapi.ListOptions{}, 6),
 			"CreateRoute refused with ErrInvalidRequest created a route anyway")
 	})
 
@@ -186,9 +186,9 @@ func (s *suite) testRoutes(t *testing.T) {
 					want = append(want, r.ID)
 				}
 			}
-			slices.Sort(want)
+			slices.SortFunc(want, s.opts.order)
 			for _, size := range []int{2, 0} {
-				got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{Tags: filter, PageSize: size}, len(all))
+				got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, s.opts.order, cloudapi.ListOptions{Tags: filter, PageSize: size}, len(all))
 				assert.Equalf(t, want, ids(got, routeID),
 					"ListRoutes with Tags %v, page size %d: broke \"returns one page of the routes that carry every tag in opts.Tags\"", filter, size)
 			}
@@ -203,10 +203,10 @@ func (s *suite) testRoutes(t *testing.T) {
 			r := createRoute(t, api, s.routeSpec(fmt.Sprintf("10.%d.%d.0/24", 100+i/200, i%200), i%4))
 			want[r.ID] = *r
 		}
-		wantIDs := slices.Sorted(maps.Keys(want))
+		wantIDs := slices.SortedFunc(maps.Keys(want), s.opts.order)
 		require.Len(t, wantIDs, n, "CreateRoute: route IDs repeat")
 		for _, size := range []int{7, 1, 0, 1000} {
-			got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{PageSize: size}, n)
+			got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, s.opts.order, cloudapi.ListOptions{PageSize: size}, n)
 			require.Equalf(t, wantIDs, ids(got, routeID),
 				"ListRoutes, page size %d, paged to the end: not every route exactly once, in ID order", size)
 			for _, r := range got {
@@ -221,7 +221,7 @@ func (s *suite) testRoutes(t *testing.T) {
 		for i := range 12 {
 			created = append(created, createRoute(t, api, s.routeSpec(fmt.Sprintf("10.244.%d.0/24", i), i%4)).ID)
 		}
-		checkChangingSet(t, s.opts.pageNumbers, cloudapi.OpListRoutes, listRoutes(api), routeID, created,
+		checkChangingSet(t, s.opts, cloudapi.OpListRoutes, listRoutes(api), routeID, created,
 			func(id string) error { return api.DeleteRoute(t.Context(), id) },
 			func(i int) (string, error) {
 				spec := s.routeSpec(fmt.Sprintf("10.245.%d.0/24", i), i%4)
@@ -243,16 +243,16 @@ func (s *suite) testRoutes(t *testing.T) {
 		theirs.Tags = map[string]string{cloudapi.TagCluster: "other"}
 		other := createRoute(t, api, theirs)
 		for range 2 {
-			got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 2)
+			got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, s.opts.order, cloudapi.ListOptions{}, 2)
 			assert.Equal(t, []cloudapi.Route{*ours, *other}, sortedRoutes(got),
 				"ListRoutes without Tags: broke \"ListRoutes returns every route of the table, whoever made it\" or \"the same route has the same ID in every answer\" (cloudapi.TaglessRouteAPI)")
 		}
 		for _, filter := range []map[string]string{{cloudapi.TagCluster: contractCluster}, {cloudapi.TagCluster: "other"}} {
-			assert.Emptyf(t, listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{Tags: filter}, 2),
+			assert.Emptyf(t, listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, s.opts.order, cloudapi.ListOptions{Tags: filter}, 2),
 				"ListRoutes with Tags %v: broke \"a non-empty ListOptions.Tags selects none, as no route carries a tag\" (cloudapi.TaglessRouteAPI)", filter)
 		}
 		require.NoError(t, api.DeleteRoute(t.Context(), other.ID), "DeleteRoute by the ID the adapter synthesized")
-		got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{}, 1)
+		got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, s.opts.order, cloudapi.ListOptions{}, 1)
 		assert.Equal(t, []cloudapi.Route{*ours}, got, "DeleteRoute deleted another route, or none")
 	})
 
@@ -281,7 +281,7 @@ func (s *suite) testRoutes(t *testing.T) {
 		for i, err := range errs {
 			require.NoErrorf(t, err, "concurrent CreateRoute(%s) of distinct destinations", specs[i].DestinationCIDR)
 		}
-		got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, cloudapi.ListOptions{PageSize: 5}, n)
+		got := listAll(t, cloudapi.OpListRoutes, listRoutes(api), routeID, s.opts.order, cloudapi.ListOptions{PageSize: 5}, n)
 		var gotCIDRs, wantCIDRs []string
 		for _, r := range got {
 			gotCIDRs = append(gotCIDRs, r.DestinationCIDR)

@@ -80,9 +80,9 @@ func listGroups(api cloudapi.TargetGroupAPI) lister[cloudapi.TargetGroup] {
 func groupID(g cloudapi.TargetGroup) string { return g.ID }
 
 // allGroups lists every group that carries tags, page by page.
-func allGroups(t testing.TB, api cloudapi.TargetGroupAPI, tags map[string]string, pageSize int) []cloudapi.TargetGroup {
+func (s *suite) allGroups(t testing.TB, api cloudapi.TargetGroupAPI, tags map[string]string, pageSize int) []cloudapi.TargetGroup {
 	t.Helper()
-	p := newPager(cloudapi.OpListTargetGroups, listGroups(api), groupID, cloudapi.ListOptions{Tags: tags, PageSize: pageSize})
+	p := newPager(cloudapi.OpListTargetGroups, listGroups(api), groupID, s.opts.order, cloudapi.ListOptions{Tags: tags, PageSize: pageSize})
 	got, err := p.all(t.Context(), 100)
 	require.NoError(t, err)
 	return got
@@ -95,7 +95,7 @@ func (s *suite) testTargetGroups(t *testing.T) {
 		spec := s.groupSpec("ct-group", 0, 2)
 		g := createGroup(t, api, spec)
 
-		listed := allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 0)
+		listed := s.allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 0)
 		require.Equal(t, []string{g.ID}, ids(listed, groupID), "ListTargetGroups by the cluster tag")
 		require.NoError(t, checkGroup("ListTargetGroups", spec, &listed[0]))
 
@@ -108,7 +108,7 @@ func (s *suite) testTargetGroups(t *testing.T) {
 		require.NoError(t, err, "UpdateTargetGroup of a valid update")
 		require.NoError(t, checkGroup("UpdateTargetGroup", want, got))
 		assert.Equal(t, g.ID, got.ID, "UpdateTargetGroup: the same group")
-		listed = allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 0)
+		listed = s.allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 0)
 		require.Len(t, listed, 1)
 		require.NoError(t, checkGroup("ListTargetGroups after UpdateTargetGroup", want, &listed[0]))
 
@@ -119,7 +119,7 @@ func (s *suite) testTargetGroups(t *testing.T) {
 		assert.Empty(t, got.Spec.Targets)
 
 		require.NoError(t, api.DeleteTargetGroup(t.Context(), g.ID))
-		assert.Empty(t, allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 0), "deleted")
+		assert.Empty(t, s.allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 0), "deleted")
 		err = api.DeleteTargetGroup(t.Context(), g.ID)
 		assert.Truef(t, cloudapi.IsNotFound(err), "DeleteTargetGroup of a deleted group: broke \"ErrNotFound when the group does not exist\": %v", err)
 		_, err = api.UpdateTargetGroup(t.Context(), g.ID, cloudapi.DiffTargetGroup(want, want))
@@ -154,8 +154,8 @@ func (s *suite) testTargetGroups(t *testing.T) {
 			}
 			createGroup(t, api, spec)
 		}
-		got := ids(allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 2), groupID)
-		assert.Equal(t, slices.Sorted(slices.Values(mine)), got, "ListTargetGroups by the cluster tag, 2 a page: every group of the cluster once, by ID")
+		got := ids(s.allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 2), groupID)
+		assert.Equal(t, slices.SortedFunc(slices.Values(mine), s.opts.order), got, "ListTargetGroups by the cluster tag, 2 a page: every group of the cluster once, by ID")
 	})
 
 	t.Run("a group a load balancer uses is not deleted", func(t *testing.T) {
@@ -170,7 +170,7 @@ func (s *suite) testTargetGroups(t *testing.T) {
 
 		err := api.DeleteTargetGroup(t.Context(), g.ID)
 		assert.Truef(t, errors.Is(err, cloudapi.ErrConflict), "DeleteTargetGroup of a group a load balancer names: broke \"ErrConflict while a load balancer names it\": %v", err)
-		require.Len(t, allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 0), 1, "the group is still there")
+		require.Len(t, s.allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 0), 1, "the group is still there")
 
 		both := spec.Clone()
 		both.Targets = []string{s.instanceID(2)}

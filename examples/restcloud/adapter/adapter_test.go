@@ -2,8 +2,10 @@ package adapter_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -94,12 +96,53 @@ func TestContract(t *testing.T) {
 }
 
 // TestMiddlebox: behind a middlebox that redirects writes (an HTTP-to-HTTPS redirect) or
-// answers them with a long 200 of its own, no write succeeds and the API is unchanged.
+// answers them with a long 200 of its own, no write succeeds and the API is unchanged,
+// also when the load balancer the writes work on finishes provisioning meanwhile.
 func TestMiddlebox(t *testing.T) {
-	cloudapitest.RunMiddlebox(t, func(t testing.TB, f cloudapitest.Fixture) (string, func(string) cloudapi.Client) {
-		srv := serve(t, server.New(newCloud(t, fake.Config{}, f.Instances...), server.Options{Token: testToken}))
-		return srv.URL, func(baseURL string) cloudapi.Client { return adapter.New(baseURL, testToken, srv.Client()) }
-	}, adapter.MaxAnswerBytes)
+	plain := func(h http.Handler) http.Handler { return h }
+	for _, tc := range []struct {
+		name string
+		cfg  fake.Config
+		wrap func(http.Handler) http.Handler
+	}{
+		{"active at once", fake.Config{}, plain},
+		{"addresses given when provisioning finishes", fake.Config{Provisioning: fake.Provisioning{Reads: 1}}, addressedWhenActive},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloudapitest.RunMiddlebox(t, func(t testing.TB, f cloudapitest.Fixture) (string, func(string) cloudapi.Client) {
+				srv := serve(t, tc.wrap(server.New(newCloud(t, tc.cfg, f.Instances...), server.Options{Token: testToken})))
+				return srv.URL, func(baseURL string) cloudapi.Client { return adapter.New(baseURL, testToken, srv.Client()) }
+			}, adapter.MaxAnswerBytes)
+		})
+	}
+}
+
+// addressedWhenActive answers the load balancers that are provisioning without their
+// addresses, as a cloud that gives a load balancer its addresses when it has built it.
+func addressedWhenActive(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		var body any
+		if !strings.HasPrefix(r.URL.Path, "/v1/loadbalancers") || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
+			maps.Copy(w.Header(), rec.Header())
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			return
+		}
+		lbs := []any{body}
+		if m, ok := body.(map[string]any); ok && m["items"] != nil {
+			lbs, _ = m["items"].([]any)
+		}
+		for _, lb := range lbs {
+			if m, ok := lb.(map[string]any); ok && m["status"] == "provisioning" {
+				m["addresses"] = []string{}
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rec.Code)
+		_ = json.NewEncoder(w).Encode(body)
+	})
 }
 
 // retryAfterRecorder records the Retry-After header of every answer.
