@@ -118,7 +118,7 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 	l.p = planned(&l.shares, l.report)
 	// Plan's planner tells nobody (no event, no write on a Service) and remembers no
 	// share's members for the syncs.
-	l.quiet = planned(&shareBook{members: map[string]map[string]plan.Member{}}, &reporter{clock: opts.Clock, lock: l.services.Lock, reported: map[reported]string{}})
+	l.quiet = planned(&shareBook{members: map[string]map[string]plan.Member{}}, &reporter{clock: opts.Clock, lock: l.services.Lock, prefixes: l.report.prefixes, reported: map[reported]string{}})
 	brake := &creationBrake{CreationBrake: opts.CreationBrake, clusterID: opts.ClusterID, maxAge: opts.MaxAge, clock: opts.Clock,
 		services: opts.Services, serves: opts.Serves, owner: l.intents.owner, lookup: snap.lookup, addresses: snap.addresses, report: l.report, onHeld: opts.OnCreationHeld,
 		passed: map[string]time.Time{}, asked: map[string]time.Time{}, replacing: map[string]bool{}}
