@@ -109,36 +109,23 @@ func (l *LoadBalancer) ensure(ctx context.Context, logger klog.Logger, svc *core
 // tags. Every error of a takeover before its update matches ErrTakeoverRefused.
 func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, how adoption) (*cloudapi.LoadBalancer, error) {
 	defer l.w.lockLB(how.id)()
-	id, lb := how.id, how.lb
+	lb := how.lb
 	if lb == nil {
 		var err error
-		lb, err = l.w.api.GetLoadBalancer(ctx, id)
-		switch {
-		case cloudapi.IsNotFound(err):
-			return nil, fmt.Errorf("annotation %s names load balancer %s, which does not exist: %w; ccmkit creates none in its place: correct the ID, or remove the annotation to get a new load balancer", how.key, id, err)
-		case err != nil:
-			return nil, fmt.Errorf("reading load balancer %s, named by annotation %s: %w", id, how.key, err)
-		case lb == nil:
-			return nil, fmt.Errorf("reading load balancer %s, named by annotation %s: the cloud answered neither a load balancer nor an error: %w", id, how.key, cloudapi.ErrTransient)
+		if lb, err = l.readAdopted(ctx, how); err != nil {
+			return nil, err
 		}
 	}
-	owned, err := l.w.adoptable(owner, lb, how)
+	owned, want, err := l.adoptWant(logger, l.p, svc, owner, nodes, lb, how)
 	if err != nil {
-		logger.Info("Refusing to adopt load balancer", "loadBalancer", id, "tags", lb.Spec.Tags, "err", err)
-		return nil, how.refused(err)
-	}
-	want, err := l.p.ensureWant(logger, svc, owner, nodes, lb) // owner is no share: a share adopts nothing
-	if err != nil {
-		return nil, how.refused(err)
-	}
-	if err := keepsAddresses(lb, want.spec, how, l.opts.Shape); err != nil {
-		return nil, how.refused(err)
+		return nil, err
 	}
 	release, err := l.w.group(ctx, logger, &want, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	id := how.id
 	adopted, err := l.w.update(ctx, logger, owner, true, lb, want.spec)
 	if err != nil {
 		if !owned {
@@ -151,6 +138,42 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 		l.report.event(svc, corev1.EventTypeNormal, "AdoptedLoadBalancer", fmt.Sprintf("Adopted load balancer %s (addresses [%s]), %s", id, strings.Join(adopted.Addresses, ", "), how.named()))
 	}
 	return adopted, nil
+}
+
+// readAdopted reads the load balancer the Service's load-balancer-id annotation names
+// (how): one GetLoadBalancer. One that does not exist is an error, never a reason to
+// create one.
+func (l *LoadBalancer) readAdopted(ctx context.Context, how adoption) (*cloudapi.LoadBalancer, error) {
+	lb, err := l.w.api.GetLoadBalancer(ctx, how.id)
+	switch {
+	case cloudapi.IsNotFound(err):
+		return nil, fmt.Errorf("annotation %s names load balancer %s, which does not exist: %w; ccmkit creates none in its place: correct the ID, or remove the annotation to get a new load balancer", how.key, how.id, err)
+	case err != nil:
+		return nil, fmt.Errorf("reading load balancer %s, named by annotation %s: %w", how.id, how.key, err)
+	case lb == nil:
+		return nil, fmt.Errorf("reading load balancer %s, named by annotation %s: the cloud answered neither a load balancer nor an error: %w", how.id, how.key, cloudapi.ErrTransient)
+	}
+	return lb, nil
+}
+
+// adoptWant is what adopting lb, named as how says, makes of it for the Service, planned
+// by p: whether lb is the Service's already (owned), and the spec to write; or why the
+// Service may not adopt it (an error matching ErrTakeoverRefused for a takeover). It
+// writes nothing.
+func (l *LoadBalancer) adoptWant(logger klog.Logger, p *planner, svc *corev1.Service, owner string, nodes []*corev1.Node, lb *cloudapi.LoadBalancer, how adoption) (owned bool, want wanted, err error) {
+	owned, err = l.w.adoptable(owner, lb, how)
+	if err != nil {
+		logger.Info("Refusing to adopt load balancer", "loadBalancer", how.id, "tags", lb.Spec.Tags, "err", err)
+		return false, wanted{}, how.refused(err)
+	}
+	want, err = p.ensureWant(logger, svc, owner, nodes, lb) // owner is no share: a share adopts nothing
+	if err != nil {
+		return false, wanted{}, how.refused(err)
+	}
+	if err := keepsAddresses(lb, want.spec, how, l.opts.Shape); err != nil {
+		return false, wanted{}, how.refused(err)
+	}
+	return owned, want, nil
 }
 
 // keepsAddresses checks that updating lb to want keeps lb's addresses: the Service asks

@@ -30,7 +30,9 @@ type LoadBalancer struct {
 	opts Options
 	snap *snapshot // read: what the cloud has (see reconcile)
 	p    *planner  // plan: what to write
-	w    *writer   // apply: the one that writes
+	// quiet plans for Plan: the same planner, reporting to nobody.
+	quiet *planner
+	w     *writer // apply: the one that writes
 	// report is the one that tells Services what their syncs found out.
 	report *reporter
 
@@ -109,8 +111,14 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		shares: shareBook{members: map[string]map[string]plan.Member{}},
 	}
 	l.report.lock = l.services.Lock
-	l.p = &planner{clusterID: opts.ClusterID, prefix: opts.AnnotationPrefix, settings: opts.Settings, settingDefaults: defaults, aliases: opts.Aliases, shape: opts.Shape,
-		providerID: opts.ProviderID, cmp: cmp, intents: &l.intents, shares: &l.shares, report: l.report}
+	planned := func(shares *shareBook, report *reporter) *planner {
+		return &planner{clusterID: opts.ClusterID, prefix: opts.AnnotationPrefix, settings: opts.Settings, settingDefaults: defaults, aliases: opts.Aliases, shape: opts.Shape,
+			providerID: opts.ProviderID, cmp: cmp, intents: &l.intents, shares: shares, report: report}
+	}
+	l.p = planned(&l.shares, l.report)
+	// Plan's planner tells nobody (no event, no write on a Service) and remembers no
+	// share's members for the syncs.
+	l.quiet = planned(&shareBook{members: map[string]map[string]plan.Member{}}, &reporter{clock: opts.Clock, lock: l.services.Lock, prefixes: l.report.prefixes, reported: map[reported]string{}})
 	brake := &creationBrake{CreationBrake: opts.CreationBrake, clusterID: opts.ClusterID, maxAge: opts.MaxAge, clock: opts.Clock,
 		services: opts.Services, serves: opts.Serves, owner: l.intents.owner, lookup: snap.lookup, addresses: snap.addresses, report: l.report, onHeld: opts.OnCreationHeld,
 		passed: map[string]time.Time{}, asked: map[string]time.Time{}, replacing: map[string]bool{}}

@@ -20,6 +20,9 @@
 // (provider.RunAdmissionPolicyCommand):
 //
 //	go run ./examples/ccm admission-policy --cloud-config=cloud.yaml | kubectl apply -f -
+//
+// `ccm plan` prints what the manager would do when it starts, writing nothing
+// (provider.RunPlanCommand); `ccm --help` lists the subcommands.
 package main
 
 import (
@@ -48,8 +51,8 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == TeardownCommand {
 		os.Exit(teardownMain(os.Args[2:]))
 	}
-	if len(os.Args) > 1 && os.Args[1] == provider.AdmissionPolicyCommand {
-		os.Exit(provider.RunAdmissionPolicyCommand(provider.DefaultProviderName, os.Args[2:], os.Stdout, os.Stderr))
+	if code, ok := provider.RunSubcommand(provider.DefaultProviderName, os.Args[1:], os.Stdout, os.Stderr); ok {
+		os.Exit(code)
 	}
 	opts, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
@@ -62,6 +65,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	command := app.NewCloudControllerManagerCommand(opts, initCloud, controllers.With(app.DefaultInitFuncConstructors),
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, ctx.Done())
+	// --help lists the subcommands too.
+	command.Long += "\n\n" + provider.SubcommandsHelp + "\n  " + TeardownCommand + "          list (and with --delete delete) what the cloud config's cluster left in the cloud"
 	code := cli.Run(command)
 	stop()
 	os.Exit(code)

@@ -19,6 +19,26 @@ import (
 	"github.com/ccmkit/ccmkit/examples/hcloud/hcloudmock"
 )
 
+// hetznerMade makes a load balancer the way Hetzner's own CCM made one for the Service
+// with UID uid: named "a" and the UID without dashes, labelled hcloud-ccm/service-uid, in
+// fsn1, the server as target, a TCP service from port to nodePort whose health check is
+// TCP on the node port with the API's defaults.
+func hetznerMade(t *testing.T, url, uid string, server int64, port, nodePort int) *hcloud.LoadBalancer {
+	t.Helper()
+	sdk := hcloud.NewClient(hcloud.WithEndpoint(url), hcloud.WithToken("t"), hcloud.WithRetryOpts(hcloud.RetryOpts{MaxRetries: 0}))
+	made, _, err := sdk.LoadBalancer.Create(t.Context(), hcloud.LoadBalancerCreateOpts{Name: "a" + strings.ReplaceAll(uid, "-", ""),
+		LoadBalancerType: &hcloud.LoadBalancerType{Name: "lb11"}, Location: &hcloud.Location{Name: "fsn1"},
+		Labels: map[string]string{adapter.LabelServiceUID: uid},
+		Targets: []hcloud.LoadBalancerCreateOptsTarget{{Type: hcloud.LoadBalancerTargetTypeServer,
+			Server: hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: server}}}}})
+	require.NoError(t, err)
+	_, _, err = sdk.LoadBalancer.AddService(t.Context(), made.LoadBalancer, hcloud.LoadBalancerAddServiceOpts{Protocol: hcloud.LoadBalancerServiceProtocolTCP,
+		ListenPort: hcloud.Ptr(port), DestinationPort: hcloud.Ptr(nodePort), Proxyprotocol: hcloud.Ptr(false),
+		HealthCheck: &hcloud.LoadBalancerAddServiceOptsHealthCheck{Protocol: hcloud.LoadBalancerServiceProtocolTCP, Port: hcloud.Ptr(nodePort)}})
+	require.NoError(t, err)
+	return made.LoadBalancer
+}
+
 // TestTakeoverFromHetznersCCM: a load balancer made the way Hetzner's own CCM makes one
 // (named "a" and the Service's UID without dashes, labelled hcloud-ccm/service-uid, a TCP
 // service whose health check is TCP on the node port with the API's defaults) is taken
@@ -29,17 +49,7 @@ func TestTakeoverFromHetznersCCM(t *testing.T) {
 	cfg := hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20},
 		Servers: []schema.Server{{ID: 100, Name: "node-0"}}}
 	m, url := newMock(t, cfg, nil)
-	sdk := hcloud.NewClient(hcloud.WithEndpoint(url), hcloud.WithToken("t"), hcloud.WithRetryOpts(hcloud.RetryOpts{MaxRetries: 0}))
-	made, _, err := sdk.LoadBalancer.Create(t.Context(), hcloud.LoadBalancerCreateOpts{Name: "a" + strings.ReplaceAll(uid, "-", ""),
-		LoadBalancerType: &hcloud.LoadBalancerType{Name: "lb11"}, Location: &hcloud.Location{Name: "fsn1"},
-		Labels: map[string]string{adapter.LabelServiceUID: uid},
-		Targets: []hcloud.LoadBalancerCreateOptsTarget{{Type: hcloud.LoadBalancerTargetTypeServer,
-			Server: hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: 100}}}}})
-	require.NoError(t, err)
-	_, _, err = sdk.LoadBalancer.AddService(t.Context(), made.LoadBalancer, hcloud.LoadBalancerAddServiceOpts{Protocol: hcloud.LoadBalancerServiceProtocolTCP,
-		ListenPort: hcloud.Ptr(80), DestinationPort: hcloud.Ptr(30080), Proxyprotocol: hcloud.Ptr(false),
-		HealthCheck: &hcloud.LoadBalancerAddServiceOptsHealthCheck{Protocol: hcloud.LoadBalancerServiceProtocolTCP, Port: hcloud.Ptr(30080)}})
-	require.NoError(t, err)
+	made := hetznerMade(t, url, uid, 100, 80, 30080)
 	before := m.Inventory().LoadBalancers[0]
 
 	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
@@ -55,7 +65,7 @@ func TestTakeoverFromHetznersCCM(t *testing.T) {
 	inv := m.Inventory()
 	require.Len(t, inv.LoadBalancers, 1, "taken over, none made")
 	lb := inv.LoadBalancers[0]
-	assert.Equal(t, made.LoadBalancer.ID, lb.ID)
+	assert.Equal(t, made.ID, lb.ID)
 	var ips []string
 	for _, in := range st.Ingress {
 		ips = append(ips, in.IP)

@@ -10,7 +10,11 @@
 //
 // `ccm admission-policy --cloud-config=cloud.yaml` prints the ValidatingAdmissionPolicy
 // that refuses malformed load balancer annotations at `kubectl apply`, Hetzner's own CCM's
-// keys included (provider.RunAdmissionPolicyCommand).
+// keys included (provider.RunAdmissionPolicyCommand). `ccm plan --cloud-config=cloud.yaml
+// --kubeconfig=...` prints what the CCM would do when it starts, writing nothing: per
+// Service the load balancer it keeps, adopts or takes over from Hetzner's own CCM (or
+// creates, with a new address) and what it would change, per Node the labels it would set
+// otherwise (provider.RunPlanCommand). `ccm --help` lists both.
 //
 // The cloud config's `hcloud:` section names the API's endpoint (empty: the real API),
 // the location of load balancers, the private network and whether targets are reached
@@ -24,6 +28,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	"k8s.io/cloud-provider/app/config"
@@ -41,8 +46,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == provider.AdmissionPolicyCommand {
-		os.Exit(provider.RunAdmissionPolicyCommand(adapter.ProviderName, os.Args[2:], os.Stdout, os.Stderr))
+	if code, ok := provider.RunSubcommand(adapter.ProviderName, os.Args[1:], os.Stdout, os.Stderr); ok {
+		os.Exit(code)
 	}
 	opts, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
@@ -53,11 +58,17 @@ func main() {
 	// returns, so the process exits 0 instead of dying by the signal. A leader does not
 	// give its lease up: a standby takes over once the lease expires.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	command := app.NewCloudControllerManagerCommand(opts, initCloud, controllers.With(app.DefaultInitFuncConstructors),
-		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, ctx.Done())
-	code := cli.Run(command)
+	code := cli.Run(newCommand(opts, ctx.Done()))
 	stop()
 	os.Exit(code)
+}
+
+// newCommand is the manager's command, its --help listing the subcommands too.
+func newCommand(opts *options.CloudControllerManagerOptions, stop <-chan struct{}) *cobra.Command {
+	command := app.NewCloudControllerManagerCommand(opts, initCloud, controllers.With(app.DefaultInitFuncConstructors),
+		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, stop)
+	command.Long += "\n\n" + provider.SubcommandsHelp
+	return command
 }
 
 // initCloud builds the provider named by --cloud-provider from --cloud-config.
