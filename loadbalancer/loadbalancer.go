@@ -109,6 +109,7 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		shares: shareBook{members: map[string]map[string]plan.Member{}},
 	}
 	l.report.lock = l.services.Lock
+	l.nodeSets.known = opts.NodeProviderID
 	l.p = &planner{clusterID: opts.ClusterID, prefix: opts.AnnotationPrefix, settings: opts.Settings, settingDefaults: defaults, aliases: opts.Aliases, shape: opts.Shape,
 		providerID: opts.ProviderID, cmp: cmp, intents: &l.intents, shares: &l.shares, report: l.report}
 	brake := &creationBrake{CreationBrake: opts.CreationBrake, clusterID: opts.ClusterID, maxAge: opts.MaxAge, clock: opts.Clock,
