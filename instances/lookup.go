@@ -197,3 +197,30 @@ func (b DeletionBrake) withDefaults() instancecache.Brake {
 	}
 	return out
 }
+
+// knownLookup is the read of NewLookup's Lookup that makes no cloud call.
+type knownLookup interface {
+	Known(ctx context.Context, name string) (*cloudapi.Instance, bool)
+}
+
+var _ knownLookup = (*instancecache.Cache)(nil)
+
+// KnownProviderID returns the provider ID that InstanceMetadata gives a Node named name
+// that has none yet, when the snapshot knows its instance without a cloud call: a
+// snapshot no older than its MaxAge, read after the list under way (the cloud node
+// controller's lookup of that Node), with one live instance of that name. ok is false
+// otherwise, and with a Lookup other than NewLookup's. It never answers that an instance
+// is gone. It is what the load balancers' targets use for a Node the cloud node
+// controller is initializing (loadbalancer.Options.NodeProviderID).
+func (i *Instances) KnownProviderID(ctx context.Context, name string) (providerID string, ok bool) {
+	k, ok := i.lookup.(knownLookup)
+	if !ok {
+		return "", false
+	}
+	inst, ok := k.Known(ctx, name)
+	if !ok {
+		return "", false
+	}
+	id, err := i.formatProviderID(inst)
+	return id, err == nil
+}

@@ -105,7 +105,7 @@ func (l *LoadBalancer) Plan(ctx context.Context, svc *corev1.Service, nodes []*c
 			prefer = ""
 		}
 		kept, extras := plan.Duplicates(found, prefer, ingressAddresses(svc))
-		out := l.planFor(logger, svc, owner, nodes, &kept[0])
+		out := l.quiet.planFor(logger, svc, owner, nodes, &kept[0], l.w.groups != nil)
 		for _, x := range extras {
 			out.Duplicates = append(out.Duplicates, x.ID)
 		}
@@ -117,7 +117,7 @@ func (l *LoadBalancer) Plan(ctx context.Context, svc *corev1.Service, nodes []*c
 	case isShare(owner):
 	case adoptID != "":
 		how = adoption{id: adoptID, key: l.intents.key(svc, AnnotationLoadBalancerID)}
-		if lb, err = l.readAdopted(ctx, how); cloudapi.IsNotFound(err) {
+		if lb, err = l.snap.readAdopted(ctx, how); cloudapi.IsNotFound(err) {
 			return ServicePlan{Action: PlanRefused, LoadBalancerID: adoptID, By: how.named(), Err: err}, nil
 		} else if err != nil {
 			return ServicePlan{}, err
@@ -144,37 +144,38 @@ func (l *LoadBalancer) Plan(ctx context.Context, svc *corev1.Service, nodes []*c
 	if how.mark != "" {
 		out.Action = PlanTakeover
 	}
-	owned, want, err := l.adoptWant(logger, l.quiet, svc, owner, nodes, lb, how)
+	owned, want, err := l.quiet.adoptWant(logger, l.w, svc, owner, nodes, lb, how)
 	if err != nil {
 		out.Action, out.Err = PlanRefused, err
 		return out, nil
 	}
 	if owned { // a list that missed it
-		return l.planFor(logger, svc, owner, nodes, lb), nil
+		return l.quiet.planFor(logger, svc, owner, nodes, lb, l.w.groups != nil), nil
 	}
-	l.keepGroup(&want, lb)
+	keepGroup(&want, lb, l.w.groups != nil)
 	out.Want, out.Changes = want.spec, l.w.cmp.diff(lb.Spec, want.spec)
 	return out, nil
 }
 
-// planFor is Plan for the Service's own load balancer current.
-func (l *LoadBalancer) planFor(logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer) ServicePlan {
+// planFor is Plan for the Service's own load balancer current (grouped: the LoadBalancer
+// has target groups).
+func (p *planner) planFor(logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer, grouped bool) ServicePlan {
 	out := ServicePlan{Action: PlanUpdate, LoadBalancerID: current.ID, Addresses: slices.Clone(current.Addresses), Current: &current.Spec}
-	want, err := l.quiet.ensureWant(logger, svc, owner, nodes, current)
+	want, err := p.ensureWant(logger, svc, owner, nodes, current)
 	if err != nil {
 		out.Action, out.Err = PlanFails, err
 		return out
 	}
-	l.keepGroup(&want, current)
+	keepGroup(&want, current, grouped)
 	out.Want = want.spec
-	replace, err := l.quiet.replaces(logger, svc, current, want.spec)
+	replace, err := p.replaces(logger, svc, current, want.spec)
 	switch {
 	case err != nil:
 		out.Action, out.Err = PlanFails, err
 	case replace:
 		out.Action = PlanReplace
 	default:
-		out.Changes = l.w.cmp.diff(current.Spec, want.spec)
+		out.Changes = p.cmp.diff(current.Spec, want.spec)
 		if out.Changes.Empty() {
 			out.Action = PlanUnchanged
 		}
@@ -183,10 +184,11 @@ func (l *LoadBalancer) planFor(logger klog.Logger, svc *corev1.Service, owner st
 }
 
 // keepGroup leaves the targets of want as current has them when want's go to a target
-// group and current sends to one: which group they would go to is the target group
-// store's to decide, which Plan does not ask (it may create one).
-func (l *LoadBalancer) keepGroup(want *wanted, current *cloudapi.LoadBalancer) {
-	if l.w.groups != nil && want.grouped && current.Spec.TargetGroup != "" {
+// group (grouped: the LoadBalancer has target groups) and current sends to one: which
+// group they would go to is the target group store's to decide, which Plan does not ask
+// (it may create one).
+func keepGroup(want *wanted, current *cloudapi.LoadBalancer, grouped bool) {
+	if grouped && want.grouped && current.Spec.TargetGroup != "" {
 		want.spec.TargetGroup, want.spec.Targets = current.Spec.TargetGroup, slices.Clone(current.Spec.Targets)
 	}
 }

@@ -112,11 +112,11 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 	lb := how.lb
 	if lb == nil {
 		var err error
-		if lb, err = l.readAdopted(ctx, how); err != nil {
+		if lb, err = l.snap.readAdopted(ctx, how); err != nil {
 			return nil, err
 		}
 	}
-	owned, want, err := l.adoptWant(logger, l.p, svc, owner, nodes, lb, how)
+	owned, want, err := l.p.adoptWant(logger, l.w, svc, owner, nodes, lb, how)
 	if err != nil {
 		return nil, err
 	}
@@ -143,8 +143,8 @@ func (l *LoadBalancer) adopt(ctx context.Context, logger klog.Logger, svc *corev
 // readAdopted reads the load balancer the Service's load-balancer-id annotation names
 // (how): one GetLoadBalancer. One that does not exist is an error, never a reason to
 // create one.
-func (l *LoadBalancer) readAdopted(ctx context.Context, how adoption) (*cloudapi.LoadBalancer, error) {
-	lb, err := l.w.api.GetLoadBalancer(ctx, how.id)
+func (s *snapshot) readAdopted(ctx context.Context, how adoption) (*cloudapi.LoadBalancer, error) {
+	lb, err := s.api.GetLoadBalancer(ctx, how.id)
 	switch {
 	case cloudapi.IsNotFound(err):
 		return nil, fmt.Errorf("annotation %s names load balancer %s, which does not exist: %w; ccmkit creates none in its place: correct the ID, or remove the annotation to get a new load balancer", how.key, how.id, err)
@@ -156,12 +156,12 @@ func (l *LoadBalancer) readAdopted(ctx context.Context, how adoption) (*cloudapi
 	return lb, nil
 }
 
-// adoptWant is what adopting lb, named as how says, makes of it for the Service, planned
-// by p: whether lb is the Service's already (owned), and the spec to write; or why the
-// Service may not adopt it (an error matching ErrTakeoverRefused for a takeover). It
-// writes nothing.
-func (l *LoadBalancer) adoptWant(logger klog.Logger, p *planner, svc *corev1.Service, owner string, nodes []*corev1.Node, lb *cloudapi.LoadBalancer, how adoption) (owned bool, want wanted, err error) {
-	owned, err = l.w.adoptable(owner, lb, how)
+// adoptWant is what adopting lb, named as how says, makes of it for the Service: whether
+// lb is the Service's already (owned, by the writer's ownership rule w.adoptable), and the
+// spec to write; or why the Service may not adopt it (an error matching
+// ErrTakeoverRefused for a takeover). It writes nothing.
+func (p *planner) adoptWant(logger klog.Logger, w *writer, svc *corev1.Service, owner string, nodes []*corev1.Node, lb *cloudapi.LoadBalancer, how adoption) (owned bool, want wanted, err error) {
+	owned, err = w.adoptable(owner, lb, how)
 	if err != nil {
 		logger.Info("Refusing to adopt load balancer", "loadBalancer", how.id, "tags", lb.Spec.Tags, "err", err)
 		return false, wanted{}, how.refused(err)
@@ -170,7 +170,7 @@ func (l *LoadBalancer) adoptWant(logger klog.Logger, p *planner, svc *corev1.Ser
 	if err != nil {
 		return false, wanted{}, how.refused(err)
 	}
-	if err := keepsAddresses(lb, want.spec, how, l.opts.Shape); err != nil {
+	if err := keepsAddresses(lb, want.spec, how, p.shape); err != nil {
 		return false, wanted{}, how.refused(err)
 	}
 	return owned, want, nil

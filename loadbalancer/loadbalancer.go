@@ -111,6 +111,7 @@ func New(api cloudapi.LoadBalancerAPI, opts Options) (*LoadBalancer, error) {
 		shares: shareBook{members: map[string]map[string]plan.Member{}},
 	}
 	l.report.lock = l.services.Lock
+	l.nodeSets.known = opts.NodeProviderID
 	planned := func(shares *shareBook, report *reporter) *planner {
 		return &planner{clusterID: opts.ClusterID, prefix: opts.AnnotationPrefix, settings: opts.Settings, settingDefaults: defaults, aliases: opts.Aliases, shape: opts.Shape,
 			providerID: opts.ProviderID, cmp: cmp, intents: &l.intents, shares: shares, report: report}

@@ -1,8 +1,10 @@
 package loadbalancer_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -499,4 +501,37 @@ func TestAddressAnnotationEdgeCases(t *testing.T) {
 	_, err := e.lb.EnsureLoadBalancer(t.Context(), "c", newService("web", withAnnotation(loadbalancer.AnnotationHealthCheckPath, "/a\rb")), e.nodes)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "control characters")
+}
+
+// TestANodeBeingInitializedIsATargetAtOnce: with Options.NodeProviderID, a node sync that
+// hands the Services a Node without a provider ID (the cloud node controller has not
+// initialized it yet) writes it as a target at once, on one list for every Service; the
+// node sync after its initialization, with the provider ID found, costs no call.
+func TestANodeBeingInitializedIsATargetAtOnce(t *testing.T) {
+	e := newEnvWith(t, fake.Config{}, func(o *loadbalancer.Options) {
+		o.NodeProviderID = func(_ context.Context, name string) (string, bool) {
+			return "ccmkit://i-4", name == "node-4"
+		}
+	})
+	web, api := newService("web"), newService("api")
+	e.ensure(t, web, e.nodes[:4])
+	e.ensure(t, api, e.nodes[:4])
+
+	registered := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-4"}}
+	nodes := append(slices.Clone(e.nodes[:4]), registered)
+	before := e.cloud.Calls()
+	for _, svc := range []*corev1.Service{web, api} {
+		require.NoError(t, e.lb.UpdateLoadBalancer(t.Context(), "c", svc, nodes))
+	}
+	assert.Equal(t, fake.Calls{cloudapi.OpListLoadBalancers: 1, cloudapi.OpUpdateLoadBalancer: 2}, e.cloud.Calls().Sub(before))
+	for _, lb := range e.cloud.Inventory().LoadBalancers {
+		assert.Contains(t, lb.Spec.Targets, "i-4", lb.Spec.Name)
+	}
+	assert.Empty(t, registered.Spec.ProviderID, "the Node given is not changed")
+
+	before = e.cloud.Calls()
+	for _, svc := range []*corev1.Service{web, api} {
+		require.NoError(t, e.lb.UpdateLoadBalancer(t.Context(), "c", svc, e.nodes))
+	}
+	assert.Empty(t, e.cloud.Calls().Sub(before), "initialized with that provider ID: nothing to write, no list")
 }

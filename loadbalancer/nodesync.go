@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,29 +38,153 @@ import (
 // Node sets of different sources that alternate make an arrival at every alternation: more
 // lists, never an older base. SyncNodeLabels, whose Node objects are the Node label
 // watch's own, reads by owner tags and moves no arrival.
+//
+// A Node the cloud node controller has not initialized yet has no provider ID: the
+// service controller's node sync hands it to every Service at once, and again once the
+// Node has its provider ID. With known (Options.NodeProviderID), the clock finds its
+// provider ID by name without a cloud call (the instance snapshot the node controller's
+// own lookup fills) and hands the calls a stand-in for it: a copy of the Node with that
+// provider ID, the same copy for as long as the node set holds the Node (see observe).
+// The Node is then a target from the first node sync on, not one node sync later. The
+// node set in which the Node has that very provider ID (the node controller's update) is
+// the same arrival, not a new one: the node set it completes arrived already, and the
+// list begun after it remains the base of the writes.
 type nodeSetClock struct {
+	known func(ctx context.Context, name string) (providerID string, ok bool) // nil: none
+
 	mu    sync.Mutex
 	set   nodeSet
 	since uint64 // the tick at which set arrived; 0 when none is remembered
+	// nameless are the Nodes of set without a provider ID, and for each the stand-in
+	// that carries the provider ID known found (nil until it found one).
+	nameless map[*corev1.Node]*corev1.Node
 }
 
 // observe returns the tick at which the node set nodes arrived: the remembered one when
-// nodes is the last node set observed, else a new tick (tick()), and nodes is remembered.
-// ok is false when nodes cannot be remembered (it holds a Node twice): the caller then
-// cannot tell when it arrived.
-func (c *nodeSetClock) observe(nodes []*corev1.Node, tick func() uint64) (since uint64, ok bool) {
+// nodes is the last node set observed, or that node set with its nameless Nodes
+// initialized to the provider IDs of their stand-ins; else a new tick (tick()), and nodes
+// is remembered. ok is false when nodes cannot be remembered (it holds a Node twice): the
+// caller then cannot tell when it arrived. It returns the nodes for the call too: nodes,
+// with the stand-ins of its Nodes without a provider ID in their place (see
+// nodeSetClock), and nodes itself when there are none.
+func (c *nodeSetClock) observe(ctx context.Context, nodes []*corev1.Node, tick func() uint64) (since uint64, ok bool, out []*corev1.Node) {
+	c.mu.Lock()
+	switch {
+	case c.since != 0 && c.set.holds(nodes):
+	case c.since != 0 && c.initialized(nodes) && c.set.reset(nodes): // the same arrival
+		c.remember(nodes)
+	default:
+		if !c.set.reset(nodes) {
+			c.since, c.set, c.nameless = 0, nodeSet{}, nil
+			c.mu.Unlock()
+			return 0, false, nodes
+		}
+		c.remember(nodes)
+		c.since = tick()
+	}
+	since = c.since
+	var missing []*corev1.Node // nameless Nodes without a stand-in yet
+	for n, s := range c.nameless {
+		if s == nil {
+			missing = append(missing, n)
+		}
+	}
+	c.mu.Unlock()
+	if c.known != nil {
+		for _, n := range missing {
+			id, ok := c.known(ctx, n.Name) // may wait for the instance list under way
+			if !ok || id == "" {
+				continue
+			}
+			standIn := *n // the Node's fields, shared: both are read only
+			standIn.Spec.ProviderID = id
+			c.mu.Lock()
+			if s, held := c.nameless[n]; held && s == nil { // the first to find it wins: one stand-in
+				c.nameless[n] = &standIn
+			}
+			c.mu.Unlock()
+		}
+	}
+	return since, true, c.standIns(nodes)
+}
+
+// remember notes the Nodes of nodes, the set just remembered, that have no provider ID.
+// c.mu is held.
+func (c *nodeSetClock) remember(nodes []*corev1.Node) {
+	c.nameless = nil
+	if c.known == nil {
+		return
+	}
+	for _, n := range nodes {
+		if n.Spec.ProviderID == "" {
+			if c.nameless == nil {
+				c.nameless = map[*corev1.Node]*corev1.Node{}
+			}
+			c.nameless[n] = nil
+		}
+	}
+}
+
+// initialized reports whether nodes is the remembered node set but for Nodes that had no
+// provider ID and now have the one their stand-in has (each the same name): the cloud node
+// controller's update of them. c.mu is held.
+func (c *nodeSetClock) initialized(nodes []*corev1.Node) bool {
+	if len(c.nameless) == 0 {
+		return false
+	}
+	byName := make(map[string]*corev1.Node, len(c.nameless)) // a stand-in's Node, by name
+	for n, s := range c.nameless {
+		if s != nil {
+			byName[n.Name] = n
+		}
+	}
+	return c.set.holdsAs(nodes, func(n *corev1.Node) (*corev1.Node, bool) {
+		if was := byName[n.Name]; was != nil && n.Spec.ProviderID == c.nameless[was].Spec.ProviderID {
+			return was, true
+		}
+		return n, false
+	})
+}
+
+// standIns returns nodes with the stand-ins in place of their Nodes, or nodes itself
+// when none has one.
+func (c *nodeSetClock) standIns(nodes []*corev1.Node) []*corev1.Node {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.since != 0 && c.set.holds(nodes) {
-		return c.since, true
+	if len(c.nameless) == 0 {
+		return nodes
 	}
-	if !c.set.reset(nodes) {
-		c.since = 0
-		c.set = nodeSet{}
-		return 0, false
+	var out []*corev1.Node
+	for i, n := range nodes {
+		if s := c.nameless[n]; s != nil {
+			if out == nil {
+				out = slices.Clone(nodes)
+			}
+			out[i] = s
+		}
 	}
-	c.since = tick()
-	return c.since, true
+	if out == nil {
+		return nodes
+	}
+	return out
+}
+
+// holdsAs is holds, with each Node of nodes first mapped by as: to the remembered Node
+// it stands for (initialized true: whatever its provider ID is now), or to itself.
+func (s *nodeSet) holdsAs(nodes []*corev1.Node, as func(*corev1.Node) (*corev1.Node, bool)) bool {
+	if s.index == nil || len(nodes) != len(s.index) {
+		return false
+	}
+	s.visits++
+	for _, n := range nodes {
+		m, initialized := as(n)
+		i, ok := s.index[m]
+		if !ok || s.seen[i] == s.visits || (!initialized && s.providerIDs[i] != n.Spec.ProviderID) {
+			return false
+		}
+		s.seen[i] = s.visits
+	}
+	return true
 }
 
 // UpdateLoadBalancer brings the targets (and anything else that drifted) in line with the
@@ -116,7 +241,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			if svc.DeletionTimestamp == nil { // a Service being deleted is tracked no more
 				l.tracked.track(svc)
 			}
-			since, tracked = l.nodeSets.observe(nodes, l.snap.tick) // first, as the call arrives
+			since, tracked, nodes = l.nodeSets.observe(ctx, nodes, l.snap.tick) // first, as the call arrives
 			if !tracked {
 				since = 0 // a group write then reads the group after this call began
 			}

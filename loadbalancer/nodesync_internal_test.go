@@ -1,6 +1,7 @@
 package loadbalancer
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -94,7 +95,7 @@ func TestConcurrentNodeSyncsShareOneList(t *testing.T) {
 	oks := make([]bool, workers)
 	for i := range workers {
 		wg.Go(func() {
-			since, tracked := c.observe(nodes, s.tick)
+			since, tracked, _ := c.observe(t.Context(), nodes, s.tick)
 			if tracked {
 				_, oks[i] = s.listedSince(t.Context(), []string{"a", "b"}[i%2], since)
 			}
@@ -138,24 +139,86 @@ func TestNodeSetClock(t *testing.T) {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://" + name}}
 	}
 	a, b, x := node("a"), node("b"), node("x")
-	since, ok := c.observe([]*corev1.Node{a, b}, tick)
+	since, ok, _ := c.observe(t.Context(), []*corev1.Node{a, b}, tick)
 	require.True(t, ok)
 	assert.EqualValues(t, 1, since)
-	since, _ = c.observe([]*corev1.Node{b, a}, tick)
+	since, _, _ = c.observe(t.Context(), []*corev1.Node{b, a}, tick)
 	assert.EqualValues(t, 1, since, "the same node set in another order")
-	since, _ = c.observe([]*corev1.Node{a, b, x}, tick)
+	since, _, _ = c.observe(t.Context(), []*corev1.Node{a, b, x}, tick)
 	assert.EqualValues(t, 2, since, "a node added")
-	since, _ = c.observe([]*corev1.Node{a, b}, tick)
+	since, _, _ = c.observe(t.Context(), []*corev1.Node{a, b}, tick)
 	assert.EqualValues(t, 3, since, "back to the old node set is a change too")
-	_, ok = c.observe([]*corev1.Node{a, a}, tick)
+	_, ok, _ = c.observe(t.Context(), []*corev1.Node{a, a}, tick)
 	assert.False(t, ok, "a Node given twice: the arrival cannot be told")
-	since, _ = c.observe([]*corev1.Node{a, b}, tick)
+	since, _, _ = c.observe(t.Context(), []*corev1.Node{a, b}, tick)
 	assert.EqualValues(t, 4, since)
 	b.Spec.ProviderID = "ccmkit://moved"
-	since, _ = c.observe([]*corev1.Node{a, b}, tick)
+	since, _, _ = c.observe(t.Context(), []*corev1.Node{a, b}, tick)
 	assert.EqualValues(t, 5, since, "a provider ID changed in place")
-	since, _ = c.observe(nil, tick)
+	since, _, _ = c.observe(t.Context(), nil, tick)
 	assert.EqualValues(t, 6, since)
-	since, _ = c.observe(nil, tick)
+	since, _, _ = c.observe(t.Context(), nil, tick)
 	assert.EqualValues(t, 6, since, "no nodes twice")
+}
+
+// TestNodeSetClockStandsInForANodeBeingInitialized: a Node without a provider ID whose
+// provider ID known finds is handed on as one stand-in with that provider ID, and the
+// node set in which the Node has that provider ID (the cloud node controller's update)
+// is the same arrival; without known, or with another provider ID, it is a new one.
+func TestNodeSetClockStandsInForANodeBeingInitialized(t *testing.T) {
+	var n uint64
+	tick := func() uint64 { n++; return n }
+	a := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://i-a"}}
+	fresh := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "new", Labels: map[string]string{"k": "v"}}}
+	initialized := fresh.DeepCopy()
+	initialized.Spec.ProviderID = "ccmkit://i-new"
+
+	found := false
+	asked := 0
+	c := nodeSetClock{known: func(_ context.Context, name string) (string, bool) {
+		asked++
+		if name != "new" || !found {
+			return "", false
+		}
+		return "ccmkit://i-new", true
+	}}
+	since, ok, out := c.observe(t.Context(), []*corev1.Node{a, fresh}, tick)
+	require.True(t, ok)
+	assert.EqualValues(t, 1, since)
+	assert.Same(t, fresh, out[1], "not known yet: the Node as it is")
+
+	found = true // the node controller's instance list is in
+	since, _, out = c.observe(t.Context(), []*corev1.Node{fresh, a}, tick)
+	assert.EqualValues(t, 1, since, "the same node set")
+	require.NotSame(t, fresh, out[0])
+	standIn := out[0]
+	assert.Equal(t, "ccmkit://i-new", standIn.Spec.ProviderID)
+	assert.Equal(t, fresh.Labels, standIn.Labels)
+	assert.Empty(t, fresh.Spec.ProviderID, "the Node given is not changed")
+	assert.Same(t, a, out[1])
+
+	_, _, out = c.observe(t.Context(), []*corev1.Node{a, fresh}, tick)
+	assert.Same(t, standIn, out[1], "one stand-in while the node set holds the Node")
+	assert.Equal(t, 2, asked, "found once, not asked again")
+
+	since, _, out = c.observe(t.Context(), []*corev1.Node{a, initialized}, tick)
+	assert.EqualValues(t, 1, since, "initialized with the provider ID found: the same arrival")
+	assert.Same(t, initialized, out[1])
+	since, _, _ = c.observe(t.Context(), []*corev1.Node{a, initialized}, tick)
+	assert.EqualValues(t, 1, since)
+
+	// Another provider ID than the one found is a new node set.
+	c.observe(t.Context(), []*corev1.Node{a, fresh}, tick)
+	other := fresh.DeepCopy()
+	other.Spec.ProviderID = "ccmkit://i-other"
+	since, _, _ = c.observe(t.Context(), []*corev1.Node{a, other}, tick)
+	assert.EqualValues(t, 3, since)
+
+	// Without known, the Node is skipped until it has a provider ID: a new arrival then.
+	var plain nodeSetClock
+	n = 0
+	_, _, out = plain.observe(t.Context(), []*corev1.Node{a, fresh}, tick)
+	assert.Same(t, fresh, out[1])
+	since, _, _ = plain.observe(t.Context(), []*corev1.Node{a, initialized}, tick)
+	assert.EqualValues(t, 2, since)
 }

@@ -1,6 +1,7 @@
 package loadbalancer
 
 import (
+	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -117,4 +118,11 @@ type Options struct {
 	CreationBrake CreationBrake
 	// OnCreationHeld, when set, is called each time the creation brake holds a create.
 	OnCreationHeld func()
+	// NodeProviderID, when set, returns the provider ID that the cloud node controller
+	// gives the Node named name, which has none yet, when it is known without a cloud call
+	// (package instances' KnownProviderID); ok false otherwise. UpdateLoadBalancer then
+	// targets a Node being initialized from the service controller's first node sync of
+	// it on, instead of its next one, once the Node has its provider ID (see
+	// nodeSetClock). Nil skips a Node without a provider ID until it has one.
+	NodeProviderID func(ctx context.Context, name string) (providerID string, ok bool)
 }

@@ -178,6 +178,7 @@ func New(cfg Config, client cloudapi.Client, opts Options) (*Cloud, error) {
 			TargetGroups:          groups,
 			CreationBrake:         brake,
 			OnCreationHeld:        held,
+			NodeProviderID:        c.nodeProviderID,
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -443,6 +444,16 @@ func (c *Cloud) nodeNames(ctx context.Context) ([]string, error) {
 		names[i] = nodes.Items[i].Name
 	}
 	return names, nil
+}
+
+// nodeProviderID is the load balancers' Options.NodeProviderID: the provider ID the
+// instances give a Node being initialized, known without a cloud call; none when the
+// instances are disabled (a Node then waits for its provider ID).
+func (c *Cloud) nodeProviderID(ctx context.Context, name string) (string, bool) {
+	if c.instances == nil {
+		return "", false
+	}
+	return c.instances.KnownProviderID(ctx, name)
 }
 
 // lateRecorder records through the recorder that Initialize sets up after New built the

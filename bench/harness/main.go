@@ -33,6 +33,7 @@ type config struct {
 	qps      float64       // ccmkit's cloudAPI.qps
 	quiet    time.Duration // how long the cloud sees no call before the controllers count as synced
 	klog     bool          // keep the controllers' logs
+	trace    *tracer       // -trace, -cpuprofile; nil: none
 	// noBaseline skips the baseline: its figures are zero and the report says so (the
 	// sweep's sizes above -sweep-baseline-nodes).
 	noBaseline bool
@@ -44,7 +45,7 @@ type config struct {
 // error.
 func Main(peers ...Column) {
 	var cfg config
-	var jsonPath, sweepNodes, sweepDir, only string
+	var jsonPath, sweepNodes, sweepDir, only, timeline, profile, traced string
 	var sweepBaselineNodes int
 	var sweepMode bool
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
@@ -63,35 +64,45 @@ func Main(peers ...Column) {
 	fs.Float64Var(&cfg.qps, "qps", math.Inf(1), "ccmkit's cloudAPI.qps (+Inf: cloudAPI.unlimited, no client-side limit, as the baseline has none; 0: ccmkit's default)")
 	fs.DurationVar(&cfg.quiet, "quiet", 500*time.Millisecond, "how long the cloud must see no call before the controllers count as synced")
 	fs.BoolVar(&cfg.klog, "klog", false, "show the controllers' and the provider's logs on stderr")
+	fs.StringVar(&timeline, "trace", "", "write to `FILE` the timeline of the scenarios of -trace-scenarios, each column's: every call the controllers make to the provider (start, duration, error; the Nodes it is given), the scenario's Node as the informers see it change (provider ID, taints, Ready), the cloud's calls by operation every 100 ms")
+	fs.StringVar(&profile, "cpuprofile", "", "write a CPU profile of each scenario of -trace-scenarios in each column, to `FILE` with .column.scenario before its extension (go tool pprof reads it)")
+	fs.StringVar(&traced, "trace-scenarios", strings.Join(traceScenarios, ","), "the scenarios -trace and -cpuprofile cover, comma-separated")
 	fs.StringVar(&only, "peers", "", "run only these peer columns, comma-separated names (empty: every peer; \"none\": no peer)")
 	_ = fs.Parse(os.Args[1:])
 	peers, err := choosePeers(peers, only)
+	if err == nil {
+		cfg.trace, err = newTracer(timeline, profile, traced)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if sweepMode {
-		if err := runSweep(ctx, cfg, sweepNodes, sweepBaselineNodes, sweepDir); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-		return
+	err = runMain(cfg, peers, sweepMode, sweepNodes, sweepBaselineNodes, sweepDir, jsonPath)
+	if cerr := cfg.trace.close(); cerr != nil && err == nil {
+		err = fmt.Errorf("-trace: %w", cerr)
 	}
-	rep, err := run(ctx, cfg, os.Stderr, peers)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// runMain is Main once the flags are parsed: the sweep, or one run, its table and JSON.
+func runMain(cfg config, peers []Column, sweepMode bool, sweepNodes string, sweepBaselineNodes int, sweepDir, jsonPath string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if sweepMode {
+		return runSweep(ctx, cfg, sweepNodes, sweepBaselineNodes, sweepDir)
+	}
+	rep, err := run(ctx, cfg, os.Stderr, peers)
+	if err != nil {
+		return err
+	}
 	rep.printTable(os.Stdout)
 	if jsonPath != "" {
-		if err := rep.writeJSON(jsonPath); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
+		return rep.writeJSON(jsonPath)
 	}
+	return nil
 }
 
 // choosePeers returns the peers named in only (comma-separated, in that order; empty: all

@@ -413,7 +413,7 @@ func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
 // nodeAdd measures node_add (addNode): the cloud writes, the time until every load
 // balancer has the new instance, and the load balancers that have it at the end.
 func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
-	a, err := addNode(ctx, w)
+	a, err := addNode(ctx, w, "node_add")
 	if err != nil {
 		return err
 	}
@@ -444,6 +444,9 @@ func nodeDelete(ctx context.Context, w *world, r *result, log *progress) error {
 	i := len(w.nodes) - 1
 	done := w.cloud.Watch(i, len(w.services), true)
 	before := w.cloud.Calls()
+	endTrace := w.cfg.trace.begin(w, "node_delete")
+	defer endTrace()
+	w.cfg.trace.eventf("deleting instance %s", w.cloud.ProviderID(i))
 	if err := w.cloud.RemoveInstance(i); err != nil {
 		return err
 	}
@@ -457,6 +460,7 @@ func nodeDelete(ctx context.Context, w *world, r *result, log *progress) error {
 			c.Status, c.Reason = corev1.ConditionUnknown, "NodeStatusUnknown"
 		}
 	}
+	w.cfg.trace.eventf("Node %s NotReady", name)
 	start := time.Now()
 	if _, err := k.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		return err
@@ -493,9 +497,11 @@ func nodeDelete(ctx context.Context, w *world, r *result, log *progress) error {
 		return ctx.Err()
 	}
 	r.nodeDeleteSeconds = time.Since(start).Seconds()
+	w.cfg.trace.eventf("every load balancer was written without %s", w.cloud.ProviderID(i))
 	if err := w.waitQuiet(ctx); err != nil {
 		return err
 	}
+	w.cfg.trace.eventf("the cloud is quiet")
 	r.nodeDeleteCalls = w.cloud.Calls().Sub(before)
 	r.nodeDeleteWrites = r.nodeDeleteCalls.Writes()
 	if r.nodeDeleteLBs, err = w.cloud.Reaching(i); err != nil {
@@ -538,7 +544,7 @@ func measureGroups(ctx context.Context, cfg config, r *result, log *progress) er
 	}
 	log.printf("%s: %d of %d load balancers name one of %d target groups", k, r.groupedLBs, len(inv.LoadBalancers), r.groupsBefore)
 	log.printf("%s: node_add_groups", k)
-	a, err := addNode(ctx, w)
+	a, err := addNode(ctx, w, "node_add_groups")
 	if err != nil {
 		return fmt.Errorf("%s: node_add_groups: %w", k, err)
 	}
@@ -564,8 +570,8 @@ type nodeAdded struct {
 // every load balancer, or to the target groups they name. It counts the cloud calls until
 // the cloud is quiet and times the Node's creation until every load balancer reaches the
 // instance (through its own targets or its group's, as the tap sees the writes), then
-// counts the cloud's load balancers that reach it.
-func addNode(ctx context.Context, w *world) (*nodeAdded, error) {
+// counts the cloud's load balancers that reach it. scenario names it for -trace.
+func addNode(ctx context.Context, w *world, scenario string) (*nodeAdded, error) {
 	k := newKube(w.nodes, 0)
 	s, err := w.start(ctx, k, parts{nodeController: true, service: true})
 	if err != nil {
@@ -585,6 +591,9 @@ func addNode(ctx context.Context, w *world) (*nodeAdded, error) {
 	w.clock.Step(time.Second)
 	done := w.cloud.Watch(i, len(w.services), false)
 	before, writesBefore := w.cloud.Calls(), k.writes.Load()
+	endTrace := w.cfg.trace.begin(w, scenario)
+	defer endTrace()
+	w.cfg.trace.eventf("creating Node %s", w.cloud.NodeName(i))
 	start := time.Now()
 	if _, err := k.CoreV1().Nodes().Create(ctx, w.registeredNode(i), metav1.CreateOptions{}); err != nil {
 		return nil, err
@@ -599,9 +608,11 @@ func addNode(ctx context.Context, w *world) (*nodeAdded, error) {
 		return nil, ctx.Err()
 	}
 	a := &nodeAdded{instance: w.cloud.ProviderID(i), seconds: time.Since(start).Seconds()}
+	w.cfg.trace.eventf("every load balancer reaches %s", a.instance)
 	if err := w.waitQuiet(ctx); err != nil {
 		return nil, err
 	}
+	w.cfg.trace.eventf("the cloud is quiet")
 	a.calls = w.cloud.Calls().Sub(before)
 	a.kubeWrites = k.writes.Load() - writesBefore
 	if a.lbs, err = w.cloud.Reaching(i); err != nil {

@@ -99,7 +99,7 @@ func (w *world) start(ctx context.Context, k *kube, run parts) (*session, error)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{w: w, provider: p, obs: &observedCloud{Interface: p}, kube: k}
+	s := &session{w: w, provider: p, obs: &observedCloud{Interface: p, trace: w.cfg.trace}, kube: k}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.factory = informers.NewSharedInformerFactory(k, 0)
 	// As the cloud-controller-manager does before it starts the controllers: the provider
@@ -113,6 +113,9 @@ func (w *world) start(ctx context.Context, k *kube, run parts) (*session, error)
 		return nil, err
 	}
 	nodes := s.factory.Core().V1().Nodes()
+	if err := w.cfg.trace.watchNodes(nodes.Informer()); err != nil {
+		return fail(err)
+	}
 
 	if s.node, err = nodecontrollers.NewNode(nodes, k, s.obs, nodeStatusUpdateFrequency, concurrentSyncs, concurrentSyncs); err != nil {
 		return fail(err)
@@ -344,11 +347,12 @@ func (g *routeGate) pass(ctx context.Context) error {
 }
 
 // observedCloud counts what the controllers asked the provider, to tell when they have
-// synced; it changes nothing.
+// synced, and traces the calls (-trace); it changes nothing.
 type observedCloud struct {
 	cloudprovider.Interface
 	ensured  atomic.Int64 // successful EnsureLoadBalancer calls
 	metadata atomic.Int64 // InstanceMetadata calls
+	trace    *tracer
 }
 
 // LoadBalancer returns the provider's, observed.
@@ -375,11 +379,27 @@ type observedLB struct {
 }
 
 func (l observedLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+	done := l.o.trace.call("EnsureLoadBalancer %s (%s)", svc.Name, nodesInShort(nodes))
 	st, err := l.LoadBalancer.EnsureLoadBalancer(ctx, cluster, svc, nodes)
+	done(err)
 	if err == nil {
 		l.o.ensured.Add(1)
 	}
 	return st, err
+}
+
+func (l observedLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) error {
+	done := l.o.trace.call("UpdateLoadBalancer %s (%s)", svc.Name, nodesInShort(nodes))
+	err := l.LoadBalancer.UpdateLoadBalancer(ctx, cluster, svc, nodes)
+	done(err)
+	return err
+}
+
+func (l observedLB) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *corev1.Service) error {
+	done := l.o.trace.call("EnsureLoadBalancerDeleted %s", svc.Name)
+	err := l.LoadBalancer.EnsureLoadBalancerDeleted(ctx, cluster, svc)
+	done(err)
+	return err
 }
 
 type observedInstances struct {
@@ -388,7 +408,23 @@ type observedInstances struct {
 }
 
 func (i observedInstances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
+	done := i.o.trace.call("InstanceMetadata %s", node.Name)
 	md, err := i.InstancesV2.InstanceMetadata(ctx, node)
+	done(err)
 	i.o.metadata.Add(1)
 	return md, err
+}
+
+func (i observedInstances) InstanceExists(ctx context.Context, node *corev1.Node) (bool, error) {
+	done := i.o.trace.call("InstanceExists %s", node.Name)
+	ok, err := i.InstancesV2.InstanceExists(ctx, node)
+	done(err)
+	return ok, err
+}
+
+func (i observedInstances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bool, error) {
+	done := i.o.trace.call("InstanceShutdown %s", node.Name)
+	ok, err := i.InstancesV2.InstanceShutdown(ctx, node)
+	done(err)
+	return ok, err
 }

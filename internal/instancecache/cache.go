@@ -354,6 +354,27 @@ func (c *Cache) byNameUnbraked(ctx context.Context, name string) (*cloudapi.Inst
 		fmt.Errorf("no instance is named %q", name))
 }
 
+// Known returns the one live instance named name (compared as NameKey) that the snapshot
+// holds, when the snapshot is no older than MaxAge, after waiting for a list under way
+// (another lookup's) to end. It never makes a cloud call nor starts a list, and it
+// answers nothing about an instance being gone: ok is false when the snapshot is stale or
+// has no live instance of that name, or two, or the list it waited for failed. It is for
+// a reader that can do without the answer, such as the load balancer targets of a Node
+// that the cloud node controller is initializing, whose own lookup lists.
+func (c *Cache) Known(ctx context.Context, name string) (inst *cloudapi.Instance, ok bool) {
+	if err := c.lists.Wait(ctx); err != nil {
+		return nil, false
+	}
+	c.mu.RLock()
+	fresh := !c.listedAt.IsZero() && !c.listedAt.Before(c.opts.Clock.Now().Add(-c.opts.MaxAge))
+	c.mu.RUnlock()
+	if !fresh {
+		return nil, false
+	}
+	live, _, _, err := c.lookupName(NameKey(name))
+	return live, err == nil && live != nil
+}
+
 // lookupName returns the live instance named key, or else a terminated one and the IDs
 // of the lost instances (to check) of that name, in ID order. It reads the snapshot and
 // the instances to check under one lock: a check that another lookup finishes meanwhile

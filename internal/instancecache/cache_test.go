@@ -434,3 +434,62 @@ func (c *cloud) openGate() {
 	c.gate = nil
 	c.mu.Unlock()
 }
+
+func TestKnownMakesNoCallAndWaitsForTheListUnderWay(t *testing.T) {
+	ctx := context.Background()
+	c := newCloud(10)
+	c.add("i-t", "gone", cloudapi.InstanceTerminated)
+	cache, clk := newCache(c, time.Minute)
+
+	_, ok := cache.Known(ctx, "node-00001")
+	assert.False(t, ok, "no snapshot yet")
+	assert.Zero(t, c.calls(), "Known starts no list")
+
+	_, err := cache.ByName(ctx, "node-00001")
+	require.NoError(t, err)
+	before := c.calls()
+	inst, ok := cache.Known(ctx, " Node-00002 ")
+	require.True(t, ok)
+	assert.Equal(t, "i-00002", inst.ID, "names compare as NameKey")
+	_, ok = cache.Known(ctx, "gone")
+	assert.False(t, ok, "a terminated instance is not known")
+	c.add("i-new", "new", cloudapi.InstanceRunning)
+	_, ok = cache.Known(ctx, "new")
+	assert.False(t, ok, "not in the snapshot: no list for it")
+	assert.Equal(t, before, c.calls())
+
+	// Another lookup's list under way: Known waits for it and answers from it.
+	clk.Step(time.Second)
+	c.mu.Lock()
+	c.gate = make(chan struct{})
+	c.mu.Unlock()
+	looked := make(chan error, 1)
+	go func() { _, err := cache.ByName(ctx, "new"); looked <- err }()
+	require.Eventually(t, func() bool { return c.calls() > before }, 5*time.Second, time.Millisecond, "the lookup's list began")
+	known := make(chan string, 1)
+	go func() {
+		inst, ok := cache.Known(ctx, "new")
+		if !ok {
+			known <- ""
+			return
+		}
+		known <- inst.ID
+	}()
+	select {
+	case id := <-known:
+		t.Fatalf("Known answered %q while the list was under way", id)
+	case <-time.After(20 * time.Millisecond):
+	}
+	c.mu.Lock()
+	close(c.gate)
+	c.gate = nil
+	c.mu.Unlock()
+	require.NoError(t, <-looked)
+	assert.Equal(t, "i-new", <-known, "answered from the list it waited for")
+	assert.Equal(t, before+1, c.calls(), "the lookup's one page, none of Known's")
+
+	clk.Step(time.Minute + time.Nanosecond)
+	_, ok = cache.Known(ctx, "new")
+	assert.False(t, ok, "a snapshot older than MaxAge is not read")
+	assert.Equal(t, before+1, c.calls())
+}

@@ -104,6 +104,24 @@ func (l *Lister) Until(ctx context.Context, done func() bool, begin func() List)
 	}
 }
 
+// Wait returns once the list under way, if any, has ended (nil at once when none is); it
+// starts no list, so it never makes a call. It returns the list's error, or, when ctx
+// ends first, an error wrapping ctx's error. The lock must not be held.
+func (l *Lister) Wait(ctx context.Context) error {
+	l.mu.Lock()
+	f := l.listing
+	l.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for %s: %w", l.what, ctx.Err())
+	}
+}
+
 // run makes the list of flight f and installs it, or records its failure.
 func (l *Lister) run(ctx context.Context, f *flight, list List) {
 	install, err := list(ctx)

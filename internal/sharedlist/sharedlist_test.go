@@ -204,3 +204,34 @@ func TestFailedListBacksOff(t *testing.T) {
 	assert.Equal(t, sharedlist.MinBackoff, s.lister.Backoff(), "the doubling starts over")
 	s.mu.Unlock()
 }
+
+func TestWaitJoinsTheListUnderWayAndStartsNone(t *testing.T) {
+	s := newSnapshot()
+	require.NoError(t, s.lister.Wait(t.Context()), "no list under way: at once")
+	assert.Zero(t, s.cloud.calls.Load(), "Wait starts no list")
+
+	s.cloud.gate = make(chan struct{})
+	s.cloud.started = make(chan struct{}, 1)
+	go func() { _ = s.refresh(t.Context(), 0) }()
+	<-s.cloud.started
+	waited := make(chan error, 1)
+	go func() { waited <- s.lister.Wait(t.Context()) }()
+	select {
+	case err := <-waited:
+		t.Fatalf("Wait returned before the list under way ended: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(s.cloud.gate)
+	require.NoError(t, <-waited)
+	assert.Equal(t, 1, s.generation(), "the list it waited for is installed")
+	assert.EqualValues(t, 1, s.cloud.calls.Load())
+
+	// A caller whose context ends stops waiting.
+	s.cloud.gate = make(chan struct{})
+	go func() { _ = s.refresh(t.Context(), 1) }()
+	<-s.cloud.started
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, s.lister.Wait(ctx), context.Canceled)
+	close(s.cloud.gate)
+}

@@ -64,7 +64,9 @@ func (column) Why(key string) string {
 	switch key {
 	case "P5":
 		return "it keeps no instance snapshot between calls but the last full instance list its load balancers use, and a cache of zones; what it keeps of the Nodes is the shared informer's; to win it ccmkit would drop the instance snapshot that makes its P1 and P4 a list per pass, a trade it does not make"
-	case "node_add_seconds", "node_delete_seconds":
+	case "node_add_seconds":
+		return "wall time, most of it the upstream service controller's own (for a Node added it syncs every Service twice, at the Node's registration and at its initialization, comparing each Service's N Nodes both times); like ccmkit, it targets the Node from the first node sync, before it has a provider ID (it finds the instance by the Node's name, ccmkit in its instance snapshot), so only the first node sync writes; beyond that, its in-memory ELB registers the one instance per call, while ccmkit plans each write from the load balancer's whole target list (N targets) and its fake cloud takes and checks that whole list; in writes they are even (node_add_writes); to win it ccmkit's load balancers would name a target group, one write per Node added (node_add_groups_seconds), or cloudapi would need a write of the targets that changed"
+	case "node_delete_seconds":
 		return "wall time: its in-memory ELB registers or deregisters the one instance per call, while ccmkit plans each write from the load balancer's whole target list (N targets) and its fake cloud takes and checks that whole list; in writes they are even (node_add_writes, node_delete_writes); to win it ccmkit's load balancers would name a target group, one write per Node added (node_add_groups_seconds), or cloudapi would need a write of the targets that changed"
 	case "P6_allocs", "P6_settings_allocs":
 		return "it compares the load balancer it reads field by field with what the Service asks, without building a desired load balancer first; to win it ccmkit would need that second comparison beside the one every write is planned from"
