@@ -45,6 +45,7 @@ type hcloudEnv struct {
 	ccm     *harness.CCMProcess
 	logs    []*syncBuffer
 	started time.Time
+	apiURL  string // the mock's
 }
 
 // hcloudServers are the project's servers, one per Node the scenario registers, each in
@@ -60,7 +61,8 @@ func hcloudServers(n int) []schema.Server {
 	return servers
 }
 
-func newHcloudEnv(t *testing.T) *hcloudEnv {
+// newHcloudEnv starts the scenario's world, with the mock's rate limit limit.
+func newHcloudEnv(t *testing.T, limit hcloudmock.RateLimit) *hcloudEnv {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &hcloudEnv{t: t, ctx: ctx, started: time.Now()}
@@ -69,12 +71,9 @@ func newHcloudEnv(t *testing.T) *hcloudEnv {
 	require.NoError(t, err)
 	e.logf("built %s", hcloudCCMPackage)
 	e.mock, err = hcloudmock.New(hcloudmock.Config{
-		Servers:  hcloudServers(3),
-		Networks: []schema.Network{{ID: 10, Name: "k8s", IPRange: "10.0.0.0/16"}},
-		// A project budget the first Service's load balancer overdraws (it takes about 18
-		// calls, most of them in a second or two), so that the CCM meets
-		// rate_limit_exceeded answers and waits for the RateLimit-Reset they name.
-		RateLimit: hcloudmock.RateLimit{Limit: 5, PerSecond: 1},
+		Servers:   hcloudServers(3),
+		Networks:  []schema.Network{{ID: 10, Name: "k8s", IPRange: "10.0.0.0/16"}},
+		RateLimit: limit,
 		// Actions end by time, as the API's do: one counted in reads (ActionPolls) would
 		// run for ever once the read that would end it is throttled, and lock its load
 		// balancer.
@@ -82,6 +81,7 @@ func newHcloudEnv(t *testing.T) *hcloudEnv {
 	})
 	require.NoError(t, err)
 	api := httptest.NewServer(e.mock)
+	e.apiURL = api.URL
 	e.cp, err = harness.StartControlPlane()
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -169,7 +169,10 @@ func targets(lb schema.LoadBalancer) []int64 {
 // a target even though the first add_target action fails; and after the CCM is killed
 // and started again its full resync writes nothing while the Service keeps its address.
 func TestHcloudCCMProcessOverTheMock(t *testing.T) {
-	e := newHcloudEnv(t)
+	// A project budget the first Service's load balancer overdraws (it takes about 18
+	// calls, most of them in a second or two), so that the CCM meets rate_limit_exceeded
+	// answers and waits for the RateLimit-Reset they name.
+	e := newHcloudEnv(t, hcloudmock.RateLimit{Limit: 5, PerSecond: 1})
 	client := e.cp.Client
 	for _, name := range []string{"hc-node-1", "hc-node-2"} {
 		_, err := harness.RegisterNode(e.ctx, client, harness.NodeSpec{Name: name})
