@@ -92,3 +92,13 @@ func (e *apiError) answer() (int, any) {
 func (e *apiError) actionError() *schema.ActionError {
 	return &schema.ActionError{Code: e.code, Message: e.message}
 }
+
+// Error is e as a Go error, for a seed the API would refuse: its code, its message and
+// its details (the fields of invalid_input and what is wrong with each).
+func (e *apiError) Error() string {
+	if e.details == nil {
+		return e.code + ": " + e.message
+	}
+	details, _ := json.Marshal(e.details) // maps and slices of strings
+	return fmt.Sprintf("%s: %s %s", e.code, e.message, details)
+}

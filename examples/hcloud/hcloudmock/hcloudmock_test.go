@@ -1,11 +1,16 @@
 package hcloudmock_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -466,6 +471,98 @@ func TestCertificates(t *testing.T) {
 	}
 }
 
+// hetznerCCMSeed is a load balancer as Hetzner's own CCM made one for the Service with
+// the UID uid: its name, its label, lb11 in fsn1, server 1 as target, a TCP service whose
+// health check is TCP on the node port, the rest left to the API's defaults.
+func hetznerCCMSeed(id int64, uid string) hcloudmock.LoadBalancerSeed {
+	return hcloudmock.LoadBalancerSeed{ID: id, LoadBalancerCreateRequest: schema.LoadBalancerCreateRequest{
+		Name: "a" + strings.ReplaceAll(uid, "-", ""), LoadBalancerType: schema.IDOrName{Name: "lb11"}, Location: hcloud.Ptr("fsn1"),
+		Labels:  &map[string]string{"hcloud-ccm/service-uid": uid},
+		Targets: []schema.LoadBalancerCreateRequestTarget{{Type: "server", Server: &schema.LoadBalancerCreateRequestTargetServer{ID: 1}}},
+		Services: []schema.LoadBalancerCreateRequestService{{Protocol: "tcp", ListenPort: hcloud.Ptr(80), DestinationPort: hcloud.Ptr(30080),
+			Proxyprotocol: hcloud.Ptr(false), HealthCheck: &schema.LoadBalancerCreateRequestServiceHealthCheck{Protocol: "tcp", Port: hcloud.Ptr(30080)}}},
+	}}
+}
+
+// TestSeededLoadBalancers: a seeded load balancer is the one POST /load_balancers makes
+// from the same request: a GET answers the same body, byte for byte (its ID the next
+// free one, its addresses the pools' next ones, the API's health check defaults); a list
+// by label finds it; one with an ID keeps it, and the next create takes the addresses
+// after the seeds'.
+func TestSeededLoadBalancers(t *testing.T) {
+	const uid = "5f0c7b6e-1d2a-4c3b-9e8f-0a1b2c3d4e5f"
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	get := func(t *testing.T, url string, method, path string, body []byte) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, url+path, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer t")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, b
+	}
+	serve := func(cfg hcloudmock.Config) string {
+		cfg.Clock = clk
+		m, err := hcloudmock.New(cfg)
+		require.NoError(t, err)
+		srv := httptest.NewServer(m)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+
+	seeded := seed(2)
+	seeded.LoadBalancers = []hcloudmock.LoadBalancerSeed{hetznerCCMSeed(0, uid)}
+	seededURL := serve(seeded)
+	createdURL := serve(seed(2))
+	request, err := json.Marshal(seeded.LoadBalancers[0].LoadBalancerCreateRequest)
+	require.NoError(t, err)
+	status, created := get(t, createdURL, http.MethodPost, "/load_balancers", request)
+	require.Equal(t, http.StatusCreated, status, string(created))
+	var answer schema.LoadBalancerCreateResponse
+	require.NoError(t, json.Unmarshal(created, &answer))
+	id := strconv.FormatInt(answer.LoadBalancer.ID, 10)
+	assert.Equal(t, "2002", id, "the next free ID")
+	_, want := get(t, createdURL, http.MethodGet, "/load_balancers/"+id, nil)
+	status, got := get(t, seededURL, http.MethodGet, "/load_balancers/"+id, nil)
+	require.Equal(t, http.StatusOK, status, string(got))
+	assert.JSONEq(t, string(want), string(got), "read as the created one")
+
+	var lb schema.LoadBalancerGetResponse
+	require.NoError(t, json.Unmarshal(got, &lb))
+	assert.Equal(t, "203.0.113.1", lb.LoadBalancer.PublicNet.IPv4.IP)
+	assert.Equal(t, "2001:db8::1", lb.LoadBalancer.PublicNet.IPv6.IP)
+	require.Len(t, lb.LoadBalancer.Services, 1)
+	assert.Equal(t, schema.LoadBalancerServiceHealthCheck{Protocol: "tcp", Port: 30080, Interval: 15, Timeout: 10, Retries: 3},
+		*lb.LoadBalancer.Services[0].HealthCheck, "the API's defaults")
+	_, listed := get(t, seededURL, http.MethodGet, "/load_balancers?label_selector=hcloud-ccm/service-uid%3D"+uid, nil)
+	var list schema.LoadBalancerListResponse
+	require.NoError(t, json.Unmarshal(listed, &list))
+	require.Len(t, list.LoadBalancers, 1)
+	assert.Equal(t, lb.LoadBalancer, list.LoadBalancers[0])
+
+	withIDs := seed(2)
+	withIDs.LoadBalancers = []hcloudmock.LoadBalancerSeed{hetznerCCMSeed(0, "uid-a"), hetznerCCMSeed(5000, "uid-b")}
+	m, client := start(t, withIDs)
+	inv := m.Inventory()
+	require.Len(t, inv.LoadBalancers, 2)
+	assert.Equal(t, []int64{5000, 5001}, []int64{inv.LoadBalancers[0].ID, inv.LoadBalancers[1].ID}, "an ID kept, the other the next free one")
+	assert.Equal(t, "auidb", inv.LoadBalancers[0].Name)
+	assert.Equal(t, "203.0.113.2", inv.LoadBalancers[0].PublicNet.IPv4.IP, "the pools' addresses in the seed's order")
+	assert.Empty(t, inv.Actions, "a seed is no action")
+	assert.Zero(t, m.Calls().Writes())
+	made, _, err := client.LoadBalancer.Create(t.Context(), hcloud.LoadBalancerCreateOpts{Name: "new",
+		LoadBalancerType: &hcloud.LoadBalancerType{Name: "lb11"}, Location: &hcloud.Location{Name: "fsn1"}})
+	require.NoError(t, err)
+	assert.Equal(t, int64(5002), made.LoadBalancer.ID)
+	assert.Equal(t, "203.0.113.3", made.LoadBalancer.PublicNet.IPv4.IP.String(), "after the seeds'")
+	_, _, err = client.LoadBalancer.Create(t.Context(), hcloud.LoadBalancerCreateOpts{Name: "auida",
+		LoadBalancerType: &hcloud.LoadBalancerType{Name: "lb11"}, Location: &hcloud.Location{Name: "fsn1"}})
+	assert.True(t, hcloud.IsError(err, hcloud.ErrorCodeUniquenessError), "a seed's name is taken: %v", err)
+}
+
 func TestNewRefusesBadSeeds(t *testing.T) {
 	tests := []struct {
 		name string
@@ -477,6 +574,11 @@ func TestNewRefusesBadSeeds(t *testing.T) {
 		{"bad pool", hcloudmock.Config{IPv4Pool: "2001:db8::/64"}},
 		{"bad rate", hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 10}}},
 		{"rate past one a nanosecond", hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 10, PerSecond: 2e9}}},
+		{"load balancer ID of a server", hcloudmock.Config{Servers: []schema.Server{{ID: 1, Name: "a"}},
+			LoadBalancers: []hcloudmock.LoadBalancerSeed{hetznerCCMSeed(1, "u")}}},
+		{"load balancer name twice", hcloudmock.Config{Servers: []schema.Server{{ID: 1, Name: "a"}},
+			LoadBalancers: []hcloudmock.LoadBalancerSeed{hetznerCCMSeed(0, "u"), hetznerCCMSeed(0, "u")}}},
+		{"load balancer targeting no server", hcloudmock.Config{LoadBalancers: []hcloudmock.LoadBalancerSeed{hetznerCCMSeed(0, "u")}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

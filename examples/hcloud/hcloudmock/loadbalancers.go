@@ -33,19 +33,35 @@ func (s *Server) createLoadBalancer(r *http.Request) (int, any, *apiError) {
 	if err != nil {
 		return 0, nil, err
 	}
+	lb, err := s.newLoadBalancer(body, 0)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, failed := s.startAction("create_load_balancer", schema.ActionResourceReference{ID: lb.ID, Type: "load_balancer"})
+	if !failed {
+		s.lbs[lb.ID] = &lb
+	}
+	return http.StatusCreated, schema.LoadBalancerCreateResponse{LoadBalancer: clone(lb), Action: a.view(s.cfg.Clock.Now())}, nil
+}
+
+// newLoadBalancer is the load balancer a create request's body asks for, checked and
+// completed as the API does (its defaults, the next public addresses of the pools), with
+// the ID id, or the next free one when id is 0. It is not in the project yet: the create
+// adds it once its action succeeds, a seed at once.
+func (s *Server) newLoadBalancer(body []byte, id int64) (schema.LoadBalancer, *apiError) {
 	var req schema.LoadBalancerCreateRequest
 	var parts struct { // services and targets in the response's form: the same fields
 		Services []schema.LoadBalancerService `json:"services"`
 		Targets  []schema.LoadBalancerTarget  `json:"targets"`
 	}
 	if err := decode(body, &req); err != nil {
-		return 0, nil, err
+		return schema.LoadBalancer{}, err
 	}
 	if err := decode(body, &parts); err != nil {
-		return 0, nil, err
+		return schema.LoadBalancer{}, err
 	}
 	if err := s.checkName(req.Name, 0); err != nil {
-		return 0, nil, err
+		return schema.LoadBalancer{}, err
 	}
 	lb := schema.LoadBalancer{
 		Name: req.Name, Created: s.cfg.Clock.Now(), Labels: map[string]string{},
@@ -57,18 +73,18 @@ func (s *Server) createLoadBalancer(r *http.Request) (int, any, *apiError) {
 		lb.Labels = *req.Labels
 	}
 	if err := setType(&lb, req.LoadBalancerType); err != nil {
-		return 0, nil, err
+		return schema.LoadBalancer{}, err
 	}
 	if req.Algorithm != nil {
 		if err := setAlgorithm(&lb, req.Algorithm.Type); err != nil {
-			return 0, nil, err
+			return schema.LoadBalancer{}, err
 		}
 	}
 	switch loc, ok := locations[ptrOr(req.Location)]; {
 	case req.Location != nil && req.NetworkZone != nil:
-		return 0, nil, invalidField("location", "give location or network_zone, not both")
+		return schema.LoadBalancer{}, invalidField("location", "give location or network_zone, not both")
 	case req.Location != nil && !ok:
-		return 0, nil, invalidField("location", "unknown location %q", *req.Location)
+		return schema.LoadBalancer{}, invalidField("location", "unknown location %q", *req.Location)
 	case req.Location != nil:
 		lb.Location = loc
 	case req.NetworkZone != nil:
@@ -78,46 +94,44 @@ func (s *Server) createLoadBalancer(r *http.Request) (int, any, *apiError) {
 			}
 		}
 		if lb.Location.Name == "" {
-			return 0, nil, invalidField("network_zone", "unknown network zone %q", *req.NetworkZone)
+			return schema.LoadBalancer{}, invalidField("network_zone", "unknown network zone %q", *req.NetworkZone)
 		}
 	default:
-		return 0, nil, invalidField("location", "location or network_zone is required")
+		return schema.LoadBalancer{}, invalidField("location", "location or network_zone is required")
 	}
 	if req.PublicNet != nil {
-		return 0, nil, invalidField("public_net", "primary IPs of load balancers are not modelled by this mock")
+		return schema.LoadBalancer{}, invalidField("public_net", "primary IPs of load balancers are not modelled by this mock")
 	}
 	if req.Network != nil {
 		if err := s.attach(&lb, *req.Network, ""); err != nil {
-			return 0, nil, err
+			return schema.LoadBalancer{}, err
 		}
 	}
 	if !lb.PublicNet.Enabled && len(lb.PrivateNet) == 0 {
-		return 0, nil, errorf(codeLBNotAttached, "a load balancer without public interface needs a network")
+		return schema.LoadBalancer{}, errorf(codeLBNotAttached, "a load balancer without public interface needs a network")
 	}
 	for _, svc := range parts.Services {
 		if err := s.addService(&lb, svc); err != nil {
-			return 0, nil, err
+			return schema.LoadBalancer{}, err
 		}
 	}
 	have := map[string]bool{} // the targets so far: a create of thousands stays linear
 	for _, t := range parts.Targets {
 		if err := s.addTarget(&lb, t, have); err != nil {
-			return 0, nil, err
+			return schema.LoadBalancer{}, err
 		}
 	}
 	v4, ok4 := nextAddr(&s.ipv4, s.cfg.IPv4Pool)
 	v6, ok6 := nextAddr(&s.ipv6, s.cfg.IPv6Pool)
 	if !ok4 || !ok6 {
-		return 0, nil, errorf("resource_unavailable", "the mock's public address pools %s, %s are used up", s.cfg.IPv4Pool, s.cfg.IPv6Pool)
+		return schema.LoadBalancer{}, errorf("resource_unavailable", "the mock's public address pools %s, %s are used up", s.cfg.IPv4Pool, s.cfg.IPv6Pool)
 	}
-	lb.ID = s.id()
+	if lb.ID = id; id == 0 {
+		lb.ID = s.id()
+	}
 	lb.PublicNet.IPv4 = schema.LoadBalancerPublicNetIPv4{ID: lb.ID, IP: v4.String()}
 	lb.PublicNet.IPv6 = schema.LoadBalancerPublicNetIPv6{ID: lb.ID, IP: v6.String()}
-	a, failed := s.startAction("create_load_balancer", schema.ActionResourceReference{ID: lb.ID, Type: "load_balancer"})
-	if !failed {
-		s.lbs[lb.ID] = &lb
-	}
-	return http.StatusCreated, schema.LoadBalancerCreateResponse{LoadBalancer: clone(lb), Action: a.view(s.cfg.Clock.Now())}, nil
+	return lb, nil
 }
 
 func (s *Server) updateLoadBalancer(r *http.Request) (int, any, *apiError) {

@@ -2,6 +2,7 @@ package hcloudmock
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -85,6 +86,29 @@ func (s *Server) seed(cfg Config) error {
 		c.Type = cmp.Or(c.Type, "uploaded")
 		c.Labels, c.DomainNames, c.UsedBy = nonNilMap(c.Labels), nonNil(c.DomainNames), nonNil(c.UsedBy)
 		s.certificates[c.ID] = &c
+	}
+	for _, lb := range cfg.LoadBalancers { // their IDs first: one without takes the next free
+		if lb.ID < 0 || (lb.ID > 0 && taken[lb.ID]) {
+			errs = append(errs, fmt.Errorf("load balancer %q: ID %d is not positive or not unique", lb.Name, lb.ID))
+		}
+		taken[lb.ID] = true
+		s.nextID = max(s.nextID, lb.ID)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("hcloudmock: seed: %w", err)
+	}
+	for _, seed := range cfg.LoadBalancers {
+		body, err := json.Marshal(seed.LoadBalancerCreateRequest)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("load balancer %q: %w", seed.Name, err))
+			continue
+		}
+		lb, apiErr := s.newLoadBalancer(body, seed.ID)
+		if apiErr != nil {
+			errs = append(errs, fmt.Errorf("load balancer %q: %w", seed.Name, apiErr))
+			continue
+		}
+		s.lbs[lb.ID] = &lb
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("hcloudmock: seed: %w", err)

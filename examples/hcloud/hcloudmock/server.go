@@ -51,6 +51,11 @@ type Config struct {
 	Networks []schema.Network `json:"networks,omitempty"`
 	// Certificates are the project's certificates.
 	Certificates []schema.Certificate `json:"certificates,omitempty"`
+	// LoadBalancers are the project's load balancers, each as the API's create request
+	// for it: made as POST /load_balancers makes one (checked, the API's defaults, public
+	// addresses from the pools in this order), after the servers, networks and
+	// certificates it names, with no action.
+	LoadBalancers []LoadBalancerSeed `json:"loadBalancers,omitempty"`
 	// IPv4Pool and IPv6Pool are the prefixes load balancers get their public addresses
 	// from, in order, never twice (DefaultIPv4Pool, DefaultIPv6Pool when empty).
 	IPv4Pool string `json:"ipv4Pool,omitempty"`
@@ -64,6 +69,15 @@ type Config struct {
 	ActionDuration time.Duration `json:"-"`
 	// Clock is the clock of the rate limit and of actions (the real clock when nil).
 	Clock clock.PassiveClock `json:"-"`
+}
+
+// LoadBalancerSeed is a load balancer of Config: the body of the API's create request
+// (name, load_balancer_type, location or network_zone, labels, algorithm, services with
+// their health checks, targets, network, public_interface), and its ID.
+type LoadBalancerSeed struct {
+	// ID is the load balancer's ID; 0: the next free one, as a create gives.
+	ID int64 `json:"id,omitempty"`
+	schema.LoadBalancerCreateRequest
 }
 
 // RateLimit is a token bucket over all requests, as the API's per-project limit.
@@ -116,7 +130,8 @@ type Inventory struct {
 }
 
 // New returns a mock holding cfg's resources. It fails on a seed the API could not hold:
-// a duplicate ID or name, an invalid address or pool.
+// a duplicate ID or name, an invalid address or pool, a load balancer its create would
+// refuse.
 func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
