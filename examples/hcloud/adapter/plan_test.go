@@ -28,7 +28,8 @@ func TestPlanOfAClusterHetznersCCMLeft(t *testing.T) {
 	uids := map[string]string{"web": "5f0c7b6e-1d2a-4c3b-9e8f-0a1b2c3d4e5f", "api": "0b9e5c1a-7d4e-4f6a-8b2c-3d4e5f6a7b8c"}
 	cfg := hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20},
 		Servers: []schema.Server{{ID: 100, Name: "node-0", Status: "running", ServerType: schema.ServerType{Name: "cx22"}, Location: schema.Location{Name: "fsn1"},
-			PublicNet: schema.ServerPublicNet{IPv4: schema.ServerPublicNetIPv4{IP: "198.51.100.7"}}}}}
+			PublicNet: schema.ServerPublicNet{IPv4: schema.ServerPublicNetIPv4{IP: "198.51.100.7"}}}},
+		LoadBalancers: []hcloudmock.LoadBalancerSeed{hetznerMade(uids["web"], 100, 80, 30080), hetznerMade(uids["api"], 100, 81, 30081)}}
 	m, url := newMock(t, cfg, nil)
 	objects := []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0", Labels: map[string]string{
 		corev1.LabelTopologyRegion: "fsn1", corev1.LabelFailureDomainBetaRegion: "fsn1",
@@ -37,7 +38,6 @@ func TestPlanOfAClusterHetznersCCMLeft(t *testing.T) {
 	}}, Spec: corev1.NodeSpec{ProviderID: "hcloud://100"}}}
 	addresses := map[string][]string{}
 	for i, name := range []string{"web", "api"} {
-		made := hetznerMade(t, url, uids[name], 100, 80+i, 30080+i)
 		lb := m.Inventory().LoadBalancers[i]
 		addresses[name] = []string{lb.PublicNet.IPv4.IP, lb.PublicNet.IPv6.IP}
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(uids[name]), Annotations: map[string]string{}},
@@ -49,7 +49,6 @@ func TestPlanOfAClusterHetznersCCMLeft(t *testing.T) {
 			svc.Annotations[adapter.LegacyPrefix+"uses-proxyprotocol"] = "false"
 			svc.Annotations[adapter.LegacyPrefix+"id"] = "ignored"
 		}
-		assert.NotZero(t, made.ID)
 		objects = append(objects, svc)
 	}
 	kube := kubefake.NewClientset(objects...)

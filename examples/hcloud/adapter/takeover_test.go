@@ -19,24 +19,18 @@ import (
 	"github.com/ccmkit/ccmkit/examples/hcloud/hcloudmock"
 )
 
-// hetznerMade makes a load balancer the way Hetzner's own CCM made one for the Service
-// with UID uid: named "a" and the UID without dashes, labelled hcloud-ccm/service-uid, in
-// fsn1, the server as target, a TCP service from port to nodePort whose health check is
-// TCP on the node port with the API's defaults.
-func hetznerMade(t *testing.T, url, uid string, server int64, port, nodePort int) *hcloud.LoadBalancer {
-	t.Helper()
-	sdk := hcloud.NewClient(hcloud.WithEndpoint(url), hcloud.WithToken("t"), hcloud.WithRetryOpts(hcloud.RetryOpts{MaxRetries: 0}))
-	made, _, err := sdk.LoadBalancer.Create(t.Context(), hcloud.LoadBalancerCreateOpts{Name: "a" + strings.ReplaceAll(uid, "-", ""),
-		LoadBalancerType: &hcloud.LoadBalancerType{Name: "lb11"}, Location: &hcloud.Location{Name: "fsn1"},
-		Labels: map[string]string{adapter.LabelServiceUID: uid},
-		Targets: []hcloud.LoadBalancerCreateOptsTarget{{Type: hcloud.LoadBalancerTargetTypeServer,
-			Server: hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: server}}}}})
-	require.NoError(t, err)
-	_, _, err = sdk.LoadBalancer.AddService(t.Context(), made.LoadBalancer, hcloud.LoadBalancerAddServiceOpts{Protocol: hcloud.LoadBalancerServiceProtocolTCP,
-		ListenPort: hcloud.Ptr(port), DestinationPort: hcloud.Ptr(nodePort), Proxyprotocol: hcloud.Ptr(false),
-		HealthCheck: &hcloud.LoadBalancerAddServiceOptsHealthCheck{Protocol: hcloud.LoadBalancerServiceProtocolTCP, Port: hcloud.Ptr(nodePort)}})
-	require.NoError(t, err)
-	return made.LoadBalancer
+// hetznerMade is a load balancer as Hetzner's own CCM made one for the Service with UID
+// uid, to seed the mock with: named "a" and the UID without dashes, labelled
+// hcloud-ccm/service-uid, lb11 in fsn1, the server as target, a TCP service from port to
+// nodePort whose health check is TCP on the node port with the API's defaults.
+func hetznerMade(uid string, server int64, port, nodePort int) hcloudmock.LoadBalancerSeed {
+	return hcloudmock.LoadBalancerSeed{LoadBalancerCreateRequest: schema.LoadBalancerCreateRequest{
+		Name: "a" + strings.ReplaceAll(uid, "-", ""), LoadBalancerType: schema.IDOrName{Name: "lb11"}, Location: hcloud.Ptr("fsn1"),
+		Labels:  &map[string]string{adapter.LabelServiceUID: uid},
+		Targets: []schema.LoadBalancerCreateRequestTarget{{Type: "server", Server: &schema.LoadBalancerCreateRequestTargetServer{ID: server}}},
+		Services: []schema.LoadBalancerCreateRequestService{{Protocol: "tcp", ListenPort: hcloud.Ptr(port), DestinationPort: hcloud.Ptr(nodePort),
+			Proxyprotocol: hcloud.Ptr(false), HealthCheck: &schema.LoadBalancerCreateRequestServiceHealthCheck{Protocol: "tcp", Port: hcloud.Ptr(nodePort)}}},
+	}}
 }
 
 // TestTakeoverFromHetznersCCM: a load balancer made the way Hetzner's own CCM makes one
@@ -47,9 +41,9 @@ func hetznerMade(t *testing.T, url, uid string, server int64, port, nodePort int
 func TestTakeoverFromHetznersCCM(t *testing.T) {
 	const uid = "5f0c7b6e-1d2a-4c3b-9e8f-0a1b2c3d4e5f"
 	cfg := hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20},
-		Servers: []schema.Server{{ID: 100, Name: "node-0"}}}
+		Servers:       []schema.Server{{ID: 100, Name: "node-0"}},
+		LoadBalancers: []hcloudmock.LoadBalancerSeed{hetznerMade(uid, 100, 80, 30080)}}
 	m, url := newMock(t, cfg, nil)
-	made := hetznerMade(t, url, uid, 100, 80, 30080)
 	before := m.Inventory().LoadBalancers[0]
 
 	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
@@ -65,7 +59,7 @@ func TestTakeoverFromHetznersCCM(t *testing.T) {
 	inv := m.Inventory()
 	require.Len(t, inv.LoadBalancers, 1, "taken over, none made")
 	lb := inv.LoadBalancers[0]
-	assert.Equal(t, made.ID, lb.ID)
+	assert.Equal(t, before.ID, lb.ID)
 	var ips []string
 	for _, in := range st.Ingress {
 		ips = append(ips, in.IP)
