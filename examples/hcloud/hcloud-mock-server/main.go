@@ -9,9 +9,10 @@
 //
 //	--listen ADDR            where the API listens (default 127.0.0.1:8080)
 //	--seed FILE              YAML or JSON of hcloudmock.Config: servers, networks and
-//	                         certificates in the API's own form, ipv4Pool, ipv6Pool,
-//	                         rateLimit {limit, perSecond}, actionPolls; unknown keys are
-//	                         an error
+//	                         certificates in the API's own form, loadBalancers as the
+//	                         API's create requests (and an optional id), ipv4Pool,
+//	                         ipv6Pool, rateLimit {limit, perSecond}, actionPolls; unknown
+//	                         keys are an error
 //	--rate-limit N           the token bucket's size (overrides the seed; default 3600)
 //	--rate-per-second F      requests the bucket gains back per second (default 1)
 //	--action-polls N         reads of an action that still answer running
@@ -103,7 +104,7 @@ func parse(args []string, usage io.Writer) (hcloudmock.Config, string, error) {
 	fs := flag.NewFlagSet("hcloud-mock-server", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	listen := fs.String("listen", defaultListen, "address the API listens on")
-	seed := fs.String("seed", "", "YAML or JSON file of servers, networks, certificates (hcloudmock.Config)")
+	seed := fs.String("seed", "", "YAML or JSON file of servers, networks, certificates, load balancers (hcloudmock.Config)")
 	limit := fs.Int("rate-limit", 0, fmt.Sprintf("size of the rate limit's token bucket (default %d)", hcloudmock.DefaultRateLimit.Limit))
 	perSecond := fs.Float64("rate-per-second", 0, fmt.Sprintf("requests the bucket gains back per second (default %g)", hcloudmock.DefaultRateLimit.PerSecond))
 	polls := fs.Int("action-polls", 0, "reads of an action that still answer running (overrides the seed)")
