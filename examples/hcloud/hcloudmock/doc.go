@@ -17,9 +17,10 @@
 //     certificates (seeded; list, get) and networks (seeded; list, get, add_route and
 //     delete_route, a route being its destination: a second route to one is
 //     uniqueness_error, deleting a route that is not there invalid_input);
-//   - load balancers: list, get, create (services, targets, labels, algorithm, type,
-//     location or network_zone, network, public_interface), update (name, labels),
-//     delete, and the actions add_service, update_service, delete_service, add_target,
+//   - load balancers: seeded (Config.LoadBalancers, each the API's create request, made
+//     as a create makes it, with no action), list, get, create (services, targets,
+//     labels, algorithm, type, location or network_zone, network, public_interface),
+//     update (name, labels), delete, and the actions add_service, update_service, delete_service, add_target,
 //     remove_target, change_algorithm, change_type, attach_to_network,
 //     detach_from_network, enable_public_interface, disable_public_interface; public
 //     addresses from pools, in order, never twice; private ones from the network;
