@@ -88,7 +88,7 @@ func (c ErrorCodes[C]) Classify(op Operation, id string, r FailedRequest[C], err
 	case errors.Is(err, errRedirected): // a GatedClient's request
 		e.Class = ErrInvalidRequest
 	case i >= 0 && !slices.Contains([]error{ErrThrottled, ErrConflict, ErrTransient, ErrInvalidRequest}, c.Rules[i].Class):
-		e.Err = fmt.Errorf("%w (error rule %d classifies as %v, which no rule may: read as transient)", err, i, c.Rules[i].Class)
+		e.Err = fmt.Errorf("%w (error rule %d classifies as %s, which no rule may: read as transient)", err, i, c.Rules[i].Class.Error())
 	case i >= 0:
 		e.Class = c.Rules[i].Class
 	case r.Code == "" && r.Status >= 300 && r.Status < 500:
@@ -101,7 +101,7 @@ func (c ErrorCodes[C]) Classify(op Operation, id string, r FailedRequest[C], err
 	default:
 		e.Class = ErrInvalidRequest
 	}
-	if e.Class == ErrThrottled && !r.RetryAt.IsZero() {
+	if errors.Is(e.Class, ErrThrottled) && !r.RetryAt.IsZero() {
 		e.RetryAfter = max(time.Until(r.RetryAt), time.Second)
 	}
 	return e

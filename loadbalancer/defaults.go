@@ -295,7 +295,7 @@ func adapterValues(decls Settings, defaults, annotated map[string]string, curren
 			}
 		}
 		for _, d := range decls {
-			if !(d.Replace || keep) || annotated[d.Name] != "" {
+			if (!d.Replace && !keep) || annotated[d.Name] != "" {
 				continue
 			}
 			// A default is no reason to replace a load balancer: one made before the

@@ -64,12 +64,12 @@ func TestAcquireAdoptsListedGroup(t *testing.T) {
 // collection, which deletes it.
 func TestAcquireTwoGroupsOfOneKey(t *testing.T) {
 	e := newEnv(t)
-	first := e.cloud.put("a", ours(AllNodes), "i-1")
-	second := e.cloud.put("b", ours(AllNodes), "i-1")
+	e.cloud.put("a", ours(AllNodes), "i-1")
+	e.cloud.put("b", ours(AllNodes), "i-1")
 	e.Collect(t.Context()) // the collection a new Store begins with: both unused
 	assert.Empty(t, e.cloud.ids())
-	first = e.cloud.put("a", ours(AllNodes), "i-1")
-	second = e.cloud.put("b", ours(AllNodes), "i-1")
+	first := e.cloud.put("a", ours(AllNodes), "i-1")
+	second := e.cloud.put("b", ours(AllNodes), "i-1")
 	e.cloud.took()
 
 	got, release, err := e.acquire(t, AllNodes, []string{"i-1"}, 0)
