@@ -90,9 +90,10 @@ const (
 //
 // A legacy key of opts.Aliases without Convert is checked as the annotation it stands for,
 // the messages naming the legacy key (the one the Service spells the annotation with);
-// one with Convert is listed in
+// one with Convert or Parts is listed in
 // AdmissionPolicySyncOnlyAnnotation and never refused, and a contradiction that involves
-// its annotation is left to the sync. Two spellings of one annotation whose values
+// an annotation it may set is left to the sync, as is TLS termination (the certificates,
+// the ports tls-ports names) where the Service sets port-protocols. Two spellings of one annotation whose values
 // disagree are refused where CEL compares them as the sync does (neither with Convert,
 // and the annotation a boolean, an enumeration, a number or a setting declared with
 // Values); otherwise only the sync refuses them.
@@ -257,7 +258,7 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 		}
 	}
 	for _, a := range opts.Aliases.Keys {
-		if a.Convert != nil || !checked[a.Name] {
+		if a.converts() || !checked[a.Name] {
 			syncOnly = append(syncOnly, a.Key)
 		}
 	}
@@ -339,9 +340,10 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 		{Name: "a", Expression: "object.metadata.annotations"},
 		{Name: "lb", Expression: "object.spec.type == 'LoadBalancer'"},
 		{Name: "tlsPorts", Expression: fmt.Sprintf("(%s) && size(%s) <= %d ? %s.split(',').map(f, %s) : []", has(ports), value(ports), celMaxValue, value(ports), tlsEntry)},
-		// The Service's ports and tls-ports are few enough to compare each with each.
-		{Name: "portsChecked", Expression: fmt.Sprintf("size(object.spec.ports) <= %d && (!(%s) || size(%s) <= %d && size(variables.tlsPorts) <= %d)",
-			celMaxPorts, has(ports), value(ports), celMaxValue, celMaxEntries)},
+		// The Service's ports and tls-ports are few enough to compare each with each, and
+		// no port-protocols (which only the sync reads) says what a port speaks.
+		{Name: "portsChecked", Expression: fmt.Sprintf("size(object.spec.ports) <= %d && (!(%s) || size(%s) <= %d && size(variables.tlsPorts) <= %d) && !(%s)",
+			celMaxPorts, has(ports), value(ports), celMaxValue, celMaxEntries, unread(has(AnnotationPortProtocols), AnnotationPortProtocols))},
 		{Name: "protocol", Expression: fmt.Sprintf("%s ? %s : 'TCP'", has(AnnotationProtocol), celUpper(value(AnnotationProtocol)))},
 		{Name: "terminating", Expression: terminating},
 	}, vs)

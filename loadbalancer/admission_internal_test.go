@@ -338,7 +338,7 @@ func TestAdmissionPolicyValues(t *testing.T) {
 		}
 		out, err := AdmissionPolicy(AdmissionPolicyOptions{Settings: settings})
 		require.NoError(t, err)
-		assert.Contains(t, string(out), AdmissionPolicySyncOnlyAnnotation+": port-health-checks, node-selector, version")
+		assert.Contains(t, string(out), AdmissionPolicySyncOnlyAnnotation+": port-health-checks, node-selector, port-protocols, version")
 	})
 }
 
@@ -558,7 +558,7 @@ func TestAdmissionPolicyAliasValues(t *testing.T) {
 	t.Run("sync only", func(t *testing.T) {
 		out, err := AdmissionPolicy(AdmissionPolicyOptions{Settings: aliasSettings, Aliases: aliasTable})
 		require.NoError(t, err)
-		want := "port-health-checks, node-selector, version, " + legacyPrefix + "public, " + legacyPrefix + "certificate-ids, " + legacyPrefix + "selector, " + legacyPrefix + "version"
+		want := "port-health-checks, node-selector, port-protocols, version, " + legacyPrefix + "public, " + legacyPrefix + "certificate-ids, " + legacyPrefix + "selector, " + legacyPrefix + "version"
 		assert.Contains(t, string(out), AdmissionPolicySyncOnlyAnnotation+": "+want)
 		assert.Contains(t, string(out), "# Checked only when ccmkit syncs the Service: "+want+".\n")
 	})

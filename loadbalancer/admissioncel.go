@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -183,13 +184,15 @@ func checks(settings Settings) ([]annotationCheck, []string) {
 
 // policyKeys returns the keys a Service may spell the annotation name with, for the
 // policy: its key under prefix first, then its aliases in declaration order; those whose
-// value CEL reads as name's (plain) apart from those of aliases with Convert (converted),
-// whose values only the sync reads.
+// value CEL reads as name's (plain) apart from those of aliases with Convert or with name
+// among their Parts (converted), whose values only the sync reads.
 func (as Aliases) policyKeys(prefix, name string) (plain []spelling, converted []string) {
 	plain = []spelling{{key: prefix + name}}
 	for i := range as.Keys {
 		a := &as.Keys[i]
 		switch {
+		case slices.Contains(a.Parts, name):
+			converted = append(converted, a.Key)
 		case a.Name != name:
 		case a.Convert != nil:
 			converted = append(converted, a.Key)

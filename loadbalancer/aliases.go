@@ -76,8 +76,24 @@ type Alias struct {
 	// its results. Nil: the legacy value is read as Name's value.
 	Convert func(value string) (string, error)
 	// Allowed says what values Key takes, for errors and the reference; required with
-	// Convert. Empty without Convert means Name's.
+	// Convert and ConvertParts. Empty without them means Name's.
 	Allowed string
+	// Parts, in place of Name and Convert, make Key stand for several of ccmkit's parts
+	// at once, or for a meaning that differs from that of ccmkit's key of the same name:
+	// the names of the annotations and declared settings its value may set, for example
+	// AnnotationPortProtocols for a legacy "tls-ports" that meant HTTPS to the load
+	// balancer and HTTP to the targets (ccmkit's tls-ports makes an HTTP port HTTPS, but
+	// a TCP port TLS). Each is one of ccmkit's annotations or a declared setting, once.
+	Parts []string
+	// ConvertParts, required with Parts, turns a legacy value (trimmed of white space)
+	// into the values of the parts it sets, by name, each in that name's syntax, or
+	// returns what is wrong with it: the Service reads each exactly as if it had written
+	// it under ccmkit's key, so that the value is checked as that annotation's and
+	// disagrees with ccmkit's own key of the same part as two spellings of one annotation
+	// do (ErrConflictingAnnotations). A part it leaves out is not set by Key. It must be a
+	// pure function, as Convert. The admission policy cannot read such a key: it is
+	// checked at sync time only (AdmissionPolicySyncOnlyAnnotation).
+	ConvertParts func(value string) (map[string]string, error)
 }
 
 // ErrConflictingAnnotations is matched (errors.Is) by the *AnnotationError of a Service
@@ -125,6 +141,10 @@ func (as Aliases) Validate(prefix string, settings Settings) error {
 			bad("declared twice")
 		}
 		seen[a.Key] = true
+		if a.Parts != nil || a.ConvertParts != nil {
+			errs = append(errs, a.validateParts(i, settings)...)
+			continue
+		}
 		if _, ok := target(a.Name, settings); !ok {
 			bad("%q is neither one of ccmkit's annotations nor a declared setting", a.Name)
 		}
@@ -156,6 +176,12 @@ func (as Aliases) Reference(prefix string, settings Settings) string {
 		values := a.Allowed
 		if values == "" {
 			values, _ = target(a.Name, settings)
+		}
+		if a.Parts != nil {
+			parts := prefix + strings.Join(a.Parts, ", "+prefix)
+			rows = append(rows, [4]string{a.Key, values, "those of " + parts,
+				"Read as what its value converts into, of " + parts + "; set both only alike."})
+			continue
 		}
 		doc := "Read as " + prefix + a.Name
 		if a.Convert != nil {
@@ -193,6 +219,10 @@ func target(name string, settings Settings) (allowed string, ok bool) {
 type spelling struct {
 	key, value string // as written
 	alias      *Alias // nil for the key under the prefix
+	// name, part and partErr are those of an alias with Parts: the annotation this
+	// spelling sets and its value as converted, or what is wrong with the legacy value.
+	name, part string
+	partErr    error
 }
 
 // spellings returns the keys of annotations that set the annotation or setting name:
@@ -204,8 +234,15 @@ func (as Aliases) spellings(prefix, name string, annotations map[string]string) 
 	}
 	for i := range as.Keys {
 		a := &as.Keys[i]
-		if v, ok := annotations[a.Key]; ok && a.Name == name {
+		v, ok := annotations[a.Key]
+		switch {
+		case !ok:
+		case a.Name == name:
 			out = append(out, spelling{key: a.Key, value: v, alias: a})
+		case slices.Contains(a.Parts, name):
+			if s, sets := a.part(name, v); sets {
+				out = append(out, s)
+			}
 		}
 	}
 	return out
@@ -216,6 +253,12 @@ func (as Aliases) spellings(prefix, name string, annotations map[string]string) 
 // (allowed: what the annotation allows).
 func (s spelling) read(allowed string) (string, *AnnotationError) {
 	v := strings.TrimSpace(s.value)
+	if s.partErr != nil {
+		return "", &AnnotationError{Key: s.key, Value: s.value, Allowed: s.allowed(allowed), Err: s.partErr}
+	}
+	if s.name != "" {
+		return strings.TrimSpace(s.part), nil
+	}
 	if s.alias == nil || s.alias.Convert == nil {
 		return v, nil
 	}
@@ -237,7 +280,10 @@ func (s spelling) allowed(annotation string) string {
 // invalid is the *AnnotationError of s, whose value read as v (its converted value), for
 // err, what the annotation's check says of v.
 func (s spelling) invalid(v, allowed string, err error) *AnnotationError {
-	if s.alias != nil && s.alias.Convert != nil {
+	switch {
+	case s.name != "":
+		err = fmt.Errorf("read as %s %s: %w", s.name, quote.Value(v), err)
+	case s.alias.converts():
 		err = fmt.Errorf("read as %s: %w", quote.Value(v), err)
 	}
 	return &AnnotationError{Key: s.key, Value: s.value, Allowed: s.allowed(allowed), Err: err}

@@ -59,6 +59,7 @@ const (
 	AnnotationHostname                      = "hostname"
 	AnnotationNodeSelector                  = "node-selector"
 	AnnotationProtocol                      = "protocol"
+	AnnotationPortProtocols                 = "port-protocols"
 	AnnotationTLSPorts                      = "tls-ports"
 	AnnotationTLSCertificates               = "tls-certificates"
 	AnnotationLoadBalancerID                = "load-balancer-id"
@@ -110,8 +111,10 @@ type parsedAnnotations struct {
 	nodeSelectorBad bool
 
 	appProtocol cloudapi.AppProtocol // of the TCP ports whose appProtocol names none
-	tlsPorts    []string             // port numbers and names, as written
-	certs       []string
+	// portProtocols are the entries of the port-protocols annotation, sorted by port.
+	portProtocols []portProtocol
+	tlsPorts      []string // port numbers and names, as written
+	certs         []string
 
 	hcProtocol             cloudapi.HealthCheckProtocol
 	hcPort                 int32
@@ -282,16 +285,17 @@ func Annotations() []Annotation {
 		{
 			Name: AnnotationProtocol, check: celEnum("TCP", "TLS", "HTTP", "HTTPS"), same: celSameEnum, Values: "TCP, TLS, HTTP, HTTPS", Default: "TCP: the load balancer forwards the bytes",
 			Doc: "What the Service's TCP ports speak at the load balancer, unless a port's appProtocol names one of tcp, tls, http, https. TLS and HTTPS terminate TLS with the tls-certificates. A cloud whose load balancers cannot do it refuses the Service (a Warning event).",
-			apply: func(v string, a *parsedAnnotations) error {
-				switch p := cloudapi.AppProtocol(strings.ToUpper(v)); p {
-				case "TCP":
-					a.appProtocol = cloudapi.AppProtocolNone
-				case cloudapi.AppProtocolTLS, cloudapi.AppProtocolHTTP, cloudapi.AppProtocolHTTPS:
-					a.appProtocol = p
-				default:
-					return errors.New("not one of TCP, TLS, HTTP, HTTPS")
-				}
-				return nil
+			apply: func(v string, a *parsedAnnotations) (err error) {
+				a.appProtocol, err = parseAppProtocol(v)
+				return err
+			},
+		},
+		{
+			Name: AnnotationPortProtocols, Values: portProtocolsValues, Default: "none: each TCP port speaks what its appProtocol or the protocol annotation says",
+			Doc: "What some of the Service's TCP ports speak at the load balancer, in place of the protocol annotation (a number names the TCP port with that number): HTTPS on one port and TCP on another, for example. TLS and HTTPS terminate TLS with the tls-certificates; tls-ports still makes a port named here TLS or HTTPS. A port whose appProtocol names another of tcp, tls, http, https is an error.",
+			apply: func(v string, a *parsedAnnotations) (err error) {
+				a.portProtocols, err = parsePortProtocols(v)
+				return err
 			},
 		},
 		{

@@ -33,6 +33,7 @@ var fuzzSeeds = map[string][]string{
 	AnnotationPortHealthChecks:              {"443: protocol=HTTPS path=/ready", "https: port=9100; 80: interval=5s timeout=2s", "443 protocol=TCP", "443:", "443: protocol=UDP", "443: path=/a; 443: port=1", "0: port=1", "443: colour=red", "443: port=1 port=2", ""},
 	AnnotationNodeSelector:                  {"pool=web", "pool in (a,b),!spot", "zone notin (z1)", "", "pool==a", "pool=", "=x", "pool in (", "a b", "pool=web,pool=db", strings.Repeat("k", 64) + "=v"},
 	AnnotationProtocol:                      {"TCP", "tls", "Http", "HTTPS", "", "UDP", "http2", " https "},
+	AnnotationPortProtocols:                 {"443: HTTPS", "https: tls, 80: TCP", "443:HTTP,443:TLS", "443", "443: UDP", "0: TCP", ": TCP", "443: HTTPS,", ""},
 	AnnotationTLSPorts:                      {"443", "https", "443,8443,web-tls", "", "0", "65536", "443,", "-https", "very-long-port-name", "a b"},
 	AnnotationTLSCertificates:               {"cert-1", "arn:aws:acm:eu-1:1:certificate/abc, cert-2", "", "a,a", "cert 1", "a,,b"},
 	AnnotationHostname:                      {"web.example.org", "a", " lb.example.com ", "", "203.0.113.7", "::1", "Web.example.org", "a..b", strings.Repeat("a.", 127) + "a", strings.Repeat("a", 64) + ".com"},
@@ -143,6 +144,12 @@ func FuzzParseAnnotations(f *testing.F) {
 		if _, set := ok(AnnotationProtocol); set {
 			assert.True(t, s.appProtocol.Valid(), "protocol %q", s.appProtocol)
 		}
+		if _, set := ok(AnnotationPortProtocols); set {
+			require.NotEmpty(t, s.portProtocols)
+			for _, e := range s.portProtocols {
+				assert.True(t, e.app.Valid(), "port %s protocol %q", e.port, e.app)
+			}
+		}
 		if _, set := ok(AnnotationTLSPorts); set {
 			require.NotEmpty(t, s.tlsPorts)
 			for _, p := range s.tlsPorts {
@@ -220,6 +227,7 @@ func FuzzParseAnnotations(f *testing.F) {
 			AnnotationPortHealthChecks:              s.portHCs == nil,
 			AnnotationNodeSelector:                  s.nodeSelector == nil && !s.nodeSelectorBad,
 			AnnotationProtocol:                      s.appProtocol == "",
+			AnnotationPortProtocols:                 s.portProtocols == nil,
 			AnnotationTLSPorts:                      s.tlsPorts == nil,
 			AnnotationTLSCertificates:               s.certs == nil,
 			AnnotationLoadBalancerID:                s.loadBalancerID == "",

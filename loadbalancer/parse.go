@@ -97,7 +97,7 @@ func parseAnnotations(prefix string, decls Settings, aliases Aliases, annotation
 		}
 	}
 	slices.Sort(unknown)
-	return a, unknown, errs
+	return a, unknown, distinct(errs)
 }
 
 // readSpellings reads sps, the spellings of the annotation name under prefix, which allows
@@ -152,7 +152,7 @@ func (a parsedAnnotations) key(prefix, name string) string {
 // setTo says, for advice to set the annotation name to value (in the syntax of its key
 // under prefix), which key to set to what: the key the Service spells it with.
 func (a parsedAnnotations) setTo(prefix, name, value string) string {
-	if s, ok := a.keys[name]; ok && s.alias != nil && s.alias.Convert != nil {
+	if s, ok := a.keys[name]; ok && s.alias.converts() {
 		return fmt.Sprintf("%s to the value that means %s%s %s", s.key, prefix, name, value)
 	}
 	return fmt.Sprintf("%s to %s", a.key(prefix, name), value)

@@ -59,11 +59,11 @@ func asks(prefix string, a parsedAnnotations, f cloudapi.Feature, spec cloudapi.
 		proto := cloudapi.Protocol(strings.ToUpper(string(f)))
 		what = fmt.Sprintf("%s listeners (ports %s)", proto, ports(func(l cloudapi.Listener) bool { return l.Protocol == proto }))
 	case cloudapi.FeatureTLS:
-		what = fmt.Sprintf("TLS termination with TCP to the targets (ports %s; see appProtocol and annotations %s, %s)", app(cloudapi.AppProtocolTLS), key(AnnotationTLSPorts), key(AnnotationProtocol))
+		what = fmt.Sprintf("TLS termination with TCP to the targets (ports %s; see appProtocol and annotations %s, %s, %s)", app(cloudapi.AppProtocolTLS), key(AnnotationTLSPorts), key(AnnotationProtocol), key(AnnotationPortProtocols))
 	case cloudapi.FeatureHTTP:
-		what = fmt.Sprintf("HTTP listeners (ports %s; see appProtocol and annotation %s)", app(cloudapi.AppProtocolHTTP), key(AnnotationProtocol))
+		what = fmt.Sprintf("HTTP listeners (ports %s; see appProtocol and annotations %s, %s)", app(cloudapi.AppProtocolHTTP), key(AnnotationProtocol), key(AnnotationPortProtocols))
 	case cloudapi.FeatureHTTPS:
-		what = fmt.Sprintf("HTTPS listeners (ports %s; see appProtocol and annotations %s, %s)", app(cloudapi.AppProtocolHTTPS), key(AnnotationTLSPorts), key(AnnotationProtocol))
+		what = fmt.Sprintf("HTTPS listeners (ports %s; see appProtocol and annotations %s, %s, %s)", app(cloudapi.AppProtocolHTTPS), key(AnnotationTLSPorts), key(AnnotationProtocol), key(AnnotationPortProtocols))
 	case cloudapi.FeatureIPv6:
 		field, what = "spec.ipFamilies", "IPv6"
 	case cloudapi.FeatureIPv6First:

@@ -1,6 +1,7 @@
 package loadbalancer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -187,8 +188,9 @@ func listeners(prefix string, a parsedAnnotations, ports []corev1.ServicePort) (
 	var out []cloudapi.Listener
 	var ps problems
 	fail := func(key string, err error) { ps = append(ps, problem{key: key, err: err}) }
-	tlsPorts := map[string]bool{} // the tls-ports annotation's entries that name a port
-	terminates := false           // whether a listener terminates TLS
+	tlsPorts := map[string]bool{}   // the tls-ports annotation's entries that name a port
+	protoPorts := map[string]bool{} // the port-protocols annotation's entries that name a port
+	terminates := false             // whether a listener terminates TLS
 	for _, p := range ports {
 		proto := cloudapi.Protocol(p.Protocol)
 		if p.Protocol == "" {
@@ -208,7 +210,7 @@ func listeners(prefix string, a parsedAnnotations, ports []corev1.ServicePort) (
 		}
 		listener := cloudapi.Listener{Name: name, Protocol: proto, Port: p.Port, TargetPort: p.NodePort}
 		var err error
-		listener.AppProtocol, err = appProtocol(prefix, a, p, proto, tlsPorts)
+		listener.AppProtocol, err = appProtocol(prefix, a, p, proto, tlsPorts, protoPorts)
 		if err != nil {
 			fail("spec.ports", err)
 			continue
@@ -228,6 +230,7 @@ func listeners(prefix string, a parsedAnnotations, ports []corev1.ServicePort) (
 			fail(a.key(prefix, AnnotationTLSPorts), fmt.Errorf("annotation %s: the Service has no port %s", a.key(prefix, AnnotationTLSPorts), tp))
 		}
 	}
+	ps = append(ps, unnamedPortProtocols(prefix, a, protoPorts)...)
 	if len(a.certs) > 0 && !terminates {
 		fail(a.key(prefix, AnnotationTLSCertificates), fmt.Errorf("annotation %s is set, but no port terminates TLS: name the ports in %s, or set their appProtocol (tls, https) or annotation %s",
 			a.key(prefix, AnnotationTLSCertificates), a.key(prefix, AnnotationTLSPorts), a.key(prefix, AnnotationProtocol)))
@@ -357,30 +360,44 @@ func reach(internal bool) string {
 // appProtocol returns what port p (of transport protocol proto) speaks at the load
 // balancer: the Service port's appProtocol when it names tcp, udp, sctp, tls, http or https
 // (any other is a hint for others, which this load balancer ignores), else, for a TCP
-// port, the protocol annotation's; then TLS is terminated when the tls-ports annotation
-// names the port (which it records in named).
-func appProtocol(prefix string, a parsedAnnotations, p corev1.ServicePort, proto cloudapi.Protocol, named map[string]bool) (cloudapi.AppProtocol, error) {
+// port, the port-protocols annotation's entry of it (which it records in protoNamed; an
+// appProtocol that disagrees with it is an error), else the protocol annotation's; then
+// TLS is terminated when the tls-ports annotation names the port (which it records in
+// named).
+func appProtocol(prefix string, a parsedAnnotations, p corev1.ServicePort, proto cloudapi.Protocol, named, protoNamed map[string]bool) (cloudapi.AppProtocol, error) {
 	app := cloudapi.AppProtocolNone
 	if proto == cloudapi.ProtocolTCP {
 		app = a.appProtocol
 	}
+	ppKey := a.key(prefix, AnnotationPortProtocols)
+	entry, listed, err := a.portProtocol(ppKey, p, proto, protoNamed)
+	if err != nil {
+		return "", err
+	}
+	if listed {
+		app = entry
+	}
 	if p.AppProtocol != nil {
+		hint := app
 		switch v := strings.ToLower(*p.AppProtocol); v {
 		case "tcp", "udp", "sctp":
-			app = cloudapi.AppProtocolNone
+			hint = cloudapi.AppProtocolNone
 		case "tls", "http", "https":
 			if proto != cloudapi.ProtocolTCP {
 				return "", fmt.Errorf("port %d/%s: appProtocol %s needs TCP", p.Port, proto, v)
 			}
-			app = cloudapi.AppProtocol(strings.ToUpper(v))
+			hint = cloudapi.AppProtocol(strings.ToUpper(v))
 		}
+		if listed && hint != entry {
+			return "", fmt.Errorf("port %d/%s: appProtocol %s disagrees with annotation %s, which says %s: remove one, or set them alike", p.Port, proto, *p.AppProtocol, ppKey, cmp.Or(string(entry), "TCP"))
+		}
+		app = hint
 	}
 	if len(a.tlsPorts) == 0 {
 		return app, nil
 	}
 	byNumber, byName := strconv.Itoa(int(p.Port)), p.Name
-	listed := slices.Contains(a.tlsPorts, byNumber) || (byName != "" && slices.Contains(a.tlsPorts, byName))
-	if !listed {
+	if !slices.Contains(a.tlsPorts, byNumber) && (byName == "" || !slices.Contains(a.tlsPorts, byName)) {
 		return app, nil
 	}
 	named[byNumber] = true
