@@ -219,6 +219,35 @@ func parsePortHealthChecks(v string) ([]portHealthCheck, error) {
 	return out, nil
 }
 
+// keptPortHealthChecks gives each of ls the health check of its own that the listener of
+// the same key on current has: an adopted load balancer whose ports' health checks differ
+// (none common), on a cloud that builds a port's own, keeps each as it is, with the parts
+// the Service's health check annotations set; a listener current lacks gets none of its
+// own. It returns what is wrong with those parts (healthCheck's error).
+func keptPortHealthChecks(prefix string, svc *corev1.Service, a parsedAnnotations, current *cloudapi.LoadBalancer, ls []cloudapi.Listener, shape cloudapi.LoadBalancerShape) problems {
+	own := map[cloudapi.ListenerKey]*cloudapi.HealthCheck{}
+	for _, l := range current.Spec.Listeners {
+		if l.HealthCheck != nil {
+			own[l.Key()] = l.HealthCheck
+		}
+	}
+	var ps problems
+	for i, l := range ls {
+		kept, ok := own[l.Key()]
+		if !ok {
+			continue
+		}
+		hc, err := healthCheck(prefix, svc, a, true, kept, nil, shape)
+		if err != nil {
+			key := a.key(prefix, AnnotationHealthCheckTimeout)
+			ps = append(ps, problem{key: key, err: err})
+			continue
+		}
+		ls[i].HealthCheck = hc
+	}
+	return ps
+}
+
 // portHealthChecks gives the listeners ls, of the Service's ports, the health checks of
 // their own that the port-health-checks annotation asks for (each over the Service's,
 // kept as healthCheck keeps it), over svcHC, the Service's

@@ -119,10 +119,11 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 	var kept *cloudapi.HealthCheck
 	keepHC := keep
 	if keep {
-		// None read is kept only where it means one per listener, unlike: elsewhere it is
-		// none at all, and ccmkit's default is better than none.
+		// None read is kept only where it means one per port (the ports' own differ, on a
+		// cloud that builds a port's own): elsewhere it is none at all, and ccmkit's
+		// default is better than none.
 		kept = in.current.Spec.HealthCheck
-		keepHC = kept != nil || slices.Contains(in.shape.PerListener, cloudapi.FeatureHealthCheck)
+		keepHC = kept != nil || slices.Contains(in.shape.PerListener, cloudapi.FeatureListenerHealthCheck)
 	}
 	hc, err := healthCheck(prefix, svc, a, keepHC, kept, nil, in.shape)
 	if err != nil {
@@ -143,6 +144,9 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 	if hc != nil {
 		// A kept health check's parts are the cloud's: only those the Service sets are its.
 		ps = append(ps, healthCheckRanges(prefix, svc, a, hc, in.shape, keepHC && kept != nil)...)
+	}
+	if keepHC && kept == nil {
+		ps = append(ps, keptPortHealthChecks(prefix, svc, a, in.current, spec.Listeners, in.shape)...)
 	}
 	ps = append(ps, portHealthChecks(prefix, svc, a, keepHC, kept, hc, spec.Listeners, in.shape)...)
 

@@ -24,7 +24,7 @@ func TestAdmissionPolicy(t *testing.T) {
 		"annotation " + p + "health-check-port: malformed value (allowed: 1-65535)",
 		"annotation " + p + "algorithm-type: malformed value (allowed: round_robin, least_connections)",
 		"annotation " + p + "protocol: conflicts with annotation loadbalancer.ccmkit.io/protocol",
-		loadbalancer.AdmissionPolicySyncOnlyAnnotation + ": port-health-checks, node-selector, type, location, network-zone, " +
+		loadbalancer.AdmissionPolicySyncOnlyAnnotation + ": port-health-checks, node-selector, port-protocols, type, location, network-zone, " +
 			p + "node-selector, " + p + "http-certificates, " + p + "type, " + p + "location, " + p + "network-zone",
 		`k.startsWith("` + p + `") && !(k in ["` + p + `name", `,
 	} {

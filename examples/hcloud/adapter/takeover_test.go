@@ -101,3 +101,51 @@ func TestHetznerDefaultsForLegacyKeys(t *testing.T) {
 	assert.Equal(t, 15, lb.Services[0].HealthCheck.Timeout)
 	assert.Equal(t, 3, lb.Services[0].HealthCheck.Retries)
 }
+
+// TestTakeoverKeepsEachPortsHealthCheck: a load balancer Hetzner's CCM made for a Service
+// of two ports has a health check per port, each on its own node port (and one HTTP here),
+// so none is common: the takeover keeps each as it is, and neither a sync nor a node sync
+// writes anything afterwards.
+func TestTakeoverKeepsEachPortsHealthCheck(t *testing.T) {
+	const uid = "6a1d8c7f-2e3b-4d4c-8f9a-1b2c3d4e5f60"
+	seed := hetznerMade(uid, 100, 80, 30080)
+	seed.Services = append(seed.Services, schema.LoadBalancerCreateRequestService{Protocol: "tcp", ListenPort: hcloud.Ptr(443), DestinationPort: hcloud.Ptr(30443),
+		Proxyprotocol: hcloud.Ptr(false), HealthCheck: &schema.LoadBalancerCreateRequestServiceHealthCheck{Protocol: "http", Port: hcloud.Ptr(30443),
+			HTTP: &schema.LoadBalancerCreateRequestServiceHealthCheckHTTP{Path: hcloud.Ptr("/ready")}}})
+	cfg := hcloudmock.Config{RateLimit: hcloudmock.RateLimit{Limit: 1 << 20, PerSecond: 1 << 20},
+		Servers: []schema.Server{{ID: 100, Name: "node-0"}}, LoadBalancers: []hcloudmock.LoadBalancerSeed{seed}}
+	m, url := newMock(t, cfg, nil)
+	before := m.Inventory().LoadBalancers[0]
+	checks := func(lb schema.LoadBalancer) map[int]schema.LoadBalancerServiceHealthCheck {
+		out := map[int]schema.LoadBalancerServiceHealthCheck{}
+		for _, s := range lb.Services {
+			out[s.ListenPort] = *s.HealthCheck
+		}
+		return out
+	}
+	require.Len(t, checks(before), 2)
+	require.NotEqual(t, checks(before)[80], checks(before)[443])
+
+	clock := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
+	p := hetznerProvider(t, adapter.Config{Endpoint: url, Location: "fsn1"}, metrics.NewKubeRegistry(), clock)
+	lbs, _ := p.LoadBalancer()
+	nodes := []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Spec: corev1.NodeSpec{ProviderID: "hcloud://100"}}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: types.UID(uid)},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}, {Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443}}}}
+	_, err := lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, nodes)
+	require.NoError(t, err)
+	lbsNow := m.Inventory().LoadBalancers
+	require.Len(t, lbsNow, 1, "taken over, none made")
+	assert.Equal(t, checks(before), checks(lbsNow[0]), "each port's health check as Hetzner's CCM left it")
+
+	for i := range 2 {
+		clock.Step(time.Hour)
+		calls := m.Calls()
+		_, err = lbs.EnsureLoadBalancer(t.Context(), "k8s", svc, nodes)
+		require.NoError(t, err)
+		require.NoError(t, lbs.UpdateLoadBalancer(t.Context(), "k8s", svc, nodes))
+		assert.Zero(t, m.Calls().Sub(calls).Writes(), "sync %d: converged: %v", i, m.Calls().Sub(calls))
+	}
+	assert.Equal(t, checks(before), checks(m.Inventory().LoadBalancers[0]))
+}
