@@ -79,11 +79,17 @@ const (
 	// client's last connection. It matches the Kubernetes Service's sessionAffinity
 	// ClientIP.
 	SessionAffinityClientIP SessionAffinity = "ClientIP"
+	// SessionAffinityCookie sends every HTTP request that carries the cookie
+	// LoadBalancerSpec.SessionAffinityCookieName to the target that set it: the load
+	// balancer sets the cookie on the first response of a listener of AppProtocol HTTP or
+	// HTTPS, for LoadBalancerSpec.SessionAffinityTimeout. It needs such a listener; the
+	// others are not pinned.
+	SessionAffinityCookie SessionAffinity = "Cookie"
 )
 
 // Valid reports whether a is one of the defined session affinities.
 func (a SessionAffinity) Valid() bool {
-	return a == SessionAffinityNone || a == SessionAffinityClientIP
+	return a == SessionAffinityNone || a == SessionAffinityClientIP || a == SessionAffinityCookie
 }
 
 // Listener forwards one frontend port of a load balancer to a port on the targets.
@@ -216,9 +222,13 @@ type LoadBalancerSpec struct {
 	// SessionAffinity pins a client's connections to one target; SessionAffinityNone (the
 	// zero value) does not.
 	SessionAffinity SessionAffinity
-	// SessionAffinityTimeout is how long a SessionAffinityClientIP pin lasts after the
-	// client's last connection; zero with SessionAffinityNone.
+	// SessionAffinityTimeout is how long a pin lasts: a SessionAffinityClientIP pin
+	// after the client's last connection, a SessionAffinityCookie pin the cookie's
+	// lifetime; zero with SessionAffinityNone.
 	SessionAffinityTimeout time.Duration
+	// SessionAffinityCookieName is the name of a SessionAffinityCookie pin's cookie (an
+	// RFC 6265 token); empty with every other session affinity.
+	SessionAffinityCookieName string
 	// SettingValues are the values of the adapter's own settings (package loadbalancer's
 	// Settings declare them): name to value, each value canonical and allowed by its
 	// declaration. Nil or empty means none. A backend keeps every setting exactly as given, or refuses a spec
@@ -353,7 +363,8 @@ type LoadBalancerChanges struct {
 	IPFamilies bool
 	// RequestedIPs is true when the requested addresses differ.
 	RequestedIPs bool
-	// SessionAffinity is true when the session affinity or its timeout differs.
+	// SessionAffinity is true when the session affinity, its timeout or its cookie's name
+	// differs.
 	SessionAffinity bool
 	// SettingValues are the names of the adapter's settings whose values are new, changed
 	// or removed, sorted; Spec.SettingValues holds the new values.
@@ -412,7 +423,8 @@ func DiffLoadBalancer(current, desired LoadBalancerSpec) LoadBalancerChanges {
 	c.IPFamilies = !slices.Equal(normalFamilies(current.IPFamilies), normalFamilies(desired.IPFamilies))
 	c.RequestedIPs = !equalSets(current.RequestedIPs, desired.RequestedIPs)
 	c.SessionAffinity = current.SessionAffinity != desired.SessionAffinity ||
-		current.SessionAffinityTimeout != desired.SessionAffinityTimeout
+		current.SessionAffinityTimeout != desired.SessionAffinityTimeout ||
+		current.SessionAffinityCookieName != desired.SessionAffinityCookieName
 	c.Tags = !maps.Equal(current.Tags, desired.Tags)
 	c.SettingValues = diffSettings(current.SettingValues, desired.SettingValues)
 	return c

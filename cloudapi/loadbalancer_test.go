@@ -102,6 +102,11 @@ func TestDiffLoadBalancer(t *testing.T) {
 			tweak: func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinityTimeout = time.Minute },
 			want:  cloudapi.LoadBalancerChanges{SessionAffinity: true},
 		},
+		{
+			name:  "only the session affinity's cookie name",
+			tweak: func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinityCookieName = "other" },
+			want:  cloudapi.LoadBalancerChanges{SessionAffinity: true},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,6 +162,7 @@ func TestValidEnums(t *testing.T) {
 	assert.True(t, cloudapi.HealthCheckHTTPS.Valid())
 	assert.True(t, cloudapi.SessionAffinityNone.Valid())
 	assert.False(t, cloudapi.SessionAffinity("None").Valid(), "no affinity is the empty value")
+	assert.True(t, cloudapi.SessionAffinityCookie.Valid())
 	assert.False(t, cloudapi.HealthCheckProtocol("UDP").Valid())
 	assert.True(t, cloudapi.InstanceStopped.Valid())
 	assert.False(t, cloudapi.InstanceState("hibernated").Valid())

@@ -112,6 +112,9 @@ const (
 	FeatureRequestedIPs Feature = "requested-ips"
 	// FeatureSessionAffinity is SessionAffinity ClientIP; may be unsupported.
 	FeatureSessionAffinity Feature = "session-affinity"
+	// FeatureCookieAffinity is SessionAffinity Cookie (a pin by a cookie of the load
+	// balancer's, with its name and lifetime); may be unsupported.
+	FeatureCookieAffinity Feature = "session-affinity-cookie"
 )
 
 // notKeepable, unsupportable and perListenable are the features each list of a
@@ -120,7 +123,7 @@ var (
 	perListenable = []Feature{FeatureHealthCheck, FeatureListenerHealthCheck, FeatureProxyProtocol}
 	notKeepable   = []Feature{FeatureName, FeatureListenerNames, FeatureHealthyThreshold, FeatureIPFamilies}
 	unsupportable = []Feature{FeatureIPv6, FeatureIPv6First, FeatureDualStack, FeatureUDP, FeatureSCTP, FeatureTLS, FeatureHTTP, FeatureHTTPS,
-		FeatureSourceRanges, FeatureProxyProtocol, FeatureInternal, FeatureRequestedIPs, FeatureSessionAffinity}
+		FeatureSourceRanges, FeatureProxyProtocol, FeatureInternal, FeatureRequestedIPs, FeatureSessionAffinity, FeatureCookieAffinity}
 )
 
 // Validate reports every problem of the declaration at once: a feature that its list does
@@ -321,6 +324,8 @@ func uses(spec LoadBalancerSpec, f Feature) bool {
 		return len(spec.RequestedIPs) > 0
 	case FeatureSessionAffinity:
 		return spec.SessionAffinity == SessionAffinityClientIP
+	case FeatureCookieAffinity:
+		return spec.SessionAffinity == SessionAffinityCookie
 	case FeatureListenerHealthCheck:
 		return listener(func(l Listener) bool { return l.HealthCheck != nil })
 	}

@@ -64,6 +64,7 @@ func TestLoadBalancerShapeUsesAndCheck(t *testing.T) {
 	all := cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{
 		cloudapi.FeatureIPv6, cloudapi.FeatureUDP, cloudapi.FeatureSCTP, cloudapi.FeatureTLS, cloudapi.FeatureHTTP, cloudapi.FeatureHTTPS,
 		cloudapi.FeatureSourceRanges, cloudapi.FeatureProxyProtocol, cloudapi.FeatureInternal, cloudapi.FeatureRequestedIPs, cloudapi.FeatureSessionAffinity,
+		cloudapi.FeatureCookieAffinity,
 	}}
 	plain := cloudapi.LoadBalancerSpec{Name: "web", Listeners: []cloudapi.Listener{{Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080}}}
 	assert.Empty(t, all.Uses(plain))
@@ -87,9 +88,24 @@ func TestLoadBalancerShapeUsesAndCheck(t *testing.T) {
 		cloudapi.FeatureSessionAffinity: func(s *cloudapi.LoadBalancerSpec) {
 			s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, time.Hour
 		},
+		cloudapi.FeatureCookieAffinity: func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTP // what a cookie needs, on a cloud without HTTP too
+			s.SessionAffinity, s.SessionAffinityTimeout, s.SessionAffinityCookieName = cloudapi.SessionAffinityCookie, 5*time.Minute, "lb-sticky"
+		},
 	} {
 		spec := plain.Clone()
 		tweak(&spec)
+		if f == cloudapi.FeatureCookieAffinity {
+			require.NoError(t, spec.Validate())
+			assert.Equal(t, []cloudapi.Feature{cloudapi.FeatureHTTP, f}, all.Uses(spec))
+			only := cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureCookieAffinity}}
+			assert.Equal(t, []cloudapi.Feature{f}, only.Uses(spec), "cookie stickiness alone")
+			assert.Empty(t, cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureSessionAffinity}}.Uses(spec),
+				"a cloud without client-IP stickiness may have cookie stickiness")
+			require.ErrorIs(t, only.Check(cloudapi.OpCreateLoadBalancer, "", spec), cloudapi.ErrInvalidRequest)
+			assert.Empty(t, cloudapi.LoadBalancerShape{}.Uses(spec), "a shape that supports everything")
+			continue
+		}
 		assert.Equal(t, []cloudapi.Feature{f}, all.Uses(spec), "feature %s", f)
 		err := all.Check(cloudapi.OpUpdateLoadBalancer, "lb-1", spec)
 		require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "feature %s", f)
@@ -117,6 +133,37 @@ func TestLoadBalancerSpecValidate(t *testing.T) {
 	}
 	err = cloudapi.LoadBalancerShape{}.Check(cloudapi.OpCreateLoadBalancer, "", bad)
 	require.ErrorIs(t, err, cloudapi.ErrInvalidRequest, "Check refuses what Validate refuses")
+}
+
+func TestLoadBalancerSpecValidateCookieAffinity(t *testing.T) {
+	ok := cloudapi.LoadBalancerSpec{Name: "web", Listeners: []cloudapi.Listener{
+		{Protocol: cloudapi.ProtocolTCP, Port: 22, TargetPort: 30022},
+		{Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080, AppProtocol: cloudapi.AppProtocolHTTP}},
+		SessionAffinity: cloudapi.SessionAffinityCookie, SessionAffinityTimeout: 5 * time.Minute, SessionAffinityCookieName: "lb-sticky"}
+	require.NoError(t, ok.Validate())
+	for _, tt := range []struct {
+		name  string
+		tweak func(*cloudapi.LoadBalancerSpec)
+		want  string
+	}{
+		{"no lifetime", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinityTimeout = 0 }, "session affinity Cookie needs a timeout"},
+		{"no cookie name", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinityCookieName = "" }, `"" is not a cookie name`},
+		{"a separator in the name", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinityCookieName = "lb;sticky" }, `"lb;sticky" is not a cookie name`},
+		{"a space in the name", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinityCookieName = "lb sticky" }, "is not a cookie name"},
+		{"no HTTP listener", func(s *cloudapi.LoadBalancerSpec) { s.Listeners = s.Listeners[:1] }, "Cookie needs a listener of AppProtocol HTTP or HTTPS"},
+		{"a cookie name with ClientIP", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity = cloudapi.SessionAffinityClientIP }, `"lb-sticky" without session affinity Cookie`},
+		{"a cookie name without affinity", func(s *cloudapi.LoadBalancerSpec) {
+			s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityNone, 0
+		}, `"lb-sticky" without session affinity Cookie`},
+		{"an undefined kind", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity = "cookie" }, `"cookie" is not ClientIP, Cookie or empty`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := ok.Clone()
+			tt.tweak(&spec)
+			assert.ErrorContains(t, spec.Validate(), tt.want)
+			require.ErrorIs(t, cloudapi.LoadBalancerShape{}.Check(cloudapi.OpCreateLoadBalancer, "", spec), cloudapi.ErrInvalidRequest)
+		})
+	}
 }
 
 func TestPageNumbers(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -17,7 +18,9 @@ import (
 // port outside 0-65535, an HTTP(S) path not starting with '/', or negative durations or
 // thresholds; a source range that is not a
 // CIDR; an IP family undefined or listed twice; a requested address that is not an IP;
-// a session affinity undefined, or a timeout without ClientIP or none with it; an empty
+// a session affinity undefined, a timeout without one or none with one, a cookie name
+// without Cookie, or Cookie without a cookie name that is an RFC 6265 token or without a
+// listener of AppProtocol HTTP or HTTPS; an empty
 // tag key or setting name. What a cloud lacks on top of that (LoadBalancerShape, name
 // lengths, known targets) its backend checks itself. A backend answers a spec Validate
 // refuses with ErrInvalidRequest.
@@ -72,18 +75,7 @@ func (s LoadBalancerSpec) Validate() error {
 			bad("requestedIPs: %q is not an IP address", ip)
 		}
 	}
-	switch t := s.SessionAffinityTimeout; s.SessionAffinity {
-	case SessionAffinityNone:
-		if t != 0 {
-			bad("sessionAffinityTimeout: %s without session affinity %s", t, SessionAffinityClientIP)
-		}
-	case SessionAffinityClientIP:
-		if t <= 0 {
-			bad("sessionAffinityTimeout: %s: session affinity %s needs a timeout", t, SessionAffinityClientIP)
-		}
-	default:
-		bad("sessionAffinity: %q is not %s or empty", s.SessionAffinity, SessionAffinityClientIP)
-	}
+	errs = append(errs, s.validateAffinity()...)
 	for k := range s.Tags {
 		if k == "" {
 			bad("tags: empty key")
@@ -147,4 +139,43 @@ func (hc *HealthCheck) validate(field string) []error {
 		bad("intervals and thresholds must not be negative")
 	}
 	return errs
+}
+
+// validateAffinity checks the session affinity, its timeout and its cookie's name.
+func (s LoadBalancerSpec) validateAffinity() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	t, cookie := s.SessionAffinityTimeout, s.SessionAffinityCookieName
+	switch a := s.SessionAffinity; a {
+	case SessionAffinityNone:
+		if t != 0 {
+			bad("sessionAffinityTimeout: %s without a session affinity", t)
+		}
+	case SessionAffinityClientIP, SessionAffinityCookie:
+		if t <= 0 {
+			bad("sessionAffinityTimeout: %s: session affinity %s needs a timeout", t, a)
+		}
+	default:
+		bad("sessionAffinity: %q is not %s, %s or empty", a, SessionAffinityClientIP, SessionAffinityCookie)
+	}
+	switch {
+	case s.SessionAffinity != SessionAffinityCookie && cookie != "":
+		bad("sessionAffinityCookieName: %q without session affinity %s", cookie, SessionAffinityCookie)
+	case s.SessionAffinity != SessionAffinityCookie:
+	case !isToken(cookie):
+		bad("sessionAffinityCookieName: %q is not a cookie name (an RFC 6265 token: visible ASCII characters but separators)", cookie)
+	case !slices.ContainsFunc(s.Listeners, func(l Listener) bool {
+		return l.AppProtocol == AppProtocolHTTP || l.AppProtocol == AppProtocolHTTPS
+	}):
+		bad("sessionAffinity: %s needs a listener of AppProtocol HTTP or HTTPS, where the load balancer sets the cookie", SessionAffinityCookie)
+	}
+	return errs
+}
+
+// isToken reports whether v is an RFC 7230 token (RFC 6265's cookie-name): one or more
+// visible ASCII characters, none a separator.
+func isToken(v string) bool {
+	return v != "" && !strings.ContainsFunc(v, func(r rune) bool {
+		return r <= ' ' || r >= 0x7f || strings.ContainsRune(`()<>@,;:\"/[]?={}`, r)
+	})
 }

@@ -65,9 +65,10 @@
 //   - Load balancer names are unique (ErrConflict), at most MaxNameLength characters, and
 //     a spec is validated as a cloud would (ErrInvalidRequest): protocols, ports, duplicate
 //     listeners, targets that are not instances, health checks, CIDRs, IP families,
-//     session affinity (ClientIP with a timeout from 1 s to MaxSessionAffinityTimeout, or
-//     none without one), application protocols (TLS, HTTP, HTTPS on TCP listeners only;
-//     certificates exactly on those that terminate TLS). Capabilities.TLS and
+//     session affinity (ClientIP with a timeout, or Cookie with a cookie name, a lifetime
+//     and an HTTP or HTTPS listener, the timeout or lifetime from 1 s to
+//     MaxSessionAffinityTimeout; or none without one), application protocols (TLS, HTTP,
+//     HTTPS on TCP listeners only; certificates exactly on those that terminate TLS). Capabilities.TLS and
 //     Capabilities.HTTP switched off refuse the listeners that need them, as a cloud of
 //     network load balancers does.
 //   - Adapter settings (LoadBalancerSpec.SettingValues): any setting with a non-empty name is

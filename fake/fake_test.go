@@ -437,8 +437,15 @@ func TestLoadBalancerSpecValidation(t *testing.T) {
 		{"source range", func(s *cloudapi.LoadBalancerSpec) { s.SourceRanges = []string{"10.0.0.1"} }, `"10.0.0.1" is not a CIDR`},
 		{"family", func(s *cloudapi.LoadBalancerSpec) { s.IPFamilies = []cloudapi.IPFamily{"IPv5"} }, `"IPv5" is not IPv4 or IPv6`},
 		{"requested IP", func(s *cloudapi.LoadBalancerSpec) { s.RequestedIPs = []string{"300.1.1.1"} }, "not an IP address"},
-		{"session affinity", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity = "Cookie" }, `sessionAffinity: "Cookie" is not ClientIP or empty`},
-		{"affinity timeout without affinity", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinityTimeout = time.Hour }, "sessionAffinityTimeout: 1h0m0s without session affinity ClientIP"},
+		{"session affinity", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity = "Sticky" }, `sessionAffinity: "Sticky" is not ClientIP, Cookie or empty`},
+		{"affinity timeout without affinity", func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinityTimeout = time.Hour }, "sessionAffinityTimeout: 1h0m0s without a session affinity"},
+		{"cookie lifetime too long", func(s *cloudapi.LoadBalancerSpec) {
+			s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTP
+			s.SessionAffinity, s.SessionAffinityTimeout, s.SessionAffinityCookieName = cloudapi.SessionAffinityCookie, 25*time.Hour, "lb"
+		}, "sessionAffinityTimeout: 25h0m0s is outside 1s-24h0m0s"},
+		{"cookie without an HTTP listener", func(s *cloudapi.LoadBalancerSpec) {
+			s.SessionAffinity, s.SessionAffinityTimeout, s.SessionAffinityCookieName = cloudapi.SessionAffinityCookie, time.Hour, "lb"
+		}, "Cookie needs a listener of AppProtocol HTTP or HTTPS"},
 		{"affinity timeout too long", func(s *cloudapi.LoadBalancerSpec) {
 			s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, 25*time.Hour
 		}, "sessionAffinityTimeout: 25h0m0s is outside 1s-24h0m0s"},

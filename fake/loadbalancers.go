@@ -358,7 +358,7 @@ func (c *Cloud) validateSpec(s cloudapi.LoadBalancerSpec) error {
 	if len(s.RequestedIPs) > 0 && c.cfg.Hostnames.WithoutAddresses {
 		errs = append(errs, errors.New("requestedIPs: this cloud's load balancers have no addresses: they are reached by their hostname"))
 	}
-	if t := s.SessionAffinityTimeout; s.SessionAffinity == cloudapi.SessionAffinityClientIP && (t < time.Second || t > MaxSessionAffinityTimeout) {
+	if t := s.SessionAffinityTimeout; s.SessionAffinity != cloudapi.SessionAffinityNone && (t < time.Second || t > MaxSessionAffinityTimeout) {
 		errs = append(errs, fmt.Errorf("sessionAffinityTimeout: %s is outside 1s-%s", t, MaxSessionAffinityTimeout))
 	}
 	return errors.Join(errs...)

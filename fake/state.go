@@ -77,9 +77,11 @@ type stateLB struct {
 	IPFamilies    []string          `json:"ipFamilies,omitempty"`
 	RequestedIPs  []string          `json:"requestedIPs,omitempty"`
 	Tags          map[string]string `json:"tags,omitempty"`
-	// SessionAffinity and SessionAffinityTimeout (a Go duration) are the spec's.
-	SessionAffinity        string `json:"sessionAffinity,omitempty"`
-	SessionAffinityTimeout string `json:"sessionAffinityTimeout,omitempty"`
+	// SessionAffinity, SessionAffinityTimeout (a Go duration) and
+	// SessionAffinityCookieName are the spec's.
+	SessionAffinity           string `json:"sessionAffinity,omitempty"`
+	SessionAffinityTimeout    string `json:"sessionAffinityTimeout,omitempty"`
+	SessionAffinityCookieName string `json:"sessionAffinityCookieName,omitempty"`
 	// SettingValues are the adapter's settings, name to value.
 	SettingValues map[string]string `json:"settings,omitempty"`
 	Addresses     []string          `json:"addresses"`
@@ -530,7 +532,8 @@ func toStateLB(rec *loadBalancer) stateLB {
 		RequestedIPs: s.RequestedIPs, Tags: s.Tags, SettingValues: s.SettingValues,
 		Addresses: rec.lb.Addresses, Status: string(rec.lb.Status), Created: rec.created, Reads: rec.reads,
 		SessionAffinity: string(s.SessionAffinity), SessionAffinityTimeout: formatDuration(s.SessionAffinityTimeout),
-		Hostname: rec.lb.Hostname,
+		SessionAffinityCookieName: s.SessionAffinityCookieName,
+		Hostname:                  rec.lb.Hostname,
 	}
 	for _, l := range s.Listeners {
 		out.Listeners = append(out.Listeners, stateListener{Name: l.Name, Protocol: string(l.Protocol), Port: l.Port, TargetPort: l.TargetPort,
@@ -584,6 +587,7 @@ func fromStateLB(s stateLB) *loadBalancer {
 	}
 	spec.SessionAffinity = cloudapi.SessionAffinity(s.SessionAffinity)
 	spec.SessionAffinityTimeout, _ = parseDuration(s.SessionAffinityTimeout) // validated
+	spec.SessionAffinityCookieName = s.SessionAffinityCookieName
 	spec.HealthCheck = fromStateHealthCheck(s.HealthCheck)
 	return &loadBalancer{
 		lb: cloudapi.LoadBalancer{

@@ -82,8 +82,9 @@ func fullSpec(name string) cloudapi.LoadBalancerSpec {
 			Protocol: cloudapi.HealthCheckHTTPS, Port: 8443, Path: "/ready",
 			Interval: 5 * time.Second, Timeout: 2 * time.Second, HealthyThreshold: 1, UnhealthyThreshold: 2,
 		}
-		s.SessionAffinity = cloudapi.SessionAffinityClientIP
+		s.SessionAffinity = cloudapi.SessionAffinityCookie // on the HTTPS listener
 		s.SessionAffinityTimeout = 3 * time.Hour
+		s.SessionAffinityCookieName = "lb-sticky"
 		s.SettingValues = map[string]string{"size": "large", "algorithm": "least-connections"}
 	})
 }

@@ -295,7 +295,9 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 	contradiction(unread(fmt.Sprintf("!(%s) || !(%s) || duration(%s) <= ((%s) && (%s) ? duration(%s) : duration(%s))",
 		has(timeout), validDuration(timeout), value(timeout), has(interval), validDuration(interval), value(interval), defaultIv), timeout, interval),
 		"annotation %s: the health check timeout is longer than its interval (annotation %s, default "+defaultText+")", timeout, interval)
-	shapeContradictions(opts, celRules{has: has, value: value, valid: valid, unread: unread, contradiction: contradiction})
+	rules := celRules{has: has, value: value, valid: valid, unread: unread, contradiction: contradiction}
+	shapeContradictions(opts, rules)
+	stickinessContradictions(opts, rules)
 	// The checks of the ports that terminate TLS read variables.terminating and
 	// variables.tlsPorts, which only variables.portsChecked Services have.
 	certs, ports := AnnotationTLSCertificates, AnnotationTLSPorts

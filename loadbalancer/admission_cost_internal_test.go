@@ -209,7 +209,7 @@ func worstValues(settings Settings, name string, n int) []string {
 	case AnnotationHostname:
 		return []string{pad(strings.Repeat(strings.Repeat("a", 63)+".", 3) + strings.Repeat("a", 61))}
 	case AnnotationProtocol:
-		return []string{pad("tcp")}
+		return []string{pad("http")} // what cookie stickiness needs, as TCP costs
 	case AnnotationTLSPorts:
 		return []string{pad("https"), zeros("443"), list(celMaxEntries, func(int) string { return "443" }), list(0, func(int) string { return "443" })}
 	case AnnotationTLSCertificates:
@@ -217,6 +217,12 @@ func worstValues(settings Settings, name string, n int) []string {
 		return []string{pad("c"), list(celMaxEntries, func(i int) string { return long + strconv.Itoa(i) }), list(0, func(i int) string { return strconv.FormatInt(int64(i), 36) })}
 	case AnnotationLoadBalancerID:
 		return []string{pad(strings.Repeat("x", maxIDLength))}
+	case AnnotationStickySessions:
+		return []string{pad("cookie")}
+	case AnnotationStickySessionsCookieName:
+		return []string{pad(strings.Repeat("a", 64))}
+	case AnnotationStickySessionsCookieLifetime:
+		return []string{pad("300"), zeros("300")}
 	}
 	for _, s := range settings {
 		if s.Name == name && s.Parse == nil {
@@ -364,7 +370,8 @@ func worstCases(t *testing.T, opts AdmissionPolicyOptions, policies []*apiServer
 }
 
 // worstCompanions are the annotations a Service that sets keys (of the annotations names)
-// needs beside them for the sync to accept it: the other half of TLS termination.
+// needs beside them for the sync to accept it: the other half of TLS termination, and
+// cookie stickiness with a port that speaks HTTP.
 func worstCompanions(keys []string, names map[string]string) map[string]string {
 	const prefix = DefaultAnnotationPrefix
 	out := map[string]string{}
@@ -376,6 +383,14 @@ func worstCompanions(keys []string, names map[string]string) map[string]string {
 	}
 	if set(AnnotationTLSPorts) && !set(AnnotationTLSCertificates) {
 		out[prefix+AnnotationTLSCertificates] = "c"
+	}
+	// Cookie stickiness, which its cookie's name and lifetime need, needs a port that
+	// speaks HTTP.
+	if (set(AnnotationStickySessionsCookieName) || set(AnnotationStickySessionsCookieLifetime)) && !set(AnnotationStickySessions) {
+		out[prefix+AnnotationStickySessions] = "cookie"
+	}
+	if (set(AnnotationStickySessions) || out[prefix+AnnotationStickySessions] != "") && !set(AnnotationProtocol) {
+		out[prefix+AnnotationProtocol] = "http"
 	}
 	return out
 }

@@ -294,8 +294,11 @@ func TestAdmissionPolicyValues(t *testing.T) {
 		AnnotationTLSCertificates: {"a", "a,b", "a,a", "a, b", " a , a ", "a,,b", "a b", "a\u00a0b", "a\tb", "a,", " a ", "", "arn:aws:acm:eu-1:1:certificate/x", "é"},
 		AnnotationLoadBalancerID: {"lb-1", "", "a b", strings.Repeat("x", 255), strings.Repeat("x", 256), strings.Repeat("é", 127), strings.Repeat("é", 128),
 			"a\x00b", "a\u200bb", "日本", "a\u00a0b", "~!@#$%^&*()"},
-		"size": withFoldRunes("small", "LARGE", " Medium ", "huge", "", "smal", "small,large"),
-		"odd":  {"a.b", "A.B", "axb", "k'1", "\u212a'1", "GRÖSSE", "größe", "GRÖẞE"},
+		AnnotationStickySessions:               withFoldRunes("cookie", "NONE", " Cookie ", "cookies", "", "client-ip"),
+		AnnotationStickySessionsCookieName:     {"lb", "ccmkit-sticky", "A_b.c-1", strings.Repeat("a", 64), strings.Repeat("a", 65), "a b", "a;b", "a=b", "", "ä", " lb "},
+		AnnotationStickySessionsCookieLifetime: append(append([]string{}, ints...), "86400", "86401", "300", "100000"),
+		"size":                                 withFoldRunes("small", "LARGE", " Medium ", "huge", "", "smal", "small,large"),
+		"odd":                                  {"a.b", "A.B", "axb", "k'1", "\u212a'1", "GRÖSSE", "größe", "GRÖẞE"},
 	}
 	// superset are values the sync refuses and the policy accepts: CEL cannot tell an
 	// IPv4-mapped IPv6 address's family.

@@ -74,10 +74,12 @@ func shapeContradictions(opts AdmissionPolicyOptions, r celRules) {
 		cloudapi.FeatureIPv6First:       {fams + " > 0 && object.spec.ipFamilies[0] == 'IPv6'", "IPv6 first in spec.ipFamilies"},
 		cloudapi.FeatureDualStack:       {fams + " > 1", "both IP families (spec.ipFamilies)"},
 		cloudapi.FeatureSessionAffinity: {"has(object.spec.sessionAffinity) && object.spec.sessionAffinity == 'ClientIP'", "session affinity ClientIP (spec.sessionAffinity)"},
+		cloudapi.FeatureCookieAffinity:  {stickyCookieCEL(r), "cookie stickiness (annotation %s)"},
 		cloudapi.FeatureInternal:        {boolean(AnnotationInternal), "an internal load balancer (annotation %s)"},
 		cloudapi.FeatureProxyProtocol:   {boolean(AnnotationProxyProtocol), "the PROXY protocol (annotation %s)"},
 	}
-	annotation := map[cloudapi.Feature]string{cloudapi.FeatureInternal: AnnotationInternal, cloudapi.FeatureProxyProtocol: AnnotationProxyProtocol}
+	annotation := map[cloudapi.Feature]string{cloudapi.FeatureInternal: AnnotationInternal, cloudapi.FeatureProxyProtocol: AnnotationProxyProtocol,
+		cloudapi.FeatureCookieAffinity: AnnotationStickySessions}
 	if !shape.Supports(cloudapi.FeatureIPv6First) {
 		r.contradiction("!("+sees[cloudapi.FeatureIPv6First].expr+")", "spec.ipFamilies: this cloud's load balancers serve IPv6 only second, beside IPv4; put IPv4 first")
 	}

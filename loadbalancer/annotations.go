@@ -124,6 +124,8 @@ type parsedAnnotations struct {
 	// portHCs are the entries of the port-health-checks annotation, in its order.
 	portHCs []portHealthCheck
 
+	sticky stickiness // the cookie stickiness annotations
+
 	// adapterValues are the values of the adapter's declared settings (Options.Settings)
 	// that the Service annotates, canonical; nil when it annotates none.
 	adapterValues map[string]string
@@ -134,7 +136,7 @@ type parsedAnnotations struct {
 
 // Annotations returns every annotation ccmkit reads, in the order of the reference.
 func Annotations() []Annotation {
-	return []Annotation{
+	return append([]Annotation{
 		{
 			Name: AnnotationInternal, check: celBool, same: celSameBool, Values: "true, false", Default: "false",
 			Doc: "An internal load balancer, with an address from the cloud's private network. Changing it replaces the load balancer (new address).",
@@ -367,7 +369,7 @@ func Annotations() []Annotation {
 				return nil
 			},
 		},
-	}
+	}, stickinessAnnotations()...)
 }
 
 // annotationReference returns the reference of ccmkit's own annotations under prefix as a

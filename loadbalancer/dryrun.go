@@ -244,7 +244,10 @@ func (p ServicePlan) Parts() []string {
 		add("requested addresses", cur.RequestedIPs, want.RequestedIPs)
 	}
 	if c.SessionAffinity {
-		add("session affinity", fmt.Sprintf("%s %s", cur.SessionAffinity, cur.SessionAffinityTimeout), fmt.Sprintf("%s %s", want.SessionAffinity, want.SessionAffinityTimeout))
+		affinity := func(s cloudapi.LoadBalancerSpec) string {
+			return strings.TrimSpace(fmt.Sprintf("%s %s %s", s.SessionAffinity, s.SessionAffinityTimeout, s.SessionAffinityCookieName))
+		}
+		add("session affinity", affinity(cur), affinity(want))
 	}
 	for _, name := range c.SettingValues {
 		add("setting "+name, fmt.Sprintf("%q", cur.SettingValues[name]), fmt.Sprintf("%q", want.SettingValues[name]))

@@ -40,6 +40,9 @@ var fuzzSeeds = map[string][]string{
 	AnnotationLoadBalancerID:                {"lb-000001", " lb-1 ", "arn:aws:elasticloadbalancing:eu-1:1:loadbalancer/net/x/1", "lb 1", "", strings.Repeat("x", 255), strings.Repeat("x", 256), "lb-\u00001", "lb-\t1", "lb-ü"},
 	AnnotationKeepOnDelete:                  {"true", "false", "TRUE", " true", "", "yes", "0"},
 	AnnotationShare:                         {"web", "a", "Web", "-web", "web/x", "", "ns:web"},
+	AnnotationStickySessions:                {"cookie", "NONE", " Cookie ", "cookies", ""},
+	AnnotationStickySessionsCookieName:      {"SRV", "lb-sticky", "a b", "a;b", ""},
+	AnnotationStickySessionsCookieLifetime:  {"1", "300", "86400", "0", "86401", ""},
 }
 
 // FuzzParseAnnotations feeds two annotations (known names, unknown ones and others) to
@@ -233,6 +236,9 @@ func FuzzParseAnnotations(f *testing.F) {
 			AnnotationLoadBalancerID:                s.loadBalancerID == "",
 			AnnotationKeepOnDelete:                  s.keepOnDelete == nil,
 			AnnotationShare:                         s.share == "",
+			AnnotationStickySessions:                !s.sticky.cookie,
+			AnnotationStickySessionsCookieName:      s.sticky.name == "",
+			AnnotationStickySessionsCookieLifetime:  s.sticky.lifetime == 0,
 		} {
 			if _, present := annotations[prefix+name]; !present {
 				assert.True(t, zero, "annotation %s is absent but set", name)

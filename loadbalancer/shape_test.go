@@ -101,7 +101,8 @@ func TestShapeNotKeptCostsNoWrite(t *testing.T) {
 // not support gets an error naming it, and nothing is created; a Service whose load
 // balancer exists and that starts asking for it changes nothing of it.
 func TestShapeUnsupportedIsRefusedBeforeAnyWrite(t *testing.T) {
-	shape := cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureUDP, cloudapi.FeatureSourceRanges, cloudapi.FeatureProxyProtocol, cloudapi.FeatureSessionAffinity}}
+	shape := cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureUDP, cloudapi.FeatureSourceRanges, cloudapi.FeatureProxyProtocol, cloudapi.FeatureSessionAffinity,
+		cloudapi.FeatureCookieAffinity}}
 	udp := corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053}
 	tcp := corev1.ServicePort{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}
 	for _, tc := range []struct {
@@ -113,6 +114,7 @@ func TestShapeUnsupportedIsRefusedBeforeAnyWrite(t *testing.T) {
 		{"source ranges", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"} }, []string{"source ranges"}},
 		{"the PROXY protocol", withAnnotation(loadbalancer.AnnotationProxyProtocol, "true"), []string{prefix + loadbalancer.AnnotationProxyProtocol}},
 		{"session affinity", func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP }, []string{"session affinity ClientIP"}},
+		{"cookie stickiness", stickyHTTP, []string{"do not support cookie stickiness (annotation " + prefix + loadbalancer.AnnotationStickySessions + ")"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnvWith(t, fake.Config{}, withShape(shape))
@@ -278,4 +280,39 @@ func TestShapeLimits(t *testing.T) {
 			assert.Zero(t, e.cloud.Calls().Writes(), "nothing created")
 		})
 	}
+}
+
+// stickyHTTP makes a Service ask for cookie stickiness on its ports, which speak HTTP.
+func stickyHTTP(s *corev1.Service) {
+	withAnnotation(loadbalancer.AnnotationProtocol, "HTTP")(s)
+	withAnnotation(loadbalancer.AnnotationStickySessions, "cookie")(s)
+}
+
+// TestCookieStickinessIsBuiltAndKept: on a cloud that offers it, a Service's cookie
+// stickiness is built with its cookie's name and lifetime and kept (a converged load
+// balancer costs no write), a changed name is written, and dropping it removes it.
+func TestCookieStickinessIsBuiltAndKept(t *testing.T) {
+	e := newEnvWith(t, fake.Config{}, withShape(cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureSessionAffinity}}))
+	svc := newService("web", stickyHTTP, withAnnotation(loadbalancer.AnnotationStickySessionsCookieLifetime, "600"))
+	e.ensure(t, svc, e.nodes)
+	spec := e.only(t).Spec
+	assert.Equal(t, cloudapi.SessionAffinityCookie, spec.SessionAffinity)
+	assert.Equal(t, "ccmkit-sticky", spec.SessionAffinityCookieName)
+	assert.Equal(t, 10*time.Minute, spec.SessionAffinityTimeout)
+
+	e.expire()
+	before := e.cloud.Calls()
+	e.ensure(t, svc, e.nodes)
+	assert.Zero(t, e.cloud.Calls().Sub(before).Writes(), "converged: no write")
+
+	withAnnotation(loadbalancer.AnnotationStickySessionsCookieName, "SRV")(svc)
+	e.ensure(t, svc, e.nodes)
+	assert.Equal(t, "SRV", e.only(t).Spec.SessionAffinityCookieName)
+
+	svc = newService("web", withAnnotation(loadbalancer.AnnotationProtocol, "HTTP"), withAnnotation(loadbalancer.AnnotationStickySessions, "none"))
+	e.ensure(t, svc, e.nodes)
+	spec = e.only(t).Spec
+	assert.Equal(t, cloudapi.SessionAffinityNone, spec.SessionAffinity)
+	assert.Empty(t, spec.SessionAffinityCookieName)
+	assert.Zero(t, spec.SessionAffinityTimeout)
 }

@@ -80,6 +80,8 @@ func asks(prefix string, a parsedAnnotations, f cloudapi.Feature, spec cloudapi.
 		field, what = key(AnnotationIPAddresses), "requested addresses (annotation "+key(AnnotationIPAddresses)+" or spec.loadBalancerIP)"
 	case cloudapi.FeatureSessionAffinity:
 		field, what = "spec.sessionAffinity", "session affinity ClientIP (spec.sessionAffinity)"
+	case cloudapi.FeatureCookieAffinity:
+		field, what = key(AnnotationStickySessions), "cookie stickiness (annotation "+key(AnnotationStickySessions)+")"
 	case cloudapi.FeatureListenerHealthCheck:
 		field = key(AnnotationPortHealthChecks)
 		what = fmt.Sprintf("a health check of a port's own, they keep one per load balancer (ports %s; annotation %s)", ports(func(l cloudapi.Listener) bool { return l.HealthCheck != nil }), field)

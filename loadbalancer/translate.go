@@ -158,14 +158,7 @@ func translate(in translation) (cloudapi.LoadBalancerSpec, parsedAnnotations, pr
 		slices.Sort(spec.SourceRanges)
 	}
 
-	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
-		secs := corev1.DefaultClientIPServiceAffinitySeconds // the API server's default, for Services it did not default
-		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
-			secs = *c.ClientIP.TimeoutSeconds
-		}
-		spec.SessionAffinity = cloudapi.SessionAffinityClientIP
-		spec.SessionAffinityTimeout = time.Duration(secs) * time.Second
-	}
+	ps = append(ps, sessionAffinity(prefix, svc, a, &spec)...)
 
 	for _, f := range svc.Spec.IPFamilies {
 		spec.IPFamilies = append(spec.IPFamilies, cloudapi.IPFamily(f))

@@ -48,6 +48,8 @@ const (
 	bugDropSettings bug = "lb-drop-settings" // specs lose the adapter's settings on the way to the cloud
 	bugNarrow       bug = "lb-narrow"        // answers lose the listener names, undeclared (WithLoadBalancerShape)
 	bugBuildsUDP    bug = "lb-builds-udp"    // UDP listeners are built though the shape declares them unsupported
+	bugDropCookie   bug = "lb-drop-cookie"   // cookie stickiness becomes client-IP stickiness on the way to the cloud
+	bugBuildsCookie bug = "lb-builds-cookie" // cookie stickiness is built though the shape declares it unsupported
 
 	bugTaglessKeepsTags bug = "routes-tagless-keeps-tags" // declares routes without tags, stores them
 	bugNumericOrder     bug = "numeric-order-undeclared"  // sorts its numbered IDs as numbers, run without WithIDOrder
@@ -102,6 +104,14 @@ func newDropper(b bug) (cloudapitest.NewBackend, []cloudapitest.Option) {
 	switch b {
 	case bugDropAffinity:
 		d.in = func(s *cloudapi.LoadBalancerSpec) { s.SessionAffinity, s.SessionAffinityTimeout = "", 0 }
+	case bugDropCookie:
+		d.in = func(s *cloudapi.LoadBalancerSpec) {
+			if s.SessionAffinity == cloudapi.SessionAffinityCookie {
+				s.SessionAffinity, s.SessionAffinityCookieName = cloudapi.SessionAffinityClientIP, ""
+			}
+		}
+	case bugBuildsCookie:
+		opts = append(opts, cloudapitest.WithLoadBalancerShape(cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureCookieAffinity}}))
 	case bugDropCerts:
 		d.in = func(s *cloudapi.LoadBalancerSpec) {
 			for i := range s.Listeners {
@@ -450,6 +460,10 @@ func TestSuiteFailsBrokenBackend(t *testing.T) {
 			`broke "returns it as the cloud stored it"`},
 		{bugBuildsUDP, "TestBrokenBackendChild/loadbalancers/unsupported_parts_are_refused/udp",
 			`CreateLoadBalancer with udp, which the backend's shape refuses`},
+		{bugDropCookie, "TestBrokenBackendChild/loadbalancers/optional_settings_are_kept_or_refused/session_affinity_Cookie_on_an_HTTP_listener",
+			`CreateLoadBalancer with session affinity Cookie on an HTTP listener, as it answered: broke "a backend never drops a part of the spec it cannot build, it refuses the spec"`},
+		{bugBuildsCookie, "TestBrokenBackendChild/loadbalancers/unsupported_parts_are_refused/session-affinity-cookie",
+			`CreateLoadBalancer with session-affinity-cookie, which the backend's shape refuses`},
 		{bugTaglessKeepsTags, "TestBrokenBackendChild/routes/create_list_delete_round_trip/IPv4",
 			`broke "CreateRoute drops RouteSpec.Tags; every route it returns or lists has no tags" (cloudapi.TaglessRouteAPI)`},
 		{bugNumericOrder, "TestBrokenBackendChild/instances/list_pagination/page_size_1",

@@ -846,6 +846,7 @@ func optionalSettings(certs []string) []optionalSetting {
 			s.Listeners[0].AppProtocol, s.Listeners[0].Certificates = cloudapi.AppProtocolTLS, []string{certs[1], certs[0]}
 		}},
 		{"an HTTP listener", func(s *cloudapi.LoadBalancerSpec) { s.Listeners[0].AppProtocol = cloudapi.AppProtocolHTTP }},
+		{"session affinity Cookie on an HTTP listener", uses(cloudapi.FeatureCookieAffinity, "")},
 		{"an adapter setting", func(s *cloudapi.LoadBalancerSpec) {
 			s.SettingValues = map[string]string{"ccmkit-contract-size": "large"}
 		}},
@@ -984,6 +985,11 @@ func uses(f cloudapi.Feature, cert string) func(*cloudapi.LoadBalancerSpec) {
 	case cloudapi.FeatureSessionAffinity:
 		return func(s *cloudapi.LoadBalancerSpec) {
 			s.SessionAffinity, s.SessionAffinityTimeout = cloudapi.SessionAffinityClientIP, time.Hour
+		}
+	case cloudapi.FeatureCookieAffinity:
+		return func(s *cloudapi.LoadBalancerSpec) {
+			listener(cloudapi.ProtocolTCP, cloudapi.AppProtocolHTTP)(s) // where the cookie is set
+			s.SessionAffinity, s.SessionAffinityTimeout, s.SessionAffinityCookieName = cloudapi.SessionAffinityCookie, 20*time.Minute, "ccmkit-contract"
 		}
 	}
 	return func(*cloudapi.LoadBalancerSpec) {}

@@ -14,13 +14,14 @@ import (
 // Shape is what Hetzner's load balancers do not keep of a cloudapi.LoadBalancerSpec (a
 // service has no name, a health check one threshold, retries; every load balancer serves
 // IPv4 and IPv6), do not support (UDP and SCTP, TLS termination to TCP, source ranges, a
-// requested public address, client-IP session affinity) and keep per service (the health
+// requested public address, session affinity: by client IP, and by cookie, which its HTTP
+// services have but the adapter does not build) and keep per service (the health
 // check, a port's own too, and the PROXY protocol), with a health check's interval and timeout in whole
 // seconds.
 var Shape = cloudapi.LoadBalancerShape{
 	NotKept: []cloudapi.Feature{cloudapi.FeatureListenerNames, cloudapi.FeatureHealthyThreshold, cloudapi.FeatureIPFamilies},
 	Unsupported: []cloudapi.Feature{cloudapi.FeatureUDP, cloudapi.FeatureSCTP, cloudapi.FeatureTLS,
-		cloudapi.FeatureSourceRanges, cloudapi.FeatureRequestedIPs, cloudapi.FeatureSessionAffinity},
+		cloudapi.FeatureSourceRanges, cloudapi.FeatureRequestedIPs, cloudapi.FeatureSessionAffinity, cloudapi.FeatureCookieAffinity},
 	PerListener:     []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureListenerHealthCheck, cloudapi.FeatureProxyProtocol},
 	HealthCheckUnit: time.Second,
 }
