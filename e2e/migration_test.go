@@ -83,20 +83,20 @@ func TestHcloudMigrationFromHetznersCCM(t *testing.T) {
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		uid, nodePort := string(svc.UID), int(svc.Spec.Ports[0].NodePort)
+		hc := &hcloud.LoadBalancerCreateOptsServiceHealthCheck{Protocol: hcloud.LoadBalancerServiceProtocolTCP, Port: hcloud.Ptr(nodePort)}
+		if annotations != nil {
+			hc.Interval = hcloud.Ptr(15 * time.Second)
+		}
+		// One create, its service in it: the create's action locks the load balancer a while.
 		made, _, err := sdk.LoadBalancer.Create(e.ctx, hcloud.LoadBalancerCreateOpts{Name: "a" + strings.ReplaceAll(uid, "-", ""),
 			LoadBalancerType: &hcloud.LoadBalancerType{Name: "lb11"}, Location: &hcloud.Location{Name: "nbg1"},
 			Labels: map[string]string{adapter.LabelServiceUID: uid},
 			Targets: []hcloud.LoadBalancerCreateOptsTarget{
 				{Type: hcloud.LoadBalancerTargetTypeServer, Server: hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: 101}}},
 				{Type: hcloud.LoadBalancerTargetTypeServer, Server: hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: 102}}},
-			}})
-		require.NoError(t, err)
-		hc := &hcloud.LoadBalancerAddServiceOptsHealthCheck{Protocol: hcloud.LoadBalancerServiceProtocolTCP, Port: hcloud.Ptr(nodePort)}
-		if annotations != nil {
-			hc.Interval = hcloud.Ptr(15 * time.Second)
-		}
-		_, _, err = sdk.LoadBalancer.AddService(e.ctx, made.LoadBalancer, hcloud.LoadBalancerAddServiceOpts{Protocol: hcloud.LoadBalancerServiceProtocolTCP,
-			ListenPort: hcloud.Ptr(80), DestinationPort: hcloud.Ptr(nodePort), Proxyprotocol: hcloud.Ptr(false), HealthCheck: hc})
+			},
+			Services: []hcloud.LoadBalancerCreateOptsService{{Protocol: hcloud.LoadBalancerServiceProtocolTCP,
+				ListenPort: hcloud.Ptr(80), DestinationPort: hcloud.Ptr(nodePort), Proxyprotocol: hcloud.Ptr(false), HealthCheck: hc}}})
 		require.NoError(t, err)
 		lb, _, err := sdk.LoadBalancer.GetByID(e.ctx, made.LoadBalancer.ID)
 		require.NoError(t, err)
