@@ -206,20 +206,11 @@ func (as Aliases) policyKeys(prefix, name string) (plain []spelling, converted [
 // celRead returns the CEL that is true when the annotation key k is one the LoadBalancer
 // reads or reports: under prefix or a legacy prefix, or a legacy key.
 func (as Aliases) celRead(k, prefix string) string {
-	terms := []string{fmt.Sprintf("%s.startsWith(%s)", k, celString(prefix))}
-	for _, lp := range as.Prefixes {
-		terms = append(terms, fmt.Sprintf("%s.startsWith(%s)", k, celString(lp)))
+	read := fmt.Sprintf("%s.startsWith(%s)", k, celString(prefix))
+	if legacy := as.celLegacy(k); legacy != "false" {
+		read += " || " + legacy
 	}
-	var keys []string
-	for _, a := range as.Keys {
-		if !as.legacy(a.Key) {
-			keys = append(keys, a.Key)
-		}
-	}
-	if len(keys) > 0 {
-		terms = append(terms, fmt.Sprintf("%s in [%s]", k, celList(keys)))
-	}
-	return strings.Join(terms, " || ")
+	return read
 }
 
 // celLegacy returns the CEL that is true when the annotation key k is a legacy one: under
