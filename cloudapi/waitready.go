@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/ccmkit/ccmkit/internal/pace"
 )
 
 // WaitReady waits until a resource that the cloud builds after answering its create (or
@@ -42,12 +46,8 @@ func WaitReady[T any](ctx context.Context, op Operation, id string, interval tim
 		case done:
 			return v, nil
 		}
-		t := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return none, NewError(ErrTransient, op, id, fmt.Errorf("not ready after %d reads: %w", polls, ctx.Err()))
-		case <-t.C:
+		if err := pace.Sleep(ctx, clock.RealClock{}, interval); err != nil {
+			return none, NewError(ErrTransient, op, id, fmt.Errorf("not ready after %d reads: %w", polls, err))
 		}
 	}
 }
