@@ -53,8 +53,8 @@ type ServicePlan struct {
 	// LoadBalancerID is the load balancer the Service has, would adopt or take over (or
 	// whose adoption would be refused); empty for a create.
 	LoadBalancerID string
-	// Addresses are that load balancer's addresses, which every action but PlanReplace
-	// keeps.
+	// Addresses are what clients reach that load balancer by (plan.Endpoints: its
+	// addresses and its hostname), which every action but PlanReplace keeps.
 	Addresses []string
 	// By says how the Service names the load balancer it would adopt: "named by
 	// annotation <key>", or "marked <tag>=<uid> by the earlier cloud-controller-manager".
@@ -140,7 +140,7 @@ func (l *LoadBalancer) Plan(ctx context.Context, svc *corev1.Service, nodes []*c
 		}
 		return ServicePlan{Action: PlanCreate, Want: want.spec}, nil
 	}
-	out := ServicePlan{Action: PlanAdopt, LoadBalancerID: lb.ID, Addresses: slices.Clone(lb.Addresses), By: how.named(), Current: &lb.Spec}
+	out := ServicePlan{Action: PlanAdopt, LoadBalancerID: lb.ID, Addresses: slices.Clone(plan.Endpoints(*lb)), By: how.named(), Current: &lb.Spec}
 	if how.mark != "" {
 		out.Action = PlanTakeover
 	}
@@ -160,7 +160,7 @@ func (l *LoadBalancer) Plan(ctx context.Context, svc *corev1.Service, nodes []*c
 // planFor is Plan for the Service's own load balancer current (grouped: the LoadBalancer
 // has target groups).
 func (p *planner) planFor(logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer, grouped bool) ServicePlan {
-	out := ServicePlan{Action: PlanUpdate, LoadBalancerID: current.ID, Addresses: slices.Clone(current.Addresses), Current: &current.Spec}
+	out := ServicePlan{Action: PlanUpdate, LoadBalancerID: current.ID, Addresses: slices.Clone(plan.Endpoints(*current)), Current: &current.Spec}
 	want, err := p.ensureWant(logger, svc, owner, nodes, current)
 	if err != nil {
 		out.Action, out.Err = PlanFails, err

@@ -139,3 +139,22 @@ func TestPlanRefusedTakeover(t *testing.T) {
 	var aerr *loadbalancer.AnnotationError
 	assert.ErrorAs(t, p.Err, &aerr)
 }
+
+// TestPlanAddressesAreEndpoints: a load balancer reached by a hostname too is planned with
+// it among its addresses, so that a Service whose status publishes the hostname is not
+// read as losing it.
+func TestPlanAddressesAreEndpoints(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	e := newEnvWith(t, fake.Config{Hostnames: fake.Hostnames{Domain: "lb.example.com"}}, withTakeover(rec))
+	svc := newService("web")
+	e.ensure(t, svc, e.nodes)
+	own := e.only(t)
+	require.NotEmpty(t, own.Hostname)
+	events(rec)
+
+	p := e.plan(t, rec, svc)
+	assert.Contains(t, p.Addresses, own.Hostname)
+	for _, a := range own.Addresses {
+		assert.Contains(t, p.Addresses, a)
+	}
+}
