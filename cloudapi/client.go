@@ -49,6 +49,10 @@ type InstanceAPI interface {
 // implements UpdateLoadBalancer with LoadBalancerUpdate.Spec; an API with separate calls
 // for listeners, targets and settings implements it from LoadBalancerUpdate.Changes, making
 // only the calls that the changes need.
+//
+// The spec and the update a write is given are the caller's, read only: a backend never
+// writes into their slices and maps (ccmkit hands every Service of a node set the same
+// targets), and copies what it keeps (cloudapitest checks both).
 type LoadBalancerAPI interface {
 	// GetLoadBalancer returns the load balancer with the given ID, or an error matching
 	// ErrNotFound when the cloud is certain that it does not exist.

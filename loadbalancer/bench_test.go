@@ -35,6 +35,12 @@ func BenchmarkEnsureConverged5000Nodes(b *testing.B) {
 // TLS listener with certificates, an HTTP listener, the hostname annotation, and two
 // adapter-declared settings (one from its annotation, one from its default), on a cloud
 // whose load balancers have hostnames.
+// BenchmarkEnsureConverged20000NodesAllSettings is BenchmarkEnsureConverged5000NodesAllSettings
+// at the cost curve's largest size (bench's -sweep), whose converged Ensure has a CPU goal.
+func BenchmarkEnsureConverged20000NodesAllSettings(b *testing.B) {
+	benchmarkEnsureConvergedN(b, 20000, nil, true, false)
+}
+
 func BenchmarkEnsureConverged5000NodesAllSettings(b *testing.B) {
 	benchmarkEnsureConverged(b, nil, true, false)
 }
@@ -54,7 +60,11 @@ func BenchmarkEnsureConverged5000NodesExpiredSnapshot(b *testing.B) {
 }
 
 func benchmarkEnsureConverged(b *testing.B, clk clock.PassiveClock, settings, groups bool) {
-	const n = 5000
+	benchmarkEnsureConvergedN(b, 5000, clk, settings, groups)
+}
+
+// benchmarkEnsureConvergedN is the converged ensure of one Service over n Nodes.
+func benchmarkEnsureConvergedN(b *testing.B, n int, clk clock.PassiveClock, settings, groups bool) {
 	ctx := klog.NewContext(context.Background(), klog.Logger{}) // the zero logger discards
 	instances := make([]fake.Instance, n)
 	nodes := make([]*corev1.Node, n)

@@ -175,14 +175,13 @@ func (s *nodeSet) holdsAs(nodes []*corev1.Node, as func(*corev1.Node) (*corev1.N
 	if s.index == nil || len(nodes) != len(s.index) {
 		return false
 	}
-	s.visits++
+	clear(s.met)
 	for _, n := range nodes {
 		m, initialized := as(n)
-		i, ok := s.index[m]
-		if !ok || s.seen[i] == s.visits || (!initialized && s.providerIDs[i] != n.Spec.ProviderID) {
+		r, ok := s.index[m]
+		if !ok || !s.meet(r.pos) || (!initialized && r.providerID != n.Spec.ProviderID) {
 			return false
 		}
-		s.seen[i] = s.visits
 	}
 	return true
 }

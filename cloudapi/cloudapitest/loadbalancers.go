@@ -340,6 +340,7 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		spec := s.lbSpec("ct-create")
 		want := spec.Clone()
 		created := s.createLB(t, api, spec)
+		require.Equal(t, want, spec, "CreateLoadBalancer: broke \"the spec a write is given is the caller's, read only\"")
 		// The backend must not keep the caller's slices and maps.
 		spec.Listeners[0].Port = 1
 		spec.Targets[0] = "scribbled"
@@ -423,9 +424,11 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		changes := cloudapi.DiffLoadBalancer(old.Spec, desired)
 		require.False(t, changes.Empty())
 
-		updated, err := api.UpdateLoadBalancer(t.Context(), old.ID,
-			cloudapi.LoadBalancerUpdate{Spec: desired.Clone(), Changes: changes})
+		given := cloudapi.LoadBalancerUpdate{Spec: desired.Clone(), Changes: changes}
+		updated, err := api.UpdateLoadBalancer(t.Context(), old.ID, given)
 		require.NoError(t, err, "UpdateLoadBalancer of listeners, targets, health check, source ranges, PROXY protocol and tags")
+		require.Equal(t, cloudapi.LoadBalancerUpdate{Spec: desired, Changes: changes}, given,
+			"UpdateLoadBalancer: broke \"the update a write is given is the caller's, read only\"")
 		require.NotNil(t, updated, "UpdateLoadBalancer returned nil and no error")
 		assert.Equal(t, old.ID, updated.ID, "UpdateLoadBalancer: the ID changed; it is \"unique, immutable\"")
 		assert.Equal(t, old.Hostname, updated.Hostname, "UpdateLoadBalancer: broke \"a hostname, once given, does not change\"")

@@ -29,6 +29,23 @@
 // DescribeInstances batcher (which waits 100 ms for more requests before it sends one)
 // run in real time.
 //
+// Why the column does not run on virtual time: the provider's clock cannot be injected.
+// It calls package time itself, with no clock in its Cloud, its Config or its Services
+// interface: time.Now for the instance cache's age (instances.go, instanceCache), two
+// time.NewTimer in the batcher that every DescribeInstances by ID goes through
+// (batcher.Batcher.waitForIdle, 100 ms idle and 1 s at most, describe_instance_batch.go),
+// and time.Sleep between retries of a security group create (aws.go). What the benchmark
+// injects (the AWS clients, the metadata service) never sees those waits. The one way to
+// run this code on a fake clock without changing it is testing/synctest, whose bubble
+// fakes package time for the goroutines inside it; it needs a *testing.T and every
+// goroutine the column talks to inside the bubble (the fake clientset, its informers and
+// the upstream controllers, each with the benchmark's own fake clock beside synctest's),
+// and bench/peers is a program run with go run, not a test. So P1_outage and P3 are
+// measured on a subset of Nodes (-p3-subset) and scaled linearly (each NotReady Node's
+// lookups are the same calls, sent one after another by the controllers), and the report
+// says where a figure is extrapolated; P1 and P4 are measured whole, in real time, which
+// is why this column takes about an hour at 5,000 Nodes.
+//
 // The configuration is the one the provider's documentation gives a large cluster
 // (Config): KubernetesClusterID, resource-based node names (the Node is named after its
 // instance ID, so the provider finds the instance without a lookup by name), one shared
