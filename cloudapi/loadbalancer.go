@@ -3,6 +3,7 @@ package cloudapi
 import (
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -486,8 +487,8 @@ func setDiff(have, want []string) (add, remove []string) {
 	if slices.Equal(have, want) {
 		return nil, nil // a converged load balancer's targets: one comparison a target
 	}
-	if slices.IsSorted(have) && slices.IsSorted(want) {
-		return sortedDiff(have, want)
+	if add, remove, ok := sortedDiff(have, want); ok {
+		return add, remove
 	}
 	return mapDiff(have, want)
 }
@@ -515,33 +516,54 @@ func mapDiff(have, want []string) (add, remove []string) {
 	return slices.Compact(add), slices.Compact(remove)
 }
 
-// sortedDiff is setDiff of two sorted lists, by merging them without allocating unless
-// they differ: the common case of target lists, which callers keep sorted.
-func sortedDiff(have, want []string) (add, remove []string) {
+// sortedDiff is setDiff of two sorted lists (duplicates allowed), by merging them in one
+// pass that allocates only where they differ: the common case of target lists, which
+// callers keep sorted. Where the lists agree it costs one equality test and one
+// comparison an element: the comparison with the last value taken, which checks that
+// both lists are sorted as it goes. ok is false when either is not sorted (add and remove
+// are then unfinished).
+func sortedDiff(have, want []string) (add, remove []string, ok bool) {
 	i, j := 0, 0
-	for i < len(have) || j < len(want) {
+	var last string // the last value taken from either list: the merge takes them in order
+	for taken := false; i < len(have) || j < len(want); taken = true {
+		var v string
+		in := 0 // where v is: -1 have only, 1 want only, 0 both
 		switch {
-		case j == len(want) || (i < len(have) && have[i] < want[j]):
-			if len(remove) == 0 || remove[len(remove)-1] != have[i] {
-				remove = append(remove, have[i])
-			}
+		case j == len(want):
+			v, in = have[i], -1
 			i++
-		case i == len(have) || want[j] < have[i]:
-			if len(add) == 0 || add[len(add)-1] != want[j] {
-				add = append(add, want[j])
-			}
+		case i == len(have):
+			v, in = want[j], 1
 			j++
-		default: // equal: skip every copy of the value on both sides
-			v := have[i]
-			for i < len(have) && have[i] == v {
-				i++
-			}
-			for j < len(want) && want[j] == v {
-				j++
+		case have[i] == want[j]:
+			v = have[i]
+			i, j = i+1, j+1
+		case have[i] < want[j]:
+			v, in = have[i], -1
+			i++
+		default:
+			v, in = want[j], 1
+			j++
+		}
+		if taken {
+			switch c := strings.Compare(v, last); {
+			case c < 0:
+				return nil, nil, false // a list is not sorted
+			case c == 0:
+				// A duplicate: the merge took the first copy from each list that holds
+				// the value (both are sorted), so it is recorded as it must be.
+				continue
 			}
 		}
+		last = v
+		switch in {
+		case -1:
+			remove = append(remove, v)
+		case 1:
+			add = append(add, v)
+		}
 	}
-	return add, remove
+	return add, remove, true
 }
 
 func equalSets(a, b []string) bool {

@@ -328,7 +328,7 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 	// The Services that carry a key the LoadBalancer reads, looked up one by one: the
 	// cost does not grow with the Service's other annotations.
 	var known []string
-	for _, a := range Annotations() {
+	for _, a := range annotationTable() {
 		known = append(known, p+a.Name)
 	}
 	for _, s := range opts.Settings {
@@ -357,7 +357,7 @@ func denyPolicy(opts AdmissionPolicyOptions) (*admissionregistrationv1.Validatin
 func unknownPolicy(opts AdmissionPolicyOptions) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	p := opts.AnnotationPrefix
 	var known []string
-	for _, a := range Annotations() {
+	for _, a := range annotationTable() {
 		known = append(known, a.Name)
 	}
 	for _, s := range opts.Settings {

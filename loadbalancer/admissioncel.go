@@ -164,7 +164,7 @@ type annotationCheck struct {
 func checks(settings Settings) ([]annotationCheck, []string) {
 	var out []annotationCheck
 	var syncOnly []string
-	for _, a := range Annotations() {
+	for _, a := range annotationTable() {
 		if a.check == nil {
 			syncOnly = append(syncOnly, a.Name)
 			continue

@@ -49,15 +49,15 @@ func shapeContradictions(opts AdmissionPolicyOptions, r celRules) {
 		name string
 		rng  cloudapi.CountRange
 	}{{AnnotationHealthCheckHealthyThreshold, ranges.HealthyThreshold}, {AnnotationHealthCheckUnhealthyThreshold, ranges.UnhealthyThreshold}} {
-		i := slices.IndexFunc(Annotations(), func(a Annotation) bool { return a.Name == c.name })
-		if c.rng == (cloudapi.CountRange{}) || i < 0 || Annotations()[i].check == nil {
+		i := slices.IndexFunc(annotationTable(), func(a Annotation) bool { return a.Name == c.name })
+		if c.rng == (cloudapi.CountRange{}) || i < 0 || annotationTable()[i].check == nil {
 			continue
 		}
 		in := fmt.Sprintf("int(%s) >= %d", r.value(c.name), c.rng.Min)
 		if c.rng.Max > 0 {
 			in += fmt.Sprintf(" && int(%s) <= %d", r.value(c.name), c.rng.Max)
 		}
-		r.contradiction(r.unread(fmt.Sprintf("!(%s) || !(%s) || %s", r.has(c.name), r.valid(Annotations()[i].check, r.value(c.name)), in), c.name),
+		r.contradiction(r.unread(fmt.Sprintf("!(%s) || !(%s) || %s", r.has(c.name), r.valid(annotationTable()[i].check, r.value(c.name)), in), c.name),
 			"annotation %s: out of this cloud's range of a health check's threshold ("+c.rng.String()+")", c.name)
 	}
 	// A port's own health check, where the cloud cannot build it: the rule of the sync (Uses).

@@ -201,7 +201,7 @@ func (as Aliases) Reference(prefix string, settings Settings) string {
 // target returns what values the annotation or setting name allows, and whether it is
 // one of ccmkit's annotations or a setting of settings.
 func target(name string, settings Settings) (allowed string, ok bool) {
-	for _, an := range Annotations() {
+	for _, an := range annotationTable() {
 		if an.Name == name {
 			return an.Values, true
 		}
@@ -332,7 +332,7 @@ func (as Aliases) inUse(annotations map[string]string) bool {
 // one of ccmkit's annotations (a declared setting has its own default, Setting.Default),
 // and v a value it takes.
 func checkDefault(name, v string, settings Settings) error {
-	for _, an := range Annotations() {
+	for _, an := range annotationTable() {
 		if an.Name == name {
 			var a parsedAnnotations
 			if err := an.apply(v, &a); err != nil {

@@ -6,8 +6,10 @@ import (
 	"net"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -135,7 +137,22 @@ type parsedAnnotations struct {
 }
 
 // Annotations returns every annotation ccmkit reads, in the order of the reference.
-func Annotations() []Annotation {
+func Annotations() []Annotation { return slices.Clone(annotationTable()) }
+
+// annotationTable returns Annotations, built once (every sync parses a Service's
+// annotations with it); read only.
+func annotationTable() []Annotation {
+	annotationsOnce.Do(func() { annotationList = buildAnnotations() })
+	return annotationList
+}
+
+var (
+	annotationsOnce sync.Once
+	annotationList  []Annotation // annotationTable's
+)
+
+// buildAnnotations returns every annotation ccmkit reads, in the order of the reference.
+func buildAnnotations() []Annotation {
 	return append([]Annotation{
 		{
 			Name: AnnotationInternal, check: celBool, same: celSameBool, Values: "true, false", Default: "false",
@@ -372,10 +389,19 @@ func Annotations() []Annotation {
 	}, stickinessAnnotations()...)
 }
 
+// annotationNames is the set of the names of annotationTable.
+var annotationNames = sync.OnceValue(func() map[string]bool {
+	names := map[string]bool{}
+	for _, an := range annotationTable() {
+		names[an.Name] = true
+	}
+	return names
+})
+
 // annotationReference returns the reference of ccmkit's own annotations under prefix as a
 // Markdown table, the one docs/reference/annotations.md carries (a test checks it).
 func annotationReference(prefix string) string {
-	as := Annotations()
+	as := annotationTable()
 	rows := make([][4]string, len(as))
 	for i, a := range as {
 		rows[i] = [4]string{prefix + a.Name, a.Values, a.Default, a.Doc}

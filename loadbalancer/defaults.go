@@ -174,7 +174,7 @@ type portHealthCheck struct {
 func parsePortHealthChecks(v string) ([]portHealthCheck, error) {
 	parts := map[string]Annotation{}
 	var names []string
-	for _, an := range Annotations() {
+	for _, an := range annotationTable() {
 		if part, ok := strings.CutPrefix(an.Name, "health-check-"); ok {
 			parts[part] = an
 			names = append(names, part+"=")

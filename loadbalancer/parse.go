@@ -46,7 +46,6 @@ func (e *AnnotationError) Unwrap() error { return e.Err }
 func parseAnnotations(prefix string, decls Settings, aliases Aliases, annotations map[string]string) (parsedAnnotations, []string, []*AnnotationError) {
 	var a parsedAnnotations
 	var errs []*AnnotationError
-	known := map[string]bool{}
 	written := func(name string, sps []spelling) {
 		if len(sps) > 0 {
 			if a.keys == nil {
@@ -56,8 +55,7 @@ func parseAnnotations(prefix string, decls Settings, aliases Aliases, annotation
 		}
 	}
 	legacy := aliases.inUse(annotations)
-	for _, an := range Annotations() {
-		known[an.Name] = true
+	for _, an := range annotationTable() {
 		sps := aliases.spellings(prefix, an.Name, annotations)
 		written(an.Name, sps)
 		if v, ok := aliases.Defaults[an.Name]; ok && legacy && len(sps) == 0 {
@@ -77,7 +75,6 @@ func parseAnnotations(prefix string, decls Settings, aliases Aliases, annotation
 		}
 	}
 	for _, d := range decls {
-		known[d.Name] = true
 		sps := aliases.spellings(prefix, d.Name, annotations)
 		written(d.Name, sps)
 		canon, ok, derrs := readSpellings(sps, prefix, d.Name, d.allowed(), d.parse, func(x, y string) bool { return x == y })
@@ -92,7 +89,7 @@ func parseAnnotations(prefix string, decls Settings, aliases Aliases, annotation
 	}
 	var unknown []string
 	for k := range annotations {
-		if name, ok := strings.CutPrefix(k, prefix); (ok && !known[name]) || (!ok && aliases.legacy(k) && !aliases.known(k)) {
+		if name, ok := strings.CutPrefix(k, prefix); (ok && !annotationNames()[name] && !decls.declared(name)) || (!ok && aliases.legacy(k) && !aliases.known(k)) {
 			unknown = append(unknown, k)
 		}
 	}

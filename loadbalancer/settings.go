@@ -67,7 +67,7 @@ var settingNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 // or set beside ServiceOnly.
 func (ss Settings) Validate() error {
 	own := map[string]bool{}
-	for _, a := range Annotations() {
+	for _, a := range annotationTable() {
 		own[a.Name] = true
 	}
 	var errs []error
