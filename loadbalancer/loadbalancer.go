@@ -201,7 +201,7 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, _ string, svc *corev
 		owner = l.intents.ownerOnDelete(svc)
 	}
 	var found []cloudapi.LoadBalancer
-	err = l.reconcile(ctx, svc, owner, step{write: func(read []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
+	err = l.reconcile(ctx, svc, owner, step{write: func(read []cloudapi.LoadBalancer, _ bool) ([]*cloudapi.LoadBalancer, error) {
 		found = read
 		return pointers(read), nil
 	}})
@@ -286,7 +286,7 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *co
 			current = lb
 			return true, nil
 		},
-		write: func(found []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
+		write: func(found []cloudapi.LoadBalancer, _ bool) ([]*cloudapi.LoadBalancer, error) {
 			lb, err := l.ensure(ctx, logger, svc, owner, nodes, found)
 			if err != nil {
 				return nil, err
@@ -377,7 +377,7 @@ func (l *LoadBalancer) deleteFor(ctx context.Context, logger klog.Logger, svc *c
 			}
 			return true
 		},
-		write: func(found []cloudapi.LoadBalancer) (_ []*cloudapi.LoadBalancer, err error) {
+		write: func(found []cloudapi.LoadBalancer, _ bool) (_ []*cloudapi.LoadBalancer, err error) {
 			if keep && !shared && len(found) > 0 {
 				if found, err = l.w.dropDuplicates(ctx, logger, svc, owner, found, l.intents.annotation(svc, AnnotationLoadBalancerID).loadBalancerID); err != nil {
 					return nil, err

@@ -220,12 +220,12 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 	if err != nil {
 		return said, nil, err
 	}
-	// updateWant plans the write onto current and gets its group (fresh after since).
-	updateWant := func(current *cloudapi.LoadBalancer) (wanted, func(), error) {
-		want := l.p.updateWant(logger, svc, owner, nodes, current)
+	// grouped is want with its targets in their group (fresh after since).
+	grouped := func(want wanted) (wanted, func(), error) {
 		release, err := l.w.group(ctx, logger, &want, since)
 		return want, release, err
 	}
+	var planned *wanted // what fromSnapshot planned, when it found something to write
 	err = l.reconcile(ctx, svc, owner, step{
 		enter: func() bool {
 			if !nodeSync {
@@ -247,23 +247,33 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			return true
 		},
 		fromSnapshot: func(current *cloudapi.LoadBalancer) (done bool, err error) {
-			want, release, err := updateWant(current)
+			plan := l.p.updateWant(logger, svc, owner, nodes, current)
+			want, release, err := grouped(plan)
 			if err != nil {
 				return false, err
 			}
 			release()
 			serr = want.serr
 			said = outcome{id: current.ID, known: true, notReady: l.p.unserved(svc, owner, current, want.asked)} // trusted: active
-			return l.w.cmp.same(current.Spec, want.spec), nil
+			if l.w.cmp.same(current.Spec, want.spec) {
+				return true, nil
+			}
+			planned = &plan
+			return false, nil
 		},
 		listedSince: func() (uint64, bool) { return since, tracked },
-		write: func(found []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error) {
+		write: func(found []cloudapi.LoadBalancer, asDecided bool) ([]*cloudapi.LoadBalancer, error) {
 			if len(found) == 0 {
 				said = outcome{known: true} // none
 				return nil, keptEntry{fmt.Errorf("service %s/%s has no load balancer with tags %s to update: %w", svc.Namespace, svc.Name,
 					tagsText(ownerTags(l.opts.ClusterID, owner)), cloudapi.ErrNotFound)}
 			}
-			want, release, err := updateWant(&found[0])
+			plan := planned // the plan of this very load balancer, when the read is it
+			if !asDecided || plan == nil {
+				p := l.p.updateWant(logger, svc, owner, nodes, &found[0])
+				plan = &p
+			}
+			want, release, err := grouped(*plan)
 			if err != nil {
 				return nil, keptEntry{err}
 			}

@@ -40,14 +40,16 @@ func (l *LoadBalancer) reconcile(ctx context.Context, svc *corev1.Service, owner
 	if s.enter != nil && !s.enter() {
 		return nil
 	}
+	var decided *cloudapi.LoadBalancer // the snapshot's entry fromSnapshot decided on
 	if s.fromSnapshot != nil {
 		if current, ok := l.snap.trusted(ctx, owner); ok {
 			if done, err := s.fromSnapshot(current); err != nil || done {
 				return err
 			}
+			decided = current
 		}
 	}
-	found, err := l.snap.read(ctx, svc, owner, s.listedSince)
+	found, from, err := l.snap.read(ctx, svc, owner, s.listedSince)
 	if err != nil {
 		l.snap.forget(owner)
 		return err
@@ -55,7 +57,7 @@ func (l *LoadBalancer) reconcile(ctx context.Context, svc *corev1.Service, owner
 	if len(found) == 0 {
 		l.snap.gone(owner)
 	}
-	lbs, err := s.write(found)
+	lbs, err := s.write(found, decided != nil && from == decided)
 	var kept keptEntry
 	switch {
 	case errors.As(err, &kept):
@@ -85,8 +87,10 @@ type step struct {
 	listedSince func() (since uint64, ok bool)
 	// write gets the fresh read, the Service's load balancers oldest first (none: it has
 	// none), writes what differs and returns the Service's load balancers as the cloud
-	// last answered.
-	write func(found []cloudapi.LoadBalancer) ([]*cloudapi.LoadBalancer, error)
+	// last answered. asDecided is true when the fresh read is the very load balancer
+	// fromSnapshot decided on (the snapshot's entry: a list's entries are replaced, never
+	// changed), so that what fromSnapshot planned for it stands.
+	write func(found []cloudapi.LoadBalancer, asDecided bool) ([]*cloudapi.LoadBalancer, error)
 	// recorded runs once write's answer is in the snapshot.
 	recorded func()
 }
@@ -98,16 +102,18 @@ type keptEntry struct{ error }
 
 // read is reconcile's fresh read of the Service's load balancers: the one a list of the
 // cluster's load balancers begun after since saw, when listedSince answers ok and the
-// snapshot has such a read (see snapshot.listedSince), else a list by owner tags (find).
-func (s *snapshot) read(ctx context.Context, svc *corev1.Service, owner string, listedSince func() (uint64, bool)) ([]cloudapi.LoadBalancer, error) {
+// snapshot has such a read (see snapshot.listedSince), and from is then that list's entry;
+// else a list by owner tags (find), and from is nil.
+func (s *snapshot) read(ctx context.Context, svc *corev1.Service, owner string, listedSince func() (uint64, bool)) (found []cloudapi.LoadBalancer, from *cloudapi.LoadBalancer, err error) {
 	if listedSince != nil {
 		if since, ok := listedSince(); ok {
 			if lb, ok := s.listedSince(ctx, owner, since); ok {
-				return []cloudapi.LoadBalancer{*lb}, nil
+				return []cloudapi.LoadBalancer{*lb}, lb, nil
 			}
 		}
 	}
-	return s.find(ctx, svc, owner)
+	found, err = s.find(ctx, svc, owner)
+	return found, nil, err
 }
 
 // trusted returns the Service's load balancer from the snapshot when the snapshot may

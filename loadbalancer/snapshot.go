@@ -318,6 +318,9 @@ func (s *snapshot) list(ctx context.Context) (map[string]*serviceEntry, *targetS
 type targetSets struct {
 	seed   maphash.Seed
 	byHash map[uint64][][]string
+	// last is the set interned last: the load balancers of one list, and the writes of
+	// one node sync, mostly have the same targets, which one comparison then finds.
+	last []string
 }
 
 func newTargetSets() *targetSets {
@@ -339,6 +342,9 @@ func (t *targetSets) intern(ids []string) []string {
 	if len(ids) == 0 {
 		return nil
 	}
+	if slices.Equal(t.last, ids) {
+		return t.last
+	}
 	set := ids
 	if !strictlySorted(ids) {
 		set = slices.Clone(ids)
@@ -354,11 +360,13 @@ func (t *targetSets) intern(ids []string) []string {
 	sum := h.Sum64()
 	for _, stored := range t.byHash[sum] {
 		if slices.Equal(stored, set) {
+			t.last = stored
 			return stored
 		}
 	}
 	stored := slices.Clone(set) // exactly as long as needed, and not the caller's
 	t.byHash[sum] = append(t.byHash[sum], stored)
+	t.last = stored
 	return stored
 }
 

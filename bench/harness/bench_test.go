@@ -28,6 +28,9 @@ func TestBenchSmall(t *testing.T) {
 	})
 	rep, err := run(context.Background(), smallConfig(), &logs, nil)
 	require.NoError(t, err)
+	for _, line := range []string{"ccmkit: node_add 2 of 2: ", "ccmkit: node_delete 2 of 2: ", "baseline: node_add 2 of 2: ", "baseline: node_delete 2 of 2: "} {
+		assert.Contains(t, logs.String(), line, "every repetition of node_add and node_delete")
+	}
 
 	path := filepath.Join(t.TempDir(), "bench.json")
 	require.NoError(t, rep.writeJSON(path))
@@ -253,4 +256,11 @@ func TestOnCcmkitIsNoPeer(t *testing.T) {
 	rep.printTable(&out)
 	assert.Contains(t, out.String(), "other budget: P1 30.0 requests a minute, 50% of 60 a minute (sixty a minute); P1_outage 90.0, 150%")
 	assert.NotContains(t, out.String(), "Where a peer wins:\n  P1:", "ccmkit over another cloud wins nothing from ccmkit")
+}
+
+// TestMedian checks the median of node_add's and node_delete's repetitions.
+func TestMedian(t *testing.T) {
+	assert.InDelta(t, 0.2, median([]float64{0.3, 0.1, 0.2}), 1e-12)
+	assert.InDelta(t, 0.25, median([]float64{0.4, 0.1, 0.2, 0.3}), 1e-12)
+	assert.InDelta(t, 0.7, median([]float64{0.7}), 1e-12)
 }

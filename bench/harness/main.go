@@ -32,12 +32,18 @@ type config struct {
 	p3Subset int           // Nodes a peer's P3 pass is timed on
 	qps      float64       // ccmkit's cloudAPI.qps
 	quiet    time.Duration // how long the cloud sees no call before the controllers count as synced
-	klog     bool          // keep the controllers' logs
-	trace    *tracer       // -trace, -cpuprofile; nil: none
+	// nodeRepeats is how many times node_add and node_delete run; their seconds are the
+	// median (0 counts as 1).
+	nodeRepeats int
+	klog        bool    // keep the controllers' logs
+	trace       *tracer // -trace, -cpuprofile; nil: none
 	// noBaseline skips the baseline: its figures are zero and the report says so (the
 	// sweep's sizes above -sweep-baseline-nodes).
 	noBaseline bool
 }
+
+// repeats is cfg.nodeRepeats, at least 1.
+func (c config) repeats() int { return max(c.nodeRepeats, 1) }
 
 // Main is `make bench`: it parses the command line (see the bench command's doc), runs
 // ccmkit, the baseline and peers side by side and prints the report, or with -sweep the
@@ -62,6 +68,7 @@ func Main(peers ...Column) {
 	fs.DurationVar(&cfg.latency, "latency", 100*time.Millisecond, "latency added to every cloud call in P3")
 	fs.IntVar(&cfg.p3Subset, "p3-subset", 50, "Nodes a peer's P3 pass is timed on, then scaled to all Nodes (and at most the NotReady Nodes of P1_outage of a peer that waits in real time per call)")
 	fs.Float64Var(&cfg.qps, "qps", math.Inf(1), "ccmkit's cloudAPI.qps (+Inf: cloudAPI.unlimited, no client-side limit, as the baseline has none; 0: ccmkit's default)")
+	fs.IntVar(&cfg.nodeRepeats, "node-repeats", 1, "run node_add and node_delete `N` times and report the median of their seconds (their calls are the first time's)")
 	fs.DurationVar(&cfg.quiet, "quiet", 500*time.Millisecond, "how long the cloud must see no call before the controllers count as synced")
 	fs.BoolVar(&cfg.klog, "klog", false, "show the controllers' and the provider's logs on stderr")
 	fs.StringVar(&timeline, "trace", "", "write to `FILE` the timeline of the scenarios of -trace-scenarios, each column's: every call the controllers make to the provider (start, duration, error; the Nodes it is given), the scenario's Node as the informers see it change (provider ID, taints, Ready), the cloud's calls by operation every 100 ms")
@@ -154,6 +161,7 @@ func smallConfig() config {
 	return config{
 		nodes: 60, services: 12, pageSize: 10, notReady: -1, minutes: 2,
 		latency: 5 * time.Millisecond, p3Subset: 20, qps: math.Inf(1), quiet: 100 * time.Millisecond,
+		nodeRepeats: 2, // a repetition puts the world back as each one found it
 	}
 }
 

@@ -170,7 +170,11 @@ func newReport(cfg config, columns []Column, results []*result, ran []bool) *rep
 		settings(func(r *result) float64 { return r.p6SettingsNsPerOp }))
 	add(figure{key: "P6_settings_allocs", unit: "allocs/op"}, settings(func(r *result) float64 { return r.p6SettingsAllocs }))
 	add(figure{key: "node_add_writes", unit: "calls", goal: atMost(s)}, count(func(r *result) int64 { return r.nodeAddWrites }))
-	add(figure{key: "node_add_seconds", unit: "s", digits: 2, note: "from the Node's creation until every load balancer has it"},
+	repeats := ""
+	if cfg.repeats() > 1 {
+		repeats = fmt.Sprintf("; the median of %d runs (-node-repeats), each with the controllers started afresh", cfg.repeats())
+	}
+	add(figure{key: "node_add_seconds", unit: "s", digits: 2, note: "from the Node's creation until every load balancer has it" + repeats},
 		func(r *result) float64 { return r.nodeAddSeconds })
 	add(figure{key: "node_add_lbs", unit: "load balancers", count: true,
 		note: fmt.Sprintf("load balancers that have the new Node at the end, of %d", cfg.services)},
@@ -178,7 +182,7 @@ func newReport(cfg config, columns []Column, results []*result, ran []bool) *rep
 	add(figure{key: "node_delete_writes", unit: "calls", goal: atMost(s),
 		note: "a Node's instance deleted in the cloud and the Node NotReady: every cloud write until the cloud is quiet, as the lifecycle controller (a pass every 5 virtual seconds) deletes the Node and the service controller takes it out of every load balancer"},
 		count(func(r *result) int64 { return r.nodeDeleteWrites }))
-	add(figure{key: "node_delete_seconds", unit: "s", digits: 2, note: "from the Node's NotReady until every load balancer was written without it"},
+	add(figure{key: "node_delete_seconds", unit: "s", digits: 2, note: "from the Node's NotReady until every load balancer was written without it" + repeats},
 		func(r *result) float64 { return r.nodeDeleteSeconds })
 	add(figure{key: "node_delete_lbs", unit: "load balancers", count: true,
 		note: fmt.Sprintf("load balancers that still have the deleted Node's instance at the end, of %d (0: every one)", cfg.services)},

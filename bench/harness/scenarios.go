@@ -410,18 +410,45 @@ func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
 	return nil
 }
 
-// nodeAdd measures node_add (addNode): the cloud writes, the time until every load
-// balancer has the new instance, and the load balancers that have it at the end.
+// nodeAdd measures node_add (addNode) cfg.nodeRepeats times: the cloud writes, the time
+// until every load balancer has the new instance (the median of the repetitions), and the
+// load balancers that have it at the end. Before each repetition but the first, the
+// instance the last one added leaves the cloud; the next one's controllers start on the
+// world's Nodes and take it out of every load balancer before it is added again. The
+// calls, the writes and the load balancers are the first repetition's (each one's are in
+// the progress log: a provider may make more writes one time than another).
 func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
-	a, err := addNode(ctx, w, "node_add")
-	if err != nil {
-		return err
+	i := len(w.nodes)
+	var seconds []float64
+	for rep := range w.cfg.repeats() {
+		if rep > 0 {
+			if err := w.cloud.RemoveInstance(i); err != nil {
+				return err
+			}
+		}
+		a, err := addNode(ctx, w, "node_add")
+		if err != nil {
+			return err
+		}
+		writes := a.calls.Writes()
+		log.printf("%s: node_add %d of %d: %d cloud writes in %.2fs %v; %d of %d load balancers have %s; %d kube writes",
+			w.name, rep+1, w.cfg.repeats(), writes, a.seconds, a.calls, a.lbs, len(w.services), a.instance, a.kubeWrites)
+		if rep == 0 {
+			r.nodeAddCalls, r.nodeAddLBs, r.nodeAddKubeWrites, r.nodeAddWrites = a.calls, a.lbs, a.kubeWrites, writes
+		}
+		seconds = append(seconds, a.seconds)
 	}
-	r.nodeAddCalls, r.nodeAddSeconds, r.nodeAddLBs, r.nodeAddKubeWrites = a.calls, a.seconds, a.lbs, a.kubeWrites
-	r.nodeAddWrites = a.calls.Writes()
-	log.printf("%s: node_add: %d cloud writes in %.2fs %v; %d of %d load balancers have %s; %d kube writes",
-		w.name, r.nodeAddWrites, r.nodeAddSeconds, r.nodeAddCalls, r.nodeAddLBs, len(w.services), a.instance, r.nodeAddKubeWrites)
+	r.nodeAddSeconds = median(seconds)
 	return nil
+}
+
+// median returns the median of xs (the mean of the middle two of an even count).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // nodeDelete measures node_delete: with the service controller running and synced, the
@@ -431,29 +458,66 @@ func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
 // load balancer. It counts the cloud calls from the instance's deletion until the cloud is
 // quiet, times the Node's NotReady until every load balancer was written without the
 // instance, and counts the load balancers that still have it at the end.
+//
+// It runs cfg.nodeRepeats times, with the median time: before each repetition but the first,
+// the instance is back in the cloud, and the next one's controllers start on the world's
+// Nodes and put it back into every load balancer before it is deleted again. The calls,
+// the writes and the load balancers are the first repetition's, as in nodeAdd.
 func nodeDelete(ctx context.Context, w *world, r *result, log *progress) error {
+	i := len(w.nodes) - 1
+	var seconds []float64
+	for rep := range w.cfg.repeats() {
+		if rep > 0 {
+			if err := w.cloud.AddInstance(i); err != nil {
+				return err
+			}
+		}
+		d, err := deleteNode(ctx, w, i)
+		if err != nil {
+			return err
+		}
+		writes := d.calls.Writes()
+		log.printf("%s: node_delete %d of %d: %d cloud writes in %.2fs %v; %d of %d load balancers still have %s",
+			w.name, rep+1, w.cfg.repeats(), writes, d.seconds, d.calls, d.lbs, len(w.services), w.cloud.ProviderID(i))
+		if rep == 0 {
+			r.nodeDeleteCalls, r.nodeDeleteLBs, r.nodeDeleteWrites = d.calls, d.lbs, writes
+		}
+		seconds = append(seconds, d.seconds)
+	}
+	r.nodeDeleteSeconds = median(seconds)
+	return nil
+}
+
+// nodeDeleted is what deleteNode found.
+type nodeDeleted struct {
+	calls   Calls   // every cloud call from the instance's deletion until the cloud is quiet
+	seconds float64 // from the Node's NotReady until every load balancer was written without it
+	lbs     int     // the cluster's load balancers that still reach the instance at the end
+}
+
+// deleteNode runs node_delete once, on the world's instance i.
+func deleteNode(ctx context.Context, w *world, i int) (*nodeDeleted, error) {
 	k := newKube(w.nodes, 0)
 	s, err := w.start(ctx, k, parts{service: true, lifecycleOnce: true})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer s.stop()
 	if err := s.waitSynced(ctx, true); err != nil {
-		return err
+		return nil, err
 	}
-	i := len(w.nodes) - 1
 	done := w.cloud.Watch(i, len(w.services), true)
 	before := w.cloud.Calls()
 	endTrace := w.cfg.trace.begin(w, "node_delete")
 	defer endTrace()
 	w.cfg.trace.eventf("deleting instance %s", w.cloud.ProviderID(i))
 	if err := w.cloud.RemoveInstance(i); err != nil {
-		return err
+		return nil, err
 	}
 	name := w.nodes[i].Name
 	n, err := k.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for j := range n.Status.Conditions {
 		if c := &n.Status.Conditions[j]; c.Type == corev1.NodeReady {
@@ -463,13 +527,13 @@ func nodeDelete(ctx context.Context, w *world, r *result, log *progress) error {
 	w.cfg.trace.eventf("Node %s NotReady", name)
 	start := time.Now()
 	if _, err := k.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-		return err
+		return nil, err
 	}
 	if err := waitFor(ctx, func() bool {
 		n, err := s.factory.Core().V1().Nodes().Lister().Get(name)
 		return err == nil && !isReady(n)
 	}); err != nil {
-		return fmt.Errorf("waiting for the informer to see Node %s NotReady: %w", name, err)
+		return nil, fmt.Errorf("waiting for the informer to see Node %s NotReady: %w", name, err)
 	}
 	deleted := false
 	for pass := 0; pass < 120 && !deleted; pass++ { // 10 virtual minutes
@@ -479,37 +543,34 @@ func nodeDelete(ctx context.Context, w *world, r *result, log *progress) error {
 		case apierrors.IsNotFound(err):
 			deleted = true
 		case err != nil:
-			return err
+			return nil, err
 		default:
 			w.clock.Step(nodeMonitorPeriod)
 		}
 	}
 	if !deleted {
-		return fmt.Errorf("the Node %s of the deleted instance %s is still there after 10 virtual minutes of the lifecycle controller", name, w.cloud.ProviderID(i))
+		return nil, fmt.Errorf("the Node %s of the deleted instance %s is still there after 10 virtual minutes of the lifecycle controller", name, w.cloud.ProviderID(i))
 	}
 	timeout := time.NewTimer(waitTimeout)
 	defer timeout.Stop()
 	select {
 	case <-done:
 	case <-timeout.C:
-		return fmt.Errorf("the deleted Node left only some load balancers in %v", waitTimeout)
+		return nil, fmt.Errorf("the deleted Node left only some load balancers in %v", waitTimeout)
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	r.nodeDeleteSeconds = time.Since(start).Seconds()
+	d := &nodeDeleted{seconds: time.Since(start).Seconds()}
 	w.cfg.trace.eventf("every load balancer was written without %s", w.cloud.ProviderID(i))
 	if err := w.waitQuiet(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	w.cfg.trace.eventf("the cloud is quiet")
-	r.nodeDeleteCalls = w.cloud.Calls().Sub(before)
-	r.nodeDeleteWrites = r.nodeDeleteCalls.Writes()
-	if r.nodeDeleteLBs, err = w.cloud.Reaching(i); err != nil {
-		return err
+	d.calls = w.cloud.Calls().Sub(before)
+	if d.lbs, err = w.cloud.Reaching(i); err != nil {
+		return nil, err
 	}
-	log.printf("%s: node_delete: %d cloud writes in %.2fs %v; %d of %d load balancers still have %s",
-		w.name, r.nodeDeleteWrites, r.nodeDeleteSeconds, r.nodeDeleteCalls, r.nodeDeleteLBs, len(w.services), w.cloud.ProviderID(i))
-	return nil
+	return d, nil
 }
 
 // isReady reports whether the Node's Ready condition is True.
