@@ -41,15 +41,17 @@ const (
 	bugIgnoreTagFilter bug = "ignore-tag-filter" // ListInstances returns everything
 
 	// The load balancer bugs of an adapter whose wire format lacks a field (dropper).
-	bugDropAffinity bug = "lb-drop-affinity" // specs lose their session affinity on the way to the cloud
-	bugDropHostname bug = "lb-drop-hostname" // answers lose the cloud's hostname
-	bugDropCerts    bug = "lb-drop-certs"    // listeners lose their certificates after the first
-	bugDropApp      bug = "lb-drop-app"      // answers lose the listeners' application protocol
-	bugDropSettings bug = "lb-drop-settings" // specs lose the adapter's settings on the way to the cloud
-	bugNarrow       bug = "lb-narrow"        // answers lose the listener names, undeclared (WithLoadBalancerShape)
-	bugBuildsUDP    bug = "lb-builds-udp"    // UDP listeners are built though the shape declares them unsupported
-	bugDropCookie   bug = "lb-drop-cookie"   // cookie stickiness becomes client-IP stickiness on the way to the cloud
-	bugBuildsCookie bug = "lb-builds-cookie" // cookie stickiness is built though the shape declares it unsupported
+	bugDropAffinity  bug = "lb-drop-affinity"  // specs lose their session affinity on the way to the cloud
+	bugDropHostname  bug = "lb-drop-hostname"  // answers lose the cloud's hostname
+	bugDropCerts     bug = "lb-drop-certs"     // listeners lose their certificates after the first
+	bugDropApp       bug = "lb-drop-app"       // answers lose the listeners' application protocol
+	bugDropSettings  bug = "lb-drop-settings"  // specs lose the adapter's settings on the way to the cloud
+	bugNarrow        bug = "lb-narrow"         // answers lose the listener names, undeclared (WithLoadBalancerShape)
+	bugBuildsUDP     bug = "lb-builds-udp"     // UDP listeners are built though the shape declares them unsupported
+	bugDropCookie    bug = "lb-drop-cookie"    // cookie stickiness becomes client-IP stickiness on the way to the cloud
+	bugBuildsCookie  bug = "lb-builds-cookie"  // cookie stickiness is built though the shape declares it unsupported
+	bugWritesSpec    bug = "lb-writes-spec"    // UpdateLoadBalancer writes into the caller's update.Spec.Targets
+	bugWritesChanges bug = "lb-writes-changes" // UpdateLoadBalancer writes into the caller's update.Changes.AddTargets
 
 	bugTaglessKeepsTags bug = "routes-tagless-keeps-tags" // declares routes without tags, stores them
 	bugNumericOrder     bug = "numeric-order-undeclared"  // sorts its numbered IDs as numbers, run without WithIDOrder
@@ -94,6 +96,8 @@ type dropper struct {
 	out func(*cloudapi.LoadBalancer)
 	// check, when set, refuses a spec before it reaches the cloud.
 	check func(op cloudapi.Operation, id string, spec cloudapi.LoadBalancerSpec) error
+	// scribble, when set, writes into the caller's update before anything else.
+	scribble func(u *cloudapi.LoadBalancerUpdate)
 }
 
 // newDropper returns the backend of a load balancer bug and the suite's options for it.
@@ -133,6 +137,18 @@ func newDropper(b bug) (cloudapitest.NewBackend, []cloudapitest.Option) {
 		d.out = dropNarrow
 	case bugBuildsUDP:
 		opts = append(opts, cloudapitest.WithLoadBalancerShape(cloudapi.LoadBalancerShape{Unsupported: []cloudapi.Feature{cloudapi.FeatureUDP}}))
+	case bugWritesChanges:
+		d.scribble = func(u *cloudapi.LoadBalancerUpdate) {
+			if len(u.Changes.AddTargets) > 0 {
+				u.Changes.AddTargets[0] = "scribbled"
+			}
+		}
+	case bugWritesSpec:
+		d.scribble = func(u *cloudapi.LoadBalancerUpdate) {
+			if len(u.Spec.Targets) > 0 {
+				u.Spec.Targets[0] = "scribbled"
+			}
+		}
 	case bugDropHostname:
 		cfg.Hostnames.Domain = "lb.example.com"
 		d.out = func(lb *cloudapi.LoadBalancer) { lb.Hostname = "" }
@@ -193,6 +209,13 @@ func (a dropperLBs) CreateLoadBalancer(ctx context.Context, spec cloudapi.LoadBa
 }
 
 func (a dropperLBs) UpdateLoadBalancer(ctx context.Context, id string, u cloudapi.LoadBalancerUpdate) (*cloudapi.LoadBalancer, error) {
+	if a.d.scribble != nil {
+		pristine := u
+		pristine.Spec = u.Spec.Clone()
+		pristine.Changes.AddTargets = slices.Clone(u.Changes.AddTargets)
+		a.d.scribble(&u) // into the caller's arrays
+		u = pristine
+	}
 	if a.d.check != nil {
 		if err := a.d.check(cloudapi.OpUpdateLoadBalancer, id, u.Spec); err != nil {
 			return nil, err
@@ -468,6 +491,10 @@ func TestSuiteFailsBrokenBackend(t *testing.T) {
 			`broke "CreateRoute drops RouteSpec.Tags; every route it returns or lists has no tags" (cloudapi.TaglessRouteAPI)`},
 		{bugNumericOrder, "TestBrokenBackendChild/instances/list_pagination/page_size_1",
 			`broke "pages are ordered by ID": "10" after "9"`},
+		{bugWritesSpec, "TestBrokenBackendChild/loadbalancers/update_applies_the_changes",
+			`UpdateLoadBalancer: broke "the update a write is given is the caller's, read only"`},
+		{bugWritesChanges, "TestBrokenBackendChild/loadbalancers/update_applies_the_changes",
+			`UpdateLoadBalancer: broke "the update a write is given is the caller's, read only"`},
 		{bugDropHostname, "TestBrokenBackendChild/loadbalancers/becomes_active_with_an_address_of_every_requested_family/families_[]",
 			`broke "Hostname is the DNS name the cloud gives the load balancer": none, but the suite runs WithHostnames`},
 	} {

@@ -424,7 +424,9 @@ func (s *suite) testLoadBalancers(t *testing.T) {
 		changes := cloudapi.DiffLoadBalancer(old.Spec, desired)
 		require.False(t, changes.Empty())
 
-		given := cloudapi.LoadBalancerUpdate{Spec: desired.Clone(), Changes: changes}
+		// Its own copies (a second diff gives changes' slices anew): what the backend
+		// writes into them shows against desired and changes.
+		given := cloudapi.LoadBalancerUpdate{Spec: desired.Clone(), Changes: cloudapi.DiffLoadBalancer(old.Spec, desired)}
 		updated, err := api.UpdateLoadBalancer(t.Context(), old.ID, given)
 		require.NoError(t, err, "UpdateLoadBalancer of listeners, targets, health check, source ranges, PROXY protocol and tags")
 		require.Equal(t, cloudapi.LoadBalancerUpdate{Spec: desired, Changes: changes}, given,
