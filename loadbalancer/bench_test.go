@@ -35,14 +35,14 @@ func BenchmarkEnsureConverged5000Nodes(b *testing.B) {
 // TLS listener with certificates, an HTTP listener, the hostname annotation, and two
 // adapter-declared settings (one from its annotation, one from its default), on a cloud
 // whose load balancers have hostnames.
+func BenchmarkEnsureConverged5000NodesAllSettings(b *testing.B) {
+	benchmarkEnsureConverged(b, nil, true, false)
+}
+
 // BenchmarkEnsureConverged20000NodesAllSettings is BenchmarkEnsureConverged5000NodesAllSettings
 // at the cost curve's largest size (bench's -sweep), whose converged Ensure has a CPU goal.
 func BenchmarkEnsureConverged20000NodesAllSettings(b *testing.B) {
 	benchmarkEnsureConvergedN(b, 20000, nil, true, false)
-}
-
-func BenchmarkEnsureConverged5000NodesAllSettings(b *testing.B) {
-	benchmarkEnsureConverged(b, nil, true, false)
 }
 
 // BenchmarkEnsureConverged5000NodesTargetGroups is BenchmarkEnsureConverged5000Nodes on a
