@@ -23,6 +23,9 @@ import (
 // A group is this cluster's when it carries TagCluster with the cluster's ID, as a load
 // balancer is; the same rules hold: ErrNotFound only when the cloud is certain the group
 // does not exist, a list's not-found is no answer, and a create is never retried blindly.
+// As for a load balancer, the spec and the update a write is given are the caller's, read
+// only (ccmkit hands the same target list to every Service's write), and a backend copies
+// what it keeps (cloudapitest checks both).
 type TargetGroupAPI interface {
 	// ListTargetGroups returns one page of the target groups that carry every tag in
 	// opts.Tags, ordered by ID, with the same paging guarantees as ListInstances.

@@ -140,7 +140,9 @@ type parsedAnnotations struct {
 func Annotations() []Annotation { return slices.Clone(annotationTable()) }
 
 // annotationTable returns Annotations, built once (every sync parses a Service's
-// annotations with it); read only.
+// annotations with it); read only. It is a function over a sync.Once, not a
+// sync.OnceValue variable: the table's port-health-checks parser reads the table, which a
+// variable's initializer may not.
 func annotationTable() []Annotation {
 	annotationsOnce.Do(func() { annotationList = buildAnnotations() })
 	return annotationList

@@ -36,9 +36,7 @@ func TestTargetMemoAnswersOnlyForTheSameNodeSet(t *testing.T) {
 	assert.True(t, hit, "the same Node objects in another order")
 
 	got := l.targets(logger, []*corev1.Node{a, b, c}, nil)
-	assert.Equal(t, len(got), cap(got), "the memo's targets are clipped")
-	_ = append(got, "i-appended")
-	assert.Equal(t, []string{"i-1", "i-2", "i-3"}, l.targets(logger, []*corev1.Node{a, b, c}, nil), "an append does not write into the memo")
+	assert.Equal(t, len(got), cap(got), "the memo's targets are clipped: an append copies them")
 
 	for _, tc := range []struct {
 		name  string

@@ -268,8 +268,10 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 				return nil, keptEntry{fmt.Errorf("service %s/%s has no load balancer with tags %s to update: %w", svc.Namespace, svc.Name,
 					tagsText(ownerTags(l.opts.ClusterID, owner)), cloudapi.ErrNotFound)}
 			}
-			plan := planned // the plan of this very load balancer, when the read is it
-			if !asDecided || plan == nil {
+			// The plan of this very load balancer, when the read is it; a share's is made
+			// again: its members may have changed while the read waited for the list.
+			plan := planned
+			if !asDecided || plan == nil || isShare(owner) {
 				p := l.p.updateWant(logger, svc, owner, nodes, &found[0])
 				plan = &p
 			}

@@ -16,9 +16,9 @@ import (
 // nil), sorted, without duplicates. A node without a provider ID, or with one of another
 // format, cannot be a target: it is skipped with a log line. A selector that selects none
 // of the nodes is logged. The slice is the memo's, shared by every call of the node set:
-// read only, as every spec's targets are in this package (nothing here writes into a
-// Targets slice; a spec that needs other targets gets another slice), and clipped, so that
-// an append copies it.
+// read only, as every spec's targets are (nothing here writes into a Targets slice, a
+// spec that needs other targets gets another slice, and cloudapi's writes leave what they
+// are given as it is), and clipped, so that an append copies it.
 func (p *planner) targets(logger klog.Logger, nodes []*corev1.Node, sel labels.Selector) []string {
 	key := "" // the selector in its canonical form; "" selects every node, as nil does
 	if sel != nil {

@@ -33,7 +33,7 @@ type config struct {
 	qps      float64       // ccmkit's cloudAPI.qps
 	quiet    time.Duration // how long the cloud sees no call before the controllers count as synced
 	// nodeRepeats is how many times node_add and node_delete run; their seconds are the
-	// median (0 counts as 1).
+	// median (a config of the tests, whose zero counts as 1; the flag refuses below 1).
 	nodeRepeats int
 	klog        bool    // keep the controllers' logs
 	trace       *tracer // -trace, -cpuprofile; nil: none
@@ -77,6 +77,9 @@ func Main(peers ...Column) {
 	fs.StringVar(&only, "peers", "", "run only these peer columns, comma-separated names (empty: every peer; \"none\": no peer)")
 	_ = fs.Parse(os.Args[1:])
 	peers, err := choosePeers(peers, only)
+	if err == nil && cfg.nodeRepeats < 1 {
+		err = fmt.Errorf("-node-repeats %d: node_add and node_delete run at least once", cfg.nodeRepeats)
+	}
 	if err == nil {
 		cfg.trace, err = newTracer(timeline, profile, traced)
 	}

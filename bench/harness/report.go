@@ -172,7 +172,7 @@ func newReport(cfg config, columns []Column, results []*result, ran []bool) *rep
 	add(figure{key: "node_add_writes", unit: "calls", goal: atMost(s)}, count(func(r *result) int64 { return r.nodeAddWrites }))
 	repeats := ""
 	if cfg.repeats() > 1 {
-		repeats = fmt.Sprintf("; the median of %d runs (-node-repeats), each with the controllers started afresh", cfg.repeats())
+		repeats = fmt.Sprintf("; the median of %d runs (-node-repeats), each with the controllers started afresh (after the first, on a world their startup puts back: the instance out of, or back in, every load balancer)", cfg.repeats())
 	}
 	add(figure{key: "node_add_seconds", unit: "s", digits: 2, note: "from the Node's creation until every load balancer has it" + repeats},
 		func(r *result) float64 { return r.nodeAddSeconds })

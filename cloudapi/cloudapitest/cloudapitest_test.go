@@ -52,6 +52,7 @@ const (
 	bugBuildsCookie  bug = "lb-builds-cookie"  // cookie stickiness is built though the shape declares it unsupported
 	bugWritesSpec    bug = "lb-writes-spec"    // UpdateLoadBalancer writes into the caller's update.Spec.Targets
 	bugWritesChanges bug = "lb-writes-changes" // UpdateLoadBalancer writes into the caller's update.Changes.AddTargets
+	bugGroupWrites   bug = "tg-writes-update"  // UpdateTargetGroup reorders the caller's update.Spec.Targets in place
 
 	bugTaglessKeepsTags bug = "routes-tagless-keeps-tags" // declares routes without tags, stores them
 	bugNumericOrder     bug = "numeric-order-undeclared"  // sorts its numbered IDs as numbers, run without WithIDOrder
@@ -98,6 +99,8 @@ type dropper struct {
 	check func(op cloudapi.Operation, id string, spec cloudapi.LoadBalancerSpec) error
 	// scribble, when set, writes into the caller's update before anything else.
 	scribble func(u *cloudapi.LoadBalancerUpdate)
+	// scribbleGroup, when set, writes into the caller's target group update first.
+	scribbleGroup func(u *cloudapi.TargetGroupUpdate)
 }
 
 // newDropper returns the backend of a load balancer bug and the suite's options for it.
@@ -143,6 +146,10 @@ func newDropper(b bug) (cloudapitest.NewBackend, []cloudapitest.Option) {
 				u.Changes.AddTargets[0] = "scribbled"
 			}
 		}
+	case bugGroupWrites:
+		on := true
+		cfg.Capabilities.TargetGroups = &on
+		d.scribbleGroup = func(u *cloudapi.TargetGroupUpdate) { slices.Reverse(u.Spec.Targets) } // a sort of its own, in place
 	case bugWritesSpec:
 		d.scribble = func(u *cloudapi.LoadBalancerUpdate) {
 			if len(u.Spec.Targets) > 0 {
@@ -164,6 +171,25 @@ func newDropper(b bug) (cloudapitest.NewBackend, []cloudapitest.Option) {
 		c.Cloud = cloud
 		return c
 	}, opts
+}
+
+func (d dropper) TargetGroups() (cloudapi.TargetGroupAPI, bool) {
+	api, ok := d.Cloud.TargetGroups()
+	if !ok || d.scribbleGroup == nil {
+		return api, ok
+	}
+	return scribblingGroups{api, d.scribbleGroup}, true
+}
+
+// scribblingGroups writes into the caller's update before it passes it on.
+type scribblingGroups struct {
+	cloudapi.TargetGroupAPI
+	scribble func(u *cloudapi.TargetGroupUpdate)
+}
+
+func (g scribblingGroups) UpdateTargetGroup(ctx context.Context, id string, u cloudapi.TargetGroupUpdate) (*cloudapi.TargetGroup, error) {
+	g.scribble(&u)
+	return g.TargetGroupAPI.UpdateTargetGroup(ctx, id, u)
 }
 
 func (d dropper) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) {
@@ -441,7 +467,7 @@ func TestBrokenBackendChild(t *testing.T) {
 		cloudapitest.Run(t, newTinyOrdered(bugNone, cloudapi.CompareNumericIDs), cloudapitest.WithInstanceShape(numbered))
 		return
 	}
-	if strings.HasPrefix(string(b), "lb-") {
+	if strings.HasPrefix(string(b), "lb-") || b == bugGroupWrites {
 		backend, opts := newDropper(b)
 		cloudapitest.Run(t, backend, opts...)
 		return
@@ -493,6 +519,8 @@ func TestSuiteFailsBrokenBackend(t *testing.T) {
 			`broke "pages are ordered by ID": "10" after "9"`},
 		{bugWritesSpec, "TestBrokenBackendChild/loadbalancers/update_applies_the_changes",
 			`UpdateLoadBalancer: broke "the update a write is given is the caller's, read only"`},
+		{bugGroupWrites, "TestBrokenBackendChild/targetgroups/create_list_update_delete_round_trip",
+			`UpdateTargetGroup: broke "the update a write is given is the caller's, read only"`},
 		{bugWritesChanges, "TestBrokenBackendChild/loadbalancers/update_applies_the_changes",
 			`UpdateLoadBalancer: broke "the update a write is given is the caller's, read only"`},
 		{bugDropHostname, "TestBrokenBackendChild/loadbalancers/becomes_active_with_an_address_of_every_requested_family/families_[]",

@@ -58,8 +58,10 @@ func checkGroup(what string, want cloudapi.TargetGroupSpec, got *cloudapi.Target
 
 func createGroup(t testing.TB, api cloudapi.TargetGroupAPI, spec cloudapi.TargetGroupSpec) *cloudapi.TargetGroup {
 	t.Helper()
-	g, err := api.CreateTargetGroup(t.Context(), spec.Clone())
+	given := spec.Clone()
+	g, err := api.CreateTargetGroup(t.Context(), given)
 	require.NoErrorf(t, err, "CreateTargetGroup(%q) of a valid spec", spec.Name)
+	require.Equal(t, spec, given, "CreateTargetGroup: broke \"the spec a write is given is the caller's, read only\"")
 	require.NoError(t, checkGroup("CreateTargetGroup", spec, g))
 	return g
 }
@@ -104,8 +106,10 @@ func (s *suite) testTargetGroups(t *testing.T) {
 		u := cloudapi.DiffTargetGroup(spec, want)
 		assert.Equal(t, []string{s.instanceID(3), s.instanceID(4)}, u.AddTargets)
 		assert.Equal(t, []string{s.instanceID(0)}, u.RemoveTargets)
-		got, err := api.UpdateTargetGroup(t.Context(), g.ID, u)
+		given := cloudapi.DiffTargetGroup(spec, want.Clone()) // slices of its own, so that a write into them shows
+		got, err := api.UpdateTargetGroup(t.Context(), g.ID, given)
 		require.NoError(t, err, "UpdateTargetGroup of a valid update")
+		require.Equal(t, u, given, "UpdateTargetGroup: broke \"the update a write is given is the caller's, read only\"")
 		require.NoError(t, checkGroup("UpdateTargetGroup", want, got))
 		assert.Equal(t, g.ID, got.ID, "UpdateTargetGroup: the same group")
 		listed = s.allGroups(t, api, map[string]string{cloudapi.TagCluster: contractCluster}, 0)

@@ -32,7 +32,7 @@
 // Why the column does not run on virtual time: the provider's clock cannot be injected.
 // It calls package time itself, with no clock in its Cloud, its Config or its Services
 // interface: time.Now for the instance cache's age (instances.go, instanceCache), two
-// time.NewTimer in the batcher that every DescribeInstances by ID goes through
+// time.NewTimer in the batcher that the InstancesV2 lookups by ID go through
 // (batcher.Batcher.waitForIdle, 100 ms idle and 1 s at most, describe_instance_batch.go),
 // and time.Sleep between retries of a security group create (aws.go). What the benchmark
 // injects (the AWS clients, the metadata service) never sees those waits. The one way to
