@@ -2,11 +2,12 @@
 # Regenerates docs/benchmarks.md from a real run: the side-by-side with the baseline, the
 # cost curve (docs/benchmarks/: sweep.json, sweep.txt and the plots), the Go benchmarks and
 # the call-budget tests, with the machine, the date and the exact commands. Never edit the
-# output by hand. BENCHMARKS_SWEEP=0 skips the cost curve's run (about 45 minutes on 2 busy
-# cores) and embeds the one committed in docs/benchmarks/ as it is, with its own date;
-# BENCHMARKS_AT5000=0 does the same for the side-by-side of every column at 5,000 Nodes
-# (over an hour: the AWS provider's column), BENCHMARKS_AT1000=0 for the one at 1,000 (a
-# quarter of an hour).
+# output by hand. BENCHMARKS_SWEEP=0 skips the cost curve's run (8 minutes on 2 cores,
+# more when they are busy) and embeds the one committed in docs/benchmarks/ as it is, with
+# its own date; BENCHMARKS_AT5000=0 does the same for the side-by-side of every column at
+# 5,000 Nodes (over an hour: the AWS provider's column), BENCHMARKS_AT1000=0 for the one
+# at 1,000 (about 25 minutes: the AWS provider's column, node_add and node_delete five
+# times).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=docs/benchmarks.md
@@ -17,7 +18,7 @@ trap 'rm -f "$tmp" "$tmp".*' EXIT
 bench_cmd=(go test -run '^$' -bench . -benchmem -benchtime=2s ./fake ./instances ./internal/cloudclient ./internal/instancecache ./loadbalancer)
 # The side-by-side with every column runs in bench/peers (a module of its own), at 1,000
 # Nodes: the AWS provider waits 100 ms of real time per instance lookup, so its column
-# takes about an hour at 5,000 Nodes and a quarter of one at 1,000.
+# takes over an hour at 5,000 Nodes and about 20 minutes at 1,000.
 # At 1,000 Nodes a Node added or deleted reaches every load balancer in a tenth of a
 # second, as long as its run-to-run noise: node_add and node_delete run five times there,
 # and the report gives their median (at 5,000 Nodes once: each of the AWS column's
