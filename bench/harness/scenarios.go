@@ -419,16 +419,10 @@ func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
 // the progress log: a provider may make more writes one time than another).
 func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
 	i := len(w.nodes)
-	var seconds []float64
-	for rep := range w.cfg.repeats() {
-		if rep > 0 {
-			if err := w.cloud.RemoveInstance(i); err != nil {
-				return err
-			}
-		}
+	mid, err := repeated(w.cfg.repeats(), func() error { return w.cloud.RemoveInstance(i) }, func(rep int) (float64, error) {
 		a, err := addNode(ctx, w, "node_add")
 		if err != nil {
-			return err
+			return 0, err
 		}
 		writes := a.calls.Writes()
 		log.printf("%s: node_add %d of %d: %d cloud writes in %.2fs %v; %d of %d load balancers have %s; %d kube writes",
@@ -436,10 +430,29 @@ func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
 		if rep == 0 {
 			r.nodeAddCalls, r.nodeAddLBs, r.nodeAddKubeWrites, r.nodeAddWrites = a.calls, a.lbs, a.kubeWrites, writes
 		}
-		seconds = append(seconds, a.seconds)
+		return a.seconds, nil
+	})
+	r.nodeAddSeconds = mid
+	return err
+}
+
+// repeated runs run n times (rep 0 to n-1), restore before each run but the first, and
+// returns the median of the seconds the runs return.
+func repeated(n int, restore func() error, run func(rep int) (seconds float64, err error)) (float64, error) {
+	var seconds []float64
+	for rep := range n {
+		if rep > 0 {
+			if err := restore(); err != nil {
+				return 0, err
+			}
+		}
+		s, err := run(rep)
+		if err != nil {
+			return 0, err
+		}
+		seconds = append(seconds, s)
 	}
-	r.nodeAddSeconds = median(seconds)
-	return nil
+	return median(seconds), nil
 }
 
 // median returns the median of xs (the mean of the middle two of an even count).
@@ -465,16 +478,10 @@ func median(xs []float64) float64 {
 // the writes and the load balancers are the first repetition's, as in nodeAdd.
 func nodeDelete(ctx context.Context, w *world, r *result, log *progress) error {
 	i := len(w.nodes) - 1
-	var seconds []float64
-	for rep := range w.cfg.repeats() {
-		if rep > 0 {
-			if err := w.cloud.AddInstance(i); err != nil {
-				return err
-			}
-		}
+	mid, err := repeated(w.cfg.repeats(), func() error { return w.cloud.AddInstance(i) }, func(rep int) (float64, error) {
 		d, err := deleteNode(ctx, w, i)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		writes := d.calls.Writes()
 		log.printf("%s: node_delete %d of %d: %d cloud writes in %.2fs %v; %d of %d load balancers still have %s",
@@ -482,10 +489,10 @@ func nodeDelete(ctx context.Context, w *world, r *result, log *progress) error {
 		if rep == 0 {
 			r.nodeDeleteCalls, r.nodeDeleteLBs, r.nodeDeleteWrites = d.calls, d.lbs, writes
 		}
-		seconds = append(seconds, d.seconds)
-	}
-	r.nodeDeleteSeconds = median(seconds)
-	return nil
+		return d.seconds, nil
+	})
+	r.nodeDeleteSeconds = mid
+	return err
 }
 
 // nodeDeleted is what deleteNode found.
