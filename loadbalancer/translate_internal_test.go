@@ -1,6 +1,7 @@
 package loadbalancer
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -222,6 +223,57 @@ func TestTranslatePortHealthChecks(t *testing.T) {
 			for _, p := range ps {
 				assert.Equal(t, key, p.key, "the problem names the annotation")
 			}
+		})
+	}
+}
+
+// TestTranslateKeptPortHealthChecksInRange: an adopted load balancer whose ports keep
+// health checks of their own takes the parts the Service's annotations set on each, and
+// a part out of the cloud's ranges is the Service's problem at sync, as on a load balancer
+// with one health check.
+func TestTranslateKeptPortHealthChecksInRange(t *testing.T) {
+	const prefix = DefaultAnnotationPrefix
+	shape := cloudapi.LoadBalancerShape{PerListener: []cloudapi.Feature{cloudapi.FeatureHealthCheck, cloudapi.FeatureListenerHealthCheck},
+		HealthCheckUnit: time.Second, HealthCheckRanges: cloudapi.HealthCheckRanges{Interval: cloudapi.DurationRange{Min: 3 * time.Second, Max: time.Minute}}}
+	ports := []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}, {Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443}}
+	own := func(port int32) *cloudapi.HealthCheck {
+		return &cloudapi.HealthCheck{Protocol: cloudapi.HealthCheckTCP, Port: port, Interval: 15 * time.Second, Timeout: 10 * time.Second, HealthyThreshold: 3, UnhealthyThreshold: 3}
+	}
+	current := &cloudapi.LoadBalancer{ID: "lb-1", Spec: cloudapi.LoadBalancerSpec{
+		Tags: map[string]string{cloudapi.TagAdopted: "health-check"},
+		Listeners: []cloudapi.Listener{
+			{Protocol: cloudapi.ProtocolTCP, Port: 80, TargetPort: 30080, HealthCheck: own(30080)},
+			{Protocol: cloudapi.ProtocolTCP, Port: 443, TargetPort: 30443, HealthCheck: own(30443)},
+		}}}
+	for _, tc := range []struct {
+		name, interval string
+		errText        string
+	}{
+		{name: "in range", interval: "30s"},
+		{name: "out of range", interval: "2m", errText: "the range of this cloud's health checks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u-1",
+					Annotations: map[string]string{prefix + AnnotationHealthCheckInterval: tc.interval}},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: ports},
+			}
+			spec, _, ps := translate(translation{svc: svc, current: current, targets: func(labels.Selector) []string { return nil },
+				clusterID: "c1", prefix: prefix, shape: shape})
+			err := ps.err(svc)
+			if tc.errText == "" {
+				require.NoError(t, err)
+				require.Len(t, spec.Listeners, 2)
+				for _, l := range spec.Listeners {
+					require.NotNil(t, l.HealthCheck, "port %d keeps its own", l.Port)
+					assert.Equal(t, l.TargetPort, l.HealthCheck.Port, "port %d's own, on its node port", l.Port)
+					assert.Equal(t, 30*time.Second, l.HealthCheck.Interval, "the part the Service sets")
+				}
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.errText)
+			assert.Equal(t, 1, strings.Count(err.Error(), prefix+AnnotationHealthCheckInterval), "said once, not once a port: %v", err)
 		})
 	}
 }
