@@ -22,7 +22,9 @@ import (
 // list resolves the gateways from the addresses of the network's members as last read,
 // and reads only what they cannot answer: each member it does not know (Address), or,
 // when a gateway has no known holder, two members claim one address, or more members are
-// unknown than a whole read takes requests (HoldersPage), the holders whole.
+// unknown than a whole read takes requests (HoldersPage), the holders whole. With Listed,
+// a process's first list fills that cache from a whole list of the instances the adapter
+// already made, instead of reading the holders again.
 type GatewayRoutes[T any] struct {
 	// IPv4Only is true for a table that routes IPv4 only.
 	IPv4Only bool
@@ -46,6 +48,14 @@ type GatewayRoutes[T any] struct {
 	// Cache, when set with Members, remembers the address of each member as last read,
 	// for the next list.
 	Cache *GatewayHolders
+	// Listed, when set with Members and Cache, returns the addresses in table's network,
+	// by instance ID, of the instances that a whole list the adapter made for another
+	// reason found (ccmkit's list of the instances, walked from its first page to its
+	// last), and true; false without one. An empty Cache is filled from it, with the
+	// members it gives an address, instead of a read of Holders: a member it gives none
+	// stays unknown, and the list resolves as from the Cache (what that cannot answer is
+	// read). It is asked only while the Cache is empty, at a process's first list.
+	Listed func(table T) (map[string]string, bool)
 	// HoldersPage is how many instances one request of Holders reads (the API's page
 	// size): a list that finds more members it does not know than len(members) /
 	// HoldersPage reads the holders whole instead of each member. Zero: always whole.
@@ -94,6 +104,11 @@ func (g GatewayRoutes[T]) holders(ctx context.Context, table T, routes []Gateway
 	members := g.Members(table)
 	read := func(id string) (string, error) { return g.Address(ctx, OpListRoutes, table, id) }
 	if g.Cache != nil {
+		if g.Listed != nil && g.Cache.empty() {
+			if listed, ok := g.Listed(table); ok {
+				g.Cache.seed(members, listed)
+			}
+		}
 		held, ok, err := g.Cache.resolve(members, routes, read, g.HoldersPage)
 		if err != nil || ok {
 			return held, err
@@ -249,6 +264,36 @@ func (c *GatewayHolders) fill(members []string, held map[string]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.addresses = addresses
+}
+
+// empty reports whether c was never filled. A nil c is empty.
+func (c *GatewayHolders) empty() bool {
+	if c == nil {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.addresses == nil
+}
+
+// seed fills c, when it is empty, with the address of each member that listed (instance
+// ID to address, from a whole list of the instances made for another reason) gives one;
+// a member it gives none stays unknown, to be read. A nil c does nothing.
+func (c *GatewayHolders) seed(members []string, listed map[string]string) {
+	if c == nil {
+		return
+	}
+	addresses := make(map[string]string, len(members))
+	for _, id := range members {
+		if addr := listed[id]; addr != "" {
+			addresses[id] = addr
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.addresses == nil {
+		c.addresses = addresses
+	}
 }
 
 // note caches addr as the address of the member id, once the cache was filled. A nil c

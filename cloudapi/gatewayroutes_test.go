@@ -267,3 +267,48 @@ func TestGatewayRoutesHoldersCache(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayRoutesHoldersListed: with Listed, the first list fills the empty cache from
+// the adapter's own whole list of the instances (its members only), and resolves as from
+// the cache: what it cannot answer is read, alone or whole, never taken as a blackhole from
+// the listing; Listed is asked while the cache is empty only.
+func TestGatewayRoutesHoldersListed(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		listed    map[string]string // nil: Listed has none
+		wantCalls []string          // of the first list
+	}{
+		{"the listing answers every gateway", map[string]string{"1": "10.0.0.2", "2": "10.0.0.3", "9": "10.0.0.9"},
+			[]string{"table"}},
+		{"no listing: read whole", nil, []string{"table", "holders"}},
+		{"a member the listing lacks: read alone", map[string]string{"1": "10.0.0.2"}, []string{"table", "address 2"}},
+		{"a member the listing gives no address: read alone", map[string]string{"1": "10.0.0.2", "2": ""}, []string{"table", "address 2"}},
+		{"the address of a holder gone since, taken by a member the listing lacks: read alone", map[string]string{"7": "10.0.0.2", "2": "10.0.0.3"},
+			[]string{"table", "address 1"}},
+		{"a holder moved since: read whole", map[string]string{"1": "10.0.0.8", "2": "10.0.0.3"}, []string{"table", "holders"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &gatewayTable{routes: []cloudapi.GatewayRoute{{Destination: "10.244.1.0/24", Gateway: "10.0.0.2"}, {Destination: "10.244.2.0/24", Gateway: "10.0.0.3"}},
+				addresses: map[string]string{"1": "10.0.0.2", "2": "10.0.0.3", "7": "10.0.0.4"}, members: []string{"1", "2"}}
+			api := g.api()
+			asked := 0
+			api.Cache, api.HoldersPage = &cloudapi.GatewayHolders{}, 2
+			api.Listed = func(*gatewayTable) (map[string]string, bool) {
+				asked++
+				return tc.listed, tc.listed != nil
+			}
+			for i, want := range [][]string{tc.wantCalls, {"table"}} {
+				g.calls = nil
+				page, err := api.ListRoutes(t.Context(), cloudapi.ListOptions{})
+				require.NoError(t, err)
+				assert.Equal(t, want, g.calls, "list %d", i)
+				held := map[string]string{}
+				for _, r := range page.Items {
+					held[r.ID] = r.TargetInstanceID
+				}
+				assert.Equal(t, map[string]string{"10.244.1.0/24": "1", "10.244.2.0/24": "2"}, held, "list %d", i)
+			}
+			assert.Equal(t, 1, asked, "asked while the cache is empty only")
+		})
+	}
+}

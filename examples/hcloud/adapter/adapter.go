@@ -30,6 +30,8 @@ type Client struct {
 	cfg Config
 	lbs *cloudapi.LastReads[*hcloud.LoadBalancer] // the load balancers as last read, the base of an update
 	ips *cloudapi.GatewayHolders                  // the private IPs of the network's servers as last read
+	// walk records ListInstances' pages, for the route table's first list.
+	walk *serverWalk
 }
 
 // New returns a client of the API at cfg.Endpoint (empty: the SDK's default), configured
@@ -48,11 +50,11 @@ func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 	if cfg.Endpoint != "" {
 		opts = append(opts, hcloud.WithEndpoint(cfg.Endpoint))
 	}
-	return &Client{api: hcloud.NewClient(opts...), cfg: cfg, lbs: &cloudapi.LastReads[*hcloud.LoadBalancer]{}, ips: &cloudapi.GatewayHolders{}}
+	return &Client{api: hcloud.NewClient(opts...), cfg: cfg, lbs: &cloudapi.LastReads[*hcloud.LoadBalancer]{}, ips: &cloudapi.GatewayHolders{}, walk: &serverWalk{}}
 }
 
 // Instances returns the instance API, over the project's servers.
-func (c *Client) Instances() cloudapi.InstanceAPI { return instances{c.api, c.cfg} }
+func (c *Client) Instances() cloudapi.InstanceAPI { return instances{c.api, c.cfg, c.walk} }
 
 // LoadBalancers returns the load balancer API, over the project's load balancers.
 func (c *Client) LoadBalancers() (cloudapi.LoadBalancerAPI, bool) { return c.loadBalancers(), true }

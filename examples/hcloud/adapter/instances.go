@@ -18,8 +18,9 @@ const maxPerPage = 50
 
 // instances is cloudapi.InstanceAPI over the project's servers, configured by cfg.
 type instances struct {
-	api *hcloud.Client
-	cfg Config
+	api  *hcloud.Client
+	cfg  Config
+	walk *serverWalk // records the pages of the servers' list, for the route table
 }
 
 // GetInstance returns the server with the numeric ID id. Any other ID is
@@ -35,10 +36,14 @@ func (in instances) GetInstance(ctx context.Context, id string) (*cloudapi.Insta
 }
 
 // ListInstances returns one page of the servers that carry opts.Tags, by ID; the page
-// token is the number of the page to read.
+// token is the number of the page to read. A list of every server, read from its first
+// page to its last, is recorded for the route table's first list (serverWalk).
 func (in instances) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
 	servers, next, err := page(cloudapi.OpListInstances, opts, func(o hcloud.ListOpts, sort []string) ([]*hcloud.Server, *hcloud.Response, error) {
-		return in.api.Server.List(ctx, hcloud.ServerListOpts{ListOpts: o, Sort: sort})
+		servers, resp, err := in.api.Server.List(ctx, hcloud.ServerListOpts{ListOpts: o, Sort: sort})
+		last := err == nil && (resp.Meta.Pagination == nil || cloudapi.PageToken(o.Page, resp.Meta.Pagination.NextPage) == "")
+		in.walk.page(o, servers, last, err != nil)
+		return servers, resp, err
 	})
 	if err != nil {
 		return nil, err

@@ -17,11 +17,12 @@ import (
 // labels (a cloudapi.GatewayRoutes: a route's ID is its destination, which the network
 // holds one route for; its target the server that holds the gateway, found from the
 // private IPs of the network's servers as last read, read again when they cannot answer:
-// a server new to the network by ID, every server in one list, see holders). Hetzner's
-// networks route IPv4.
+// a server new to the network by ID, every server in one list, see holders; the first
+// from the servers ListInstances last listed whole, serverWalk). Hetzner's networks route
+// IPv4.
 func (c *Client) routes() cloudapi.GatewayRoutes[*hcloud.Network] {
 	return cloudapi.GatewayRoutes[*hcloud.Network]{IPv4Only: true, Table: c.routeTable, Holders: c.holders, Address: c.address,
-		Members: members, Cache: c.ips, HoldersPage: maxPerPage, Add: c.addRoute, Delete: c.deleteRoute}
+		Members: members, Cache: c.ips, Listed: c.walk.listed, HoldersPage: maxPerPage, Add: c.addRoute, Delete: c.deleteRoute}
 }
 
 // routeTable reads the network and its routes.
