@@ -46,7 +46,8 @@
 //     OpenStack's routers), GatewayRoutes is that TaglessRouteAPI from the adapter's reads
 //     and writes of the table, with the same IDs, targets and pages as every such cloud
 //     (with Members and a GatewayHolders cache, a list reads the table and only the
-//     holders it cannot answer from the addresses last read).
+//     holders it cannot answer from the addresses last read; with Listed, the first list
+//     takes them from the adapter's own whole list of the instances).
 //   - TargetGroupAPI (optional; offered by also implementing TargetGroupClient, found
 //     with TargetGroups): a cloud whose load balancers send traffic to shared groups of
 //     instances (GCE's instance groups, target groups or pools elsewhere) maps them here;

@@ -19,7 +19,8 @@
 // logged. Routes: those of the network the `hcloud:` section names (network), a
 // cloudapi.TaglessRouteAPI (a route is a destination and a gateway, without labels; its ID
 // is its destination, its target the server that holds the gateway, from the private IPs
-// of the network's servers as last read: a cloudapi.GatewayRoutes with its cache); without
+// of the network's servers as last read: a cloudapi.GatewayRoutes with its cache, filled
+// first from the status pass's list of every server when it came first); without
 // a network Client.Routes answers (nil, false). Load balancers: the project's load balancers, a
 // service per listener and a server target per Node, with the adapter's Shape (what
 // Hetzner's load balancers do not keep or support), Settings (type, algorithm, location,
