@@ -49,7 +49,10 @@
 // one list, and after a failed list the next waits for a backoff (internal/sharedlist's);
 // a failed list is an error, never an empty table (internal/sharedlist). The Node of a
 // route comes from its tag, or from its instance in the shared instance snapshot, never
-// from a call per route.
+// from a call per route; where routes carry no tags, the first list fills that snapshot
+// before it reads the table (joining the cloud node controller's list when one is under
+// way), so that an adapter that reads the table's gateways from a list of the instances
+// can take that one (cloudapi.GatewayRoutes' Listed) instead of making a second.
 //
 // ccmkit's own writes keep the snapshot current: a route created, or found after a create
 // whose answer was lost, is added; a route deleted, or found gone, is removed; a write

@@ -9,6 +9,7 @@ import (
 	"github.com/ccmkit/ccmkit/cloudapi"
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/internal/instancecache"
+	"k8s.io/klog/v2"
 )
 
 // owner is the one rule of which routes of the route table are the cluster's (the
@@ -30,6 +31,22 @@ func (o *owner) filter() map[string]string {
 		return nil
 	}
 	return map[string]string{cloudapi.TagCluster: o.clusterID}
+}
+
+// warm fills the instance lookup's snapshot before the first list of a table without
+// tags, when the lookup can (NewLookup's, joining a list under way: the cloud node
+// controller's at a process's start): claim reads each route's target from it anyway,
+// and the adapter may answer the table's holders from that very list of the instances
+// (cloudapi.GatewayRoutes' Listed) instead of listing them again. A failed list is
+// claim's to report, by the reads that need it.
+func (o *owner) warm(ctx context.Context) {
+	w, ok := o.lookup.(interface{ Warm(context.Context) error })
+	if !o.tagless || !ok {
+		return
+	}
+	if err := w.Warm(ctx); err != nil {
+		klog.FromContext(ctx).V(2).Info("Listing the instances before the route table's first list failed", "err", err)
+	}
 }
 
 // inCIDRs reports whether the destination lies inside one of the cluster's pod CIDRs.

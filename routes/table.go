@@ -150,7 +150,11 @@ func (t *table) beginList() sharedlist.List {
 			known[id] = c.entry
 		}
 	}
+	first := t.listedAt.IsZero()
 	return func(ctx context.Context) (func(), error) {
+		if first {
+			t.owner.warm(ctx)
+		}
 		routes, err := t.list(ctx, known)
 		if err != nil {
 			return nil, err

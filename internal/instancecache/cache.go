@@ -434,6 +434,15 @@ func (c *Cache) Stats() Stats {
 	return Stats{Instances: len(c.byID), ListedAt: c.listedAt, Pages: c.pages}
 }
 
+// Warm makes sure the snapshot is no older than MaxAge, joining a list under way or
+// listing (one list, shared as every list is). It is for a reader about to ask for many
+// instances at once: routes over a table without tags, whose first list reads each
+// route's target and whose adapter may answer the table's holders from that very list
+// (cloudapi.GatewayRoutes' Listed) instead of a second one.
+func (c *Cache) Warm(ctx context.Context) error {
+	return c.ensureFresh(ctx, c.opts.Clock.Now())
+}
+
 // ensureFresh lists unless a list began no earlier than MaxAge before start.
 func (c *Cache) ensureFresh(ctx context.Context, start time.Time) error {
 	return c.listUntil(ctx, c.listedSince(start.Add(-c.opts.MaxAge)))
