@@ -54,7 +54,8 @@ type GatewayRoutes[T any] struct {
 	// last), and true; false without one. An empty Cache is filled from it, with the
 	// members it gives an address, instead of a read of Holders: a member it gives none
 	// stays unknown, and the list resolves as from the Cache (what that cannot answer is
-	// read). It is asked only while the Cache is empty, at a process's first list.
+	// read). It is asked only while the Cache is empty: at a process's first list that has
+	// routes.
 	Listed func(table T) (map[string]string, bool)
 	// HoldersPage is how many instances one request of Holders reads (the API's page
 	// size): a list that finds more members it does not know than len(members) /
@@ -191,7 +192,8 @@ func (g GatewayRoutes[T]) DeleteRoute(ctx context.Context, id string) error {
 // network of each of its members as last read, by instance ID (empty: none). The zero
 // value is empty and ready; it is safe for concurrent use. It holds the network's members
 // only; a member that left the network and joined again with another address between two
-// lists keeps the address read before until a list reads the holders whole.
+// lists (or since the listing a GatewayRoutes' Listed filled it from) keeps the address
+// read before until a list reads the holders whole.
 type GatewayHolders struct {
 	mu        sync.Mutex
 	addresses map[string]string // nil until a whole read filled it

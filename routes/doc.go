@@ -49,9 +49,9 @@
 // one list, and after a failed list the next waits for a backoff (internal/sharedlist's);
 // a failed list is an error, never an empty table (internal/sharedlist). The Node of a
 // route comes from its tag, or from its instance in the shared instance snapshot, never
-// from a call per route; where routes carry no tags, the first list fills that snapshot
-// before it reads the table (joining the cloud node controller's list when one is under
-// way), so that an adapter that reads the table's gateways from a list of the instances
+// from a call per route; where routes carry no tags, the process's first list fills
+// that snapshot before it reads the table (joining the cloud node controller's list when
+// one is under way; once, whether the table's list then succeeds or not), so that an adapter that reads the table's gateways from a list of the instances
 // can take that one (cloudapi.GatewayRoutes' Listed) instead of making a second.
 //
 // ccmkit's own writes keep the snapshot current: a route created, or found after a create

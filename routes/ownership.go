@@ -33,12 +33,13 @@ func (o *owner) filter() map[string]string {
 	return map[string]string{cloudapi.TagCluster: o.clusterID}
 }
 
-// warm fills the instance lookup's snapshot before the first list of a table without
-// tags, when the lookup can (NewLookup's, joining a list under way: the cloud node
-// controller's at a process's start): claim reads each route's target from it anyway,
-// and the adapter may answer the table's holders from that very list of the instances
-// (cloudapi.GatewayRoutes' Listed) instead of listing them again. A failed list is
-// claim's to report, by the reads that need it.
+// warm fills the instance lookup's snapshot before the process's first list of a table
+// without tags, when the lookup can (NewLookup's, joining a list under way: the cloud
+// node controller's at a process's start): claim reads each route's target from it
+// anyway, and the adapter may answer the table's holders from that very list of the
+// instances (cloudapi.GatewayRoutes' Listed) instead of listing them again. For an empty
+// table it is a list claim would not have made, which the node controllers' reads then
+// share. A failed list is claim's to report, by the reads that need it.
 func (o *owner) warm(ctx context.Context) {
 	w, ok := o.lookup.(interface{ Warm(context.Context) error })
 	if !o.tagless || !ok {

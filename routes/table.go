@@ -44,6 +44,10 @@ type table struct {
 	// changes are the writes recorded since the last list was installed, the latest per
 	// route ID: a list under way may have begun before them, so its install replays them.
 	changes map[string]change
+	// warmed is true once a list began: only the process's first warms the instance
+	// lookup (owner.warm), whatever its outcome, so that a table that fails to list does
+	// not list the instances at each retry.
+	warmed bool
 	// lists runs the lists, one at a time, shared by the callers that need one, and holds
 	// them back after a failure (internal/sharedlist).
 	lists *sharedlist.Lister
@@ -150,7 +154,8 @@ func (t *table) beginList() sharedlist.List {
 			known[id] = c.entry
 		}
 	}
-	first := t.listedAt.IsZero()
+	first := !t.warmed
+	t.warmed = true
 	return func(ctx context.Context) (func(), error) {
 		if first {
 			t.owner.warm(ctx)

@@ -20,6 +20,7 @@ import (
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 
 	"github.com/ccmkit/ccmkit/cloudapi"
+	"github.com/ccmkit/ccmkit/cloudapi/faultinject"
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/internal/instancecache"
 	"github.com/ccmkit/ccmkit/routes"
@@ -212,4 +213,37 @@ func TestRouteControllerOverTaglessRoutes(t *testing.T) {
 	require.Eventually(t, func() bool { return slices.Equal(dsts(), want) }, time.Minute, 20*time.Millisecond, "the gone Node's route deleted, no other")
 	relisted()
 	assert.Equal(t, want, dsts(), "the routes that are not the cluster's are never deleted")
+}
+
+// TestTaglessFirstListFillsTheInstanceSnapshotOnce: over a table without tags, the
+// process's first route list lists the instances (before the table, so that an adapter
+// may answer the table's gateways from that list: examples/hcloud's
+// TestQuietProjectWithRoutesCalls checks the order), once: not a table with tags, not again while the
+// table's list keeps failing (a misnamed network would otherwise cost a list of every
+// instance a minute), and not again after a list succeeded.
+func TestTaglessFirstListFillsTheInstanceSnapshotOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     fake.Config
+		failing bool
+		want    int64 // instance lists in 10 minutes of a route list every 10 s
+	}{
+		{"tagless", taglessCloud, false, 1},
+		{"tagless, the table's list failing", taglessCloud, true, 1},
+		{"tagged", fake.Config{}, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 3, tc.cfg)
+			if tc.failing {
+				e.chaos.SetRules([]faultinject.Rule{{Ops: []cloudapi.Operation{cloudapi.OpListRoutes}, Probability: 1, Kind: faultinject.Refuse}})
+			}
+			before := e.cloud.Calls()
+			for range 60 {
+				_, err := e.routes.ListRoutes(t.Context(), "c")
+				require.Equal(t, tc.failing, err != nil, "%v", err)
+				e.clock.Step(10 * time.Second)
+			}
+			assert.Equal(t, tc.want, e.cloud.Calls().Sub(before)[cloudapi.OpListInstances])
+		})
+	}
 }

@@ -30,7 +30,8 @@ type Client struct {
 	cfg Config
 	lbs *cloudapi.LastReads[*hcloud.LoadBalancer] // the load balancers as last read, the base of an update
 	ips *cloudapi.GatewayHolders                  // the private IPs of the network's servers as last read
-	// walk records ListInstances' pages, for the route table's first list.
+	// walk records ListInstances' pages, for the route table's first list; nil without
+	// a network.
 	walk *serverWalk
 }
 
@@ -50,7 +51,11 @@ func New(cfg Config, token provider.Secret, hc *http.Client) *Client {
 	if cfg.Endpoint != "" {
 		opts = append(opts, hcloud.WithEndpoint(cfg.Endpoint))
 	}
-	return &Client{api: hcloud.NewClient(opts...), cfg: cfg, lbs: &cloudapi.LastReads[*hcloud.LoadBalancer]{}, ips: &cloudapi.GatewayHolders{}, walk: &serverWalk{}}
+	c := &Client{api: hcloud.NewClient(opts...), cfg: cfg, lbs: &cloudapi.LastReads[*hcloud.LoadBalancer]{}, ips: &cloudapi.GatewayHolders{}}
+	if cfg.Network != "" { // the route table's, which alone asks for the walk
+		c.walk = &serverWalk{}
+	}
+	return c
 }
 
 // Instances returns the instance API, over the project's servers.

@@ -39,15 +39,15 @@ func (in instances) GetInstance(ctx context.Context, id string) (*cloudapi.Insta
 // token is the number of the page to read. A list of every server, read from its first
 // page to its last, is recorded for the route table's first list (serverWalk).
 func (in instances) ListInstances(ctx context.Context, opts cloudapi.ListOptions) (*cloudapi.InstancePage, error) {
+	var req hcloud.ListOpts
 	servers, next, err := page(cloudapi.OpListInstances, opts, func(o hcloud.ListOpts, sort []string) ([]*hcloud.Server, *hcloud.Response, error) {
-		servers, resp, err := in.api.Server.List(ctx, hcloud.ServerListOpts{ListOpts: o, Sort: sort})
-		last := err == nil && (resp.Meta.Pagination == nil || cloudapi.PageToken(o.Page, resp.Meta.Pagination.NextPage) == "")
-		in.walk.page(o, servers, last, err != nil)
-		return servers, resp, err
+		req = o
+		return in.api.Server.List(ctx, hcloud.ServerListOpts{ListOpts: o, Sort: sort})
 	})
 	if err != nil {
 		return nil, err
 	}
+	in.walk.page(req, servers, next == "")
 	out := &cloudapi.InstancePage{Items: make([]cloudapi.Instance, 0, len(servers)), NextPageToken: next}
 	for _, srv := range servers {
 		if inst := in.instanceOf(ctx, srv); cloudapi.MatchTags(inst.Tags, opts.Tags) {
