@@ -31,11 +31,11 @@ func TestTargetMemoAnswersOnlyForTheSameNodeSet(t *testing.T) {
 	}
 	a, b, c := node(1), node(2), node(3)
 
-	assert.Equal(t, []string{"i-1", "i-2", "i-3"}, l.targets(logger, []*corev1.Node{c, a, b}, nil))
-	_, hit := l.memo.lookup([]*corev1.Node{b, c, a}, "")
+	assert.Equal(t, []string{"i-1", "i-2", "i-3"}, l.targets(logger, []*corev1.Node{c, a, b}, 0, nil))
+	_, hit := l.memo.lookup([]*corev1.Node{b, c, a}, 0, "")
 	assert.True(t, hit, "the same Node objects in another order")
 
-	got := l.targets(logger, []*corev1.Node{a, b, c}, nil)
+	got := l.targets(logger, []*corev1.Node{a, b, c}, 0, nil)
 	assert.Equal(t, len(got), cap(got), "the memo's targets are clipped: an append copies them")
 
 	for _, tc := range []struct {
@@ -49,25 +49,25 @@ func TestTargetMemoAnswersOnlyForTheSameNodeSet(t *testing.T) {
 		{"no nodes", nil, []string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l.memo.store([]*corev1.Node{a, b, c}, "", []string{"i-1", "i-2", "i-3"})
-			assert.Equal(t, tc.want, l.targets(logger, tc.nodes, nil))
+			l.memo.store([]*corev1.Node{a, b, c}, 0, "", []string{"i-1", "i-2", "i-3"})
+			assert.Equal(t, tc.want, l.targets(logger, tc.nodes, 0, nil))
 		})
 	}
 
 	t.Run("a provider ID changed in place", func(t *testing.T) {
-		l.memo.store([]*corev1.Node{a, b, c}, "", []string{"i-1", "i-2", "i-3"})
+		l.memo.store([]*corev1.Node{a, b, c}, 0, "", []string{"i-1", "i-2", "i-3"})
 		changed := *c
 		changed.Spec.ProviderID = "ccmkit://i-9"
 		*c = changed
-		assert.Equal(t, []string{"i-1", "i-2", "i-9"}, l.targets(logger, []*corev1.Node{a, b, c}, nil))
+		assert.Equal(t, []string{"i-1", "i-2", "i-9"}, l.targets(logger, []*corev1.Node{a, b, c}, 0, nil))
 	})
 
 	t.Run("a set holding a Node twice is not stored", func(t *testing.T) {
 		l.memo = targetMemo{}
-		assert.Equal(t, []string{"i-1"}, l.targets(logger, []*corev1.Node{a, a}, nil))
-		_, hit := l.memo.lookup([]*corev1.Node{a, a}, "")
+		assert.Equal(t, []string{"i-1"}, l.targets(logger, []*corev1.Node{a, a}, 0, nil))
+		_, hit := l.memo.lookup([]*corev1.Node{a, a}, 0, "")
 		assert.False(t, hit)
-		assert.True(t, slices.Equal([]string{"i-1", "i-2"}, l.targets(logger, []*corev1.Node{a, b}, nil)))
+		assert.True(t, slices.Equal([]string{"i-1", "i-2"}, l.targets(logger, []*corev1.Node{a, b}, 0, nil)))
 	})
 
 	t.Run("selectors are remembered side by side for one node set", func(t *testing.T) {
@@ -77,33 +77,54 @@ func TestTargetMemoAnswersOnlyForTheSameNodeSet(t *testing.T) {
 		p0, err := labels.Parse("pool in (p0)")
 		require.NoError(t, err)
 		nodes := []*corev1.Node{a, b, node(4), node(5)}
-		assert.Equal(t, []string{"i-1", "i-5"}, l.targets(logger, nodes, p1))
-		assert.Equal(t, []string{"i-2", "i-4"}, l.targets(logger, nodes, p0))
-		assert.Equal(t, []string{"i-1", "i-2", "i-4", "i-5"}, l.targets(logger, nodes, nil))
+		assert.Equal(t, []string{"i-1", "i-5"}, l.targets(logger, nodes, 0, p1))
+		assert.Equal(t, []string{"i-2", "i-4"}, l.targets(logger, nodes, 0, p0))
+		assert.Equal(t, []string{"i-1", "i-2", "i-4", "i-5"}, l.targets(logger, nodes, 0, nil))
 		spaced, err := labels.Parse(" pool in ( p0 ) ")
 		require.NoError(t, err)
 		assert.Equal(t, p0.String(), spaced.String(), "one selector written two ways has one key")
 		reversed := slices.Clone(nodes)
 		slices.Reverse(reversed)
 		for _, key := range []string{"pool=p1", p0.String(), ""} {
-			ids, hit := l.memo.lookup(reversed, key)
+			ids, hit := l.memo.lookup(reversed, 0, key)
 			assert.True(t, hit, "selector %q", key)
 			assert.NotEmpty(t, ids)
 		}
-		_, hit := l.memo.lookup(nodes, "pool=p2")
+		_, hit := l.memo.lookup(nodes, 0, "pool=p2")
 		assert.False(t, hit, "a selector never computed")
 
 		relabelled := node(5)
 		relabelled.Labels["pool"] = "p0"
-		assert.Equal(t, []string{"i-2", "i-4", "i-5"}, l.targets(logger, []*corev1.Node{a, b, node(4), relabelled}, p0),
+		assert.Equal(t, []string{"i-2", "i-4", "i-5"}, l.targets(logger, []*corev1.Node{a, b, node(4), relabelled}, 0, p0),
 			"a Node with new labels is a new object: the node set differs")
-		_, hit = l.memo.lookup(nodes, "pool=p1")
+		_, hit = l.memo.lookup(nodes, 0, "pool=p1")
 		assert.False(t, hit, "a new node set replaces the memo")
+	})
+
+	t.Run("a node set named by the node set clock is checked once", func(t *testing.T) {
+		l.memo = targetMemo{}
+		assert.Equal(t, []string{"i-1", "i-2"}, l.targets(logger, []*corev1.Node{a, b}, 7, nil))
+		ids, hit := l.memo.lookup([]*corev1.Node{a}, 7, "")
+		assert.True(t, hit, "the clock's name stands for the Nodes: they are not checked")
+		assert.Equal(t, []string{"i-1", "i-2"}, ids)
+		_, hit = l.memo.lookup([]*corev1.Node{a}, 8, "")
+		assert.False(t, hit, "another name: the Nodes are checked")
+		_, hit = l.memo.lookup([]*corev1.Node{a}, 0, "")
+		assert.False(t, hit, "no name: the Nodes are checked")
+		_, hit = l.memo.lookup([]*corev1.Node{b, a}, 9, "")
+		assert.True(t, hit, "the same Nodes under a new name")
+		_, hit = l.memo.lookup([]*corev1.Node{a}, 9, "")
+		assert.True(t, hit, "the memo's set bears the name it was checked for")
+		_, hit = l.memo.lookup([]*corev1.Node{a}, 7, "")
+		assert.False(t, hit, "and no longer the one before")
+		assert.Equal(t, []string{"i-1"}, l.targets(logger, []*corev1.Node{a}, 10, nil))
+		_, hit = l.memo.lookup([]*corev1.Node{a, b}, 9, "")
+		assert.False(t, hit, "another node set replaced the named one")
 	})
 
 	t.Run("a selector that selects nothing is an empty target list", func(t *testing.T) {
 		none, err := labels.Parse("pool=p9")
 		require.NoError(t, err)
-		assert.Equal(t, []string{}, l.targets(logger, []*corev1.Node{a, b}, none))
+		assert.Equal(t, []string{}, l.targets(logger, []*corev1.Node{a, b}, 0, none))
 	})
 }

@@ -55,6 +55,11 @@ type nodeSetClock struct {
 	mu    sync.Mutex
 	set   nodeSet
 	since uint64 // the tick at which set arrived; 0 when none is remembered
+	// id names the Nodes of set with the stand-ins in nameless in their place: it changes
+	// with every change of them, and never names others again. sets counts the node sets
+	// remembered, so that observe tells whether set is still the one it checked.
+	id   nodeSetID
+	sets uint64
 	// nameless are the Nodes of set without a provider ID, and for each the stand-in
 	// that carries the provider ID known found (nil until it found one).
 	nameless map[*corev1.Node]*corev1.Node
@@ -66,8 +71,9 @@ type nodeSetClock struct {
 // is remembered. ok is false when nodes cannot be remembered (it holds a Node twice): the
 // caller then cannot tell when it arrived. It returns the nodes for the call too: nodes,
 // with the stand-ins of its Nodes without a provider ID in their place (see
-// nodeSetClock), and nodes itself when there are none.
-func (c *nodeSetClock) observe(ctx context.Context, nodes []*corev1.Node, tick func() uint64) (since uint64, ok bool, out []*corev1.Node) {
+// nodeSetClock), and nodes itself when there are none; and the name of those Nodes (id,
+// see nodeSetID), 0 when ok is false.
+func (c *nodeSetClock) observe(ctx context.Context, nodes []*corev1.Node, tick func() uint64) (since uint64, ok bool, out []*corev1.Node, id nodeSetID) {
 	c.mu.Lock()
 	switch {
 	case c.since != 0 && c.set.holds(nodes):
@@ -76,13 +82,15 @@ func (c *nodeSetClock) observe(ctx context.Context, nodes []*corev1.Node, tick f
 	default:
 		if !c.set.reset(nodes) {
 			c.since, c.set, c.nameless = 0, nodeSet{}, nil
+			c.sets++
+			c.id++
 			c.mu.Unlock()
-			return 0, false, nodes
+			return 0, false, nodes, 0
 		}
 		c.remember(nodes)
 		c.since = tick()
 	}
-	since = c.since
+	since, sets := c.since, c.sets
 	var missing []*corev1.Node // nameless Nodes without a stand-in yet
 	for n, s := range c.nameless {
 		if s == nil {
@@ -101,16 +109,20 @@ func (c *nodeSetClock) observe(ctx context.Context, nodes []*corev1.Node, tick f
 			c.mu.Lock()
 			if s, held := c.nameless[n]; held && s == nil { // the first to find it wins: one stand-in
 				c.nameless[n] = &standIn
+				c.id++
 			}
 			c.mu.Unlock()
 		}
 	}
-	return since, true, c.standIns(nodes)
+	out, id = c.standIns(nodes, sets)
+	return since, true, out, id
 }
 
 // remember notes the Nodes of nodes, the set just remembered, that have no provider ID.
 // c.mu is held.
 func (c *nodeSetClock) remember(nodes []*corev1.Node) {
+	c.sets++
+	c.id++
 	c.nameless = nil
 	if c.known == nil {
 		return
@@ -147,12 +159,16 @@ func (c *nodeSetClock) initialized(nodes []*corev1.Node) bool {
 }
 
 // standIns returns nodes with the stand-ins in place of their Nodes, or nodes itself
-// when none has one.
-func (c *nodeSetClock) standIns(nodes []*corev1.Node) []*corev1.Node {
+// when none has one, and their name: c.id when the remembered node set is still the
+// sets-th, nodes (observe checked it), else 0 (another call's node set replaced it).
+func (c *nodeSetClock) standIns(nodes []*corev1.Node, sets uint64) (_ []*corev1.Node, id nodeSetID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.sets == sets {
+		id = c.id
+	}
 	if len(c.nameless) == 0 {
-		return nodes
+		return nodes, id
 	}
 	var out []*corev1.Node
 	for i, n := range nodes {
@@ -164,9 +180,9 @@ func (c *nodeSetClock) standIns(nodes []*corev1.Node) []*corev1.Node {
 		}
 	}
 	if out == nil {
-		return nodes
+		return nodes, id
 	}
-	return out
+	return out, id
 }
 
 // holdsAs is holds, with each Node of nodes first mapped by as: to the remembered Node
@@ -216,6 +232,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 	uid := string(svc.UID)
 	var since uint64 // the arrival of the node set, for the reads the writes are based on
 	tracked := false
+	var set nodeSetID // the node set's name, for the target memo
 	owner, err := l.intents.owner(svc)
 	if err != nil {
 		return said, nil, err
@@ -240,14 +257,14 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			if svc.DeletionTimestamp == nil { // a Service being deleted is tracked no more
 				l.tracked.track(svc)
 			}
-			since, tracked, nodes = l.nodeSets.observe(ctx, nodes, l.snap.tick) // first, as the call arrives
+			since, tracked, nodes, set = l.nodeSets.observe(ctx, nodes, l.snap.tick) // first, as the call arrives
 			if !tracked {
 				since = 0 // a group write then reads the group after this call began
 			}
 			return true
 		},
 		fromSnapshot: func(current *cloudapi.LoadBalancer) (done bool, err error) {
-			plan := l.p.updateWant(logger, svc, owner, nodes, current)
+			plan := l.p.updateWant(logger, svc, owner, nodes, set, current)
 			want, release, err := grouped(plan)
 			if err != nil {
 				return false, err
@@ -272,7 +289,7 @@ func (l *LoadBalancer) updateNodes(ctx context.Context, svc *corev1.Service, nod
 			// again: its members may have changed while the read waited for the list.
 			plan := planned
 			if !asDecided || plan == nil || isShare(owner) {
-				p := l.p.updateWant(logger, svc, owner, nodes, &found[0])
+				p := l.p.updateWant(logger, svc, owner, nodes, set, &found[0])
 				plan = &p
 			}
 			want, release, err := grouped(*plan)

@@ -95,7 +95,7 @@ func TestConcurrentNodeSyncsShareOneList(t *testing.T) {
 	oks := make([]bool, workers)
 	for i := range workers {
 		wg.Go(func() {
-			since, tracked, _ := c.observe(t.Context(), nodes, s.tick)
+			since, tracked, _, _ := c.observe(t.Context(), nodes, s.tick)
 			if tracked {
 				_, oks[i] = s.listedSince(t.Context(), []string{"a", "b"}[i%2], since)
 			}
@@ -139,25 +139,31 @@ func TestNodeSetClock(t *testing.T) {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: "ccmkit://" + name}}
 	}
 	a, b, x := node("a"), node("b"), node("x")
-	since, ok, _ := c.observe(t.Context(), []*corev1.Node{a, b}, tick)
+	since, ok, _, ab := c.observe(t.Context(), []*corev1.Node{a, b}, tick)
 	require.True(t, ok)
 	assert.EqualValues(t, 1, since)
-	since, _, _ = c.observe(t.Context(), []*corev1.Node{b, a}, tick)
+	assert.NotZero(t, ab)
+	since, _, _, id := c.observe(t.Context(), []*corev1.Node{b, a}, tick)
 	assert.EqualValues(t, 1, since, "the same node set in another order")
-	since, _, _ = c.observe(t.Context(), []*corev1.Node{a, b, x}, tick)
+	assert.Equal(t, ab, id, "the same node set, the same name")
+	since, _, _, abx := c.observe(t.Context(), []*corev1.Node{a, b, x}, tick)
 	assert.EqualValues(t, 2, since, "a node added")
-	since, _, _ = c.observe(t.Context(), []*corev1.Node{a, b}, tick)
+	assert.NotContains(t, []nodeSetID{0, ab}, abx)
+	since, _, _, id = c.observe(t.Context(), []*corev1.Node{a, b}, tick)
 	assert.EqualValues(t, 3, since, "back to the old node set is a change too")
-	_, ok, _ = c.observe(t.Context(), []*corev1.Node{a, a}, tick)
+	assert.NotContains(t, []nodeSetID{0, ab, abx}, id, "a name is never given again")
+	_, ok, _, id = c.observe(t.Context(), []*corev1.Node{a, a}, tick)
 	assert.False(t, ok, "a Node given twice: the arrival cannot be told")
-	since, _, _ = c.observe(t.Context(), []*corev1.Node{a, b}, tick)
+	assert.Zero(t, id, "nor its name")
+	since, _, _, ab = c.observe(t.Context(), []*corev1.Node{a, b}, tick)
 	assert.EqualValues(t, 4, since)
 	b.Spec.ProviderID = "ccmkit://moved"
-	since, _, _ = c.observe(t.Context(), []*corev1.Node{a, b}, tick)
+	since, _, _, id = c.observe(t.Context(), []*corev1.Node{a, b}, tick)
 	assert.EqualValues(t, 5, since, "a provider ID changed in place")
-	since, _, _ = c.observe(t.Context(), nil, tick)
+	assert.NotContains(t, []nodeSetID{0, ab}, id, "a provider ID changed in place: another name")
+	since, _, _, _ = c.observe(t.Context(), nil, tick)
 	assert.EqualValues(t, 6, since)
-	since, _, _ = c.observe(t.Context(), nil, tick)
+	since, _, _, _ = c.observe(t.Context(), nil, tick)
 	assert.EqualValues(t, 6, since, "no nodes twice")
 }
 
@@ -182,14 +188,15 @@ func TestNodeSetClockStandsInForANodeBeingInitialized(t *testing.T) {
 		}
 		return "ccmkit://i-new", true
 	}}
-	since, ok, out := c.observe(t.Context(), []*corev1.Node{a, fresh}, tick)
+	since, ok, out, unknown := c.observe(t.Context(), []*corev1.Node{a, fresh}, tick)
 	require.True(t, ok)
 	assert.EqualValues(t, 1, since)
 	assert.Same(t, fresh, out[1], "not known yet: the Node as it is")
 
 	found = true // the node controller's instance list is in
-	since, _, out = c.observe(t.Context(), []*corev1.Node{fresh, a}, tick)
+	since, _, out, id := c.observe(t.Context(), []*corev1.Node{fresh, a}, tick)
 	assert.EqualValues(t, 1, since, "the same node set")
+	assert.NotContains(t, []nodeSetID{0, unknown}, id, "with a stand-in, the Nodes handed on are others: another name")
 	require.NotSame(t, fresh, out[0])
 	standIn := out[0]
 	assert.Equal(t, "ccmkit://i-new", standIn.Spec.ProviderID)
@@ -197,28 +204,30 @@ func TestNodeSetClockStandsInForANodeBeingInitialized(t *testing.T) {
 	assert.Empty(t, fresh.Spec.ProviderID, "the Node given is not changed")
 	assert.Same(t, a, out[1])
 
-	_, _, out = c.observe(t.Context(), []*corev1.Node{a, fresh}, tick)
+	_, _, out, again := c.observe(t.Context(), []*corev1.Node{a, fresh}, tick)
 	assert.Same(t, standIn, out[1], "one stand-in while the node set holds the Node")
+	assert.Equal(t, id, again, "the same stand-in, the same name")
 	assert.Equal(t, 2, asked, "found once, not asked again")
 
-	since, _, out = c.observe(t.Context(), []*corev1.Node{a, initialized}, tick)
+	since, _, out, again = c.observe(t.Context(), []*corev1.Node{a, initialized}, tick)
 	assert.EqualValues(t, 1, since, "initialized with the provider ID found: the same arrival")
 	assert.Same(t, initialized, out[1])
-	since, _, _ = c.observe(t.Context(), []*corev1.Node{a, initialized}, tick)
+	assert.NotContains(t, []nodeSetID{0, unknown, id}, again, "other Node objects: another name")
+	since, _, _, _ = c.observe(t.Context(), []*corev1.Node{a, initialized}, tick)
 	assert.EqualValues(t, 1, since)
 
 	// Another provider ID than the one found is a new node set.
 	c.observe(t.Context(), []*corev1.Node{a, fresh}, tick)
 	other := fresh.DeepCopy()
 	other.Spec.ProviderID = "ccmkit://i-other"
-	since, _, _ = c.observe(t.Context(), []*corev1.Node{a, other}, tick)
+	since, _, _, _ = c.observe(t.Context(), []*corev1.Node{a, other}, tick)
 	assert.EqualValues(t, 3, since)
 
 	// Without known, the Node is skipped until it has a provider ID: a new arrival then.
 	var plain nodeSetClock
 	n = 0
-	_, _, out = plain.observe(t.Context(), []*corev1.Node{a, fresh}, tick)
+	_, _, out, _ = plain.observe(t.Context(), []*corev1.Node{a, fresh}, tick)
 	assert.Same(t, fresh, out[1])
-	since, _, _ = plain.observe(t.Context(), []*corev1.Node{a, initialized}, tick)
+	since, _, _, _ = plain.observe(t.Context(), []*corev1.Node{a, initialized}, tick)
 	assert.EqualValues(t, 2, since)
 }

@@ -68,12 +68,12 @@ func (p *planner) creation(logger klog.Logger, svc *corev1.Service, owner string
 // warnings as events (reporter.unknown), the errors returned as the Service's error, and
 // annotations that disagree with their aliases as an event too (reporter.conflicts). It
 // returns the parsed annotations too, as far as they are well-formed.
-func (p *planner) desired(logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, parsedAnnotations, error) {
+func (p *planner) desired(logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, set nodeSetID, current *cloudapi.LoadBalancer) (cloudapi.LoadBalancerSpec, parsedAnnotations, error) {
 	spec, a, ps := translate(translation{
 		svc:       svc,
 		owner:     owner,
 		current:   current,
-		targets:   func(sel labels.Selector) []string { return p.targets(logger, nodes, sel) },
+		targets:   func(sel labels.Selector) []string { return p.targets(logger, nodes, set, sel) },
 		clusterID: p.clusterID, prefix: p.prefix,
 		declarations: p.settings, settingDefaults: p.settingDefaults, aliases: p.aliases, shape: p.shape,
 	})
@@ -86,7 +86,7 @@ func (p *planner) desired(logger klog.Logger, svc *corev1.Service, owner string,
 // Service asks for (desired; for a Service of a share, joined with the other Services'
 // listeners and carry's, see join), its targets for their group.
 func (p *planner) ensureWant(logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer, carry ...cloudapi.Listener) (wanted, error) {
-	want, a, err := p.desired(logger, svc, owner, nodes, current)
+	want, a, err := p.desired(logger, svc, owner, nodes, 0, current)
 	if err != nil {
 		return wanted{}, err
 	}
@@ -107,8 +107,8 @@ func (p *planner) ensureWant(logger klog.Logger, svc *corev1.Service, owner stri
 // the target group) as they are: every node is not what its user asked for. A Service
 // of a share writes its share's load balancer as join makes it; one that disagrees with
 // its share writes nothing (serr says why): the share's other Services keep the targets.
-func (p *planner) updateWant(logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, current *cloudapi.LoadBalancer) wanted {
-	want, a, serr := p.desired(logger, svc, owner, nodes, current)
+func (p *planner) updateWant(logger klog.Logger, svc *corev1.Service, owner string, nodes []*corev1.Node, set nodeSetID, current *cloudapi.LoadBalancer) wanted {
+	want, a, serr := p.desired(logger, svc, owner, nodes, set, current)
 	var asked []cloudapi.Listener
 	if isShare(owner) {
 		if serr == nil {
@@ -131,7 +131,7 @@ func (p *planner) updateWant(logger klog.Logger, svc *corev1.Service, owner stri
 		if a.nodeSelectorBad {
 			return wanted{spec: p.keepUpdated(current, want), asked: asked, serr: serr}
 		}
-		want.Targets = p.targets(logger, nodes, a.nodeSelector)
+		want.Targets = p.targets(logger, nodes, set, a.nodeSelector)
 		want.TargetGroup = ""
 	}
 	return wanted{spec: p.keepUpdated(current, want), grouped: true, sel: a.nodeSelector, asked: asked, serr: serr}

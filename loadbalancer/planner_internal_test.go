@@ -202,7 +202,7 @@ func TestPlannerUpdateWant(t *testing.T) {
 				current.Spec.Tags = map[string]string{}
 			}
 			maps.Copy(current.Spec.Tags, ownerTags("c1", owner)) // the owner's, as read: not one being adopted
-			tc.check(t, p.updateWant(klog.Logger{}, svc, owner, nodes, current))
+			tc.check(t, p.updateWant(klog.Logger{}, svc, owner, nodes, 0, current))
 			_, member := p.shares.member(owner, string(svc.UID))
 			assert.False(t, member, "a node sync records no member")
 		})

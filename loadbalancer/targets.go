@@ -19,12 +19,13 @@ import (
 // read only, as every spec's targets are (nothing here writes into a Targets slice, a
 // spec that needs other targets gets another slice, and cloudapi's writes leave what they
 // are given as it is), and clipped, so that an append copies it.
-func (p *planner) targets(logger klog.Logger, nodes []*corev1.Node, sel labels.Selector) []string {
+// set is the name of nodes when the node sync's clock has one (see nodeSetID), else 0.
+func (p *planner) targets(logger klog.Logger, nodes []*corev1.Node, set nodeSetID, sel labels.Selector) []string {
 	key := "" // the selector in its canonical form; "" selects every node, as nil does
 	if sel != nil {
 		key = sel.String()
 	}
-	if ids, ok := p.memo.lookup(nodes, key); ok {
+	if ids, ok := p.memo.lookup(nodes, set, key); ok {
 		return ids
 	}
 	ids := make([]string, 0, len(nodes))
@@ -50,7 +51,7 @@ func (p *planner) targets(logger klog.Logger, nodes []*corev1.Node, sel labels.S
 	}
 	slices.Sort(ids)
 	ids = slices.Clip(slices.Compact(ids))
-	p.memo.store(nodes, key, ids)
+	p.memo.store(nodes, set, key, ids)
 	return ids
 }
 
@@ -66,30 +67,41 @@ const maxMemoSelectors = 64
 // nothing else but the labels, which are read when a selector's targets are stored. The
 // Node objects the service controller passes come from its informer, which replaces a Node
 // whose labels change with a new object; the node set then differs.
+//
+// A node sync hands every Service the same node set, which the node set clock checks as
+// each call arrives (nodeSetClock.observe) and names (nodeSetID): a call that gives the
+// memo the name of its set, the one the memo's set was last given, is not checked again.
 type targetMemo struct {
 	mu  sync.Mutex
 	set nodeSet
+	id  nodeSetID           // the name of set, when it was given one; 0: none
 	ids map[string][]string // by selector ("" for every node); sorted, without duplicates, clipped; read only
 }
 
-// lookup returns the memo's targets of the selector key when nodes is the memo's node set.
-func (m *targetMemo) lookup(nodes []*corev1.Node, key string) ([]string, bool) {
+// nodeSetID names the Nodes a nodeSetClock handed to a call (see nodeSetClock.observe):
+// calls given the same nonzero name were given the same Node objects with the same
+// provider IDs. 0 names none.
+type nodeSetID uint64
+
+// lookup returns the memo's targets of the selector key when nodes (named id, or 0) is
+// the memo's node set.
+func (m *targetMemo) lookup(nodes []*corev1.Node, id nodeSetID, key string) ([]string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ids, ok := m.ids[key]
-	if !ok || !m.set.holds(nodes) {
+	if !ok || !m.same(nodes, id) {
 		return nil, false
 	}
 	return ids, true
 }
 
-// store records ids as the targets of the selector key on nodes: beside the other
-// selectors' when nodes is the memo's node set, else as the memo's only entry. A node set
-// that holds a Node twice is not stored.
-func (m *targetMemo) store(nodes []*corev1.Node, key string, ids []string) {
+// store records ids as the targets of the selector key on nodes (named id, or 0): beside
+// the other selectors' when nodes is the memo's node set, else as the memo's only entry.
+// A node set that holds a Node twice is not stored.
+func (m *targetMemo) store(nodes []*corev1.Node, id nodeSetID, key string, ids []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.set.holds(nodes) {
+	if m.same(nodes, id) {
 		if len(m.ids) >= maxMemoSelectors {
 			clear(m.ids)
 		}
@@ -97,8 +109,25 @@ func (m *targetMemo) store(nodes []*corev1.Node, key string, ids []string) {
 		return
 	}
 	if m.set.reset(nodes) {
+		m.id = id
 		m.ids = map[string][]string{key: ids}
 	}
+}
+
+// same reports whether nodes (named id, or 0) is the memo's node set: by its name, when
+// both have the same, else by a check of its Nodes, after which the set bears id's name.
+// m.mu is held.
+func (m *targetMemo) same(nodes []*corev1.Node, id nodeSetID) bool {
+	if id != 0 && id == m.id {
+		return true
+	}
+	if !m.set.holds(nodes) {
+		return false
+	}
+	if id != 0 {
+		m.id = id
+	}
+	return true
 }
 
 // nodeSet remembers one set of Node objects, to tell whether a later node set is the same:
