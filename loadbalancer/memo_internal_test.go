@@ -120,6 +120,9 @@ func TestTargetMemoAnswersOnlyForTheSameNodeSet(t *testing.T) {
 		assert.Equal(t, []string{"i-1"}, l.targets(logger, []*corev1.Node{a}, 10, nil))
 		_, hit = l.memo.lookup([]*corev1.Node{a, b}, 9, "")
 		assert.False(t, hit, "another node set replaced the named one")
+		assert.Equal(t, []string{"i-2"}, l.targets(logger, []*corev1.Node{b}, 0, nil))
+		_, hit = l.memo.lookup([]*corev1.Node{a}, 10, "")
+		assert.False(t, hit, "an unnamed node set (an ensure's) replaced the named one, and its name")
 	})
 
 	t.Run("a selector that selects nothing is an empty target list", func(t *testing.T) {

@@ -56,8 +56,9 @@ type nodeSetClock struct {
 	set   nodeSet
 	since uint64 // the tick at which set arrived; 0 when none is remembered
 	// id names the Nodes of set with the stand-ins in nameless in their place: it changes
-	// with every change of them, and never names others again. sets counts the node sets
-	// remembered, so that observe tells whether set is still the one it checked.
+	// with every change of them, and never names others again. sets counts the changes
+	// of set (one remembered, or forgotten), so that observe tells whether set is still
+	// the one it checked.
 	id   nodeSetID
 	sets uint64
 	// nameless are the Nodes of set without a provider ID, and for each the stand-in
@@ -72,7 +73,8 @@ type nodeSetClock struct {
 // caller then cannot tell when it arrived. It returns the nodes for the call too: nodes,
 // with the stand-ins of its Nodes without a provider ID in their place (see
 // nodeSetClock), and nodes itself when there are none; and the name of those Nodes (id,
-// see nodeSetID), 0 when ok is false.
+// see nodeSetID): 0 when ok is false, and when another call's node set replaced nodes
+// while this one looked for stand-ins (the target memo then checks the Nodes).
 func (c *nodeSetClock) observe(ctx context.Context, nodes []*corev1.Node, tick func() uint64) (since uint64, ok bool, out []*corev1.Node, id nodeSetID) {
 	c.mu.Lock()
 	switch {

@@ -167,6 +167,54 @@ func TestNodeSetClock(t *testing.T) {
 	assert.EqualValues(t, 6, since, "no nodes twice")
 }
 
+// TestNodeSetClockNamesNoReplacedNodeSet: a call that looks for a stand-in while another
+// call's node set replaces its own gets no name for its Nodes (its targets are then
+// checked, never taken as the other set's).
+func TestNodeSetClockNamesNoReplacedNodeSet(t *testing.T) {
+	var n uint64
+	tick := func() uint64 { n++; return n }
+	node := func(name, id string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: id}}
+	}
+	for _, tc := range []struct {
+		name  string
+		other func(a, b *corev1.Node) []*corev1.Node
+	}{
+		{"another node set", func(a, b *corev1.Node) []*corev1.Node { return []*corev1.Node{a, b} }},
+		{"a Node given twice", func(a, _ *corev1.Node) []*corev1.Node { return []*corev1.Node{a, a} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, fresh := node("a", "ccmkit://i-a"), node("b", "ccmkit://i-b"), node("new", "")
+			entered, release := make(chan struct{}), make(chan struct{})
+			c := nodeSetClock{known: func(_ context.Context, name string) (string, bool) {
+				if name == "new" {
+					close(entered)
+					<-release
+					return "ccmkit://i-new", true
+				}
+				return "", false
+			}}
+			type result struct {
+				ok  bool
+				out []*corev1.Node
+				id  nodeSetID
+			}
+			got := make(chan result, 1)
+			go func() {
+				_, ok, out, id := c.observe(t.Context(), []*corev1.Node{a, fresh}, tick)
+				got <- result{ok, out, id}
+			}()
+			<-entered // the first call checked its node set and looks for the stand-in
+			_, _, _, other := c.observe(t.Context(), tc.other(a, b), tick)
+			close(release)
+			r := <-got
+			require.True(t, r.ok)
+			assert.Zero(t, r.id, "its node set was replaced: no name, never the other set's (%d)", other)
+			assert.Equal(t, []*corev1.Node{a, fresh}, r.out, "the other set has no stand-in for its Node")
+		})
+	}
+}
+
 // TestNodeSetClockStandsInForANodeBeingInitialized: a Node without a provider ID whose
 // provider ID known finds is handed on as one stand-in with that provider ID, and the
 // node set in which the Node has that provider ID (the cloud node controller's update)

@@ -79,8 +79,8 @@ type targetMemo struct {
 }
 
 // nodeSetID names the Nodes a nodeSetClock handed to a call (see nodeSetClock.observe):
-// calls given the same nonzero name were given the same Node objects with the same
-// provider IDs. 0 names none.
+// calls given the same nonzero name by one clock were given the same Node objects (in any
+// order), with the provider IDs they had when the clock checked them. 0 names none.
 type nodeSetID uint64
 
 // lookup returns the memo's targets of the selector key when nodes (named id, or 0) is
