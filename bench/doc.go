@@ -78,7 +78,8 @@
 //     balancer has it. With -node-repeats N, node_add and node_delete run N times, each
 //     with the controllers started afresh on the world's Nodes (whose startup takes the
 //     instance out of, or puts it back in, every load balancer before the run), and their
-//     seconds are the median; their calls are the first run's.
+//     seconds are the median (each run's seconds, in order, on a line of their own below
+//     the table); their calls are the first run's.
 //   - node_delete: a Node's instance deleted in the cloud and the Node NotReady (its kubelet
 //     went with it): the cloud writes until the cloud is quiet (the calls by operation in
 //     the report) as the node lifecycle

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -86,6 +87,21 @@ func TestBenchSmall(t *testing.T) {
 	assert.Less(t, value("node_add_groups_calls", "ccmkit"), float64(rep.results[0].nodeAddCalls.Total()), "target groups make a Node added cheaper than node_add")
 	assert.Equal(t, value("node_add_lbs", "baseline"), value("node_add_groups_lbs", "baseline"), "the baseline has no target groups: its node_add")
 	assert.Equal(t, float64(rep.result("baseline").nodeAddCalls.Total()), value("node_add_groups_calls", "baseline"))
+
+	// Each run's seconds of node_add and node_delete are kept, in order, and printed
+	// beside their median.
+	var table bytes.Buffer
+	rep.printTable(&table)
+	for _, side := range []string{"ccmkit", "baseline"} {
+		x := rep.result(side)
+		for name, runs := range map[string][]float64{"node_add": x.nodeAddRuns, "node_delete": x.nodeDeleteRuns} {
+			require.Len(t, runs, smallConfig().nodeRepeats, "%s %s", side, name)
+			assert.Equal(t, value(name+"_seconds", side), median(runs), "%s %s: the median of its runs", side, name)
+		}
+		assert.Contains(t, table.String(), fmt.Sprintf("%s %.3f %.3f", side, x.nodeDeleteRuns[0], x.nodeDeleteRuns[1]))
+	}
+	assert.Contains(t, table.String(), "node_add_seconds of each run, in order: ccmkit ")
+	assert.Contains(t, table.String(), "node_delete_seconds of each run, in order: ccmkit ")
 }
 
 // TestNodeAddGroupsSmall runs node_add_groups alone at a small size: ccmkit's world over a

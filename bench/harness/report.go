@@ -312,6 +312,28 @@ func (r *report) printTable(out io.Writer) {
 	}
 	c := r.results[0]
 	_, _ = fmt.Fprintf(out, "node_add_groups calls: ccmkit %s; the peers none of their own (no target groups: their node_add calls)\n", c.nodeAddGroupsCalls)
+	if r.cfg.repeats() > 1 {
+		for _, d := range []struct {
+			name string
+			of   func(*result) []float64
+		}{
+			{"node_add_seconds", func(x *result) []float64 { return x.nodeAddRuns }},
+			{"node_delete_seconds", func(x *result) []float64 { return x.nodeDeleteRuns }},
+		} {
+			var parts []string
+			for i, x := range r.results {
+				if !r.ran[i] {
+					continue
+				}
+				runs := make([]string, len(d.of(x)))
+				for j, s := range d.of(x) {
+					runs[j] = fmt.Sprintf("%.3f", s)
+				}
+				parts = append(parts, names[i]+" "+strings.Join(runs, " "))
+			}
+			_, _ = fmt.Fprintf(out, "%s of each run, in order: %s\n", d.name, strings.Join(parts, "; "))
+		}
+	}
 	wall := fmt.Sprintf("wall time: ccmkit %.0fs (setup %.0fs) and %.0fs with target groups (setup %.0fs)", c.total.Seconds(), c.setup.Seconds(), c.groupsTotal.Seconds(), c.groupsSetup.Seconds())
 	for i, x := range r.results[1:] {
 		wall += fmt.Sprintf(", %s %.0fs (setup %.0fs)", names[i+1], x.total.Seconds(), x.setup.Seconds())

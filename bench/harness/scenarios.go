@@ -42,12 +42,14 @@ type result struct {
 	settingsRefused     string // the provider's error for settingsService; its figures are n/a
 	nodeAddWrites       int64
 	nodeAddSeconds      float64
-	nodeAddLBs          int // load balancers that have the new Node's instance at the end
+	nodeAddRuns         []float64 // the seconds of each run, in order (nodeAddSeconds is their median)
+	nodeAddLBs          int       // load balancers that have the new Node's instance at the end
 	nodeAddCalls        Calls
 	nodeAddKubeWrites   int64
 	nodeDeleteWrites    int64
 	nodeDeleteSeconds   float64
-	nodeDeleteLBs       int // load balancers that still have the deleted Node's instance at the end
+	nodeDeleteRuns      []float64 // the seconds of each run, in order (nodeDeleteSeconds is their median)
+	nodeDeleteLBs       int       // load balancers that still have the deleted Node's instance at the end
 	nodeDeleteCalls     Calls
 	setup, total        time.Duration
 
@@ -419,7 +421,7 @@ func statusPass(ctx context.Context, w *world, r *result, log *progress) error {
 // the progress log: a provider may make more writes one time than another).
 func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
 	i := len(w.nodes)
-	mid, err := repeated(w.cfg.repeats(), func() error { return w.cloud.RemoveInstance(i) }, func(rep int) (float64, error) {
+	runs, err := repeated(w.cfg.repeats(), func() error { return w.cloud.RemoveInstance(i) }, func(rep int) (float64, error) {
 		a, err := addNode(ctx, w, "node_add")
 		if err != nil {
 			return 0, err
@@ -432,31 +434,35 @@ func nodeAdd(ctx context.Context, w *world, r *result, log *progress) error {
 		}
 		return a.seconds, nil
 	})
-	r.nodeAddSeconds = mid
+	r.nodeAddRuns, r.nodeAddSeconds = runs, median(runs)
 	return err
 }
 
 // repeated runs run n times (rep 0 to n-1), restore before each run but the first, and
-// returns the median of the seconds the runs return.
-func repeated(n int, restore func() error, run func(rep int) (seconds float64, err error)) (float64, error) {
+// returns the seconds the runs return, in order.
+func repeated(n int, restore func() error, run func(rep int) (seconds float64, err error)) ([]float64, error) {
 	var seconds []float64
 	for rep := range n {
 		if rep > 0 {
 			if err := restore(); err != nil {
-				return 0, err
+				return nil, err
 			}
 		}
 		s, err := run(rep)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		seconds = append(seconds, s)
 	}
-	return median(seconds), nil
+	return seconds, nil
 }
 
-// median returns the median of xs (the mean of the middle two of an even count).
+// median returns the median of xs (the mean of the middle two of an even count; 0 for
+// none).
 func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
 	s := slices.Sorted(slices.Values(xs))
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
@@ -478,7 +484,7 @@ func median(xs []float64) float64 {
 // the writes and the load balancers are the first repetition's, as in nodeAdd.
 func nodeDelete(ctx context.Context, w *world, r *result, log *progress) error {
 	i := len(w.nodes) - 1
-	mid, err := repeated(w.cfg.repeats(), func() error { return w.cloud.AddInstance(i) }, func(rep int) (float64, error) {
+	runs, err := repeated(w.cfg.repeats(), func() error { return w.cloud.AddInstance(i) }, func(rep int) (float64, error) {
 		d, err := deleteNode(ctx, w, i)
 		if err != nil {
 			return 0, err
@@ -491,7 +497,7 @@ func nodeDelete(ctx context.Context, w *world, r *result, log *progress) error {
 		}
 		return d.seconds, nil
 	})
-	r.nodeDeleteSeconds = mid
+	r.nodeDeleteRuns, r.nodeDeleteSeconds = runs, median(runs)
 	return err
 }
 
