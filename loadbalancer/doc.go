@@ -32,7 +32,9 @@
 //     older than Options.MaxAge, and a restart ⌈S/Options.PageSize⌉ lists.
 //   - A node sync (UpdateLoadBalancer for every Service after a Node change) costs one
 //     shared list of the cluster's load balancers and one write per load balancer whose
-//     targets change; with target groups, one write per group.
+//     targets change; with target groups, one write per group. A new Node without a
+//     provider ID yet costs the instance list that the node controller's lookup of it
+//     shares (Options.NodeProviderID).
 //   - Bad input is the Service's error (an *AnnotationError names the annotation, the
 //     value and what is allowed) or a Warning event, never a silent default: a malformed
 //     annotation still lets the node set reach the targets. An adapter's aliases

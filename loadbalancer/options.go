@@ -119,8 +119,10 @@ type Options struct {
 	// OnCreationHeld, when set, is called each time the creation brake holds a create.
 	OnCreationHeld func()
 	// NodeProviderID, when set, returns the provider ID that the cloud node controller
-	// gives the Node named name, which has none yet, when it is known without a cloud call
-	// (package instances' KnownProviderID); ok false otherwise. UpdateLoadBalancer then
+	// gives the Node named name, which has none yet, when the instances know it (package
+	// instances' KnownProviderID: from the instance snapshot, with at most one instance
+	// list per name and cache age, the one the node controller's lookup of the Node
+	// shares); ok false otherwise. UpdateLoadBalancer then
 	// targets a Node being initialized from the service controller's first node sync of
 	// it on, instead of its next one, once the Node has its provider ID (see
 	// nodeSetClock). Nil skips a Node without a provider ID until it has one.

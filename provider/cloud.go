@@ -447,8 +447,9 @@ func (c *Cloud) nodeNames(ctx context.Context) ([]string, error) {
 }
 
 // nodeProviderID is the load balancers' Options.NodeProviderID: the provider ID the
-// instances give a Node being initialized, known without a cloud call; none when the
-// instances are disabled (a Node then waits for its provider ID).
+// instances give a Node being initialized, as their snapshot knows it (see
+// instances.(*Instances).KnownProviderID); none when the instances are disabled (a Node
+// then waits for its provider ID).
 func (c *Cloud) nodeProviderID(ctx context.Context, name string) (string, bool) {
 	if c.instances == nil {
 		return "", false

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	cloudprovider "k8s.io/cloud-provider"
 	nodecontroller "k8s.io/cloud-provider/controllers/node"
 	"k8s.io/cloud-provider/controllers/nodelifecycle"
@@ -275,6 +276,42 @@ func waitFor(ctx context.Context, cond func() bool) error {
 		}
 	}
 	return nil
+}
+
+// waitOn waits until ready is closed, for at most waitTimeout.
+func waitOn(ctx context.Context, ready <-chan struct{}) error {
+	timeout := time.NewTimer(waitTimeout)
+	defer timeout.Stop()
+	select {
+	case <-ready:
+		return nil
+	case <-timeout.C:
+		return fmt.Errorf("not in %v", waitTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// seeNotReady returns a channel that is closed once the session's Node informer (the one
+// the node lifecycle controller's lister reads) has seen the Node name not Ready: by the
+// informer's own event, so that a scenario timed from a change of the Node adds no
+// polling interval of its own. The handler stays until the session stops.
+func (s *session) seeNotReady(name string) (<-chan struct{}, error) {
+	seen := make(chan struct{})
+	var once sync.Once
+	notReady := func(obj any) {
+		if n, ok := obj.(*corev1.Node); ok && n.Name == name && !isReady(n) {
+			once.Do(func() { close(seen) })
+		}
+	}
+	_, err := s.factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    notReady,
+		UpdateFunc: func(_, obj any) { notReady(obj) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching Node %s: %w", name, err)
+	}
+	return seen, nil
 }
 
 // waitQuiet waits until the cloud has received no call for cfg.quiet.

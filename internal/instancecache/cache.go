@@ -56,7 +56,15 @@ type Cache struct {
 	afterNameRead func()
 	// brake is the deletion brake's memory (see Options.Brake).
 	brake brakeState
+	// knownLists holds, by NameKey, when Known last listed for a name (at most
+	// maxKnownLists names; see Known).
+	knownLists map[string]time.Time
 }
+
+// maxKnownLists bounds the names Known remembers listing for. Past it, the names listed
+// for longer than MaxAge ago are forgotten, and if none was, all of them: a name then
+// costs at most one list more.
+const maxKnownLists = 1024
 
 // Options tune a Cache.
 type Options struct {
@@ -328,7 +336,15 @@ func (c *Cache) byNameUnbraked(ctx context.Context, name string) (*cloudapi.Inst
 	c.mu.RUnlock()
 	if !listedAfterStart {
 		// The snapshot predates this lookup: the instance may be new, or a new instance
-		// may have taken a terminated one's name. Relist once.
+		// may have taken a terminated one's name. A list under way (another lookup's, or
+		// Known's for a Node being initialized, which began before this lookup) may
+		// have it live: that answer needs no list of this lookup's own. That none is
+		// live needs a list begun after this lookup: relist once.
+		if c.lists.Wait(ctx) == nil {
+			if live, _, _, err := c.lookupName(key); live != nil || err != nil {
+				return live, err
+			}
+		}
 		if err := c.listUntil(ctx, c.listedSince(start)); err != nil {
 			return nil, err
 		}
@@ -354,25 +370,73 @@ func (c *Cache) byNameUnbraked(ctx context.Context, name string) (*cloudapi.Inst
 		fmt.Errorf("no instance is named %q", name))
 }
 
-// Known returns the one live instance named name (compared as NameKey) that the snapshot
-// holds, when the snapshot is no older than MaxAge, after waiting for a list under way
-// (another lookup's) to end. It never makes a cloud call nor starts a list, and it
-// answers nothing about an instance being gone: ok is false when the snapshot is stale or
-// has no live instance of that name, or two, or the list it waited for failed. It is for
-// a reader that can do without the answer, such as the load balancer targets of a Node
-// that the cloud node controller is initializing, whose own lookup lists.
+// Known returns the one live instance named name (compared as NameKey) that a snapshot
+// no older than MaxAge holds, after waiting for a list under way (another lookup's) to
+// end. When the snapshot is older, or has no live instance of that name, it lists once
+// for it (joining a list under way), unless it listed for that name within the last
+// MaxAge (or MaxAge is zero): a name it asks about again and again costs one list per
+// MaxAge, not one per call. It makes no GetInstance and answers nothing about an instance
+// being gone: ok is false when the snapshot has no live instance of that name, or two,
+// or a list failed.
+//
+// It is for a reader that can do without the answer, such as the load balancer targets
+// of a Node that the cloud node controller is initializing. That controller's lookup of
+// the Node (ByNameForNode) lists for the new instance too: whichever of the two begins
+// the list, the other finds the instance in it, so a new Node costs one list either way,
+// and its targets do not wait for the order in which the two controllers see the Node.
 func (c *Cache) Known(ctx context.Context, name string) (inst *cloudapi.Instance, ok bool) {
 	if err := c.lists.Wait(ctx); err != nil {
 		return nil, false
 	}
+	key, now := NameKey(name), c.opts.Clock.Now()
+	if inst, ok := c.known(key, now); ok || !c.mayListFor(key, now) {
+		return inst, ok
+	}
+	if err := c.listUntil(ctx, c.listedSince(now)); err != nil {
+		return nil, false
+	}
+	return c.known(key, now)
+}
+
+// known returns the one live instance named key in the snapshot, when the snapshot is
+// no older than MaxAge at now.
+func (c *Cache) known(key string, now time.Time) (*cloudapi.Instance, bool) {
 	c.mu.RLock()
-	fresh := !c.listedAt.IsZero() && !c.listedAt.Before(c.opts.Clock.Now().Add(-c.opts.MaxAge))
+	fresh := !c.listedAt.IsZero() && !c.listedAt.Before(now.Add(-c.opts.MaxAge))
 	c.mu.RUnlock()
 	if !fresh {
 		return nil, false
 	}
-	live, _, _, err := c.lookupName(NameKey(name))
+	live, _, _, err := c.lookupName(key)
 	return live, err == nil && live != nil
+}
+
+// mayListFor reports whether Known may list for the name key at now (it has not within
+// MaxAge before now, and MaxAge is not zero), and if so remembers that it does.
+func (c *Cache) mayListFor(key string, now time.Time) bool {
+	if c.opts.MaxAge <= 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at, ok := c.knownLists[key]; ok && now.Before(at.Add(c.opts.MaxAge)) {
+		return false
+	}
+	if len(c.knownLists) >= maxKnownLists {
+		for k, at := range c.knownLists {
+			if !now.Before(at.Add(c.opts.MaxAge)) {
+				delete(c.knownLists, k)
+			}
+		}
+		if len(c.knownLists) >= maxKnownLists {
+			clear(c.knownLists)
+		}
+	}
+	if c.knownLists == nil {
+		c.knownLists = map[string]time.Time{}
+	}
+	c.knownLists[key] = now
+	return true
 }
 
 // lookupName returns the live instance named key, or else a terminated one and the IDs

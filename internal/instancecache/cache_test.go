@@ -435,61 +435,143 @@ func (c *cloud) openGate() {
 	c.mu.Unlock()
 }
 
-func TestKnownMakesNoCallAndWaitsForTheListUnderWay(t *testing.T) {
+// TestKnownListsOncePerName checks Known's one list per name and MaxAge: it answers from
+// a fresh snapshot without a call, lists for a name the snapshot lacks (or when the
+// snapshot is stale), and not again for that name within MaxAge.
+func TestKnownListsOncePerName(t *testing.T) {
 	ctx := context.Background()
 	c := newCloud(10)
 	c.add("i-t", "gone", cloudapi.InstanceTerminated)
 	cache, clk := newCache(c, time.Minute)
 
-	_, ok := cache.Known(ctx, "node-00001")
-	assert.False(t, ok, "no snapshot yet")
-	assert.Zero(t, c.calls(), "Known starts no list")
+	inst, ok := cache.Known(ctx, "node-00001")
+	require.True(t, ok, "no snapshot yet: it lists")
+	assert.Equal(t, "i-00001", inst.ID)
+	assert.EqualValues(t, 1, c.calls(), "one list of one page")
 
-	_, err := cache.ByName(ctx, "node-00001")
-	require.NoError(t, err)
-	before := c.calls()
-	inst, ok := cache.Known(ctx, " Node-00002 ")
+	inst, ok = cache.Known(ctx, " Node-00002 ")
 	require.True(t, ok)
 	assert.Equal(t, "i-00002", inst.ID, "names compare as NameKey")
+	assert.EqualValues(t, 1, c.calls(), "in a fresh snapshot: no call")
+
+	clk.Step(time.Millisecond) // time goes on: a list for a name begins after the last
 	_, ok = cache.Known(ctx, "gone")
 	assert.False(t, ok, "a terminated instance is not known")
-	c.add("i-new", "new", cloudapi.InstanceRunning)
-	_, ok = cache.Known(ctx, "new")
-	assert.False(t, ok, "not in the snapshot: no list for it")
-	assert.Equal(t, before, c.calls())
+	assert.EqualValues(t, 2, c.calls(), "no live instance of that name: one list for it")
+	_, ok = cache.Known(ctx, "gone")
+	assert.False(t, ok)
+	assert.EqualValues(t, 2, c.calls(), "asked again within MaxAge: no list")
 
-	// Another lookup's list under way: Known waits for it and answers from it.
-	clk.Step(time.Second)
-	c.mu.Lock()
-	c.gate = make(chan struct{})
-	c.mu.Unlock()
-	looked := make(chan error, 1)
-	go func() { _, err := cache.ByName(ctx, "new"); looked <- err }()
-	require.Eventually(t, func() bool { return c.calls() > before }, 5*time.Second, time.Millisecond, "the lookup's list began")
-	known := make(chan string, 1)
-	go func() {
-		inst, ok := cache.Known(ctx, "new")
-		if !ok {
-			known <- ""
-			return
-		}
-		known <- inst.ID
-	}()
-	select {
-	case id := <-known:
-		t.Fatalf("Known answered %q while the list was under way", id)
-	case <-time.After(20 * time.Millisecond):
-	}
-	c.mu.Lock()
-	close(c.gate)
-	c.gate = nil
-	c.mu.Unlock()
-	require.NoError(t, <-looked)
-	assert.Equal(t, "i-new", <-known, "answered from the list it waited for")
-	assert.Equal(t, before+1, c.calls(), "the lookup's one page, none of Known's")
+	c.add("i-new", "new", cloudapi.InstanceRunning)
+	clk.Step(time.Millisecond)
+	inst, ok = cache.Known(ctx, "new")
+	require.True(t, ok, "a new instance: found by the list made for it")
+	assert.Equal(t, "i-new", inst.ID)
+	assert.EqualValues(t, 3, c.calls())
+	assert.Zero(t, c.gets.Load(), "Known makes no GetInstance")
 
 	clk.Step(time.Minute + time.Nanosecond)
-	_, ok = cache.Known(ctx, "new")
-	assert.False(t, ok, "a snapshot older than MaxAge is not read")
-	assert.Equal(t, before+1, c.calls())
+	inst, ok = cache.Known(ctx, "new")
+	require.True(t, ok, "a snapshot older than MaxAge: listed again")
+	assert.Equal(t, "i-new", inst.ID)
+	assert.EqualValues(t, 4, c.calls())
+	clk.Step(time.Second)
+	c.add("i-later", "later", cloudapi.InstanceRunning)
+	_, ok = cache.Known(ctx, "gone")
+	assert.False(t, ok)
+	assert.EqualValues(t, 5, c.calls(), "listed for that name longer than MaxAge ago: one list again")
+	inst, ok = cache.Known(ctx, "later")
+	require.True(t, ok, "found in that list")
+	assert.Equal(t, "i-later", inst.ID)
+	assert.EqualValues(t, 5, c.calls())
+
+	t.Run("MaxAge zero: no list", func(t *testing.T) {
+		c := newCloud(2)
+		cache, _ := newCache(c, 0)
+		_, ok := cache.Known(ctx, "node-00001")
+		assert.False(t, ok)
+		assert.Zero(t, c.calls())
+	})
+
+	t.Run("the names remembered are bounded", func(t *testing.T) {
+		c := newCloud(1)
+		cache, clk := newCache(c, time.Minute)
+		for i := range maxKnownLists {
+			cache.Known(ctx, fmt.Sprint("missing-", i))
+		}
+		require.Len(t, cache.knownLists, maxKnownLists)
+		clk.Step(time.Second)
+		cache.Known(ctx, "one-more")
+		assert.Len(t, cache.knownLists, 1, "none listed for longer than MaxAge ago: all forgotten")
+		for i := range maxKnownLists - 2 {
+			cache.Known(ctx, fmt.Sprint("missing-", i))
+		}
+		clk.Step(time.Minute)
+		cache.Known(ctx, "new-1")
+		cache.Known(ctx, "new-2")
+		assert.Len(t, cache.knownLists, 2, "the names listed for longer than MaxAge ago are forgotten")
+	})
+}
+
+// TestKnownAndALookupShareOneList checks that Known waits for another lookup's list under
+// way and answers from it, and that a lookup by name that misses while Known's list is
+// under way finds the instance in it: a new Node costs one list, whichever of the two
+// begins it.
+func TestKnownAndALookupShareOneList(t *testing.T) {
+	ctx := context.Background()
+	for _, first := range []string{"lookup", "Known"} {
+		t.Run(first+" first", func(t *testing.T) {
+			c := newCloud(10)
+			cache, clk := newCache(c, time.Minute)
+			_, err := cache.ByName(ctx, "node-00001")
+			require.NoError(t, err)
+			before := c.calls()
+			c.add("i-new", "new", cloudapi.InstanceRunning)
+			clk.Step(time.Second) // the Node appears after the last list
+			c.mu.Lock()
+			c.gate = make(chan struct{})
+			c.mu.Unlock()
+
+			looked, known := make(chan string, 1), make(chan string, 1)
+			lookup := func() {
+				inst, err := cache.ByName(ctx, "new")
+				if err != nil {
+					looked <- err.Error()
+					return
+				}
+				looked <- inst.ID
+			}
+			ask := func() {
+				inst, ok := cache.Known(ctx, "new")
+				if !ok {
+					known <- ""
+					return
+				}
+				known <- inst.ID
+			}
+			if first == "lookup" {
+				go lookup()
+			} else {
+				go ask()
+			}
+			require.Eventually(t, func() bool { return c.calls() > before }, 5*time.Second, time.Millisecond, "the first one's list began")
+			clk.Step(time.Second) // the second begins after that list
+			if first == "lookup" {
+				go ask()
+			} else {
+				go lookup()
+			}
+			select {
+			case id := <-known:
+				t.Fatalf("Known answered %q while the list was under way", id)
+			case id := <-looked:
+				t.Fatalf("the lookup answered %q while the list was under way", id)
+			case <-time.After(20 * time.Millisecond):
+			}
+			c.openGate()
+			assert.Equal(t, "i-new", <-looked)
+			assert.Equal(t, "i-new", <-known)
+			assert.Equal(t, before+1, c.calls(), "one list of one page for both")
+		})
+	}
 }
