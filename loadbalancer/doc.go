@@ -28,13 +28,14 @@
 //     or a conflict; the Service's load balancer is looked up again and adopted, and
 //     duplicates a backend made anyway are deleted, never the one kept.
 //   - Every write is based on a fresh read; a cloud error is never "absent". A converged
-//     call costs no cloud call while the snapshot of the cluster's load balancers is no
-//     older than Options.MaxAge, and a restart ⌈S/Options.PageSize⌉ lists.
+//     call costs no load balancer call while the snapshot of the cluster's load balancers
+//     is no older than Options.MaxAge, and a restart ⌈S/Options.PageSize⌉ lists.
 //   - A node sync (UpdateLoadBalancer for every Service after a Node change) costs one
 //     shared list of the cluster's load balancers and one write per load balancer whose
-//     targets change; with target groups, one write per group. A new Node without a
-//     provider ID yet costs the instance list that the node controller's lookup of it
-//     shares (Options.NodeProviderID).
+//     targets change; with target groups, one write per group. New Nodes without a
+//     provider ID yet cost the one instance list that the node controller's lookup of
+//     them shares; a Node that never gets one, a list per cache age at most
+//     (Options.NodeProviderID).
 //   - Bad input is the Service's error (an *AnnotationError names the annotation, the
 //     value and what is allowed) or a Warning event, never a silent default: a malformed
 //     annotation still lets the node set reach the targets. An adapter's aliases

@@ -25,7 +25,7 @@ import (
 // its tags (cloudapi.TagCluster, cloudapi.TagService); names are for humans.
 //
 // It keeps a snapshot of the cluster's load balancers (see Options.MaxAge), so that a
-// call that would change nothing costs no cloud call; see snapshot.
+// call that would change nothing costs no load balancer call; see snapshot.
 type LoadBalancer struct {
 	opts Options
 	snap *snapshot // read: what the cloud has (see reconcile)

@@ -42,8 +42,9 @@ import (
 // A Node the cloud node controller has not initialized yet has no provider ID: the
 // service controller's node sync hands it to every Service at once, and again once the
 // Node has its provider ID. With known (Options.NodeProviderID), the clock finds its
-// provider ID by name in the instance snapshot (which lists once for a name it lacks:
-// the list the node controller's own lookup of the new Node would make, shared with it)
+// provider ID by name in the instance snapshot (which lists once for the names it lacks,
+// at most once per name and cache age: the list the node controller's own lookup of a
+// new Node would make, shared with it)
 // and hands the calls a stand-in for it: a copy of the Node with that
 // provider ID, the same copy for as long as the node set holds the Node (see observe).
 // The Node is then a target from the first node sync on, not one node sync later. The
@@ -207,7 +208,8 @@ func (s *nodeSet) holdsAs(nodes []*corev1.Node, as func(*corev1.Node) (*corev1.N
 
 // UpdateLoadBalancer brings the targets (and anything else that drifted) in line with the
 // nodes. When the snapshot knows exactly one load balancer of the Service, active and
-// without anything to change, it makes no cloud call; otherwise it writes only what
+// without anything to change, it makes no load balancer call (a Node without a provider
+// ID may cost an instance list: Options.NodeProviderID); otherwise it writes only what
 // differs from a fresh read: the list of the cluster's load balancers that began after the
 // node set arrived, which the calls of one node sync share, else a list by owner tags (see
 // nodeSetClock). It never creates a load balancer: when the

@@ -71,10 +71,22 @@ func TestANewNodeIsATargetBeforeTheNodeControllerLooksItUp(t *testing.T) {
 	before = cloud.Calls()
 	require.NoError(t, lb.UpdateLoadBalancer(t.Context(), "c", svc, append(nodes, registered)))
 	assert.Empty(t, cloud.Calls().Sub(before), "the same node set again: nothing to write, no list")
-	clock.Step(time.Second)
+	// Nodes that no instance is named after (a Node whose name is not its instance's,
+	// without spec.providerID: it never gets a provider ID) cost one instance list for
+	// the names asked about at once, and none again within cache.maxAge, however many
+	// node syncs hand them over.
+	clock.Step(2 * time.Second)
 	before = cloud.Calls()
-	require.NoError(t, lb.UpdateLoadBalancer(t.Context(), "c", svc, append(nodes, node("node-4", ""))))
-	require.NoError(t, lb.UpdateLoadBalancer(t.Context(), "c", svc, append(nodes, registered, node("node-4", ""))))
-	assert.EqualValues(t, 1, cloud.Calls().Sub(before)[cloudapi.OpListInstances],
-		"a Node without an instance: one instance list for its name within cache.maxAge, however many node syncs")
+	stray := []*corev1.Node{node("stray-1", ""), node("stray-2", ""), node("stray-3", "")}
+	require.NoError(t, lb.UpdateLoadBalancer(t.Context(), "c", svc, append(append(nodes, registered), stray...)))
+	for range 3 {
+		clock.Step(2 * time.Second)
+		stray = append(stray[1:], stray[0]) // another node set each time: a new arrival
+		require.NoError(t, lb.UpdateLoadBalancer(t.Context(), "c", svc, append(append(nodes, registered), stray...)))
+	}
+	assert.EqualValues(t, 1, cloud.Calls().Sub(before)[cloudapi.OpListInstances])
+	clock.Step(time.Minute)
+	before = cloud.Calls()
+	require.NoError(t, lb.UpdateLoadBalancer(t.Context(), "c", svc, append(append(nodes, registered), stray...)))
+	assert.EqualValues(t, 1, cloud.Calls().Sub(before)[cloudapi.OpListInstances], "cache.maxAge later: one list again")
 }

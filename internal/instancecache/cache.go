@@ -56,15 +56,23 @@ type Cache struct {
 	afterNameRead func()
 	// brake is the deletion brake's memory (see Options.Brake).
 	brake brakeState
-	// knownLists holds, by NameKey, when Known last listed for a name (at most
-	// maxKnownLists names; see Known).
-	knownLists map[string]time.Time
+	// knownLists holds, by NameKey, the names Known asked a list for, each with the
+	// moment from which a list serves it (see knownListSince); knownListAt is the last
+	// such moment that began a list of Known's own.
+	knownLists  map[string]time.Time
+	knownListAt time.Time
 }
 
-// maxKnownLists bounds the names Known remembers listing for. Past it, the names listed
-// for longer than MaxAge ago are forgotten, and if none was, all of them: a name then
-// costs at most one list more.
+// maxKnownLists bounds the names Known remembers asking a list for within MaxAge. Once
+// that many are, Known lists for no other name until some are older than MaxAge: it then
+// answers from the snapshot as it is.
 const maxKnownLists = 1024
+
+// knownListGap is how recently a list of Known's own must have begun to serve a name it
+// has not asked about yet: the names a node sync asks about at once share one list. A
+// new instance takes far longer than that to boot and register its Node, so a list
+// begun that little before the Node is asked about already has its instance.
+const knownListGap = time.Second
 
 // Options tune a Cache.
 type Options struct {
@@ -372,12 +380,17 @@ func (c *Cache) byNameUnbraked(ctx context.Context, name string) (*cloudapi.Inst
 
 // Known returns the one live instance named name (compared as NameKey) that a snapshot
 // no older than MaxAge holds, after waiting for a list under way (another lookup's) to
-// end. When the snapshot is older, or has no live instance of that name, it lists once
-// for it (joining a list under way), unless it listed for that name within the last
-// MaxAge (or MaxAge is zero): a name it asks about again and again costs one list per
-// MaxAge, not one per call. It makes no GetInstance and answers nothing about an instance
-// being gone: ok is false when the snapshot has no live instance of that name, or two,
-// or a list failed.
+// end. When the snapshot is older, or has no live instance of that name, it makes sure a
+// list serves the name (see knownListSince): the first ask about a name within MaxAge
+// waits for a list that began at that ask or up to knownListGap before it (a list of
+// its own, or another's it joins); a later ask within MaxAge is answered from that list,
+// or, if that list failed, waits for the next one, which starts once the backoff after
+// the failure allows (internal/sharedlist). So the names a node sync asks about cost one
+// list, and a name asked about again and again (a Node that never gets a provider ID)
+// one list per MaxAge at most, never one per call. With MaxAge zero, or once
+// maxKnownLists names were asked about within MaxAge, it lists for no other name. It
+// makes no GetInstance and answers nothing about an instance being gone: ok is false
+// when the snapshot has no live instance of that name, or two, or a list failed.
 //
 // It is for a reader that can do without the answer, such as the load balancer targets
 // of a Node that the cloud node controller is initializing. That controller's lookup of
@@ -389,13 +402,17 @@ func (c *Cache) Known(ctx context.Context, name string) (inst *cloudapi.Instance
 		return nil, false
 	}
 	key, now := NameKey(name), c.opts.Clock.Now()
-	if inst, ok := c.known(key, now); ok || !c.mayListFor(key, now) {
-		return inst, ok
+	if inst, ok := c.known(key, now); ok {
+		return inst, true
 	}
-	if err := c.listUntil(ctx, c.listedSince(now)); err != nil {
+	since, ok := c.knownListSince(key, now)
+	if !ok {
 		return nil, false
 	}
-	return c.known(key, now)
+	if err := c.listUntil(ctx, c.listedSince(since)); err != nil {
+		return nil, false
+	}
+	return c.liveNamed(key) // from a list begun since then, whatever MaxAge is
 }
 
 // known returns the one live instance named key in the snapshot, when the snapshot is
@@ -407,20 +424,29 @@ func (c *Cache) known(key string, now time.Time) (*cloudapi.Instance, bool) {
 	if !fresh {
 		return nil, false
 	}
+	return c.liveNamed(key)
+}
+
+// liveNamed returns the one live instance named key in the snapshot.
+func (c *Cache) liveNamed(key string) (*cloudapi.Instance, bool) {
 	live, _, _, err := c.lookupName(key)
 	return live, err == nil && live != nil
 }
 
-// mayListFor reports whether Known may list for the name key at now (it has not within
-// MaxAge before now, and MaxAge is not zero), and if so remembers that it does.
-func (c *Cache) mayListFor(key string, now time.Time) bool {
+// knownListSince returns the moment from which a list serves Known's ask about the name
+// key at now, and remembers the ask; ok is false when Known makes sure of no list for it
+// (MaxAge zero, or maxKnownLists other names asked about within MaxAge). A name asked
+// about within MaxAge is served from the moment of that ask; another, from the last
+// moment that began a list of Known's own, when that was within knownListGap before now,
+// else from now, which then is that moment.
+func (c *Cache) knownListSince(key string, now time.Time) (time.Time, bool) {
 	if c.opts.MaxAge <= 0 {
-		return false
+		return time.Time{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if at, ok := c.knownLists[key]; ok && now.Before(at.Add(c.opts.MaxAge)) {
-		return false
+		return at, true
 	}
 	if len(c.knownLists) >= maxKnownLists {
 		for k, at := range c.knownLists {
@@ -429,14 +455,20 @@ func (c *Cache) mayListFor(key string, now time.Time) bool {
 			}
 		}
 		if len(c.knownLists) >= maxKnownLists {
-			clear(c.knownLists)
+			return time.Time{}, false
 		}
+	}
+	since := now
+	if !c.knownListAt.IsZero() && now.Before(c.knownListAt.Add(knownListGap)) {
+		since = c.knownListAt
+	} else {
+		c.knownListAt = now
 	}
 	if c.knownLists == nil {
 		c.knownLists = map[string]time.Time{}
 	}
-	c.knownLists[key] = now
-	return true
+	c.knownLists[key] = since
+	return since, true
 }
 
 // lookupName returns the live instance named key, or else a terminated one and the IDs

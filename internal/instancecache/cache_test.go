@@ -2,6 +2,7 @@ package instancecache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -435,55 +436,74 @@ func (c *cloud) openGate() {
 	c.mu.Unlock()
 }
 
-// TestKnownListsOncePerName checks Known's one list per name and MaxAge: it answers from
-// a fresh snapshot without a call, lists for a name the snapshot lacks (or when the
-// snapshot is stale), and not again for that name within MaxAge.
+// TestKnownListsOncePerName checks Known's lists: none in a fresh snapshot that has the
+// name; one for a name the snapshot lacks (or when it is stale), shared by the names
+// asked about within knownListGap, and none for that name again within MaxAge, unless
+// its list failed (then the next list once the backoff allows). The clock moves between
+// the asks, as a real one would: a frozen one would let the first list serve them all.
 func TestKnownListsOncePerName(t *testing.T) {
 	ctx := context.Background()
 	c := newCloud(10)
 	c.add("i-t", "gone", cloudapi.InstanceTerminated)
 	cache, clk := newCache(c, time.Minute)
+	lists := func() int64 { return c.lists.Load() }
 
 	inst, ok := cache.Known(ctx, "node-00001")
 	require.True(t, ok, "no snapshot yet: it lists")
 	assert.Equal(t, "i-00001", inst.ID)
-	assert.EqualValues(t, 1, c.calls(), "one list of one page")
-
+	assert.EqualValues(t, 1, lists(), "one list of one page")
+	clk.Step(2 * time.Second)
 	inst, ok = cache.Known(ctx, " Node-00002 ")
 	require.True(t, ok)
 	assert.Equal(t, "i-00002", inst.ID, "names compare as NameKey")
-	assert.EqualValues(t, 1, c.calls(), "in a fresh snapshot: no call")
+	assert.EqualValues(t, 1, lists(), "in a fresh snapshot: no call")
 
-	clk.Step(time.Millisecond) // time goes on: a list for a name begins after the last
 	_, ok = cache.Known(ctx, "gone")
 	assert.False(t, ok, "a terminated instance is not known")
-	assert.EqualValues(t, 2, c.calls(), "no live instance of that name: one list for it")
+	assert.EqualValues(t, 2, lists(), "no live instance of that name: one list for it")
+	clk.Step(2 * time.Second)
 	_, ok = cache.Known(ctx, "gone")
 	assert.False(t, ok)
-	assert.EqualValues(t, 2, c.calls(), "asked again within MaxAge: no list")
+	assert.EqualValues(t, 2, lists(), "asked about again within MaxAge: no list")
 
 	c.add("i-new", "new", cloudapi.InstanceRunning)
-	clk.Step(time.Millisecond)
+	clk.Step(2 * time.Second)
 	inst, ok = cache.Known(ctx, "new")
 	require.True(t, ok, "a new instance: found by the list made for it")
 	assert.Equal(t, "i-new", inst.ID)
-	assert.EqualValues(t, 3, c.calls())
-	assert.Zero(t, c.gets.Load(), "Known makes no GetInstance")
+	assert.EqualValues(t, 3, lists())
 
-	clk.Step(time.Minute + time.Nanosecond)
+	clk.Step(2 * time.Second)
+	for _, name := range []string{"a", "b", "c"} {
+		_, ok = cache.Known(ctx, name)
+		assert.False(t, ok, name)
+		clk.Step(100 * time.Millisecond)
+	}
+	assert.EqualValues(t, 4, lists(), "the names asked about within a second share one list")
+
+	clk.Step(time.Minute)
 	inst, ok = cache.Known(ctx, "new")
 	require.True(t, ok, "a snapshot older than MaxAge: listed again")
 	assert.Equal(t, "i-new", inst.ID)
-	assert.EqualValues(t, 4, c.calls())
-	clk.Step(time.Second)
-	c.add("i-later", "later", cloudapi.InstanceRunning)
-	_, ok = cache.Known(ctx, "gone")
+	assert.EqualValues(t, 5, lists())
+
+	clk.Step(2 * time.Second)
+	c.mu.Lock()
+	c.failNext = errors.New("unavailable")
+	c.mu.Unlock()
+	_, ok = cache.Known(ctx, "late")
+	assert.False(t, ok, "its list failed")
+	assert.EqualValues(t, 6, lists())
+	_, ok = cache.Known(ctx, "late")
 	assert.False(t, ok)
-	assert.EqualValues(t, 5, c.calls(), "listed for that name longer than MaxAge ago: one list again")
-	inst, ok = cache.Known(ctx, "later")
-	require.True(t, ok, "found in that list")
-	assert.Equal(t, "i-later", inst.ID)
-	assert.EqualValues(t, 5, c.calls())
+	assert.EqualValues(t, 6, lists(), "within the backoff after the failure: no list")
+	c.add("i-late", "late", cloudapi.InstanceRunning)
+	clk.Step(2 * time.Second)
+	inst, ok = cache.Known(ctx, "late")
+	require.True(t, ok, "its list failed: the next one, once the backoff allows, serves it")
+	assert.Equal(t, "i-late", inst.ID)
+	assert.EqualValues(t, 7, lists())
+	assert.Zero(t, c.gets.Load(), "Known makes no GetInstance")
 
 	t.Run("MaxAge zero: no list", func(t *testing.T) {
 		c := newCloud(2)
@@ -493,24 +513,71 @@ func TestKnownListsOncePerName(t *testing.T) {
 		assert.Zero(t, c.calls())
 	})
 
-	t.Run("the names remembered are bounded", func(t *testing.T) {
+	t.Run("the names asked about are bounded", func(t *testing.T) {
 		c := newCloud(1)
 		cache, clk := newCache(c, time.Minute)
 		for i := range maxKnownLists {
 			cache.Known(ctx, fmt.Sprint("missing-", i))
 		}
-		require.Len(t, cache.knownLists, maxKnownLists)
-		clk.Step(time.Second)
-		cache.Known(ctx, "one-more")
-		assert.Len(t, cache.knownLists, 1, "none listed for longer than MaxAge ago: all forgotten")
-		for i := range maxKnownLists - 2 {
-			cache.Known(ctx, fmt.Sprint("missing-", i))
-		}
+		require.EqualValues(t, 1, c.lists.Load(), "asked about at once: one list")
+		c.add("i-more", "more", cloudapi.InstanceRunning)
+		clk.Step(2 * time.Second)
+		_, ok := cache.Known(ctx, "more")
+		assert.False(t, ok, "so many names asked about within MaxAge: no list for another")
+		assert.EqualValues(t, 1, c.lists.Load())
 		clk.Step(time.Minute)
-		cache.Known(ctx, "new-1")
-		cache.Known(ctx, "new-2")
-		assert.Len(t, cache.knownLists, 2, "the names listed for longer than MaxAge ago are forgotten")
+		inst, ok := cache.Known(ctx, "more")
+		require.True(t, ok, "once they are older than MaxAge: listed")
+		assert.Equal(t, "i-more", inst.ID)
+		assert.EqualValues(t, 2, c.lists.Load())
+		assert.Len(t, cache.knownLists, 1, "the names asked about longer than MaxAge ago are forgotten")
 	})
+
+	t.Run("an ask while another's list is about to begin", func(t *testing.T) {
+		// Another ask remembered the name and is about to list: this one waits for
+		// that list (or begins it), never answers without it.
+		c := newCloud(1)
+		cache, clk := newCache(c, time.Minute)
+		_, ok := cache.Known(ctx, "node-00000")
+		require.True(t, ok)
+		c.add("i-new", "new", cloudapi.InstanceRunning)
+		clk.Step(2 * time.Second)
+		_, ok = cache.knownListSince("new", clk.Now())
+		require.True(t, ok)
+		inst, ok := cache.Known(ctx, "new")
+		require.True(t, ok, "the list the other ask is about to make serves this one")
+		assert.Equal(t, "i-new", inst.ID)
+		assert.EqualValues(t, 2, c.lists.Load())
+	})
+}
+
+// TestKnownConcurrentAsksShareOneList: many asks about one new Node at once (a node sync
+// with concurrent service syncs) cost one list, and each finds the instance.
+func TestKnownConcurrentAsksShareOneList(t *testing.T) {
+	ctx := context.Background()
+	c := newCloud(10)
+	cache, clk := newCache(c, time.Minute)
+	_, err := cache.ByName(ctx, "node-00001")
+	require.NoError(t, err)
+	c.add("i-new", "new", cloudapi.InstanceRunning)
+	clk.Step(2 * time.Second)
+	var wg sync.WaitGroup
+	found := make(chan string, 16)
+	for range 16 {
+		wg.Go(func() {
+			if inst, ok := cache.Known(ctx, "new"); ok {
+				found <- inst.ID
+			}
+		})
+	}
+	wg.Wait()
+	close(found)
+	var ids []string
+	for id := range found {
+		ids = append(ids, id)
+	}
+	assert.Len(t, ids, 16, "every ask found the instance")
+	assert.EqualValues(t, 2, c.lists.Load(), "one list for all of them")
 }
 
 // TestKnownAndALookupShareOneList checks that Known waits for another lookup's list under
@@ -556,10 +623,16 @@ func TestKnownAndALookupShareOneList(t *testing.T) {
 			}
 			require.Eventually(t, func() bool { return c.calls() > before }, 5*time.Second, time.Millisecond, "the first one's list began")
 			clk.Step(time.Second) // the second begins after that list
+			missed := make(chan struct{})
 			if first == "lookup" {
 				go ask()
 			} else {
+				// The lookup's first read of the snapshot misses while Known's list is
+				// held: it then takes the instance from that list, or lists again.
+				var once sync.Once
+				cache.afterNameRead = func() { once.Do(func() { close(missed) }) }
 				go lookup()
+				<-missed
 			}
 			select {
 			case id := <-known:
