@@ -545,7 +545,7 @@ func deleteNode(ctx context.Context, w *world, i int) (*nodeDeleted, error) {
 			c.Status, c.Reason = corev1.ConditionUnknown, "NodeStatusUnknown"
 		}
 	}
-	seen, err := s.seeNotReady(name)
+	seen, err := s.seeNotReady(ctx, name)
 	if err != nil {
 		return nil, err
 	}

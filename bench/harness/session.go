@@ -295,8 +295,10 @@ func waitOn(ctx context.Context, ready <-chan struct{}) error {
 // seeNotReady returns a channel that is closed once the session's Node informer (the one
 // the node lifecycle controller's lister reads) has seen the Node name not Ready: by the
 // informer's own event, so that a scenario timed from a change of the Node adds no
-// polling interval of its own. The handler stays until the session stops.
-func (s *session) seeNotReady(name string) (<-chan struct{}, error) {
+// polling interval of its own. It returns once the handler has been handed the Nodes
+// already there, so that handing them over is not timed. The handler stays until the
+// session stops.
+func (s *session) seeNotReady(ctx context.Context, name string) (<-chan struct{}, error) {
 	seen := make(chan struct{})
 	var once sync.Once
 	notReady := func(obj any) {
@@ -304,12 +306,15 @@ func (s *session) seeNotReady(name string) (<-chan struct{}, error) {
 			once.Do(func() { close(seen) })
 		}
 	}
-	_, err := s.factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := s.factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    notReady,
 		UpdateFunc: func(_, obj any) { notReady(obj) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watching Node %s: %w", name, err)
+	}
+	if err := waitFor(ctx, reg.HasSynced); err != nil {
+		return nil, fmt.Errorf("watching Node %s: the Nodes already there: %w", name, err)
 	}
 	return seen, nil
 }
