@@ -209,13 +209,14 @@ var _ knownLookup = (*instancecache.Cache)(nil)
 // KnownProviderID returns the provider ID that InstanceMetadata gives a Node named name
 // that has none yet, when the snapshot knows its instance: a snapshot no older than its
 // MaxAge, read after the list under way (the cloud node controller's lookup of that
-// Node), with one live instance of that name. A snapshot without one, or too old, is
-// listed again once for that name within a MaxAge: the list the node controller's lookup
-// of a new Node makes too, whichever begins it (the other finds the instance in it). It
-// makes no GetInstance. ok is false otherwise, and with a Lookup other than NewLookup's.
-// It never answers that an instance is gone. It is what the load balancers' targets use
-// for a Node the cloud node controller is initializing
-// (loadbalancer.Options.NodeProviderID).
+// Node), with one live instance of that name. For a name the snapshot lacks, or a
+// snapshot too old, it waits for a list (instancecache's Known says which: the first ask
+// about a name, one begun then or with the names asked about with it; later asks, a
+// snapshot no older than MaxAge): the list the node controller's lookup of a new Node
+// makes too, whichever begins it (the other finds the instance in it). It makes no
+// GetInstance. ok is false otherwise, and with a Lookup other than NewLookup's. It never
+// answers that an instance is gone. It is what the load balancers' targets use for a
+// Node the cloud node controller is initializing (loadbalancer.Options.NodeProviderID).
 func (i *Instances) KnownProviderID(ctx context.Context, name string) (providerID string, ok bool) {
 	k, ok := i.lookup.(knownLookup)
 	if !ok {

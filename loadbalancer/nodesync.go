@@ -42,11 +42,10 @@ import (
 // A Node the cloud node controller has not initialized yet has no provider ID: the
 // service controller's node sync hands it to every Service at once, and again once the
 // Node has its provider ID. With known (Options.NodeProviderID), the clock finds its
-// provider ID by name in the instance snapshot (which lists once for the names it lacks,
-// at most once per name and cache age: the list the node controller's own lookup of a
-// new Node would make, shared with it)
-// and hands the calls a stand-in for it: a copy of the Node with that
-// provider ID, the same copy for as long as the node set holds the Node (see observe).
+// provider ID by name in the instance snapshot (which lists once for the new names it
+// lacks: the list the node controller's own lookup of a new Node would make, shared with
+// it) and hands the calls a stand-in for it: a copy of the Node with that provider ID,
+// the same copy for as long as the node set holds the Node (see observe).
 // The Node is then a target from the first node sync on, not one node sync later. The
 // node set in which the Node has that very provider ID (the node controller's update) is
 // the same arrival, not a new one: the node set it completes arrived already, and the

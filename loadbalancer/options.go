@@ -120,9 +120,9 @@ type Options struct {
 	OnCreationHeld func()
 	// NodeProviderID, when set, returns the provider ID that the cloud node controller
 	// gives the Node named name, which has none yet, when the instances know it (package
-	// instances' KnownProviderID: from the instance snapshot, with at most one instance
-	// list per name and cache age, the one the node controller's lookup of the Node
-	// shares); ok false otherwise. UpdateLoadBalancer then
+	// instances' KnownProviderID: from the instance snapshot, listed once for the new
+	// names it lacks, the list the node controller's lookup of a new Node shares); ok
+	// false otherwise. UpdateLoadBalancer then
 	// targets a Node being initialized from the service controller's first node sync of
 	// it on, instead of its next one, once the Node has its provider ID (see
 	// nodeSetClock). Nil skips a Node without a provider ID until it has one.

@@ -56,22 +56,35 @@ type Cache struct {
 	afterNameRead func()
 	// brake is the deletion brake's memory (see Options.Brake).
 	brake brakeState
-	// knownLists holds, by NameKey, the names Known asked a list for, each with the
-	// moment from which a list serves it (see knownListSince); knownListAt is the last
-	// such moment that began a list of Known's own.
-	knownLists  map[string]time.Time
-	knownListAt time.Time
+	// asks is what Known remembers of its asks (see knownListSince).
+	asks knownAsks
 }
 
-// maxKnownLists bounds the names Known remembers asking a list for within MaxAge. Once
-// that many are, Known lists for no other name until some are older than MaxAge: it then
-// answers from the snapshot as it is.
+// knownAsks is what Known remembers of its asks, under Cache.mu.
+type knownAsks struct {
+	// at holds, by NameKey, the names Known was asked about, each with the moment from
+	// which a list served its first ask; an entry is kept MaxAge at least, and then until
+	// the map is full (at most maxKnownLists names).
+	at map[string]time.Time
+	// pruneAfter is when the first entry of at turns MaxAge old: no entry is forgotten
+	// before it.
+	pruneAfter time.Time
+	// began is the moment from which the list of Known's last burst serves (the first
+	// ask about a name not in at, when no burst was under way or had just ended); ended
+	// is when that ask's wait for its list ended, zero while it waits.
+	began, ended time.Time
+}
+
+// maxKnownLists bounds the names Known remembers. Once that many are remembered, none
+// of them asked about MaxAge ago or longer, a name not among them is answered from a
+// snapshot no older than MaxAge, without a list for it.
 const maxKnownLists = 1024
 
-// knownListGap is how recently a list of Known's own must have begun to serve a name it
-// has not asked about yet: the names a node sync asks about at once share one list. A
-// new instance takes far longer than that to boot and register its Node, so a list
-// begun that little before the Node is asked about already has its instance.
+// knownListGap is how long after a burst's list Known takes a name it was not asked about
+// before to be served by that list (a burst: the names a node sync hands over at once,
+// asked one after the other). A new instance takes far longer than the list and this gap
+// to boot and register its Node, so a list that ended that little before its Node was
+// asked about has its instance.
 const knownListGap = time.Second
 
 // Options tune a Cache.
@@ -381,16 +394,16 @@ func (c *Cache) byNameUnbraked(ctx context.Context, name string) (*cloudapi.Inst
 // Known returns the one live instance named name (compared as NameKey) that a snapshot
 // no older than MaxAge holds, after waiting for a list under way (another lookup's) to
 // end. When the snapshot is older, or has no live instance of that name, it makes sure a
-// list serves the name (see knownListSince): the first ask about a name within MaxAge
-// waits for a list that began at that ask or up to knownListGap before it (a list of
-// its own, or another's it joins); a later ask within MaxAge is answered from that list,
-// or, if that list failed, waits for the next one, which starts once the backoff after
-// the failure allows (internal/sharedlist). So the names a node sync asks about cost one
-// list, and a name asked about again and again (a Node that never gets a provider ID)
-// one list per MaxAge at most, never one per call. With MaxAge zero, or once
-// maxKnownLists names were asked about within MaxAge, it lists for no other name. It
-// makes no GetInstance and answers nothing about an instance being gone: ok is false
-// when the snapshot has no live instance of that name, or two, or a list failed.
+// list serves the name (see knownListSince): the first ask about a name waits for a list
+// begun at that ask (its own, or another's it joins), or for the list of the burst it is
+// part of; a later ask needs no more than a snapshot no older than MaxAge, and the one
+// list from its first ask on while that is younger (a failed one is followed by the next
+// once the list backoff allows, internal/sharedlist). So the names of a node sync cost
+// one list, and the names of Nodes that never get a provider ID, asked about again and
+// again, one list per MaxAge for all of them. With MaxAge zero it lists for none, and
+// while it remembers maxKnownLists names, for no new one. It makes no GetInstance and
+// answers nothing about an instance being gone: ok is false when the snapshot has no
+// live instance of that name, or two, or a list failed.
 //
 // It is for a reader that can do without the answer, such as the load balancer targets
 // of a Node that the cloud node controller is initializing. That controller's lookup of
@@ -405,14 +418,18 @@ func (c *Cache) Known(ctx context.Context, name string) (inst *cloudapi.Instance
 	if inst, ok := c.known(key, now); ok {
 		return inst, true
 	}
-	since, ok := c.knownListSince(key, now)
+	since, burst, ok := c.knownListSince(key, now)
 	if !ok {
 		return nil, false
 	}
-	if err := c.listUntil(ctx, c.listedSince(since)); err != nil {
+	err := c.listUntil(ctx, c.listedSince(since))
+	if burst {
+		c.knownBurstEnded(since)
+	}
+	if err != nil {
 		return nil, false
 	}
-	return c.liveNamed(key) // from a list begun since then, whatever MaxAge is
+	return c.liveNamed(key) // from a list begun since then
 }
 
 // known returns the one live instance named key in the snapshot, when the snapshot is
@@ -434,41 +451,68 @@ func (c *Cache) liveNamed(key string) (*cloudapi.Instance, bool) {
 }
 
 // knownListSince returns the moment from which a list serves Known's ask about the name
-// key at now, and remembers the ask; ok is false when Known makes sure of no list for it
-// (MaxAge zero, or maxKnownLists other names asked about within MaxAge). A name asked
-// about within MaxAge is served from the moment of that ask; another, from the last
-// moment that began a list of Known's own, when that was within knownListGap before now,
-// else from now, which then is that moment.
-func (c *Cache) knownListSince(key string, now time.Time) (time.Time, bool) {
+// key at now, and remembers the ask; burst is true when the ask begins a burst (see
+// knownAsks), and ok false when Known waits for no list (MaxAge zero, or maxKnownLists
+// other names remembered). A name asked about before is served from the moment of its
+// first ask, or MaxAge before now if later; another, from the moment of the burst under
+// way or ended less than knownListGap before now (MaxAge before now if later), else from
+// now, which begins a burst.
+func (c *Cache) knownListSince(key string, now time.Time) (since time.Time, burst, ok bool) {
 	if c.opts.MaxAge <= 0 {
-		return time.Time{}, false
+		return time.Time{}, false, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if at, ok := c.knownLists[key]; ok && now.Before(at.Add(c.opts.MaxAge)) {
-		return at, true
+	k := &c.asks
+	floor := now.Add(-c.opts.MaxAge)
+	if at, seen := k.at[key]; seen {
+		return latest(at, floor), false, true
 	}
-	if len(c.knownLists) >= maxKnownLists {
-		for k, at := range c.knownLists {
-			if !now.Before(at.Add(c.opts.MaxAge)) {
-				delete(c.knownLists, k)
+	if len(k.at) >= maxKnownLists && !now.Before(k.pruneAfter) {
+		k.pruneAfter = time.Time{}
+		for name, at := range k.at {
+			if expires := at.Add(c.opts.MaxAge); !now.Before(expires) {
+				delete(k.at, name)
+			} else if k.pruneAfter.IsZero() || expires.Before(k.pruneAfter) {
+				k.pruneAfter = expires
 			}
 		}
-		if len(c.knownLists) >= maxKnownLists {
-			return time.Time{}, false
-		}
 	}
-	since := now
-	if !c.knownListAt.IsZero() && now.Before(c.knownListAt.Add(knownListGap)) {
-		since = c.knownListAt
+	if len(k.at) >= maxKnownLists {
+		return time.Time{}, false, false
+	}
+	if !k.began.IsZero() && (k.ended.IsZero() || now.Before(k.ended.Add(knownListGap))) {
+		since = latest(k.began, floor)
 	} else {
-		c.knownListAt = now
+		since, burst = now, true
+		k.began, k.ended = now, time.Time{}
 	}
-	if c.knownLists == nil {
-		c.knownLists = map[string]time.Time{}
+	if k.at == nil {
+		k.at = map[string]time.Time{}
 	}
-	c.knownLists[key] = since
-	return since, true
+	k.at[key] = since
+	if expires := since.Add(c.opts.MaxAge); k.pruneAfter.IsZero() || expires.Before(k.pruneAfter) {
+		k.pruneAfter = expires
+	}
+	return since, burst, true
+}
+
+// knownBurstEnded notes that the ask that began the burst of the moment began has
+// stopped waiting for its list.
+func (c *Cache) knownBurstEnded(began time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.asks.began.Equal(began) && c.asks.ended.IsZero() {
+		c.asks.ended = c.opts.Clock.Now()
+	}
+}
+
+// latest returns the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // lookupName returns the live instance named key, or else a terminated one and the IDs

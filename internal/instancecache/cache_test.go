@@ -20,7 +20,8 @@ import (
 )
 
 // cloud is a small paginated instance API that counts calls. gate, when set, holds every
-// call until it is closed, so tests can pile up concurrent lookups.
+// call until it is closed, so tests can pile up concurrent lookups; onPage, when set, is
+// called at every page of a list (a test moves its clock there: a list that takes time).
 type cloud struct {
 	mu        sync.Mutex
 	instances map[string]cloudapi.Instance
@@ -29,6 +30,7 @@ type cloud struct {
 	gets      atomic.Int64
 	failNext  error
 	gate      chan struct{}
+	onPage    func()
 }
 
 func newCloud(n int) *cloud {
@@ -80,6 +82,9 @@ func (c *cloud) ListInstances(_ context.Context, opts cloudapi.ListOptions) (*cl
 	c.lists.Add(1)
 	if err := c.wait(); err != nil {
 		return nil, err
+	}
+	if c.onPage != nil {
+		c.onPage()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -530,7 +535,7 @@ func TestKnownListsOncePerName(t *testing.T) {
 		require.True(t, ok, "once they are older than MaxAge: listed")
 		assert.Equal(t, "i-more", inst.ID)
 		assert.EqualValues(t, 2, c.lists.Load())
-		assert.Len(t, cache.knownLists, 1, "the names asked about longer than MaxAge ago are forgotten")
+		assert.Len(t, cache.asks.at, 1, "the names asked about MaxAge ago or longer are forgotten")
 	})
 
 	t.Run("an ask while another's list is about to begin", func(t *testing.T) {
@@ -542,13 +547,54 @@ func TestKnownListsOncePerName(t *testing.T) {
 		require.True(t, ok)
 		c.add("i-new", "new", cloudapi.InstanceRunning)
 		clk.Step(2 * time.Second)
-		_, ok = cache.knownListSince("new", clk.Now())
+		_, _, ok = cache.knownListSince("new", clk.Now())
 		require.True(t, ok)
 		inst, ok := cache.Known(ctx, "new")
 		require.True(t, ok, "the list the other ask is about to make serves this one")
 		assert.Equal(t, "i-new", inst.ID)
 		assert.EqualValues(t, 2, c.lists.Load())
 	})
+}
+
+// TestKnownListsOverTime: with lists that take time, as a large cloud's do, the names a
+// node sync asks about one after the other share one list, and Nodes that never get a
+// provider ID, appearing at different times and asked about at every node sync, cost one
+// list each at first and one per MaxAge for all of them after.
+func TestKnownListsOverTime(t *testing.T) {
+	ctx := context.Background()
+	c := newCloud(10)
+	cache, clk := newCache(c, time.Minute)
+	c.onPage = func() { clk.Step(1500 * time.Millisecond) } // one page, 1.5 s
+	_, err := cache.ByName(ctx, "node-00001")
+	require.NoError(t, err)
+
+	clk.Step(10 * time.Second)
+	before := c.lists.Load()
+	for i := range 5 {
+		_, ok := cache.Known(ctx, fmt.Sprint("stray-", i))
+		assert.False(t, ok)
+	}
+	assert.Equal(t, before+1, c.lists.Load(), "five names asked about one after the other: one list")
+
+	c = newCloud(10)
+	cache, clk = newCache(c, time.Minute)
+	c.onPage = func() { clk.Step(1500 * time.Millisecond) }
+	_, err = cache.ByName(ctx, "node-00001")
+	require.NoError(t, err)
+	before = c.lists.Load()
+	var strays []string
+	for s := 0; s < 300; s += 10 { // a node sync every 10 s for 5 minutes
+		if s%15 == 0 && len(strays) < 4 { // a stray Node appears every 15 s
+			strays = append(strays, fmt.Sprint("stray-", len(strays)))
+		}
+		for _, name := range strays {
+			_, ok := cache.Known(ctx, name)
+			assert.False(t, ok)
+		}
+		clk.SetTime(t0.Add(time.Duration(s+10) * time.Second))
+	}
+	// Each stray's first ask: 4 lists; then one per MaxAge: 5 in 5 minutes.
+	assert.LessOrEqual(t, c.lists.Load()-before, int64(4+5))
 }
 
 // TestKnownConcurrentAsksShareOneList: many asks about one new Node at once (a node sync

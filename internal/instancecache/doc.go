@@ -5,9 +5,10 @@
 // Its rules keep the cloud API quiet without ever lying about an instance being gone:
 //
 //   - A lookup in a fresh snapshot costs no cloud call. Known, the load balancers' read of
-//     a Node being initialized, lists once for a name the snapshot lacks (the list the
-//     node controller's lookup of a new Node makes too): the names asked about at once
-//     share one list, and a name costs one list per MaxAge at most (see Known).
+//     a Node being initialized, waits for a list for a name the snapshot lacks when it
+//     is first asked about (the list the node controller's lookup of a new Node makes
+//     too): the names asked about together share one list, and names asked about again
+//     need no more than a fresh snapshot (see Known).
 //   - Concurrent lookups that need a refresh share one list (one fetch for all of them);
 //     concurrent lookups of one missing ID share one GetInstance. Every caller stops
 //     waiting when its own context ends, the one that started the call too.
