@@ -436,7 +436,7 @@ func (c *Cache) Known(ctx context.Context, name string) (inst *cloudapi.Instance
 // no older than MaxAge at now.
 func (c *Cache) known(key string, now time.Time) (*cloudapi.Instance, bool) {
 	c.mu.RLock()
-	fresh := !c.listedAt.IsZero() && !c.listedAt.Before(now.Add(-c.opts.MaxAge))
+	fresh := c.listedSince(now.Add(-c.opts.MaxAge))()
 	c.mu.RUnlock()
 	if !fresh {
 		return nil, false
