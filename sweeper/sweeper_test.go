@@ -377,10 +377,18 @@ func TestRunSweepsEveryInterval(t *testing.T) {
 		w.s.Run(ctx)
 	}()
 	lists := func() int64 { return w.cloud.Calls()[cloudapi.OpListLoadBalancers] }
-	require.Eventually(t, func() bool { return lists() == 1 }, 10*time.Second, time.Millisecond, "the first sweep at once")
+	// A sweep notes its load balancers' suspects after it has listed them and before it lists
+	// the routes, the last thing it lists (this world has none, so nothing reads the clock
+	// after that list): the clock is stepped only once a sweep has listed both, else a sweep
+	// could note the time of the step after its own and the grace period never pass.
+	swept := func(n int64) bool {
+		calls := w.cloud.Calls()
+		return calls[cloudapi.OpListLoadBalancers] == n && calls[cloudapi.OpListRoutes] == n
+	}
+	require.Eventually(t, func() bool { return swept(1) }, 10*time.Second, time.Millisecond, "the first sweep at once")
 	for sweeps := int64(2); w.clock.Since(time.Unix(1e9, 0)) < grace; sweeps++ {
 		w.clock.Step(time.Minute)
-		require.Eventually(t, func() bool { return lists() == sweeps }, 10*time.Second, time.Millisecond, "sweep %d", sweeps)
+		require.Eventually(t, func() bool { return swept(sweeps) }, 10*time.Second, time.Millisecond, "sweep %d", sweeps)
 	}
 	require.Eventually(t, func() bool { return len(w.lbIDs()) == 0 }, 10*time.Second, time.Millisecond, "deleted once the grace period passed")
 	assert.Equal(t, int64(grace/time.Minute)+1, lists(), "one list per sweep")
