@@ -44,13 +44,22 @@ func TestWaitReady(t *testing.T) {
 	require.ErrorIs(t, err, cloudapi.ErrTransient)
 	assert.ErrorContains(t, err, "CreateLoadBalancer lb-1: transient failure: not ready after 2 reads: the build failed")
 
-	statuses, reads = []string{"new"}, 0
-	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	// The second read outlasts the attempt: the wait after it ends at the deadline. (The
+	// deadline is far from the first poll's interval, so a loaded machine cannot end the
+	// wait before the second read.)
+	reads = 0
+	outlasting := func(ctx context.Context) (string, error) {
+		if reads++; reads == 2 {
+			<-ctx.Done()
+		}
+		return "new", nil
+	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	_, err = cloudapi.WaitReady(short, cloudapi.OpCreateLoadBalancer, "lb-1", 5*time.Millisecond, read, active)
+	_, err = cloudapi.WaitReady(short, cloudapi.OpCreateLoadBalancer, "lb-1", 5*time.Millisecond, outlasting, active)
 	require.ErrorIs(t, err, cloudapi.ErrTransient)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "the attempt's timeout ends the wait")
-	assert.Greater(t, reads, 1)
+	assert.Equal(t, 2, reads)
 
 	gone := func(context.Context) (string, error) {
 		return "", cloudapi.NewError(cloudapi.ErrNotFound, cloudapi.OpGetLoadBalancer, "lb-1", nil)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ccmkit/ccmkit/internal/servicenodes"
+	"github.com/ccmkit/ccmkit/provider/providertest"
 )
 
 // recorder is a Syncer that sends each sync's Nodes, as "name:pool" sorted, on syncs, and
@@ -77,12 +78,18 @@ func (r *recorder) none(t *testing.T, why string) {
 func run(t *testing.T, ctx context.Context, client *kubefake.Clientset, syncer Syncer) (stop func()) {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
+	watching := providertest.WatchesStarted(client, "nodes")
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		Run(ctx, client, syncer)
 	}()
+	select { // a Node written before the watch starts would be lost to Run
+	case <-watching:
+	case <-time.After(time.Minute):
+		require.FailNow(t, "the Node informer's watch did not start")
+	}
 	return func() {
 		t.Helper()
 		cancel()

@@ -17,6 +17,7 @@ import (
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/provider/builtin"
+	"github.com/ccmkit/ccmkit/provider/providertest"
 )
 
 const cloudYAML = `
@@ -49,9 +50,15 @@ func TestServiceGetsAndLosesItsLoadBalancer(t *testing.T) {
 	// sync race on its service cache (an upstream data race), so this test lets them run
 	// one after the other.
 	kube := kubefake.NewClientset()
+	watching := providertest.WatchesStarted(kube, "services", "nodes")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, kube, iface, "test", 2) }()
+	select { // a Service or Node created before the watches start would be lost to the controller
+	case <-watching:
+	case <-time.After(time.Minute):
+		require.FailNow(t, "the informers' watches did not start")
+	}
 
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
