@@ -45,14 +45,18 @@ func TestWaitReady(t *testing.T) {
 	assert.ErrorContains(t, err, "CreateLoadBalancer lb-1: transient failure: not ready after 2 reads: the build failed")
 
 	// The second read outlasts the attempt: the wait after it ends at the deadline. (The
-	// deadline is far from the first poll's interval, so a loaded machine cannot end the
-	// wait before the second read.)
+	// deadline is far from the first poll's interval, so a loaded machine is unlikely to
+	// end the wait before the second read.)
 	reads = 0
 	outlasting := func(ctx context.Context) (string, error) {
-		if reads++; reads == 2 {
+		switch reads++; reads {
+		case 1:
+			return "new", nil
+		case 2:
 			<-ctx.Done()
+			return "new", nil
 		}
-		return "new", nil
+		return "", errors.New("read again after the attempt's deadline")
 	}
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()

@@ -50,13 +50,16 @@ func TestServiceGetsAndLosesItsLoadBalancer(t *testing.T) {
 	// sync race on its service cache (an upstream data race), so this test lets them run
 	// one after the other.
 	kube := kubefake.NewClientset()
-	watching := providertest.WatchesStarted(kube, "services", "nodes")
+	// Two informers watch the Nodes: the service controller's and labelwatch's.
+	watching := providertest.WatchesStarted(kube, "services", "nodes", "nodes")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, kube, iface, "test", 2) }()
-	select { // a Service or Node created before the watches start would be lost to the controller
+	select { // a Service or Node created before the watches start would be lost to the controllers
 	case <-watching:
 	case <-time.After(time.Minute):
+		cancel()
+		require.NoError(t, <-done)
 		require.FailNow(t, "the informers' watches did not start")
 	}
 
